@@ -1,0 +1,42 @@
+# pgknee: `make demo` runs a short sweep on a throwaway local PostgreSQL;
+# `make test` runs the whole test suite. Both install what they need first.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup system venv demo test unit integration lint bench clean
+
+setup: system venv
+
+system:
+	@bash scripts/setup-system.sh
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip==25.3
+	@$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: setup
+	$(BIN)/pgknee run --clients 2,4,8,16,32 --duration 10s --store pgknee-demo.db
+	@echo
+	@echo "The run is stored in pgknee-demo.db: try '$(BIN)/pgknee show last --store pgknee-demo.db'"
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+unit: venv
+	$(BIN)/python -m pytest -q tests/unit
+
+lint: venv
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python bench/sampler_overhead.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

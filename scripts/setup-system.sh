@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs the system packages pgknee needs, with apt, only when they are missing:
+# PostgreSQL server and contrib, pgbench (in the client package), pgbouncer, and
+# pg_wait_sampling for the installed server version. Safe to run again.
+set -euo pipefail
+
+have_server() {
+  ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || command -v postgres >/dev/null 2>&1
+}
+pg_major() {
+  ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sed -E 's#.*/postgresql/([0-9]+)/bin#\1#' | sort -n | tail -1
+}
+
+missing=()
+have_server || missing+=(postgresql postgresql-contrib)
+command -v pgbench >/dev/null 2>&1 || missing+=(postgresql-client)
+command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    if [ ${#missing[@]} -gt 0 ]; then
+      echo "pgknee setup: missing system packages: ${missing[*]} (run as root or install sudo, then 'apt-get install ${missing[*]}')" >&2
+      exit 1
+    fi
+  fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+updated=0
+apt_install() {
+  if [ "$updated" -eq 0 ]; then $SUDO apt-get update -qq; updated=1; fi
+  # policy-rc.d keeps Debian from starting a system-wide cluster and pgbouncer service
+  # that pgknee does not use.
+  $SUDO apt-get install -y -qq --no-install-recommends "$@"
+}
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "pgknee setup: installing ${missing[*]}"
+  if [ ! -e /usr/sbin/policy-rc.d ] && [ -z "$SUDO" ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  apt_install "${missing[@]}"
+fi
+
+major=$(pg_major)
+if [ -n "$major" ] && [ ! -e "/usr/lib/postgresql/$major/lib/pg_wait_sampling.so" ]; then
+  if apt-cache show "postgresql-$major-pg-wait-sampling" >/dev/null 2>&1 || { [ "$updated" -eq 0 ] && $SUDO apt-get update -qq && updated=1; }; then
+    echo "pgknee setup: installing postgresql-$major-pg-wait-sampling"
+    apt_install "postgresql-$major-pg-wait-sampling" || echo "pgknee setup: pg_wait_sampling not available for PostgreSQL $major; continuing without it" >&2
+  fi
+fi
+
+for tool in pgbench pgbouncer; do
+  command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || { echo "pgknee setup: $tool is still missing" >&2; exit 1; }
+done
+have_server || { echo "pgknee setup: the PostgreSQL server is still missing" >&2; exit 1; }
+echo "pgknee setup: system packages ready (PostgreSQL $(pg_major), $(pgbench --version | awk '{print $NF}' ), pgbouncer $(pgbouncer --version 2>/dev/null | head -1 | awk '{print $NF}'))"

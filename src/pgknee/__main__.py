@@ -1,0 +1,3 @@
+from pgknee.cli import main
+
+raise SystemExit(main())

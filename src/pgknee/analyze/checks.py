@@ -1,0 +1,91 @@
+"""Checks that tell a user which numbers to trust. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pgknee.types import OsSample, StepRecord
+
+TPS_PGBENCH_TOLERANCE = 3.0  # % between TPS from the log and TPS pgbench printed
+TPS_DB_TOLERANCE = 5.0  # % between TPS from the log and pg_stat_database's commits
+LITTLE_TOLERANCE = 10.0  # % between clients and TPS x measured mean latency
+CLIENT_CPU_SATURATED = 85.0  # % of the pgbench threads' capacity
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # 'ok' | 'warn' | 'n/a'
+    detail: str
+
+
+def _diff_pct(a: float, b: float) -> float:
+    return 100.0 * (a - b) / b if b else 0.0
+
+
+def tps_vs_pgbench(step: StepRecord) -> Check:
+    if step.tps is None or step.tps_pgbench is None:
+        return Check("tps-vs-pgbench", "n/a", "no pgbench summary")
+    d = _diff_pct(step.tps, step.tps_pgbench)
+    status = "ok" if abs(d) <= TPS_PGBENCH_TOLERANCE else "warn"
+    return Check("tps-vs-pgbench", status, f"log {step.tps:.1f} vs pgbench {step.tps_pgbench:.1f} tps ({d:+.1f}%)")
+
+
+def tps_vs_database(step: StepRecord) -> Check:
+    if step.tps is None or step.tps_db is None:
+        return Check("tps-vs-commits", "n/a", "no pg_stat_database delta")
+    d = _diff_pct(step.tps_db, step.tps)
+    status = "ok" if abs(d) <= TPS_DB_TOLERANCE else "warn"
+    return Check("tps-vs-commits", status,
+                 f"pg_stat_database {step.tps_db:.1f} vs log {step.tps:.1f} tps ({d:+.1f}%)")
+
+
+def littles_law(step: StepRecord) -> Check:
+    """Closed loop: clients ~ TPS x mean latency (measured). A gap is time spent
+    outside the measured transaction: client threads, connection setup, a queue."""
+    if not step.tps or step.lat_avg_ms is None:
+        return Check("littles-law", "n/a", "no measured latency")
+    busy = (step.tps + (step.failed or 0) / step.duration_s) * step.lat_avg_ms / 1000.0
+    d = _diff_pct(busy, step.clients)
+    status = "ok" if abs(d) <= LITTLE_TOLERANCE else "warn"
+    return Check("littles-law", status,
+                 f"TPS x latency = {busy:.2f} busy clients of {step.clients} ({d:+.1f}%)")
+
+
+def sampled_vs_active_time(step: StepRecord, sampled_aas: float | None, snapshots: int,
+                           active_time_ms: float | None) -> Check:
+    if sampled_aas is None or snapshots == 0:
+        return Check("aas-vs-active-time", "n/a", "no snapshots")
+    if active_time_ms is None:
+        return Check("aas-vs-active-time", "n/a", "server has no pg_stat_database.active_time (PostgreSQL < 14)")
+    if step.bench_start is None or step.bench_end is None:
+        return Check("aas-vs-active-time", "n/a", "no bench window")
+    window = max(step.bench_end - step.bench_start, 1e-9)
+    truth = active_time_ms / 1000.0 / window
+    # sampling error ~ 1/sqrt(AAS x snapshots); allow 3 sigma, at least 10%
+    tol = max(10.0, 300.0 / max((truth * snapshots) ** 0.5, 1e-9))
+    d = _diff_pct(sampled_aas, truth)
+    status = "ok" if abs(d) <= tol else "warn"
+    return Check("aas-vs-active-time", status,
+                 f"sampled AAS {sampled_aas:.2f} vs active_time {truth:.2f} ({d:+.1f}%, tolerance {tol:.0f}%)")
+
+
+def client_cpu(step: StepRecord, samples: Sequence[OsSample]) -> Check:
+    vals = [s.client_cpu_pct for s in samples if s.client_cpu_pct is not None]
+    if not vals:
+        return Check("client-cpu", "n/a", "no client CPU samples")
+    mean = sum(vals) / len(vals)
+    share = mean / step.threads
+    status = "ok" if share <= CLIENT_CPU_SATURATED else "warn"
+    return Check("client-cpu", status,
+                 f"pgbench used {mean:.0f}% CPU over {step.threads} thread(s) ({share:.0f}% of their capacity)"
+                 + ("; the client may be the bottleneck" if status == "warn" else ""))
+
+
+def failures(step: StepRecord) -> Check:
+    f = step.failed or 0
+    if f == 0 and not step.retried:
+        return Check("failures", "ok", "no failed or retried transactions")
+    return Check("failures", "warn" if f else "ok",
+                 f"{f} failed, {step.retried or 0} retried ({step.retries or 0} retries)")

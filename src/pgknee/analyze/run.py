@@ -1,0 +1,237 @@
+"""The analysis of one run: per client count (and variant) summaries across
+repetitions, system figures, wait profiles, checks and warnings. Pure: it reads
+a RunData and returns records for the renderers."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pgknee.analyze import checks as ck
+from pgknee.analyze.summary import spread_pct
+from pgknee.analyze.waits import total_aas, wait_profile
+from pgknee.types import OsSample, RunData, StepRecord, WaitRow
+
+NOISY_SPREAD_PCT = 10.0
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A summary over repetitions: the median, with min and max."""
+
+    value: float
+    lo: float
+    hi: float
+    n: int
+
+    @staticmethod
+    def of(values: Sequence[float]) -> Figure | None:
+        vals = [v for v in values if v is not None]
+        if not vals:
+            return None
+        return Figure(float(statistics.median(vals)), min(vals), max(vals), len(vals))
+
+
+@dataclass(frozen=True)
+class ScriptRow:
+    name: str
+    weight: int
+    transactions: int
+    failed: int
+    retried: int
+    tps: Figure | None
+    lat_avg: Figure | None
+    p95: Figure | None
+    p99: Figure | None
+
+
+@dataclass(frozen=True)
+class SystemRow:
+    peak_cpu: float | None  # user+nice+system+iowait+irq+steal at the busiest second
+    peak_user: float | None
+    peak_system: float | None
+    peak_nice: float | None
+    peak_iowait: float | None
+    mean_cpu: float | None
+    peak_load1: float | None
+    ctx_per_s: float | None
+    procs_running: float | None
+    mem_available_mb: float | None
+    client_cpu: float | None  # pgbench, % of one core
+
+
+@dataclass(frozen=True)
+class Group:
+    """One client count of one variant, over its repetitions."""
+
+    variant: str
+    clients: int
+    steps: tuple[StepRecord, ...]  # all attempts
+    done: tuple[StepRecord, ...]  # completed ones
+    tps: Figure | None
+    lat_avg: Figure | None
+    lat_stddev: Figure | None
+    p50: Figure | None
+    p95: Figure | None
+    p99: Figure | None
+    lat_max: Figure | None
+    transactions: Figure | None
+    failed: int
+    retried: int
+    threads: int
+    system: SystemRow
+    scripts: tuple[ScriptRow, ...]
+    waits: tuple[WaitRow, ...]
+    waits_bg: tuple[WaitRow, ...]
+    snapshots: int
+    checks: tuple[tuple[int, tuple[ck.Check, ...]], ...]  # per rep
+
+    @property
+    def label(self) -> str:
+        return f"c{self.clients}"
+
+    @property
+    def noisy(self) -> bool:
+        if self.tps is None or self.tps.n < 2:
+            return False
+        return spread_pct([s.tps or 0 for s in self.done]) > NOISY_SPREAD_PCT
+
+
+@dataclass(frozen=True)
+class RunView:
+    data: RunData
+    groups: tuple[Group, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def run(self):  # type: ignore[no-untyped-def]
+        return self.data.run
+
+    def variants(self) -> list[str]:
+        seen: list[str] = []
+        for g in self.groups:
+            if g.variant not in seen:
+                seen.append(g.variant)
+        return seen
+
+
+def _system(samples: Sequence[OsSample]) -> SystemRow:
+    if not samples:
+        return SystemRow(None, None, None, None, None, None, None, None, None, None, None)
+
+    def busy(s: OsSample) -> float:
+        return 100.0 - s.cpu_idle
+
+    peak = max(samples, key=busy)
+    client = [s.client_cpu_pct for s in samples if s.client_cpu_pct is not None]
+    return SystemRow(
+        peak_cpu=busy(peak), peak_user=peak.cpu_user, peak_system=peak.cpu_system, peak_nice=peak.cpu_nice,
+        peak_iowait=peak.cpu_iowait, mean_cpu=statistics.fmean(busy(s) for s in samples),
+        peak_load1=max(s.load1 for s in samples), ctx_per_s=statistics.fmean(s.ctx_per_s for s in samples),
+        procs_running=statistics.fmean(s.procs_running for s in samples),
+        mem_available_mb=min(s.mem_available_kb for s in samples) / 1024.0,
+        client_cpu=statistics.fmean(client) if client else None)
+
+
+def _merge_counts(lists: Sequence[Sequence[tuple[str, str, int]]]) -> list[tuple[str, str, int]]:
+    acc: dict[tuple[str, str], int] = {}
+    for lst in lists:
+        for t, e, n in lst:
+            acc[(t, e)] = acc.get((t, e), 0) + n
+    return [(t, e, n) for (t, e), n in acc.items()]
+
+
+def _scripts(data: RunData, done: Sequence[StepRecord]) -> tuple[ScriptRow, ...]:
+    by_no: dict[int, list[tuple[object, ...]]] = {}
+    for s in done:
+        for row in data.scripts.get(s.step_id, []):
+            by_no.setdefault(int(row[0]), []).append(row)  # type: ignore[call-overload]
+    out = []
+    for _no, rows in sorted(by_no.items()):
+        r0 = rows[0]
+        out.append(ScriptRow(
+            name=str(r0[1]), weight=int(r0[2]),  # type: ignore[call-overload]
+            transactions=int(statistics.median(int(r[3]) for r in rows)),  # type: ignore[call-overload]
+            failed=sum(int(r[4]) for r in rows), retried=sum(int(r[5]) for r in rows),  # type: ignore[call-overload]
+            tps=Figure.of([r[6] for r in rows]), lat_avg=Figure.of([r[7] for r in rows]),  # type: ignore[misc]
+            p95=Figure.of([r[10] for r in rows]), p99=Figure.of([r[11] for r in rows])))  # type: ignore[misc]
+    return tuple(out)
+
+
+def _step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
+    n, _, _ = data.snaps.get(s.step_id, (0, 0.0, 0.0))
+    rows = wait_profile(data.waits.get(s.step_id, []), n)
+    pgdb = data.pgdb.get(s.step_id, {})
+    return (ck.tps_vs_pgbench(s), ck.tps_vs_database(s), ck.littles_law(s),
+            ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time")),
+            ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s))
+
+
+def build(data: RunData) -> RunView:
+    order: list[tuple[str, int]] = []
+    by_key: dict[tuple[str, int], list[StepRecord]] = {}
+    for s in data.steps:
+        key = (s.variant, s.clients)
+        if key not in by_key:
+            order.append(key)
+            by_key[key] = []
+        by_key[key].append(s)
+    groups = []
+    for key in order:
+        steps = by_key[key]
+        done = [s for s in steps if s.status == "completed"]
+        n_snap = sum(data.snaps.get(s.step_id, (0, 0.0, 0.0))[0] for s in done)
+        all_os = [x for s in done for x in data.os.get(s.step_id, [])]
+        groups.append(Group(
+            variant=key[0], clients=key[1], steps=tuple(steps), done=tuple(done),
+            tps=Figure.of([s.tps for s in done if s.tps is not None]),
+            lat_avg=Figure.of([s.lat_avg_ms for s in done if s.lat_avg_ms is not None]),
+            lat_stddev=Figure.of([s.lat_stddev_ms for s in done if s.lat_stddev_ms is not None]),
+            p50=Figure.of([s.lat_p50_ms for s in done if s.lat_p50_ms is not None]),
+            p95=Figure.of([s.lat_p95_ms for s in done if s.lat_p95_ms is not None]),
+            p99=Figure.of([s.lat_p99_ms for s in done if s.lat_p99_ms is not None]),
+            lat_max=Figure.of([s.lat_max_ms for s in done if s.lat_max_ms is not None]),
+            transactions=Figure.of([float(s.transactions) for s in done if s.transactions is not None]),
+            failed=sum(s.failed or 0 for s in done), retried=sum(s.retried or 0 for s in done),
+            threads=steps[0].threads, system=_system(all_os), scripts=_scripts(data, done),
+            waits=tuple(wait_profile(_merge_counts([data.waits.get(s.step_id, []) for s in done]), n_snap)),
+            waits_bg=tuple(wait_profile(_merge_counts([data.waits_bg.get(s.step_id, []) for s in done]), n_snap)),
+            snapshots=n_snap, checks=tuple((s.rep, _step_checks(data, s)) for s in done)))
+    view = RunView(data, tuple(groups))
+    return RunView(data, tuple(groups), tuple(_warnings(view)))
+
+
+def _warnings(view: RunView) -> list[str]:
+    out: list[str] = []
+    data = view.data
+    run = data.run
+    done = [s for s in data.steps if s.status == "completed"]
+    if run.status == "interrupted":
+        out.append(f"the run was interrupted after {len(done)} of {run.steps_planned} steps; "
+                   "the completed steps are shown")
+    elif run.status == "failed":
+        out.append(f"the run failed: {run.status_reason}")
+    for s in data.steps:
+        if s.status == "failed":
+            out.append(f"step c{s.clients} rep {s.rep} failed: {s.status_reason}")
+    plan = json.loads(run.plan_json) if run.plan_json else {}
+    if plan.get("reps", 1) == 1 and len(done) > 1:
+        out.append("one repetition per step: run-to-run noise (about ±15% on small shared machines) is not "
+                   "visible; use --reps 3 before drawing conclusions")
+    for g in view.groups:
+        if g.noisy and g.tps is not None:
+            out.append(f"{g.label}: noisy, TPS varies {spread_pct([s.tps or 0 for s in g.done]):.0f}% across "
+                       f"{g.tps.n} repetitions ({g.tps.lo:.0f}..{g.tps.hi:.0f})")
+        for rep, checks in g.checks:
+            for c in checks:
+                if c.status == "warn":
+                    out.append(f"{g.label} rep {rep}: {c.name}: {c.detail}")
+    if plan.get("duration_s", 60) < 60 and done:
+        out.append("steps are shorter than a minute: the 1-minute load average lags behind them; "
+                   "read runnable processes (procs running) instead")
+    money = data.env.get("check.money")
+    if money is not None and data.env.get("check.money.ok") == "false":
+        out.append(money)
+    return out

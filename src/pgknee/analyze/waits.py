@@ -1,0 +1,34 @@
+"""Average Active Sessions from pg_stat_activity snapshots. Pure.
+
+AAS of an event = (occurrences over ALL snapshots of the window) / (number of
+snapshots), empty snapshots included, so per-event AAS adds up to the total.
+The article's query divides by the snapshots in which the event appeared,
+which overstates AAS for rare events; `article_aas` reproduces it for reference."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pgknee.types import WaitRow
+
+
+def wait_profile(counts: Sequence[tuple[str, str, int]], snapshots: int) -> list[WaitRow]:
+    if snapshots <= 0:
+        return []
+    rows = [WaitRow(t, e, n, n / snapshots) for t, e, n in counts]
+    return sorted(rows, key=lambda r: (-r.count, r.wait_event_type, r.wait_event))
+
+
+def total_aas(rows: Sequence[WaitRow]) -> float:
+    return sum(r.aas for r in rows)
+
+
+def relative_error(row: WaitRow) -> float:
+    """One-sigma relative sampling error of an AAS figure: ~ 1/sqrt(occurrences)."""
+    return 1.0 / math.sqrt(row.count) if row.count else math.inf
+
+
+def article_aas(occurrences: int, snapshots_where_seen: int) -> float:
+    """The article's formula (000, section 7): biased upwards, kept only for comparison."""
+    return occurrences / snapshots_where_seen if snapshots_where_seen else 0.0

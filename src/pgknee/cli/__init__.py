@@ -1,0 +1,52 @@
+"""The pgknee command. Parses arguments, calls the layers, prints. One place
+turns every PgkneeError into one line and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from pgknee import __version__
+from pgknee.errors import PgkneeError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from pgknee.cli import run as run_cmd
+    from pgknee.cli import show as show_cmd
+
+    p = argparse.ArgumentParser(
+        prog="pgknee",
+        description="PostgreSQL connection-concurrency lab: sweep the number of client connections, "
+                    "measure throughput, latency and wait events, and show where the knee is.")
+    p.add_argument("--version", action="version", version=f"pgknee {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    run_cmd.add_parser(sub)
+    show_cmd.add_parsers(sub)
+    return p
+
+
+class _Parser(argparse.ArgumentParser):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except PgkneeError as e:
+        print(f"pgknee: error: {e.one_line()}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("pgknee: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get("PGKNEE_DEBUG"):
+            traceback.print_exc()
+        print(f"pgknee: internal error: {type(e).__name__}: {e} (set PGKNEE_DEBUG=1 for the traceback "
+              "and please report it)", file=sys.stderr)
+        return 1

@@ -1,0 +1,43 @@
+"""Helpers shared by the subcommands: the store flag, printing, writing files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from rich.console import RenderableType
+
+from pgknee.errors import UserError
+from pgknee.report.terminal import render
+
+DEFAULT_STORE = "pgknee.db"
+
+
+def add_store(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="PATH", default=os.environ.get("PGKNEE_STORE", DEFAULT_STORE),
+                   help=f"the collector database (SQLite); default ./{DEFAULT_STORE} or $PGKNEE_STORE")
+
+
+def width() -> int:
+    return max(100, shutil.get_terminal_size((140, 40)).columns)
+
+
+def print_items(items: list[RenderableType]) -> None:
+    sys.stdout.write(render(items, width=width(), color=sys.stdout.isatty() and not os.environ.get("NO_COLOR")))
+    sys.stdout.flush()
+
+
+def write_text_file(path: str, text: str) -> None:
+    target = Path(path)
+    if target.is_dir():
+        raise UserError(f"cannot write {path}: it is a directory", "give a file name")
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {e.strerror}", "choose a writable path") from None

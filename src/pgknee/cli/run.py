@@ -1,0 +1,222 @@
+"""pgknee run: flags -> Plan -> Runner, with live progress, then the tables."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from pgknee.analyze.run import build
+from pgknee.cli.common import add_store, print_items, write_text_file
+from pgknee.errors import Interrupted, StoreError, UserError
+from pgknee.plan import (
+    DEFAULT_CLIENTS,
+    PROTOCOLS,
+    Plan,
+    TargetSpec,
+    Variant,
+    WorkloadSpec,
+    parse_clients,
+    parse_seconds,
+    parse_setting,
+)
+from pgknee.report.jsonout import dumps, run_json
+from pgknee.report.terminal import run_report
+from pgknee.runner import Runner
+from pgknee.store.db import Store, load_run
+from pgknee.targets.conninfo import redact_dsn
+from pgknee.types import ProgressPoint
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "run", help="sweep client counts against a PostgreSQL server and store the results",
+        description="Start a throwaway PostgreSQL (or use --dsn), install the e-wallet workload, run pgbench at "
+                    "each client count, sample pg_stat_activity and the OS, store everything and print the tables.")
+    t = p.add_argument_group("target")
+    t.add_argument("--dsn", default=os.environ.get("PGKNEE_DSN"),
+                   help="a running server (postgresql://user@host:port/db); default: an embedded throwaway "
+                        "cluster. Keep the password out of it: use PGPASSWORD or ~/.pgpass")
+    t.add_argument("--pg-bindir", metavar="DIR", help="PostgreSQL server binaries for the embedded cluster")
+    t.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+                   help="a setting of the embedded server (repeatable), e.g. --set shared_buffers=256MB")
+    t.add_argument("--keep", action="store_true", help="leave the embedded server running and say how to use it")
+    w = p.add_argument_group("workload")
+    w.add_argument("--workload", default="ewallet", choices=("ewallet",), help="default ewallet")
+    w.add_argument("--scale", type=float, default=1.0,
+                   help="data size: 1 = 10k users, 100k transactions, about 40 MB (default 1)")
+    w.add_argument("--schema", default="pgknee_ewallet", help="schema holding the workload (default pgknee_ewallet)")
+    w.add_argument("--reinit", action="store_true",
+                   help="drop and reseed the workload schema if it exists (pgknee's own schema only)")
+    s = p.add_argument_group("sweep")
+    s.add_argument("--clients", default=",".join(map(str, DEFAULT_CLIENTS)),
+                   help="client counts in order: 2,4,8 or ranges 50:1000:50 and 2:64:x2 (default 2,4,8,16,32)")
+    s.add_argument("--duration", default="60s", help="measured time per step, whole seconds (default 60s)")
+    s.add_argument("--reps", type=int, default=1, help="repetitions of each step (default 1)")
+    s.add_argument("--warmup", default="0", help="unmeasured pgbench run before each step (default 0)")
+    s.add_argument("--threads", type=int, help="pgbench threads (default: one per CPU, at most one per client)")
+    s.add_argument("--protocol", default="prepared", choices=PROTOCOLS, help="default prepared")
+    s.add_argument("--max-tries", type=int, default=3,
+                   help="pgbench tries per transaction on serialization failures and deadlocks (default 3)")
+    s.add_argument("--pgbench", metavar="PATH", help="the pgbench to use (default: from PATH)")
+    c = p.add_argument_group("collection")
+    c.add_argument("--sample-interval", default="100ms",
+                   help="pg_stat_activity sampling interval, with ±20%% jitter; 0 switches it off (default 100ms)")
+    c.add_argument("--os-interval", default="1s", help="OS sampling interval (default 1s)")
+    c.add_argument("--log-sampling-rate", type=float, default=1.0,
+                   help="fraction of transactions pgbench logs for latency (default 1: all)")
+    o = p.add_argument_group("output")
+    add_store(o)
+    o.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    o.add_argument("--no-waits", action="store_true", help="leave the per-step wait profiles out of the tables")
+    o.add_argument("--quiet", action="store_true", help="no progress, only the tables")
+    p.set_defaults(func=cmd_run)
+
+
+def plan_from_args(a: argparse.Namespace) -> Plan:
+    settings = tuple(parse_setting(s) for s in a.settings)
+    return Plan(
+        target=TargetSpec(dsn=a.dsn or None, pg_bindir=a.pg_bindir, settings=settings, keep=a.keep),
+        workload=WorkloadSpec(name=a.workload, scale=a.scale, schema=a.schema, reinit=a.reinit),
+        clients=parse_clients(a.clients),
+        duration_s=int(parse_seconds(a.duration, "--duration", whole=True)),
+        reps=a.reps,
+        warmup_s=int(parse_seconds(a.warmup, "--warmup", allow_zero=True, whole=True)),
+        threads=a.threads, max_tries=a.max_tries, variants=(Variant(protocol=a.protocol),),
+        sample_interval_s=parse_seconds(a.sample_interval, "--sample-interval", allow_zero=True),
+        os_interval_s=parse_seconds(a.os_interval, "--os-interval"),
+        log_sampling_rate=a.log_sampling_rate, pgbench=a.pgbench)
+
+
+def _redacted_argv(argv: list[str]) -> list[str]:
+    out, skip_next = [], False
+    for i, tok in enumerate(argv):
+        if skip_next:
+            skip_next = False
+            continue
+        if tok == "--dsn" and i + 1 < len(argv):
+            out += [tok, _safe_redact(argv[i + 1])]
+            skip_next = True
+        elif tok.startswith("--dsn="):
+            out.append("--dsn=" + _safe_redact(tok[6:]))
+        else:
+            out.append(tok)
+    return out
+
+
+def _safe_redact(dsn: str) -> str:
+    try:
+        return redact_dsn(dsn)
+    except UserError:
+        return "<unparseable DSN>"
+
+
+class LiveUI:
+    """Progress on a terminal: step, rep, elapsed/remaining, live TPS."""
+
+    def __init__(self, console: Console, total_seconds: float) -> None:
+        self.console = console
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24),
+                                 TextColumn("{task.fields[secs]}"), TextColumn("{task.fields[tps]}"),
+                                 TextColumn("· run {task.fields[run_left]} left"), TimeElapsedColumn(),
+                                 console=console, transient=True)
+        self.task: TaskID | None = None
+        self.total_seconds = total_seconds
+        self.started = time.monotonic()
+        self.step_seconds = 0.0
+
+    def __enter__(self) -> LiveUI:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def say(self, text: str) -> None:
+        self.console.print(text, highlight=False, markup=False)
+
+    def _left(self) -> str:
+        left = max(0.0, self.total_seconds - (time.monotonic() - self.started))
+        return f"~{int(left // 60)}m{int(left % 60):02d}s"
+
+    def step_started(self, seq: int, total: int, variant: str, clients: int, rep: int, seconds: float) -> None:
+        if self.task is not None:
+            self.progress.remove_task(self.task)
+        self.step_seconds = seconds
+        name = f"step {seq}/{total} c{clients} rep {rep}" + ("" if variant == "base" else f" {variant}")
+        self.task = self.progress.add_task(name, total=seconds, secs=f"0/{seconds:.0f}s", tps="",
+                                           run_left=self._left())
+
+    def step_progress(self, point: ProgressPoint) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, completed=min(point.t_s, self.step_seconds),
+                                 secs=f"{point.t_s:.0f}/{self.step_seconds:.0f}s", tps=f"{point.tps:,.0f} tps",
+                                 run_left=self._left())
+
+    def step_finished(self, text: str) -> None:
+        self.say("  " + text)
+
+
+class PlainUI:
+    """Progress when the output is not a terminal (CI, logs): a line per event."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.last_print = 0.0
+
+    def __enter__(self) -> PlainUI:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    def step_started(self, seq: int, total: int, variant: str, clients: int, rep: int, seconds: float) -> None:
+        self.say(f"step {seq}/{total}: c{clients} rep {rep}" + ("" if variant == "base" else f" {variant}")
+                 + f", {seconds:.0f} s")
+
+    def step_progress(self, point: ProgressPoint) -> None:
+        now = time.monotonic()
+        if now - self.last_print >= 10:
+            self.last_print = now
+            self.say(f"  {point.t_s:.0f} s: {point.tps:,.0f} tps")
+
+    def step_finished(self, text: str) -> None:
+        self.say("  " + text)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    plan = plan_from_args(args)
+    store = Store(args.store)
+    if args.json:  # fail on an unwritable output before an hour of measuring, not after
+        write_text_file(args.json, "{}\n")
+    interactive = sys.stderr.isatty() and not args.quiet
+    ui: LiveUI | PlainUI = (LiveUI(Console(stderr=True), plan.estimated_seconds()) if interactive
+                            else PlainUI(quiet=args.quiet))
+    runner = Runner(plan, store, ui, argv=["pgknee", *_redacted_argv(sys.argv[1:])])
+    try:
+        with ui:
+            runner.run()
+    except Interrupted:
+        ui.say(f"interrupted: run {runner.run_id} is kept as 'interrupted' with its completed steps "
+               f"('pgknee show {runner.run_id}')")
+        raise
+    finally:
+        if runner.kept_message:
+            ui.say(runner.kept_message)
+    try:
+        view = build(load_run(store, runner.run_id))
+    except StoreError:
+        raise
+    if args.json:
+        write_text_file(args.json, dumps(run_json(view)))
+    print_items(run_report(view, waits=not args.no_waits))
+    return 0

@@ -1,0 +1,102 @@
+"""pgknee runs | show | waits: read the collector database, nothing else."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.text import Text
+
+from pgknee.analyze.run import build
+from pgknee.analyze.waits import wait_profile
+from pgknee.cli.common import add_store, print_items, write_text_file
+from pgknee.errors import UserError
+from pgknee.report.jsonout import dumps, run_json
+from pgknee.report.terminal import run_report, runs_table, wait_table
+from pgknee.store.db import Store, load_run
+
+PHASES = ("pre", "warmup", "bench", "post")
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("runs", help="list the stored runs")
+    add_store(p)
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("show", help="print a run's tables again, from the store alone")
+    p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--no-waits", action="store_true", help="leave out the per-step wait profiles")
+    add_store(p)
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("waits", help="the wait-event profile (AAS) of a run's steps")
+    p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
+    p.add_argument("--phase", default="bench", help=f"one of {', '.join(PHASES)}, or several with commas "
+                                                     "(default bench)")
+    p.add_argument("--clients", type=int, help="only the steps with this many clients")
+    p.add_argument("--rep", type=int, help="only this repetition")
+    p.add_argument("--variant", help="only this variant")
+    p.add_argument("--backend", choices=("client", "background", "all"), default="client",
+                   help="client backends (default), background processes, or all")
+    add_store(p)
+    p.set_defaults(func=cmd_waits)
+
+
+def _open(path: str) -> Store:
+    return Store(path, create=False)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = _open(args.store)
+    rows = []
+    for r in store.runs():
+        steps = store.steps(r.run_id)
+        done = [s for s in steps if s.status == "completed"]
+        best = max((s.tps or 0 for s in done), default=None)
+        best_s = "-"
+        if best:
+            b = max(done, key=lambda s: s.tps or 0)
+            best_s = f"{best:,.0f} @ c{b.clients}"
+        rows.append((r.run_id, r.created_at[:19], r.status, r.workload, f"{r.target_kind} {r.target_label}",
+                     f"{len(done)}/{r.steps_planned}", best_s))
+    if not rows:
+        print_items([Text(f"no runs in {args.store}")])
+        return 0
+    print_items([runs_table(rows)])
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    view = build(load_run(_open(args.store), args.run_id))
+    if args.json:
+        write_text_file(args.json, dumps(run_json(view)))
+    print_items(run_report(view, waits=not args.no_waits))
+    return 0
+
+
+def cmd_waits(args: argparse.Namespace) -> int:
+    phases = tuple(p.strip() for p in args.phase.split(",") if p.strip())
+    bad = [p for p in phases if p not in PHASES]
+    if bad or not phases:
+        raise UserError(f"unknown phase {','.join(bad) or args.phase!r}", f"choose from {', '.join(PHASES)}")
+    store = _open(args.store)
+    run = store.resolve_run(args.run_id)
+    steps = [s for s in store.steps(run.run_id)
+             if (args.clients is None or s.clients == args.clients) and (args.rep is None or s.rep == args.rep)
+             and (args.variant is None or s.variant == args.variant)]
+    if not steps:
+        have = sorted({s.clients for s in store.steps(run.run_id)})
+        raise UserError(f"run {run.run_id} has no step matching that selection",
+                        f"client counts in this run: {', '.join(map(str, have)) or 'none'}")
+    items: list[Any] = [Text(f"Run {run.run_id} · phase {','.join(phases)} · {args.backend} backends")]
+    by_clients: dict[tuple[str, int], list[int]] = {}
+    for s in steps:
+        by_clients.setdefault((s.variant, s.clients), []).append(s.step_id)
+    for (variant, clients), ids in by_clients.items():
+        n = store.snapshot_count(ids, phases)
+        rows = wait_profile(store.wait_counts(ids, phases, args.backend), n)
+        items.append(wait_table(f"c{clients}" + (f" {variant}" if variant != "base" else "") +
+                                f" ({len(ids)} step(s))", rows, n))
+    print_items(items)
+    return 0

@@ -1,0 +1,143 @@
+"""OS samples from /proc, once a second: CPU breakdown, load average, context
+switches, runnable processes, memory, and the load generator's own CPU."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pgknee.store.db import iso_of
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class _Raw:
+    t: float
+    cpu: tuple[int, ...]  # user nice system idle iowait irq softirq steal
+    ctxt: int
+    client_ticks: int | None
+
+
+def _read_stat() -> tuple[tuple[int, ...], int, int, int]:
+    cpu: tuple[int, ...] = ()
+    ctxt = running = blocked = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu "):
+                cpu = tuple(int(x) for x in line.split()[1:9])
+            elif line.startswith("ctxt "):
+                ctxt = int(line.split()[1])
+            elif line.startswith("procs_running "):
+                running = int(line.split()[1])
+            elif line.startswith("procs_blocked "):
+                blocked = int(line.split()[1])
+    return cpu, ctxt, running, blocked
+
+
+def read_meminfo() -> dict[str, int]:
+    out = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, _, rest = line.partition(":")
+            out[k] = int(rest.split()[0])
+    return out
+
+
+def process_ticks(pid: int) -> int | None:
+    """utime + stime of a process (all its threads), in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def cpu_percentages(a: tuple[int, ...], b: tuple[int, ...]) -> dict[str, float]:
+    d = [y - x for x, y in zip(a, b, strict=True)]
+    total = sum(d) or 1
+    user, nice, system, idle, iowait, irq, softirq, steal = d
+    return {"cpu_user": 100 * user / total, "cpu_nice": 100 * nice / total, "cpu_system": 100 * system / total,
+            "cpu_iowait": 100 * iowait / total, "cpu_irq": 100 * (irq + softirq) / total,
+            "cpu_steal": 100 * steal / total, "cpu_idle": 100 * idle / total}
+
+
+class OsSampler:
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.interval_s = interval_s
+        self.phase = "pre"
+        self.client_pid: int | None = None
+        self._rows: list[tuple[Any, ...]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._active = False
+        self._prev: _Raw | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="pgknee-os", daemon=True)
+        self._thread.start()
+
+    def begin_step(self) -> None:
+        with self._lock:
+            self._rows = []
+            self._prev = None
+            self.phase = "pre"
+            self._active = True
+
+    def end_step(self) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self._active = False
+            rows, self._rows = self._rows, []
+        return rows
+
+    def _raw(self) -> tuple[_Raw, int, int]:
+        cpu, ctxt, running, blocked = _read_stat()
+        pid = self.client_pid
+        return _Raw(time.time(), cpu, ctxt, process_ticks(pid) if pid else None), running, blocked
+
+    def _loop(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            next_at += self.interval_s
+            if self._active:
+                self._sample_once()
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _sample_once(self) -> None:
+        raw, running, blocked = self._raw()
+        prev, self._prev = self._prev, raw
+        if prev is None:
+            return
+        dt = raw.t - prev.t
+        if dt <= 0:
+            return
+        pct = cpu_percentages(prev.cpu, raw.cpu)
+        with open("/proc/loadavg") as f:
+            load1 = float(f.read().split()[0])
+        mem = read_meminfo()
+        client = None
+        if raw.client_ticks is not None and prev.client_ticks is not None:
+            client = 100.0 * (raw.client_ticks - prev.client_ticks) / CLK_TCK / dt
+        row = (iso_of(raw.t), self.phase, raw.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
+               pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], load1,
+               (raw.ctxt - prev.ctxt) / dt, running, blocked, mem.get("MemTotal", 0), mem.get("MemAvailable", 0),
+               mem.get("MemFree", 0), mem.get("Cached", 0), client)
+        with self._lock:
+            if self._active:
+                self._rows.append(row)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+OS_COLUMNS = ("_collected_at", "_phase", "epoch", "cpu_user", "cpu_nice", "cpu_system", "cpu_iowait", "cpu_irq",
+              "cpu_steal", "cpu_idle", "load1", "ctx_per_s", "procs_running", "procs_blocked", "mem_total_kb",
+              "mem_available_kb", "mem_free_kb", "cached_kb", "client_cpu_pct")

@@ -1,0 +1,200 @@
+"""pgbench: find it, build its command line, parse what it prints and logs.
+
+Latency comes from the per-transaction log (-l), never from the average pgbench
+prints at the end (derived from run time x clients / transactions when no -P,
+-R or -L is given)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pgknee.analyze.summary import latency_stats
+from pgknee.errors import DriverError, UserError
+from pgknee.types import PgbenchSummary, ProgressPoint, ScriptResult, StepMeasurement
+from pgknee.workloads.base import Script
+
+
+def find_pgbench(explicit: str | None = None, bindir: Path | None = None) -> str:
+    if explicit:
+        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
+            raise UserError(f"--pgbench {explicit} is not an executable file")
+        return explicit
+    found = shutil.which("pgbench")
+    if found:
+        return found
+    if bindir is not None and (bindir / "pgbench").is_file():
+        return str(bindir / "pgbench")
+    for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (d / "pgbench").is_file():
+            return str(d / "pgbench")
+    raise DriverError("pgbench not found", "install it (make setup, or apt-get install postgresql-client) "
+                      "or pass --pgbench PATH")
+
+
+def pgbench_version(path: str) -> tuple[str, int]:
+    """('15.18 (Debian ...)', 150018)"""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except OSError as e:
+        raise DriverError(f"cannot run {path}: {e}") from None
+    m = re.search(r"(\d+)(?:\.(\d+))?", out)
+    if not m:
+        raise DriverError(f"cannot read the version of {path}: {out.strip()!r}")
+    major, minor = int(m.group(1)), int(m.group(2) or 0)
+    num = major * 10000 + minor if major >= 10 else major * 10000 + minor * 100
+    return out.strip().removeprefix("pgbench (PostgreSQL) ").strip(), num
+
+
+@dataclass(frozen=True)
+class PgbenchRun:
+    """Everything one pgbench invocation needs; argv() holds no connection secrets."""
+
+    pgbench: str
+    clients: int
+    threads: int
+    duration_s: int
+    protocol: str
+    scripts: tuple[Script, ...]
+    defines: tuple[tuple[str, str], ...]
+    log_prefix: Path | None
+    max_tries: int
+    version_num: int
+    progress_s: int = 1
+    log_sampling_rate: float = 1.0
+
+    def argv(self) -> list[str]:
+        a = [self.pgbench, "--no-vacuum", f"--client={self.clients}", f"--jobs={self.threads}",
+             f"--time={self.duration_s}", f"--protocol={self.protocol}"]
+        if self.progress_s:
+            a.append(f"--progress={self.progress_s}")
+        if self.log_prefix is not None:
+            a += ["--log", f"--log-prefix={self.log_prefix}"]
+            if self.log_sampling_rate < 1:
+                a.append(f"--sampling-rate={self.log_sampling_rate}")
+        if self.version_num >= 150000:
+            a += [f"--max-tries={self.max_tries}", "--failures-detailed"]
+        for k, v in self.defines:
+            a += ["--define", f"{k}={v}"]
+        for s in self.scripts:
+            a += ["--file", f"{s.path}@{s.weight}"]
+        return a
+
+
+_PROGRESS_RE = re.compile(
+    r"^progress: (?P<t>[\d.]+) s, (?P<tps>[\d.]+) tps, lat (?P<lat>[\d.]+|NaN) ms stddev (?P<sd>[\d.]+|NaN)"
+    r"(?:, (?P<failed>\d+) failed)?")
+
+
+def parse_progress_line(line: str) -> ProgressPoint | None:
+    """'progress: 1.0 s, 3485.0 tps, lat 2.111 ms stddev 1.743, 0 failed, ...' -> point."""
+    m = _PROGRESS_RE.match(line.strip())
+    if not m:
+        return None
+
+    def num(s: str | None) -> float | None:
+        return None if s is None or s == "NaN" else float(s)
+
+    return ProgressPoint(float(m["t"]), float(m["tps"]), num(m["lat"]), num(m["sd"]),
+                         int(m["failed"]) if m["failed"] is not None else None)
+
+
+def parse_summary(stdout: str) -> PgbenchSummary:
+    def grab(pattern: str) -> str | None:
+        m = re.search(pattern, stdout, re.MULTILINE)
+        return m.group(1) if m else None
+
+    def f(x: str | None) -> float | None:
+        return float(x) if x is not None else None
+
+    tx = grab(r"^number of transactions actually processed: (\d+)")
+    failed = grab(r"^number of failed transactions: (\d+)")
+    return PgbenchSummary(
+        transactions=int(tx) if tx else None,
+        failed=int(failed) if failed else None,
+        tps=f(grab(r"^tps = ([\d.]+)")),
+        lat_avg_ms=f(grab(r"^latency average = ([\d.]+) ms")),
+        conn_time_ms=f(grab(r"^initial connection time = ([\d.]+) ms")),
+        duration_s=f(grab(r"^duration: ([\d.]+) s")),
+    )
+
+
+_FAILURE_WORDS = {"failed": "other", "serialization": "serialization", "deadlock": "deadlock"}
+
+
+@dataclass
+class TransactionLog:
+    """Columns of pgbench's per-transaction log(s), as arrays."""
+
+    latency_us: np.ndarray  # int64; -1 where the transaction failed
+    script_no: np.ndarray  # int16
+    end_epoch: np.ndarray  # float64 seconds
+    retries: np.ndarray  # int32
+    failures: dict[str, int]
+    skipped: int
+
+
+def read_transaction_logs(paths: Iterable[Path]) -> TransactionLog:
+    """Parse 'client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries]'.
+
+    time is the latency in microseconds, or failed/serialization/deadlock/skipped."""
+    lat: list[int] = []
+    scr: list[int] = []
+    end: list[float] = []
+    ret: list[int] = []
+    failures: dict[str, int] = {}
+    skipped = 0
+    for path in paths:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                parts = raw.split()
+                if len(parts) < 6:
+                    continue
+                t = parts[2]
+                if t.isdigit():
+                    lat.append(int(t))
+                elif t == b"skipped":
+                    skipped += 1
+                    continue
+                else:
+                    kind = _FAILURE_WORDS.get(t.decode(errors="replace"), t.decode(errors="replace"))
+                    failures[kind] = failures.get(kind, 0) + 1
+                    lat.append(-1)
+                scr.append(int(parts[3]))
+                end.append(int(parts[4]) + int(parts[5]) / 1e6)
+                # with --max-tries != 1 the last column is the retry count
+                ret.append(int(parts[-1]) if len(parts) >= 7 else 0)
+    return TransactionLog(np.asarray(lat, dtype=np.int64), np.asarray(scr, dtype=np.int16),
+                          np.asarray(end, dtype=np.float64), np.asarray(ret, dtype=np.int32), failures, skipped)
+
+
+def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float) -> StepMeasurement:
+    """TPS and latency from the log: successful transactions / duration; latency over successes."""
+    ok = log.latency_us >= 0
+    lat_ms = log.latency_us[ok] / 1000.0
+    per_script = []
+    for i, s in enumerate(scripts):
+        sel = log.script_no == i
+        s_ok = sel & ok
+        n_ok = int(s_ok.sum())
+        per_script.append(ScriptResult(
+            script_no=i, name=s.name, weight=s.weight, transactions=n_ok, failed=int((sel & ~ok).sum()),
+            retried=int((log.retries[sel] > 0).sum()), tps=n_ok / duration_s,
+            latency=latency_stats(log.latency_us[s_ok] / 1000.0)))
+    n_ok = int(ok.sum())
+    return StepMeasurement(
+        transactions=n_ok, failed=int((~ok).sum()), retried=int((log.retries > 0).sum()),
+        retries=int(log.retries.sum()), tps=n_ok / duration_s, latency=latency_stats(lat_ms),
+        scripts=tuple(per_script), failures=dict(log.failures))
+
+
+def log_files(prefix: Path) -> list[Path]:
+    """pgbench writes PREFIX.PID for thread 0 and PREFIX.PID.N for the others."""
+    return sorted(p for p in prefix.parent.glob(prefix.name + ".*") if p.is_file())

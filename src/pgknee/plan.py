@@ -1,0 +1,175 @@
+"""The validated, frozen description of a run. Built from flags today (and from
+a TOML file later); never connects to anything or spawns anything."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pgknee.errors import UserError
+
+PROTOCOLS = ("simple", "extended", "prepared")
+DEFAULT_CLIENTS = (2, 4, 8, 16, 32)
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
+_UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_seconds(text: str, what: str, *, allow_zero: bool = False, whole: bool = False) -> float:
+    """'180s', '3m', '500ms', '10' (seconds) -> seconds."""
+    m = _DURATION_RE.match(str(text))
+    if not m:
+        raise UserError(f"{what} {text!r} is not a duration", "write it like 30s, 3m, 500ms or a number of seconds")
+    value = float(m.group(1)) * _UNIT_S[(m.group(2) or "").lower() or None]
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UserError(f"{what} must be greater than zero, got {text!r}")
+    if whole and value != int(value):
+        raise UserError(f"{what} must be a whole number of seconds (pgbench -T counts seconds), got {text!r}")
+    return value
+
+
+def parse_clients(text: str) -> tuple[int, ...]:
+    """'2,4,8' or ranges: '50:1000:50' (linear) and '2:32:x2' (doubling); kept in the order given."""
+    out: list[int] = []
+    parts = [p.strip() for p in str(text).split(",")]
+    if not any(parts):
+        raise UserError("the client list is empty", "give client counts like --clients 2,4,8,16,32")
+    for part in parts:
+        if not part:
+            raise UserError(f"empty entry in the client list {text!r}", "separate counts with single commas")
+        out.extend(_parse_client_part(part, text))
+    if len(out) > 1000:
+        raise UserError(f"the client list {text!r} expands to {len(out)} steps", "use a coarser step")
+    return tuple(out)
+
+
+def _positive_int(token: str, whole: str) -> int:
+    try:
+        n = int(token)
+    except ValueError:
+        raise UserError(f"client count {token!r} in {whole!r} is not a whole number",
+                        "give client counts like --clients 2,4,8,16,32") from None
+    if n < 1:
+        raise UserError(f"client count {n} in {whole!r} must be at least 1")
+    return n
+
+
+def _parse_client_part(part: str, whole: str) -> list[int]:
+    if ":" not in part:
+        return [_positive_int(part, whole)]
+    pieces = part.split(":")
+    if len(pieces) != 3:
+        raise UserError(f"range {part!r} must be START:STOP:STEP (linear) or START:STOP:xFACTOR (doubling)")
+    start, stop = _positive_int(pieces[0], whole), _positive_int(pieces[1], whole)
+    step = pieces[2].strip().lower()
+    if stop < start:
+        raise UserError(f"range {part!r} runs backwards", "put the smaller count first")
+    if step.startswith("x"):
+        factor = _positive_int(step[1:], whole)
+        if factor < 2:
+            raise UserError(f"range {part!r}: the factor must be 2 or more")
+        vals, n = [], start
+        while n <= stop:
+            vals.append(n)
+            n *= factor
+        return vals
+    inc = _positive_int(step, whole)
+    return list(range(start, stop + 1, inc))
+
+
+def parse_setting(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise UserError(f"server setting {text!r} must be NAME=VALUE", "for example --set shared_buffers=256MB")
+    name, value = text.split("=", 1)
+    name = name.strip()
+    if not re.fullmatch(r"[a-z_][a-z0-9_.]*", name):
+        raise UserError(f"{name!r} is not a PostgreSQL setting name", "for example --set max_connections=200")
+    return name, value.strip()
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named set of differences from the base. Today: the protocol. The seam for
+    pipeline mode, -C, the pooler and idle sessions (later issues)."""
+
+    name: str = "base"
+    protocol: str = "prepared"
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    dsn: str | None = None  # None: the embedded throwaway cluster
+    pg_bindir: str | None = None
+    settings: tuple[tuple[str, str], ...] = ()
+    keep: bool = False
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str = "ewallet"
+    scale: float = 1.0
+    schema: str = "pgknee_ewallet"
+    reinit: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: TargetSpec = field(default_factory=TargetSpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    clients: tuple[int, ...] = DEFAULT_CLIENTS
+    duration_s: int = 60
+    reps: int = 1
+    warmup_s: int = 0
+    threads: int | None = None  # None: chosen per step
+    max_tries: int = 3
+    variants: tuple[Variant, ...] = (Variant(),)
+    sample_interval_s: float = 0.1  # 0: no pg_stat_activity sampling
+    os_interval_s: float = 1.0
+    pre_s: float = 1.0
+    post_s: float = 1.0
+    log_sampling_rate: float = 1.0
+    pgbench: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.duration_s < 1:
+            raise UserError("--duration must be at least 1 second")
+        if self.reps < 1:
+            raise UserError("--reps must be at least 1")
+        if self.warmup_s < 0:
+            raise UserError("--warmup cannot be negative")
+        if self.threads is not None and self.threads < 1:
+            raise UserError("--threads must be at least 1")
+        if self.max_tries < 1:
+            raise UserError("--max-tries must be at least 1")
+        if not self.clients:
+            raise UserError("the client list is empty", "give client counts like --clients 2,4,8,16,32")
+        if self.sample_interval_s != 0 and self.sample_interval_s < 0.01:
+            raise UserError("--sample-interval must be at least 10ms (or 0 to switch sampling off)")
+        if not 0 < self.log_sampling_rate <= 1:
+            raise UserError("--log-sampling-rate must be in (0, 1]")
+        if self.workload.scale <= 0 or not math.isfinite(self.workload.scale):
+            raise UserError("--scale must be a positive number")
+        for v in self.variants:
+            if v.protocol not in PROTOCOLS:
+                raise UserError(f"unknown protocol {v.protocol!r}", f"choose one of {', '.join(PROTOCOLS)}")
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.workload.schema):
+            raise UserError(f"schema name {self.workload.schema!r} is not a plain lower-case identifier")
+
+    def threads_for(self, clients: int, cpu_count: int) -> int:
+        """pgbench threads: one per CPU of the client machine, never more than clients."""
+        if self.threads is not None:
+            return min(self.threads, clients)
+        return max(1, min(clients, cpu_count))
+
+    def estimated_seconds(self) -> float:
+        per_step = self.duration_s + self.warmup_s + self.pre_s + self.post_s + 2.0
+        return per_step * len(self.clients) * self.reps * len(self.variants)
+
+    def to_dict(self) -> dict[str, Any]:
+        """For storing with the run; the DSN is stored without its password."""
+        from pgknee.targets.conninfo import redact_dsn
+
+        d = asdict(self)
+        d["target"]["dsn"] = redact_dsn(self.target.dsn) if self.target.dsn else None
+        return d

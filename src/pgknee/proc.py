@@ -1,0 +1,133 @@
+"""The one place that starts child processes.
+
+Every child runs in its own session (so a terminal's Ctrl-C reaches only pgknee,
+which then stops the children in order), is tracked, and is stopped by
+escalating signals to its whole process group: TERM (or the signal given),
+then KILL. No child outlives pgknee, whatever the exit path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+_live: set[subprocess.Popen[bytes]] = set()
+
+
+@dataclass(frozen=True)
+class RunAs:
+    """Start a child as another user (the embedded server when pgknee runs as root)."""
+
+    uid: int
+    gid: int
+    name: str
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stdout: int | None = subprocess.PIPE,
+    stderr: int | None = subprocess.PIPE,
+    stdin: int | None = subprocess.DEVNULL,
+    run_as: RunAs | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a child in a new session and remember it until it is reaped."""
+    kwargs: dict[str, object] = {}
+    if run_as is not None:
+        kwargs.update(user=run_as.uid, group=run_as.gid, extra_groups=[])
+    p = subprocess.Popen(  # noqa: S603 - argv is built by pgknee, never a shell
+        list(argv),
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        stdout=stdout,
+        stderr=stderr,
+        stdin=stdin,
+        start_new_session=True,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    _live.add(p)
+    return p
+
+
+def _signal_group(p: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(p.pid, sig)
+
+
+def stop(p: subprocess.Popen[bytes], *, first: int = signal.SIGTERM, grace: float = 5.0) -> int | None:
+    """Stop a child and its group: `first`, wait `grace` seconds, then SIGKILL."""
+    if p.poll() is None:
+        _signal_group(p, first)
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(p, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=5.0)
+    # the leader may be gone while grandchildren linger in its group
+    _signal_group(p, signal.SIGKILL)
+    _live.discard(p)
+    return p.returncode
+
+
+def reap(p: subprocess.Popen[bytes]) -> None:
+    """Forget a child that exited by itself (after its group is checked empty)."""
+    _signal_group(p, signal.SIGKILL)
+    _live.discard(p)
+
+
+def stop_all() -> None:
+    """Last resort at interpreter exit: nothing started by pgknee survives it."""
+    for p in list(_live):
+        stop(p, grace=2.0)
+
+
+@contextlib.contextmanager
+def guarded(p: subprocess.Popen[bytes], *, first: int = signal.SIGTERM, grace: float = 5.0) -> Iterator[
+    subprocess.Popen[bytes]
+]:
+    """Kill the child's group if an exception escapes the block."""
+    try:
+        yield p
+    finally:
+        stop(p, first=first, grace=grace)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+    run_as: RunAs | None = None,
+    cwd: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run a short command to completion (bounded), capturing text output."""
+    p = spawn(argv, env=env, run_as=run_as, cwd=cwd)
+    with guarded(p):
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop(p)
+            out, err = p.communicate()
+            return subprocess.CompletedProcess(list(argv), 124, out.decode(errors="replace"),
+                                               err.decode(errors="replace") + f"\n(timed out after {timeout:.0f} s)")
+    return subprocess.CompletedProcess(list(argv), p.returncode, out.decode(errors="replace"),
+                                       err.decode(errors="replace"))
+
+
+def wait_until(predicate: object, *, timeout: float, interval: float = 0.05) -> bool:
+    """Poll `predicate()` until true or timeout; no bare sleeps in callers."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():  # type: ignore[operator]
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)

@@ -1,0 +1,57 @@
+"""Machine-readable results (format-versioned)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pgknee.analyze.run import Figure, RunView
+from pgknee.analyze.waits import wait_profile
+
+FORMAT_VERSION = 1
+
+
+def _fig(f: Figure | None) -> dict[str, float] | None:
+    return None if f is None else {"median": f.value, "min": f.lo, "max": f.hi, "n": f.n}
+
+
+def run_json(view: RunView) -> dict[str, Any]:
+    d = view.data
+    steps = []
+    for s in d.steps:
+        n = d.snaps.get(s.step_id, (0, 0.0, 0.0))[0]
+        steps.append({
+            "seq": s.seq, "variant": s.variant, "clients": s.clients, "rep": s.rep, "threads": s.threads,
+            "protocol": s.protocol, "status": s.status, "status_reason": s.status_reason,
+            "duration_s": s.duration_s, "tps": s.tps, "tps_pgbench": s.tps_pgbench, "tps_db": s.tps_db,
+            "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "retries": s.retries,
+            "latency_ms": {"avg": s.lat_avg_ms, "stddev": s.lat_stddev_ms, "min": s.lat_min_ms, "p50": s.lat_p50_ms,
+                           "p95": s.lat_p95_ms, "p99": s.lat_p99_ms, "max": s.lat_max_ms},
+            "scripts": [{"script": r[1], "weight": r[2], "transactions": r[3], "failed": r[4], "retried": r[5],
+                         "tps": r[6], "latency_ms": {"avg": r[7], "stddev": r[8], "p50": r[9], "p95": r[10],
+                                                     "p99": r[11], "max": r[12]}}
+                        for r in d.scripts.get(s.step_id, [])],
+            "pg_stat_database_delta": d.pgdb.get(s.step_id, {}),
+            "snapshots": n,
+            "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
+                              "aas": w.aas} for w in wait_profile(d.waits.get(s.step_id, []), n)],
+        })
+    groups = [{
+        "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _fig(g.tps),
+        "latency_ms": {"avg": _fig(g.lat_avg), "stddev": _fig(g.lat_stddev), "p50": _fig(g.p50), "p95": _fig(g.p95),
+                       "p99": _fig(g.p99), "max": _fig(g.lat_max)},
+        "noisy": g.noisy,
+        "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
+        "checks": [{"rep": rep, "name": c.name, "status": c.status, "detail": c.detail}
+                   for rep, cs in g.checks for c in cs],
+    } for g in view.groups]
+    r = d.run
+    return {"format_version": FORMAT_VERSION, "run_id": r.run_id, "status": r.status,
+            "status_reason": r.status_reason, "created_at": r.created_at, "finished_at": r.finished_at,
+            "workload": r.workload, "target": {"kind": r.target_kind, "endpoint": r.target_label},
+            "plan": json.loads(r.plan_json), "environment": d.env, "steps": steps, "summary": groups,
+            "warnings": list(view.warnings)}
+
+
+def dumps(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"

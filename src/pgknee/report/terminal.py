@@ -1,0 +1,228 @@
+"""Terminal tables. Renderers return text; only the CLI prints."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Sequence
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from pgknee.analyze.run import Figure, Group, RunView
+from pgknee.analyze.summary import pct_change
+from pgknee.analyze.waits import relative_error, total_aas
+from pgknee.types import WaitRow
+
+MAX_WAIT_ROWS = 20
+
+
+def render(items: Sequence[RenderableType], *, width: int = 130, color: bool = False) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=color, no_color=not color, highlight=False,
+                      emoji=False, soft_wrap=False)
+    for item in items:
+        console.print(item)
+    return buf.getvalue()
+
+
+def _fmt(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def _cell(fig: Figure | None, base: Figure | None, digits: int, show_pct: bool) -> str:
+    if fig is None:
+        return "-"
+    s = _fmt(fig.value, digits)
+    if show_pct and base is not None and base is not fig:
+        p = pct_change(fig.value, base.value)
+        if p is not None:
+            s += f" {p:+.1f}%"
+    return s
+
+
+def header(view: RunView) -> Text:
+    r, env = view.run, view.data.env
+    plan = json.loads(r.plan_json)
+    done = sum(1 for s in view.data.steps if s.status == "completed")
+    t = Text()
+    t.append(f"Run {r.run_id}", style="bold")
+    t.append(f"  {r.status}  ({done}/{r.steps_planned} steps)\n")
+    t.append(f"workload {r.workload} · target {r.target_kind} {r.target_label} · "
+             f"PostgreSQL {env.get('server.version', '?')} · pgbench {env.get('pgbench.version', '?')}\n")
+    t.append(f"client machine: {env.get('host.cpus', '?')} CPUs, {env.get('host.mem_gb', '?')} GB · "
+             f"{plan.get('duration_s')} s per step, {plan.get('reps')} rep(s), warm-up {plan.get('warmup_s')} s, "
+             f"protocol {plan['variants'][0]['protocol'] if plan.get('variants') else '?'}, "
+             f"sampling every {plan.get('sample_interval_s', 0) * 1000:.0f} ms")
+    return t
+
+
+# (label, getter, digits, best is max?)
+_SUMMARY_ROWS: list[tuple[str, Callable[[Group], Figure | None], int, bool]] = [
+    ("TPS", lambda g: g.tps, 2, True),
+    ("Avg Latency (ms)", lambda g: g.lat_avg, 3, False),
+    ("Latency StdDev (ms)", lambda g: g.lat_stddev, 3, False),
+    ("p50 (ms)", lambda g: g.p50, 3, False),
+    ("p95 (ms)", lambda g: g.p95, 3, False),
+    ("p99 (ms)", lambda g: g.p99, 3, False),
+    ("Max (ms)", lambda g: g.lat_max, 3, False),
+    ("Transactions", lambda g: g.transactions, 0, True),
+]
+
+
+def data_summary(view: RunView, variant: str) -> Table:
+    groups = [g for g in view.groups if g.variant == variant]
+    title = "Data Summary" + (f" — {variant}" if len(view.variants()) > 1 else "")
+    base = groups[0] if groups else None
+    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left",
+              caption=f"% vs baseline {base.label}; median of repetitions" if base else None, caption_justify="left")
+    t.add_column("Metric")
+    for g in groups:
+        t.add_column(g.label + ("*" if g.noisy else ""), justify="right")
+    t.add_column("Best", justify="right")
+    for label, get, digits, best_max in _SUMMARY_ROWS:
+        figs = [get(g) for g in groups]
+        cells = [_cell(f, get(base) if base else None, digits, show_pct=label not in ("p50 (ms)", "Max (ms)"))
+                 for f in figs]
+        valid = [(f.value, g) for f, g in zip(figs, groups, strict=True) if f is not None]
+        best = (max if best_max else min)(valid, key=lambda x: x[0])[1].label if valid else "-"
+        t.add_row(label, *cells, "▲ " + best if valid else "-")
+    if any(g.tps is not None and g.tps.n > 1 for g in groups):
+        t.add_row("TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], "")
+    t.add_row("Failed / Retried", *[f"{g.failed} / {g.retried}" for g in groups], "")
+    return t
+
+
+def scripts_table(view: RunView, variant: str) -> Table | None:
+    groups = [g for g in view.groups if g.variant == variant and g.scripts]
+    if not groups:
+        return None
+    t = Table(title="Latency per script (ms): mean / p95 / p99", box=box.SIMPLE_HEAVY, title_justify="left")
+    t.add_column("Script")
+    for g in groups:
+        t.add_column(g.label, justify="right")
+    for i, s in enumerate(groups[0].scripts):
+        cells = []
+        for g in groups:
+            sr = g.scripts[i] if i < len(g.scripts) else None
+            if sr is None or sr.lat_avg is None:
+                cells.append("-")
+            else:
+                cells.append(f"{sr.lat_avg.value:.2f} / {_fmt(sr.p95.value if sr.p95 else None)} / "
+                             f"{_fmt(sr.p99.value if sr.p99 else None)}"
+                             + (f" ({sr.failed} failed)" if sr.failed else ""))
+        t.add_row(f"{s.name} ({s.weight})", *cells)
+    return t
+
+
+def system_table(view: RunView, variant: str) -> Table:
+    groups = [g for g in view.groups if g.variant == variant]
+    local = view.data.env.get("target.local") == "true"
+    cpus = view.data.env.get("host.cpus", "?")
+    t = Table(title=f"System (OS of {'this machine: server and client' if local else 'the client machine only'}; "
+                    f"{cpus} CPUs)", box=box.SIMPLE_HEAVY, title_justify="left",
+              caption="peak = the busiest 1-second sample of the bench phase", caption_justify="left")
+    t.add_column("Metric")
+    for g in groups:
+        t.add_column(g.label, justify="right")
+    rows: list[tuple[str, Callable[[Group], float | None], int]] = [
+        ("Peak CPU total %", lambda g: g.system.peak_cpu, 1),
+        ("  user % (at peak)", lambda g: g.system.peak_user, 1),
+        ("  system % (at peak)", lambda g: g.system.peak_system, 1),
+        ("  nice % (at peak)", lambda g: g.system.peak_nice, 1),
+        ("  iowait % (at peak)", lambda g: g.system.peak_iowait, 1),
+        ("Mean CPU total %", lambda g: g.system.mean_cpu, 1),
+        ("Peak load average 1m", lambda g: g.system.peak_load1, 2),
+        ("Runnable processes (mean)", lambda g: g.system.procs_running, 1),
+        ("Context switches/s", lambda g: g.system.ctx_per_s, 0),
+        ("Min memory available (MB)", lambda g: g.system.mem_available_mb, 0),
+        ("pgbench CPU % of one core", lambda g: g.system.client_cpu, 0),
+    ]
+    for label, get, digits in rows:
+        t.add_row(label, *[_fmt(get(g), digits) for g in groups])
+    t.add_row("pgbench threads", *[str(g.threads) for g in groups])
+    return t
+
+
+def wait_table(title: str, rows: Sequence[WaitRow], snapshots: int, bg: Sequence[WaitRow] = ()) -> Table:
+    total = total_aas(rows)
+    cap = f"AAS = occurrences / {snapshots} snapshots (all of them, empty ones included); ± is 1σ sampling error"
+    if bg:
+        cap += "\nbackground: " + ", ".join(f"{r.wait_event_type}:{r.wait_event} {r.aas:.2f}" for r in bg[:6])
+    t = Table(title=f"{title} — total AAS {total:.2f}", box=box.SIMPLE, title_justify="left",
+              caption=cap, caption_justify="left")
+    t.add_column("Wait Type")
+    t.add_column("Wait Event")
+    t.add_column("Count", justify="right")
+    t.add_column("AAS", justify="right")
+    t.add_column("±", justify="right")
+    for r in rows[:MAX_WAIT_ROWS]:
+        t.add_row(r.wait_event_type, r.wait_event, str(r.count), f"{r.aas:.2f}",
+                  f"{r.aas * relative_error(r):.2f}")
+    if len(rows) > MAX_WAIT_ROWS:
+        t.add_row("…", f"{len(rows) - MAX_WAIT_ROWS} more", "", "", "")
+    if not rows:
+        t.add_row("-", "no active sessions sampled", "0", "0.00", "")
+    return t
+
+
+def checks_table(view: RunView) -> Table:
+    t = Table(title="Checks (which numbers to trust)", box=box.SIMPLE, title_justify="left")
+    t.add_column("Step")
+    names: list[str] = []
+    for g in view.groups:
+        for _, cs in g.checks:
+            for c in cs:
+                if c.name not in names:
+                    names.append(c.name)
+    for n in names:
+        t.add_column(n)
+    for g in view.groups:
+        for rep, cs in g.checks:
+            by = {c.name: c for c in cs}
+            cells = []
+            for n in names:
+                c = by.get(n)
+                if c is None or c.status == "n/a":
+                    cells.append("n/a")
+                else:
+                    pct = c.detail[c.detail.find("(") + 1:c.detail.find("%") + 1] if "%" in c.detail else ""
+                    cells.append(("ok" if c.status == "ok" else "WARN") + (f" {pct}" if pct else ""))
+            t.add_row(f"{g.label}{'' if len(view.variants()) == 1 else ' ' + g.variant} r{rep}", *cells)
+    return t
+
+
+def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
+    items: list[RenderableType] = [header(view), Text("")]
+    for variant in view.variants():
+        items.append(data_summary(view, variant))
+        st = scripts_table(view, variant)
+        if st is not None:
+            items.append(st)
+        items.append(system_table(view, variant))
+        if waits:
+            for g in view.groups:
+                if g.variant == variant and g.done:
+                    items.append(wait_table(f"Wait profile {g.label}" +
+                                            (f" {variant}" if len(view.variants()) > 1 else "") +
+                                            " (client backends, bench phase)", g.waits, g.snapshots, g.waits_bg))
+    items.append(checks_table(view))
+    money = view.data.env.get("check.money")
+    if money:
+        items.append(Text(("✓ " if view.data.env.get("check.money.ok") == "true" else "✗ ") + money))
+    if view.warnings:
+        items.append(Text("\nWarnings:", style="bold"))
+        for w in view.warnings:
+            items.append(Text(f"  ! {w}"))
+    return items
+
+
+def runs_table(rows: Sequence[tuple[str, str, str, str, str, str, str]]) -> Table:
+    t = Table(box=box.SIMPLE, title="Runs", title_justify="left")
+    for c in ("Run", "Created (UTC)", "Status", "Workload", "Target", "Steps", "Best TPS"):
+        t.add_column(c, justify="right" if c in ("Steps", "Best TPS") else "left")
+    for r in rows:
+        t.add_row(*r)
+    return t

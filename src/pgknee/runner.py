@@ -1,0 +1,473 @@
+"""Orchestration: the only module that wires target, workload, driver,
+collectors and store together. Everything started goes on one ExitStack, so a
+failure, Ctrl-C or SIGTERM stops pgbench, the samplers and the embedded server,
+keeps every completed step in the store, and marks the run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Protocol
+
+import psycopg
+
+from pgknee import __version__, proc
+from pgknee.collect import pgstats
+from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
+from pgknee.collect.osproc import OS_COLUMNS, OsSampler, read_meminfo
+from pgknee.driver.pgbench import (
+    PgbenchRun,
+    find_pgbench,
+    log_files,
+    measure,
+    parse_progress_line,
+    parse_summary,
+    pgbench_version,
+    read_transaction_logs,
+)
+from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
+from pgknee.plan import Plan, Variant
+from pgknee.store.db import Store
+from pgknee.targets.base import Endpoint, Target
+from pgknee.targets.local import EmbeddedCluster, find_bindir
+from pgknee.targets.remote import RemoteTarget
+from pgknee.types import ProgressPoint, StepMeasurement
+from pgknee.workloads import Script, get_workload
+
+SERVER_SETTINGS = ("max_connections", "superuser_reserved_connections", "shared_buffers", "work_mem",
+                   "effective_cache_size", "synchronous_commit", "fsync", "full_page_writes", "wal_level",
+                   "wal_buffers", "max_wal_size", "checkpoint_timeout", "commit_delay", "huge_pages",
+                   "track_io_timing", "compute_query_id", "shared_preload_libraries", "jit")
+
+
+class UI(Protocol):
+    """What the runner tells the person watching. Implemented by the CLI."""
+
+    def say(self, text: str) -> None: ...
+    def step_started(self, seq: int, total: int, variant: str, clients: int, rep: int, seconds: float) -> None: ...
+    def step_progress(self, point: ProgressPoint) -> None: ...
+    def step_finished(self, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    seq: int
+    variant: Variant
+    clients: int
+    rep: int
+
+
+def schedule(plan: Plan) -> list[StepSpec]:
+    """Client counts in the order given; repetitions; variants interleaved inside
+    each (clients, rep) so that machine drift does not look like a difference."""
+    out = []
+    for clients in plan.clients:
+        for rep in range(1, plan.reps + 1):
+            for v in plan.variants:
+                out.append(StepSpec(len(out) + 1, v, clients, rep))
+    return out
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(2)
+
+
+class _StatsReader:
+    """pg_stat_database reads on pgknee's own connection; each read is a commit in
+    the benchmark database, counted so it can be taken out of the check."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.reads = 0
+
+    def snapshot(self) -> dict[str, float]:
+        self.reads += 1
+        return pgstats.snapshot(self.conn)
+
+    def settled(self) -> dict[str, float]:
+        deadline = time.monotonic() + 3.0
+        prev = self.snapshot()
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            cur = self.snapshot()
+            if cur.get("xact_commit", 0) - prev.get("xact_commit", 0) <= 1 and \
+                    cur.get("active_time") == prev.get("active_time"):
+                return cur
+            prev = cur
+        return prev
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGINT become Interrupted in the main thread while the sweep runs."""
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(f"interrupted by {signal.Signals(signum).name}")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """Cleanup must finish: a second Ctrl-C does not cut it short (each stop is bounded)."""
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+class Runner:
+    def __init__(self, plan: Plan, store: Store, ui: UI, *, argv: list[str] | None = None) -> None:
+        self.plan = plan
+        self.store = store
+        self.ui = ui
+        self.argv = argv or []
+        self.run_id = new_run_id()
+        self.cpu_count = os.cpu_count() or 1
+        self.steps = schedule(plan)
+        self.kept_message: str | None = None
+
+    # ---- the whole run -----------------------------------------------------------------------
+    def run(self) -> str:
+        pgbench = find_pgbench(self.plan.pgbench)
+        pg_version_text, pg_version_num = pgbench_version(pgbench)
+        self._check_open_files(max(self.plan.clients))
+        created = False
+        status, reason = "failed", None
+        stack = contextlib.ExitStack()
+        try:
+            with _signals_raise():
+                target = self._open_target(stack)
+                work_dir = Path(tempfile.mkdtemp(prefix="pgknee-run-"))
+                stack.callback(shutil.rmtree, work_dir, True)
+                os.chmod(work_dir, 0o700)
+                stats_conn = target.endpoint.connect("stats")
+                stack.callback(stats_conn.close)
+                server = self._server_info(stats_conn)
+                self._check_capacity(target, server)
+                workload = get_workload(self.plan.workload)
+                meta = workload.install(stats_conn, created_by_pgknee=target.created_by_pgknee, say=self.ui.say)
+                scripts = workload.render_scripts(work_dir)
+                self.store.create_run(self.run_id, workload=workload.name, target_kind=target.kind,
+                                      target_label=target.endpoint.label, plan=self.plan.to_dict(),
+                                      steps_planned=len(self.steps))
+                created = True
+                env = self._environment(target, server, pgbench, pg_version_text, meta)
+                env.update({f"workload.size.{k}": str(v) for k, v in workload.table_sizes(stats_conn).items()})
+                self.store.set_environment(self.run_id, env)
+                if self.argv:
+                    self.store.add_command(self.run_id, None, "pgknee", self.argv)
+                sampler = self._start_samplers(stack, target.endpoint, int(server["server_version_num"]))
+                os_sampler = OsSampler(self.plan.os_interval_s)
+                os_sampler.start()
+                stack.callback(os_sampler.close)
+                child_env = target.endpoint.child_env(work_dir)
+                reader = _StatsReader(stats_conn)
+                for spec in self.steps:
+                    self._run_step(spec, pgbench, pg_version_num, scripts, workload.defines(), child_env,
+                                   work_dir, sampler, os_sampler, reader, target)
+                check = workload.check(stats_conn)
+                if check is not None:
+                    self.store.set_environment(self.run_id, {
+                        "check.money": check.summary, "check.money.ok": str(check.ok).lower(),
+                        **{f"check.money.{k}": str(v) for k, v in check.details.items()}})
+                    self.ui.say(("✓ " if check.ok else "✗ ") + check.summary)
+                if self.plan.target.keep and isinstance(target, EmbeddedCluster):
+                    self.kept_message = target.keep()
+                status = "completed"
+        except Interrupted as e:
+            status, reason = "interrupted", e.message
+            raise
+        except PgkneeError as e:
+            reason = e.message
+            raise
+        except psycopg.OperationalError as e:
+            reason = f"lost the connection to the server: {str(e).strip().splitlines()[0]}"
+            raise TargetError(reason, "check the server log; completed steps are kept") from None
+        finally:
+            with _signals_ignored():
+                try:
+                    stack.close()
+                finally:
+                    if created:
+                        self.store.db.execute("UPDATE steps SET status = ?, status_reason = ? "
+                                              "WHERE run_id = ? AND status = 'running'",
+                                              ("interrupted" if status == "interrupted" else "failed",
+                                               reason, self.run_id))
+                        self.store.finish_run(self.run_id, status, reason)
+        return self.run_id
+
+    # ---- setup ---------------------------------------------------------------------------------
+    def _open_target(self, stack: contextlib.ExitStack) -> Target:
+        spec = self.plan.target
+        if spec.dsn is None:
+            cluster = EmbeddedCluster(find_bindir(spec.pg_bindir), dict(spec.settings))
+            stack.callback(cluster.close)
+            self.ui.say(f"starting a throwaway PostgreSQL {'.'.join(map(str, cluster.version or ()))} "
+                        f"in {cluster.root}" + (f" as user {cluster.run_as.name}" if cluster.run_as else ""))
+            cluster.start()
+            cluster.create_database()
+            return cluster
+        if spec.settings:
+            raise TargetError("--set changes the embedded server only; pgknee does not change a remote "
+                              "server's settings", "set them on the server, or drop --dsn")
+        target = RemoteTarget(spec.dsn)
+        if target.password_in_dsn:
+            self.ui.say("note: the DSN holds a password, which other users of this machine can read in the "
+                        "process list; prefer PGPASSWORD or ~/.pgpass (pgknee never stores or passes it on)")
+        return target
+
+    def _server_info(self, conn: psycopg.Connection[Any]) -> dict[str, str]:
+        info: dict[str, str] = {}
+        for name in ("server_version", "server_version_num", *SERVER_SETTINGS):
+            row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
+            if row and row[0] is not None:
+                info[name] = str(row[0])
+        row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+        info["is_superuser"] = str(bool(row and row[0])).lower()
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").fetchone()
+        info["connections_in_use"] = str(row[0] if row else 0)
+        row = conn.execute("SELECT current_setting('reserved_connections', true)").fetchone()
+        info["reserved_connections"] = str(row[0]) if row and row[0] is not None else "0"
+        return info
+
+    def _check_capacity(self, target: Target, server: dict[str, str]) -> None:
+        max_conn = int(server.get("max_connections", "100"))
+        reserved = int(server.get("superuser_reserved_connections", "3"))
+        if server.get("is_superuser") != "true":
+            reserved += int(server.get("reserved_connections", "0"))
+        in_use = int(server.get("connections_in_use", "0"))  # includes our stats connection
+        ours = 1 if self.plan.sample_interval_s else 0  # the sampler, still to come
+        free = max_conn - reserved - in_use - ours
+        need = max(self.plan.clients)
+        if need > free:
+            hint = (f"add --set max_connections={need + reserved + in_use + ours + 10} or lower --clients"
+                    if target.kind == "embedded" else "raise max_connections on the server or lower --clients")
+            raise TargetError(f"the largest step needs {need} connections but the server has room for {free} "
+                              f"(max_connections={max_conn}, {reserved} reserved, {in_use} in use, "
+                              f"{ours} for pgknee's sampler)", hint)
+
+    def _check_open_files(self, clients: int) -> None:
+        need = clients + 64
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < need:
+            if hard == resource.RLIM_INFINITY or hard >= need:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+            else:
+                raise DriverError(f"{clients} clients need about {need} open files but the limit is {hard}",
+                                  f"raise it with 'ulimit -n {need}' (or in limits.conf) and run again")
+
+    def _environment(self, target: Target, server: dict[str, str], pgbench: str, pgbench_ver: str,
+                     meta: dict[str, str]) -> dict[str, str]:
+        mem = read_meminfo()
+        env = {"pgknee.version": __version__, "host.name": platform.node(), "host.os": platform.platform(),
+               "host.cpus": str(self.cpu_count), "host.mem_gb": f"{mem.get('MemTotal', 0) / 2**20:.1f}",
+               "host.python": platform.python_version(), "pgbench.path": pgbench, "pgbench.version": pgbench_ver,
+               "server.version": server.get("server_version", "?"),
+               "server.version_num": server.get("server_version_num", "0"),
+               "server.is_superuser": server.get("is_superuser", "false")}
+        env.update({f"setting.{k}": v for k, v in server.items() if k in SERVER_SETTINGS})
+        env.update(target.describe())
+        env.update({f"workload.{k}": v for k, v in meta.items()})
+        return env
+
+    def _start_samplers(self, stack: contextlib.ExitStack, endpoint: Endpoint,
+                        version_num: int) -> ActivitySampler | None:
+        if not self.plan.sample_interval_s:
+            return None
+        sampler = ActivitySampler(endpoint, version_num, self.plan.sample_interval_s)
+        sampler.start()
+        stack.callback(sampler.close)
+        return sampler
+
+    # ---- one step ------------------------------------------------------------------------------
+    def _pgbench_run(self, pgbench: str, version_num: int, clients: int, threads: int, seconds: int,
+                     protocol: str, scripts: list[Script], defines: dict[str, str], log_prefix: Path | None,
+                     progress: bool) -> PgbenchRun:
+        return PgbenchRun(pgbench=pgbench, clients=clients, threads=threads, duration_s=seconds,
+                          protocol=protocol, scripts=tuple(scripts), defines=tuple(sorted(defines.items())),
+                          log_prefix=log_prefix, max_tries=self.plan.max_tries, version_num=version_num,
+                          progress_s=1 if progress else 0, log_sampling_rate=self.plan.log_sampling_rate)
+
+    def _run_step(self, spec: StepSpec, pgbench: str, version_num: int, scripts: list[Script],
+                  defines: dict[str, str], child_env: dict[str, str], work_dir: Path,
+                  sampler: ActivitySampler | None, os_sampler: OsSampler, reader: _StatsReader,
+                  target: Target) -> None:
+        plan = self.plan
+        threads = plan.threads_for(spec.clients, self.cpu_count)
+        step_id = self.store.begin_step(self.run_id, seq=spec.seq, variant=spec.variant.name,
+                                        clients=spec.clients, rep=spec.rep, threads=threads,
+                                        protocol=spec.variant.protocol, duration_s=plan.duration_s,
+                                        warmup_s=plan.warmup_s)
+        self.ui.step_started(spec.seq, len(self.steps), spec.variant.name, spec.clients, spec.rep,
+                             plan.duration_s + plan.warmup_s)
+        step_dir = work_dir / f"step-{spec.seq}"
+        step_dir.mkdir(mode=0o700)
+        run = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.duration_s,
+                                spec.variant.protocol, scripts, defines, step_dir / "log", True)
+        self.store.add_command(self.run_id, step_id, "bench", run.argv())
+        if sampler:
+            sampler.begin_step(step_id)
+        os_sampler.begin_step()
+        time.sleep(plan.pre_s)
+        if plan.warmup_s:
+            self._set_phase(sampler, os_sampler, "warmup")
+            warm = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.warmup_s,
+                                     spec.variant.protocol, scripts, defines, None, False)
+            self.store.add_command(self.run_id, step_id, "warmup", warm.argv())
+            self._execute(warm, child_env, None, os_sampler)
+        q0 = sampler.queries_run if sampler else 0
+        r0 = reader.reads
+        before = reader.snapshot()
+        self._set_phase(sampler, os_sampler, "bench")
+        bench_start = time.time()
+        rc, out, err, points = self._execute(run, child_env, self.ui, os_sampler)
+        bench_end = time.time()
+        self._set_phase(sampler, os_sampler, "post")
+        after = reader.settled()
+        own = (sampler.queries_run - q0 if sampler else 0) + (reader.reads - r0)
+        rest = plan.post_s - (time.time() - bench_end)
+        if rest > 0:
+            time.sleep(rest)
+        samples = sampler.end_step() if sampler else None
+        os_rows = os_sampler.end_step()
+        summary = parse_summary(out)
+        logs = log_files(step_dir / "log")
+        m = measure(read_transaction_logs(logs), scripts, summary.duration_s or plan.duration_s) if logs else None
+        delta = pgstats.delta(before, after)
+        duration = summary.duration_s or plan.duration_s
+        tps_db = (delta["xact_commit"] - own) / duration if "xact_commit" in delta else None
+        status, reason = self._judge(rc, err, m, target)
+        with self.store.transaction():
+            self._write_step(step_id, status, reason, rc, bench_start, bench_end, m, summary, tps_db, delta,
+                             points, samples, os_rows)
+        shutil.rmtree(step_dir, ignore_errors=True)
+        if status == "completed" and m is not None and m.latency is not None:
+            self.ui.step_finished(
+                f"c{spec.clients} rep {spec.rep}{'' if len(plan.variants) == 1 else ' ' + spec.variant.name}: "
+                f"{m.tps:,.1f} tps, latency {m.latency.mean_ms:.2f} ms (p99 {m.latency.p99_ms:.2f}), "
+                f"{m.failed} failed")
+        else:
+            self.ui.step_finished(f"c{spec.clients} rep {spec.rep}: FAILED: {reason}")
+            if rc == 1 or (m is None or m.transactions == 0):
+                raise DriverError(f"pgbench failed at {spec.clients} clients: {reason}",
+                                  "see the message above; completed steps are kept in the store")
+
+    @staticmethod
+    def _set_phase(sampler: ActivitySampler | None, os_sampler: OsSampler, phase: str) -> None:
+        if sampler:
+            sampler.phase = phase
+        os_sampler.phase = phase
+
+    def _judge(self, rc: int, err: str, m: StepMeasurement | None, target: Target) -> tuple[str, str | None]:
+        if rc == 0 and m is not None:
+            return "completed", None
+        lines = [ln.strip() for ln in err.splitlines()
+                 if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
+        why = lines[-1] if lines else (err.strip().splitlines()[-1] if err.strip() else f"exit code {rc}")
+        if isinstance(target, EmbeddedCluster) and not target.alive():
+            why = "the embedded server died: " + why
+        return "failed", f"pgbench exit {rc}: {why}"
+
+    def _execute(self, run: PgbenchRun, env: dict[str, str], ui: UI | None,
+                 os_sampler: OsSampler) -> tuple[int, str, str, list[ProgressPoint]]:
+        """Run pgbench bounded in time; progress lines go to the UI as they come."""
+        p = proc.spawn(run.argv(), env=env)
+        os_sampler.client_pid = p.pid
+        points: list[ProgressPoint] = []
+        err_lines: list[str] = []
+        out_chunks: list[bytes] = []
+
+        def pump_err() -> None:
+            assert p.stderr is not None
+            for raw in p.stderr:
+                line = raw.decode(errors="replace").rstrip("\n")
+                pt = parse_progress_line(line)
+                if pt is not None:
+                    points.append(pt)
+                    if ui is not None:
+                        ui.step_progress(pt)
+                else:
+                    err_lines.append(line)
+
+        def pump_out() -> None:
+            assert p.stdout is not None
+            out_chunks.append(p.stdout.read())
+
+        threads = [threading.Thread(target=pump_err, daemon=True), threading.Thread(target=pump_out, daemon=True)]
+        for t in threads:
+            t.start()
+        limit = run.duration_s + 60 + run.clients * 0.05
+        try:
+            with proc.guarded(p, first=signal.SIGINT):
+                try:
+                    p.wait(timeout=limit)
+                except subprocess.TimeoutExpired:
+                    err_lines.append(f"pgbench did not finish within {limit:.0f} s and was stopped")
+        finally:
+            os_sampler.client_pid = None
+            for t in threads:
+                t.join(timeout=5)
+        rc = p.returncode if p.returncode is not None else -1
+        return rc, b"".join(out_chunks).decode(errors="replace"), "\n".join(err_lines), points
+
+    def _write_step(self, step_id: int, status: str, reason: str | None, rc: int, bench_start: float,
+                    bench_end: float, m: StepMeasurement | None, summary: Any, tps_db: float | None,
+                    delta: dict[str, float], points: list[ProgressPoint], samples: Any,
+                    os_rows: list[tuple[Any, ...]]) -> None:
+        values: dict[str, Any] = {"bench_start": bench_start, "bench_end": bench_end, "pgbench_exit": rc,
+                                  "tps_pgbench": summary.tps, "lat_avg_pgbench_ms": summary.lat_avg_ms,
+                                  "conn_time_ms": summary.conn_time_ms, "tps_db": tps_db}
+        if m is not None:
+            values.update(transactions=m.transactions, failed=m.failed, retried=m.retried, retries=m.retries,
+                          tps=m.tps)
+            if m.latency is not None:
+                lat = m.latency
+                values.update(lat_avg_ms=lat.mean_ms, lat_stddev_ms=lat.stddev_ms, lat_min_ms=lat.min_ms,
+                              lat_p50_ms=lat.p50_ms, lat_p95_ms=lat.p95_ms, lat_p99_ms=lat.p99_ms,
+                              lat_max_ms=lat.max_ms)
+            self.store.insert_many(
+                "step_scripts", ("step_id", "script_no", "script", "weight", "transactions", "failed", "retried",
+                                 "tps", "lat_avg_ms", "lat_stddev_ms", "lat_p50_ms", "lat_p95_ms", "lat_p99_ms",
+                                 "lat_max_ms"),
+                [(step_id, s.script_no, s.name, s.weight, s.transactions, s.failed, s.retried, s.tps,
+                  *((s.latency.mean_ms, s.latency.stddev_ms, s.latency.p50_ms, s.latency.p95_ms, s.latency.p99_ms,
+                     s.latency.max_ms) if s.latency else (None,) * 6)) for s in m.scripts])
+            self.store.insert_many("step_failures", ("step_id", "kind", "count"),
+                                   [(step_id, k, v) for k, v in m.failures.items()])
+        self.store.end_step(step_id, status, reason, **values)
+        self.store.insert_many("step_pg_stat_database", ("step_id", "name", "delta"),
+                               [(step_id, k, v) for k, v in delta.items()])
+        seen: set[float] = set()
+        self.store.insert_many("step_progress", ("step_id", "t_s", "tps", "lat_ms", "stddev_ms", "failed"),
+                               [(step_id, p.t_s, p.tps, p.lat_ms, p.stddev_ms, p.failed) for p in points
+                                if not (p.t_s in seen or seen.add(p.t_s))])  # type: ignore[func-returns-value]
+        if samples is not None:
+            self.store.insert_many(
+                "snapshots", ("run_id", "step_id", "_collected_at", "_phase", "epoch", "backends", "client_backends",
+                              "active", "idle_in_xact", "query_ms"),
+                [(self.run_id, step_id, *s) for s in samples.snapshots])
+            self.store.insert_many(
+                "snap_pg_stat_activity", ("_run_id", "_step_id", "_collected_at", "_phase", *ACTIVITY_COLUMNS),
+                [(self.run_id, step_id, *r) for r in samples.rows])
+        self.store.insert_many("os_samples", ("run_id", "step_id", *OS_COLUMNS),
+                               [(self.run_id, step_id, *r) for r in os_rows])

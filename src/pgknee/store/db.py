@@ -1,0 +1,251 @@
+"""Connect, migrate (PRAGMA user_version + numbered migrations), typed reads and writes.
+A file written by a newer pgknee is refused, never downgraded."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pgknee.errors import StoreError
+from pgknee.types import OsSample, RunData, RunRecord, StepRecord, WaitRow
+
+
+def _migrations() -> list[tuple[int, str]]:
+    out = []
+    for entry in resources.files("pgknee.store.migrations").iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            out.append((int(name[:4]), entry.read_text()))
+    return sorted(out)
+
+
+SCHEMA_VERSION = max(v for v, _ in _migrations())
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(sep=" ", timespec="milliseconds")
+
+
+def iso_of(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(sep=" ", timespec="milliseconds")
+
+
+class Store:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoreError(f"no collector database at {self.path}",
+                             "run 'pgknee run' first, or point --store at the right file")
+        try:
+            if create and not self.path.parent.exists():
+                raise StoreError(f"cannot write the collector database {self.path}: "
+                                 f"directory {self.path.parent} does not exist", "create it or choose another --store")
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA foreign_keys = ON")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path} was written by a newer pgknee (format {version}, this one reads "
+                                 f"up to {SCHEMA_VERSION})", "upgrade pgknee to read it")
+            if version < SCHEMA_VERSION:
+                self._migrate(version)
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"cannot use the collector database {self.path}: {e}",
+                             "check that it is a pgknee store and writable, or choose another --store") from None
+
+    def _migrate(self, current: int) -> None:
+        for version, text in _migrations():
+            if version <= current:
+                continue
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                for stmt in _split_sql(text):
+                    self.db.execute(stmt)
+                self.db.execute(f"PRAGMA user_version = {version}")
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- writes ---------------------------------------------------------------------------
+    def create_run(self, run_id: str, *, workload: str, target_kind: str, target_label: str,
+                   plan: dict[str, Any], steps_planned: int) -> None:
+        self.db.execute(
+            "INSERT INTO runs (run_id, created_at, status, workload, target_kind, target_label, plan_json, "
+            "steps_planned) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
+            (run_id, now_iso(), workload, target_kind, target_label, json.dumps(plan, sort_keys=True),
+             steps_planned))
+
+    def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
+        self.db.execute("UPDATE runs SET status = ?, status_reason = ?, finished_at = ? WHERE run_id = ?",
+                        (status, reason, now_iso(), run_id))
+
+    def set_environment(self, run_id: str, items: dict[str, str]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO run_environment (run_id, key, value) VALUES (?, ?, ?)",
+                            [(run_id, k, str(v)) for k, v in items.items()])
+
+    def add_command(self, run_id: str, step_id: int | None, purpose: str, argv: Sequence[str]) -> None:
+        self.db.execute("INSERT INTO run_commands (run_id, step_id, purpose, argv_json) VALUES (?, ?, ?, ?)",
+                        (run_id, step_id, purpose, json.dumps(list(argv))))
+
+    def begin_step(self, run_id: str, *, seq: int, variant: str, clients: int, rep: int, threads: int,
+                   protocol: str, duration_s: float, warmup_s: float) -> int:
+        cur = self.db.execute(
+            "INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, "
+            "status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+            (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, now_iso()))
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def end_step(self, step_id: int, status: str, reason: str | None = None, **values: Any) -> None:
+        cols = ["status = ?", "status_reason = ?"] + [f"{k} = ?" for k in values]
+        self.db.execute(f"UPDATE steps SET {', '.join(cols)} WHERE step_id = ?",
+                        (status, reason, *values.values(), step_id))
+
+    def transaction(self) -> _Tx:
+        return _Tx(self.db)
+
+    def insert_many(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        marks = ", ".join("?" for _ in columns)
+        self.db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+    # ---- reads ----------------------------------------------------------------------------
+    def runs(self) -> list[RunRecord]:
+        rows = self.db.execute(f"SELECT {', '.join(RunRecord.__slots__)} FROM runs ORDER BY created_at").fetchall()
+        return [RunRecord(*r) for r in rows]
+
+    def resolve_run(self, ref: str) -> RunRecord:
+        """A run by id, unique id prefix, or 'last'."""
+        runs = self.runs()
+        if not runs:
+            raise StoreError(f"no runs in {self.path}", "run 'pgknee run' first")
+        if ref in ("last", "latest"):
+            return runs[-1]
+        exact = [r for r in runs if r.run_id == ref]
+        if exact:
+            return exact[0]
+        matches = [r for r in runs if r.run_id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise StoreError(f"no run {ref!r} in {self.path}", "list the runs with 'pgknee runs'")
+        raise StoreError(f"{ref!r} matches {len(matches)} runs", "give more of the run id")
+
+    def steps(self, run_id: str) -> list[StepRecord]:
+        rows = self.db.execute(f"SELECT {', '.join(StepRecord.__slots__)} FROM steps WHERE run_id = ? ORDER BY seq",
+                               (run_id,)).fetchall()
+        return [StepRecord(*r) for r in rows]
+
+    def environment(self, run_id: str) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, value FROM run_environment WHERE run_id = ? ORDER BY key",
+                                    (run_id,)).fetchall())
+
+    def commands(self, run_id: str) -> list[tuple[int | None, str, list[str]]]:
+        rows = self.db.execute("SELECT step_id, purpose, argv_json FROM run_commands WHERE run_id = ? ORDER BY id",
+                               (run_id,)).fetchall()
+        return [(r[0], r[1], json.loads(r[2])) for r in rows]
+
+    def step_scripts(self, step_id: int) -> list[tuple[Any, ...]]:
+        return self.db.execute(
+            "SELECT script_no, script, weight, transactions, failed, retried, tps, lat_avg_ms, lat_stddev_ms, "
+            "lat_p50_ms, lat_p95_ms, lat_p99_ms, lat_max_ms FROM step_scripts WHERE step_id = ? ORDER BY script_no",
+            (step_id,)).fetchall()
+
+    def step_failures(self, step_id: int) -> dict[str, int]:
+        return dict(self.db.execute("SELECT kind, count FROM step_failures WHERE step_id = ?", (step_id,)).fetchall())
+
+    def pg_stat_database(self, step_id: int) -> dict[str, float]:
+        return dict(self.db.execute("SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?",
+                                    (step_id,)).fetchall())
+
+    def progress(self, step_id: int) -> list[tuple[float, float]]:
+        return self.db.execute("SELECT t_s, tps FROM step_progress WHERE step_id = ? ORDER BY t_s",
+                               (step_id,)).fetchall()
+
+    def snapshot_count(self, step_ids: Sequence[int], phases: Sequence[str]) -> int:
+        q = (f"SELECT count(*) FROM snapshots WHERE step_id IN ({_marks(step_ids)}) "
+             f"AND _phase IN ({_marks(phases)})")
+        return int(self.db.execute(q, (*step_ids, *phases)).fetchone()[0])
+
+    def snapshot_stats(self, step_ids: Sequence[int], phases: Sequence[str]) -> tuple[int, float, float]:
+        """(snapshots, mean client backends, mean query ms)"""
+        q = (f"SELECT count(*), avg(client_backends), avg(query_ms) FROM snapshots WHERE step_id IN "
+             f"({_marks(step_ids)}) AND _phase IN ({_marks(phases)})")
+        n, cb, ms = self.db.execute(q, (*step_ids, *phases)).fetchone()
+        return int(n), float(cb or 0), float(ms or 0)
+
+    def wait_counts(self, step_ids: Sequence[int], phases: Sequence[str], backend: str) -> list[tuple[str, str, int]]:
+        """Active sessions by wait event: (type, event, occurrences). `backend`: client|background|all."""
+        cond = {"client": "AND backend_type = 'client backend'",
+                "background": "AND backend_type IS DISTINCT FROM 'client backend'", "all": ""}[backend]
+        q = (f"SELECT COALESCE(wait_event_type, 'CPU'), COALESCE(wait_event, 'running'), COUNT(*) "
+             f"FROM snap_pg_stat_activity WHERE _step_id IN ({_marks(step_ids)}) AND _phase IN ({_marks(phases)}) "
+             f"AND state IN ('active', 'fastpath function call') {cond} GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2")
+        return [(a, b, int(c)) for a, b, c in self.db.execute(q, (*step_ids, *phases)).fetchall()]
+
+    def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:
+        cols = ", ".join(f for f in OsSample.__slots__ if f != "phase")
+        q = (f"SELECT {cols.replace('epoch', 'epoch, _phase')} FROM os_samples WHERE step_id = ? "
+             f"AND _phase IN ({_marks(phases)}) ORDER BY epoch")
+        return [OsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
+
+
+def _marks(seq: Sequence[Any]) -> str:
+    return ", ".join("?" for _ in seq) or "NULL"
+
+
+def _split_sql(text: str) -> list[str]:
+    """Split a migration into statements (no semicolons inside our DDL's literals)."""
+    out, buf = [], []
+    for line in text.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buf.append(line)
+        if line.rstrip().endswith(";"):
+            stmt = "\n".join(buf).strip()
+            if stmt.strip(";").strip():
+                out.append(stmt)
+            buf = []
+    if "".join(buf).strip():
+        out.append("\n".join(buf))
+    return out
+
+
+class _Tx:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def rows_to_dicts(rows: list[WaitRow]) -> list[dict[str, Any]]:
+    return [{"wait_event_type": r.wait_event_type, "wait_event": r.wait_event, "count": r.count, "aas": r.aas}
+            for r in rows]
+
+
+def load_run(store: Store, ref: str) -> RunData:
+    """Everything analysis needs about one run, read once."""
+    run = store.resolve_run(ref)
+    steps = store.steps(run.run_id)
+    ids = [s.step_id for s in steps]
+    bench = ("bench",)
+    return RunData(
+        run=run, env=store.environment(run.run_id), commands=store.commands(run.run_id), steps=steps,
+        scripts={i: store.step_scripts(i) for i in ids}, failures={i: store.step_failures(i) for i in ids},
+        pgdb={i: store.pg_stat_database(i) for i in ids}, os={i: store.os_samples(i) for i in ids},
+        waits={i: store.wait_counts([i], bench, "client") for i in ids},
+        waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
+        snaps={i: store.snapshot_stats([i], bench) for i in ids})

@@ -1,0 +1,5 @@
+"""The system under test: the embedded throwaway cluster or a remote DSN."""
+
+from pgknee.targets.base import Endpoint, Target
+
+__all__ = ["Endpoint", "Target"]

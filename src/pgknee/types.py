@@ -1,0 +1,162 @@
+"""Frozen records that cross layers (driver -> runner -> store -> analyze -> report)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyStats:
+    count: int
+    mean_ms: float
+    stddev_ms: float
+    min_ms: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptResult:
+    script_no: int
+    name: str
+    weight: int
+    transactions: int
+    failed: int
+    retried: int
+    tps: float
+    latency: LatencyStats | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressPoint:
+    t_s: float
+    tps: float
+    lat_ms: float | None
+    stddev_ms: float | None
+    failed: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PgbenchSummary:
+    """What pgbench printed at the end (its latency average is derived unless -P/-R/-L)."""
+
+    transactions: int | None = None
+    failed: int | None = None
+    tps: float | None = None
+    lat_avg_ms: float | None = None
+    conn_time_ms: float | None = None
+    duration_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepMeasurement:
+    """One pgbench run, measured from its transaction log."""
+
+    transactions: int
+    failed: int
+    retried: int
+    retries: int
+    tps: float
+    latency: LatencyStats | None
+    scripts: tuple[ScriptResult, ...]
+    failures: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """A step as the store holds it."""
+
+    step_id: int
+    run_id: str
+    seq: int
+    variant: str
+    clients: int
+    rep: int
+    threads: int
+    protocol: str
+    duration_s: float
+    warmup_s: float
+    status: str
+    status_reason: str | None
+    started_at: str
+    bench_start: float | None
+    bench_end: float | None
+    transactions: int | None
+    failed: int | None
+    retried: int | None
+    retries: int | None
+    tps: float | None
+    lat_avg_ms: float | None
+    lat_stddev_ms: float | None
+    lat_min_ms: float | None
+    lat_p50_ms: float | None
+    lat_p95_ms: float | None
+    lat_p99_ms: float | None
+    lat_max_ms: float | None
+    tps_pgbench: float | None
+    lat_avg_pgbench_ms: float | None
+    conn_time_ms: float | None
+    tps_db: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    run_id: str
+    created_at: str
+    finished_at: str | None
+    status: str
+    status_reason: str | None
+    workload: str
+    target_kind: str
+    target_label: str
+    plan_json: str
+    steps_planned: int
+
+
+@dataclass(frozen=True, slots=True)
+class WaitRow:
+    wait_event_type: str
+    wait_event: str
+    count: int
+    aas: float
+
+
+@dataclass(frozen=True, slots=True)
+class OsSample:
+    epoch: float
+    phase: str
+    cpu_user: float
+    cpu_nice: float
+    cpu_system: float
+    cpu_iowait: float
+    cpu_irq: float
+    cpu_steal: float
+    cpu_idle: float
+    load1: float
+    ctx_per_s: float
+    procs_running: int
+    procs_blocked: int
+    mem_total_kb: int
+    mem_available_kb: int
+    mem_free_kb: int
+    cached_kb: int
+    client_cpu_pct: float | None
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything the analysis of one run reads, as fetched from the store."""
+
+    run: RunRecord
+    env: dict[str, str]
+    commands: list[tuple[int | None, str, list[str]]]
+    steps: list[StepRecord]
+    scripts: dict[int, list[tuple[object, ...]]]
+    failures: dict[int, dict[str, int]]
+    pgdb: dict[int, dict[str, float]]
+    os: dict[int, list[OsSample]]
+    waits: dict[int, list[tuple[str, str, int]]]  # bench phase, client backends
+    waits_bg: dict[int, list[tuple[str, str, int]]]  # bench phase, background processes
+    snaps: dict[int, tuple[int, float, float]]  # bench phase: (snapshots, mean client backends, mean ms)

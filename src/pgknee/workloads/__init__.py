@@ -1,0 +1,19 @@
+"""Workloads: what a step runs. A workload installs its schema (or finds it),
+renders its pgbench scripts with weights, and checks itself after the run."""
+
+from __future__ import annotations
+
+from pgknee.errors import UserError
+from pgknee.plan import WorkloadSpec
+from pgknee.workloads.base import Script, Workload
+
+
+def get_workload(spec: WorkloadSpec) -> Workload:
+    if spec.name == "ewallet":
+        from pgknee.workloads.ewallet import EWallet
+
+        return EWallet(spec)
+    raise UserError(f"unknown workload {spec.name!r}", "choose: ewallet")
+
+
+__all__ = ["Script", "Workload", "get_workload"]

@@ -1,0 +1,148 @@
+"""The e-wallet workload of article 000: users, wallets, transactions and a
+double-entry ledger; transfer 60% / balance 25% / history 15%, random users."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from pgknee.errors import TargetError, UserError
+from pgknee.plan import WorkloadSpec
+from pgknee.workloads.base import CheckResult, Script
+
+# Scale 1 is close to the article's data set (section 6, about 35 MB): 10k users
+# and wallets, 100k transactions, 200k ledger entries.
+USERS_PER_SCALE = 10_000
+TRANSACTIONS_PER_SCALE = 100_000
+OPENING_BALANCE = 1_000_000
+SCRIPTS = (("transfer", 60), ("balance", 25), ("history", 15))
+TABLES = ("users", "wallets", "transactions", "ledger_entries")
+
+
+def _sql(name: str) -> str:
+    return (resources.files(__package__) / f"{name}.sql").read_text()
+
+
+class EWallet:
+    name = "ewallet"
+
+    def __init__(self, spec: WorkloadSpec) -> None:
+        self.spec = spec
+        self.schema = spec.schema
+        self.users = max(2, round(USERS_PER_SCALE * spec.scale))
+        self.transactions = max(1, round(TRANSACTIONS_PER_SCALE * spec.scale))
+
+    def _render(self, text: str) -> str:
+        return (text.replace("{{schema}}", self.schema).replace("{{users}}", str(self.users))
+                .replace("{{transactions}}", str(self.transactions))
+                .replace("{{opening_balance}}", str(OPENING_BALANCE)))
+
+    # ---- install ---------------------------------------------------------------------------
+    def _existing(self, conn: psycopg.Connection[Any]) -> dict[str, str] | None:
+        """None: no such schema. {}: the schema exists but is not pgknee's. Else its meta."""
+        row = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone()
+        if row is None:
+            return None
+        has_meta = conn.execute("SELECT to_regclass(%s) IS NOT NULL",
+                                (f"{self.schema}.pgknee_meta",)).fetchone()
+        if not has_meta or not has_meta[0]:
+            return {}
+        rows = conn.execute(sql.SQL("SELECT key, value FROM {}.pgknee_meta").format(sql.Identifier(self.schema)))
+        return {k: v for k, v in rows.fetchall()}
+
+    def install(self, conn: psycopg.Connection[Any], *, created_by_pgknee: bool,
+                say: Callable[[str], None]) -> dict[str, str]:
+        meta = self._existing(conn)
+        if meta is not None:
+            if meta == {} or meta.get("workload") != "ewallet":
+                raise UserError(f"schema {self.schema!r} already exists and was not made by pgknee's e-wallet "
+                                "workload; pgknee will not touch it", "choose another one with --schema NAME")
+            same = meta.get("users") == str(self.users) and meta.get("transactions_seeded") == str(self.transactions)
+            if not self.spec.reinit:
+                if not same:
+                    raise UserError(
+                        f"schema {self.schema!r} holds e-wallet data at another scale "
+                        f"({meta.get('users')} users); pgknee will not drop or reseed it without --reinit",
+                        "add --reinit to drop and reseed it, or --scale to match it")
+                say(f"reusing the e-wallet data in schema {self.schema} (seeded {meta.get('seeded_at')}, "
+                    f"{meta.get('users')} users); --reinit reseeds it")
+                return meta
+            say(f"--reinit: dropping schema {self.schema} and reseeding")
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(self.schema)))
+        return self._seed(conn, say)
+
+    def _seed(self, conn: psycopg.Connection[Any], say: Callable[[str], None]) -> dict[str, str]:
+        t0 = time.monotonic()
+        say(f"seeding e-wallet data: {self.users:,} users and wallets, {self.transactions:,} transactions, "
+            f"{2 * self.transactions:,} ledger entries (schema {self.schema})")
+        try:
+            with conn.transaction():
+                conn.execute(self._render(_sql("schema")).encode())
+                conn.execute(self._render(_sql("seed")).encode())
+                total = conn.execute(sql.SQL("SELECT sum(balance) FROM {}.wallets").format(
+                    sql.Identifier(self.schema))).fetchone()
+                meta = {"workload": "ewallet", "users": str(self.users),
+                        "transactions_seeded": str(self.transactions), "opening_balance": str(OPENING_BALANCE),
+                        "total_balance": str(total[0] if total else 0),
+                        "seeded_at": time.strftime("%Y-%m-%d %H:%M:%S%z"), "scale": str(self.spec.scale)}
+                with conn.cursor() as cur:
+                    cur.executemany(sql.SQL("INSERT INTO {}.pgknee_meta (key, value) VALUES (%s, %s)").format(
+                        sql.Identifier(self.schema)), list(meta.items()))
+        except psycopg.errors.InsufficientPrivilege as e:
+            raise TargetError(f"not allowed to create the workload schema: {str(e).strip()}",
+                              "connect as a user who may CREATE in this database") from None
+        for t in TABLES:
+            conn.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(self.schema), sql.Identifier(t)))
+        try:
+            conn.execute("CHECKPOINT")
+        except psycopg.errors.InsufficientPrivilege:
+            say("note: CHECKPOINT after seeding skipped (needs superuser or pg_checkpoint)")
+        size = conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,)).fetchone()
+        meta["size_bytes"] = str(int(size[0]) if size and size[0] is not None else 0)
+        say(f"seeded in {time.monotonic() - t0:.1f} s: {int(meta['size_bytes']) / 2**20:.1f} MB, "
+            "ANALYZE and CHECKPOINT done")
+        return meta
+
+    # ---- scripts -------------------------------------------------------------------------------
+    def render_scripts(self, into: Path) -> list[Script]:
+        out = []
+        for name, weight in SCRIPTS:
+            p = into / f"{name}.sql"
+            p.write_text(self._render(_sql(name)))
+            out.append(Script(name, p, weight))
+        return out
+
+    def defines(self) -> dict[str, str]:
+        return {"n_users": str(self.users)}
+
+    def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:
+        rows = conn.execute(
+            "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = ANY(%s)",
+            (self.schema, list(TABLES))).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    # ---- after the run ------------------------------------------------------------------------
+    def check(self, conn: psycopg.Connection[Any]) -> CheckResult:
+        row = conn.execute(self._render(_sql("check")).encode()).fetchone()
+        assert row is not None
+        total, expected, unbalanced, orphans, off, ntx = row
+        ok = total == expected and unbalanced == 0 and orphans == 0 and off == 0
+        details = {"total_balance": int(total), "expected_total": int(expected),
+                   "unbalanced_transactions": int(unbalanced), "transactions_without_entries": int(orphans),
+                   "wallets_off_ledger": int(off), "transactions": int(ntx)}
+        if ok:
+            summary = (f"money conserved: total balance {int(total):,} as seeded; {int(ntx):,} transactions, "
+                       "every one balanced, every wallet matches its ledger")
+        else:
+            summary = (f"MONEY NOT CONSERVED: total {total} vs seeded {expected}, {unbalanced} unbalanced "
+                       f"transactions, {orphans} without entries, {off} wallets off their ledger")
+        return CheckResult(ok, summary, details)

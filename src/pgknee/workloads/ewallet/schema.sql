@@ -1,0 +1,37 @@
+-- The e-wallet workload (article 000, section 5), in its own schema.
+CREATE SCHEMA {{schema}};
+
+CREATE TABLE {{schema}}.users (
+    id   bigint PRIMARY KEY,
+    name text   NOT NULL
+);
+
+CREATE TABLE {{schema}}.wallets (
+    id         bigint      PRIMARY KEY,
+    user_id    bigint      NOT NULL UNIQUE REFERENCES {{schema}}.users (id),
+    balance    bigint      NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE {{schema}}.transactions (
+    id              bigserial   PRIMARY KEY,
+    idempotency_key uuid        NOT NULL UNIQUE,
+    amount          bigint      NOT NULL CHECK (amount > 0),
+    status          text        NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE {{schema}}.ledger_entries (
+    id             bigserial   PRIMARY KEY,
+    transaction_id bigint      NOT NULL REFERENCES {{schema}}.transactions (id),
+    wallet_id      bigint      NOT NULL REFERENCES {{schema}}.wallets (id),
+    amount         bigint      NOT NULL CHECK (amount > 0),
+    direction      text        NOT NULL CHECK (direction IN ('debit', 'credit')),
+    created_at     timestamptz NOT NULL DEFAULT now()
+);
+
+-- what pgknee knows about this schema: who made it, at what scale, the money in it
+CREATE TABLE {{schema}}.pgknee_meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
