@@ -203,6 +203,9 @@ class Runner:
         except psycopg.OperationalError as e:
             reason = f"lost the connection to the server: {str(e).strip().splitlines()[0]}"
             raise TargetError(reason, "check the server log; completed steps are kept") from None
+        except psycopg.Error as e:
+            reason = f"the server refused: {str(e).strip().splitlines()[0]}"
+            raise TargetError(reason, "check the user's privileges on the target") from None
         finally:
             with _signals_ignored():
                 try:
@@ -238,16 +241,23 @@ class Runner:
 
     def _server_info(self, conn: psycopg.Connection[Any]) -> dict[str, str]:
         info: dict[str, str] = {}
-        for name in ("server_version", "server_version_num", *SERVER_SETTINGS):
-            row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
-            if row and row[0] is not None:
+        # pg_settings hides what the user may not read (instead of failing like current_setting)
+        rows = conn.execute("SELECT name, CASE WHEN unit IS NULL OR unit = '' THEN setting "
+                            "ELSE setting || ' ' || unit END FROM pg_settings WHERE name = ANY(%s)",
+                            (["server_version", "server_version_num", "reserved_connections", *SERVER_SETTINGS],))
+        for name, value in rows.fetchall():
+            info[name] = str(value)
+        for name in ("max_connections", "superuser_reserved_connections", "server_version_num"):
+            row = conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
+            if row:
                 info[name] = str(row[0])
+        show = conn.execute("SHOW server_version").fetchone()
+        info["server_version"] = str(show[0]) if show else "?"
         row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
         info["is_superuser"] = str(bool(row and row[0])).lower()
         row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").fetchone()
         info["connections_in_use"] = str(row[0] if row else 0)
-        row = conn.execute("SELECT current_setting('reserved_connections', true)").fetchone()
-        info["reserved_connections"] = str(row[0]) if row and row[0] is not None else "0"
+        info.setdefault("reserved_connections", "0")
         return info
 
     def _check_capacity(self, target: Target, server: dict[str, str]) -> None:

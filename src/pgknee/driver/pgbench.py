@@ -46,8 +46,11 @@ def pgbench_version(path: str) -> tuple[str, int]:
     except OSError as e:
         raise DriverError(f"cannot run {path}: {e}") from None
     m = re.search(r"(\d+)(?:\.(\d+))?", out)
-    if not m:
-        raise DriverError(f"cannot read the version of {path}: {out.strip()!r}")
+    if not out.startswith("pgbench") or not m:
+        raise DriverError(f"cannot read the version of {path}: {out.strip()[:60]!r}",
+                          "is it pgbench? pass the real one with --pgbench PATH")
+    if int(m.group(1)) < 11:
+        raise DriverError(f"{path} is pgbench {m.group(0)}; pgknee needs pgbench 11 or newer")
     major, minor = int(m.group(1)), int(m.group(2) or 0)
     num = major * 10000 + minor if major >= 10 else major * 10000 + minor * 100
     return out.strip().removeprefix("pgbench (PostgreSQL) ").strip(), num

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from rich import box
 from rich.console import Console, RenderableType
+from rich.console import Group as Stack
 from rich.table import Table
 from rich.text import Text
 
@@ -24,8 +25,16 @@ def render(items: Sequence[RenderableType], *, width: int = 130, color: bool = F
     console = Console(file=buf, width=width, force_terminal=color, no_color=not color, highlight=False,
                       emoji=False, soft_wrap=False)
     for item in items:
-        console.print(item)
+        console.print(titled(item) if isinstance(item, Table) else item)
     return buf.getvalue()
+
+
+def titled(t: Table) -> RenderableType:
+    """A table's title on its own line, so it is not wrapped to the table's width."""
+    if not t.title:
+        return t
+    title, t.title = t.title, None
+    return Stack(Text(""), Text(str(title), style="bold"), t)
 
 
 def _fmt(v: float | None, digits: int = 2) -> str:
@@ -51,7 +60,8 @@ def header(view: RunView) -> Text:
     t.append(f"Run {r.run_id}", style="bold")
     t.append(f"  {r.status}  ({done}/{r.steps_planned} steps)\n")
     t.append(f"workload {r.workload} · target {r.target_kind} {r.target_label} · "
-             f"PostgreSQL {env.get('server.version', '?')} · pgbench {env.get('pgbench.version', '?')}\n")
+             f"PostgreSQL {env.get('server.version', '?').split()[0]} · "
+             f"pgbench {env.get('pgbench.version', '?').split()[0]}\n")
     t.append(f"client machine: {env.get('host.cpus', '?')} CPUs, {env.get('host.mem_gb', '?')} GB · "
              f"{plan.get('duration_s')} s per step, {plan.get('reps')} rep(s), warm-up {plan.get('warmup_s')} s, "
              f"protocol {plan['variants'][0]['protocol'] if plan.get('variants') else '?'}, "
@@ -76,16 +86,14 @@ def data_summary(view: RunView, variant: str) -> Table:
     groups = [g for g in view.groups if g.variant == variant]
     title = "Data Summary" + (f" — {variant}" if len(view.variants()) > 1 else "")
     base = groups[0] if groups else None
-    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left",
-              caption=f"% vs baseline {base.label}; median of repetitions" if base else None, caption_justify="left")
+    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
     t.add_column("Metric")
     for g in groups:
         t.add_column(g.label + ("*" if g.noisy else ""), justify="right")
     t.add_column("Best", justify="right")
     for label, get, digits, best_max in _SUMMARY_ROWS:
         figs = [get(g) for g in groups]
-        cells = [_cell(f, get(base) if base else None, digits, show_pct=label not in ("p50 (ms)", "Max (ms)"))
-                 for f in figs]
+        cells = [_cell(f, get(base) if base else None, digits, show_pct=True) for f in figs]
         valid = [(f.value, g) for f, g in zip(figs, groups, strict=True) if f is not None]
         best = (max if best_max else min)(valid, key=lambda x: x[0])[1].label if valid else "-"
         t.add_row(label, *cells, "▲ " + best if valid else "-")
@@ -121,9 +129,8 @@ def system_table(view: RunView, variant: str) -> Table:
     groups = [g for g in view.groups if g.variant == variant]
     local = view.data.env.get("target.local") == "true"
     cpus = view.data.env.get("host.cpus", "?")
-    t = Table(title=f"System (OS of {'this machine: server and client' if local else 'the client machine only'}; "
-                    f"{cpus} CPUs)", box=box.SIMPLE_HEAVY, title_justify="left",
-              caption="peak = the busiest 1-second sample of the bench phase", caption_justify="left")
+    t = Table(title=f"System — {'this machine: server and client' if local else 'the client machine only'}, "
+                    f"{cpus} CPUs; peak = the busiest 1-second sample", box=box.SIMPLE_HEAVY, title_justify="left")
     t.add_column("Metric")
     for g in groups:
         t.add_column(g.label, justify="right")
@@ -148,11 +155,7 @@ def system_table(view: RunView, variant: str) -> Table:
 
 def wait_table(title: str, rows: Sequence[WaitRow], snapshots: int, bg: Sequence[WaitRow] = ()) -> Table:
     total = total_aas(rows)
-    cap = f"AAS = occurrences / {snapshots} snapshots (all of them, empty ones included); ± is 1σ sampling error"
-    if bg:
-        cap += "\nbackground: " + ", ".join(f"{r.wait_event_type}:{r.wait_event} {r.aas:.2f}" for r in bg[:6])
-    t = Table(title=f"{title} — total AAS {total:.2f}", box=box.SIMPLE, title_justify="left",
-              caption=cap, caption_justify="left")
+    t = Table(title=f"{title}: {snapshots} snapshots, total AAS {total:.2f}", box=box.SIMPLE, title_justify="left")
     t.add_column("Wait Type")
     t.add_column("Wait Event")
     t.add_column("Count", justify="right")
@@ -165,7 +168,16 @@ def wait_table(title: str, rows: Sequence[WaitRow], snapshots: int, bg: Sequence
         t.add_row("…", f"{len(rows) - MAX_WAIT_ROWS} more", "", "", "")
     if not rows:
         t.add_row("-", "no active sessions sampled", "0", "0.00", "")
+    if bg:
+        t.add_section()
+        for r in bg[:5]:
+            t.add_row(f"(bg) {r.wait_event_type}", r.wait_event, str(r.count), f"{r.aas:.2f}",
+                      f"{r.aas * relative_error(r):.2f}")
     return t
+
+
+WAIT_NOTE = ("AAS = occurrences / all snapshots of the phase (empty ones included), so the events add up to the "
+             "total; ± is the 1σ sampling error. (bg) rows are background processes, not counted in the total.")
 
 
 def checks_table(view: RunView) -> Table:
@@ -198,11 +210,16 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
     items: list[RenderableType] = [header(view), Text("")]
     for variant in view.variants():
         items.append(data_summary(view, variant))
+        base = next((g for g in view.groups if g.variant == variant), None)
+        if base is not None:
+            items.append(Text(f"% vs baseline {base.label}; figures are medians of the repetitions; "
+                              "latency measured per transaction from pgbench's log; * = noisy step", style="dim"))
         st = scripts_table(view, variant)
         if st is not None:
             items.append(st)
         items.append(system_table(view, variant))
         if waits:
+            items.append(Text(WAIT_NOTE, style="dim"))
             for g in view.groups:
                 if g.variant == variant and g.done:
                     items.append(wait_table(f"Wait profile {g.label}" +

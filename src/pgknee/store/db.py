@@ -185,11 +185,15 @@ class Store:
 
     def wait_counts(self, step_ids: Sequence[int], phases: Sequence[str], backend: str) -> list[tuple[str, str, int]]:
         """Active sessions by wait event: (type, event, occurrences). `backend`: client|background|all."""
-        cond = {"client": "AND backend_type = 'client backend'",
-                "background": "AND backend_type IS DISTINCT FROM 'client backend'", "all": ""}[backend]
+        # client backends are active by their state; background processes have no state, and the
+        # sampler stored only those not idling in an Activity wait, so every stored one is working
+        active = "state IN ('active', 'fastpath function call')"
+        cond = {"client": f"AND backend_type = 'client backend' AND {active}",
+                "background": f"AND backend_type IS DISTINCT FROM 'client backend' AND ({active} OR state IS NULL)",
+                "all": f"AND ({active} OR (state IS NULL AND backend_type IS DISTINCT FROM 'client backend'))"}[backend]
         q = (f"SELECT COALESCE(wait_event_type, 'CPU'), COALESCE(wait_event, 'running'), COUNT(*) "
              f"FROM snap_pg_stat_activity WHERE _step_id IN ({_marks(step_ids)}) AND _phase IN ({_marks(phases)}) "
-             f"AND state IN ('active', 'fastpath function call') {cond} GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2")
+             f"{cond} GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2")
         return [(a, b, int(c)) for a, b, c in self.db.execute(q, (*step_ids, *phases)).fetchall()]
 
     def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:

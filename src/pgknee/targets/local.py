@@ -103,6 +103,18 @@ def _server_user() -> proc.RunAs | None:
                       "create a 'postgres' system user (apt-get install postgresql does)")
 
 
+def _reachable_by_others(path: Path) -> bool:
+    """Can a different, unprivileged user traverse every directory down to `path`?"""
+    p = path.resolve()
+    for d in (p, *p.parents):
+        try:
+            if not os.stat(d).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
+
+
 class EmbeddedCluster:
     kind = "embedded"
     created_by_pgknee = True
@@ -111,6 +123,10 @@ class EmbeddedCluster:
         self.bindir = bindir
         self.settings = {**DEFAULT_SETTINGS, **settings}
         self.run_as = _server_user()
+        base = Path(base_dir or tempfile.gettempdir())
+        if self.run_as is not None and not _reachable_by_others(base):
+            raise TargetError(f"the embedded server runs as user {self.run_as.name}, which cannot reach {base}",
+                              "set TMPDIR to a directory every user can traverse, such as /tmp")
         self.root = Path(tempfile.mkdtemp(prefix="pgknee-cluster-", dir=base_dir))
         self.data = self.root / "data"
         self.sock = self.root / "sock"

@@ -1,0 +1,171 @@
+"""A real sweep on the embedded cluster: what lands in the store, and the views."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from .conftest import CliResult, pgknee, pgknee_processes, sql
+
+ARTICLE_QUERY = """
+SELECT
+  COALESCE(wait_event_type, 'CPU') AS wait_event_type,
+  COALESCE(wait_event, 'running')  AS wait_event,
+  COUNT(*)                          AS occurrences,
+  COUNT(DISTINCT _collected_at)     AS snapshot_count
+FROM snap_pg_stat_activity
+WHERE _run_id = ?
+  AND _phase IN ('bench')
+  AND state = 'active'
+GROUP BY 1, 2
+ORDER BY 3 DESC
+LIMIT 20
+"""
+
+
+def _run_id(store: Path) -> str:
+    return str(sql(store, "SELECT run_id FROM runs")[0][0])
+
+
+def test_run_completes_with_all_steps(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, r = sweep
+    assert sql(store, "SELECT status, steps_planned FROM runs") == [("completed", 4)]
+    steps = sql(store, "SELECT clients, rep, status, transactions, tps, tps_pgbench, tps_db, lat_avg_ms, "
+                       "lat_p50_ms, lat_p95_ms, lat_p99_ms, lat_max_ms, failed FROM steps ORDER BY seq")
+    assert [(s[0], s[1], s[2]) for s in steps] == [(2, 1, "completed"), (2, 2, "completed"),
+                                                   (4, 1, "completed"), (4, 2, "completed")]
+    for (_c, _r, _st, tx, tps, tps_pg, tps_db, avg, p50, p95, p99, mx, failed) in steps:
+        assert tx > 100
+        assert abs(tps - tx / 3) < 1e-6  # TPS is transactions / duration, from the log
+        assert abs(tps - tps_pg) / tps_pg < 0.05
+        assert abs(tps_db - tps) / tps < 0.05  # pg_stat_database agrees with the log
+        assert 0 < p50 <= p95 <= p99 <= mx
+        assert avg > 0
+        assert failed == 0
+    assert "Data Summary" in r.out and "▲" in r.out
+
+
+def test_latency_is_measured_and_littles_law_holds(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, _ = sweep
+    for clients, tps, avg in sql(store, "SELECT clients, tps, lat_avg_ms FROM steps"):
+        busy = tps * avg / 1000.0
+        assert abs(busy - clients) / clients < 0.15, (clients, busy)
+
+
+def test_per_script_results(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, _ = sweep
+    rows = sql(store, "SELECT script, weight, sum(transactions) FROM step_scripts GROUP BY script, weight "
+                      "ORDER BY weight DESC")
+    assert [(r[0], r[1]) for r in rows] == [("transfer", 60), ("balance", 25), ("history", 15)]
+    total = sum(r[2] for r in rows)
+    assert total == sql(store, "SELECT sum(transactions) FROM steps")[0][0]
+    share = rows[0][2] / total
+    assert 0.5 < share < 0.7  # transfer is 60% of the mix
+
+
+def test_snapshots_cover_all_phases_and_aas_adds_up(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, _ = sweep
+    phases = {p for (p,) in sql(store, "SELECT DISTINCT _phase FROM snapshots")}
+    assert {"pre", "bench", "post"} <= phases
+    for (step_id,) in sql(store, "SELECT step_id FROM steps"):
+        n = sql(store, "SELECT count(*) FROM snapshots WHERE step_id = ? AND _phase = 'bench'", step_id)[0][0]
+        assert 18 <= n <= 45  # ~10 Hz over 3 s, with jitter
+        active = sql(store, "SELECT count(*) FROM snap_pg_stat_activity WHERE _step_id = ? AND _phase = 'bench' "
+                            "AND state = 'active' AND backend_type = 'client backend'", step_id)[0][0]
+        counted = sql(store, "SELECT sum(active) FROM snapshots WHERE step_id = ? AND _phase = 'bench'", step_id)[0][0]
+        assert active == counted  # every active session counted was stored
+        clients = sql(store, "SELECT clients FROM steps WHERE step_id = ?", step_id)[0][0]
+        assert 0 < active / n <= clients  # total AAS cannot exceed the client count
+    # the sampler left itself out
+    assert sql(store, "SELECT count(*) FROM snap_pg_stat_activity WHERE application_name LIKE 'pgknee:%'") == [(0,)]
+
+
+def test_articles_query_runs_unchanged(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, _ = sweep
+    with sqlite3.connect(store) as db:
+        rows = db.execute(ARTICLE_QUERY, (_run_id(store),)).fetchall()
+    assert rows, "the article's wait-profile query returned nothing"
+    events = {(r[0], r[1]) for r in rows}
+    assert ("CPU", "running") in events
+    assert all(r[2] >= r[3] >= 1 for r in rows)
+
+
+def test_os_samples_and_server_stats(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, _ = sweep
+    for (step_id,) in sql(store, "SELECT step_id FROM steps"):
+        rows = sql(store, "SELECT cpu_user + cpu_nice + cpu_system + cpu_iowait + cpu_irq + cpu_steal + cpu_idle, "
+                          "load1, ctx_per_s, mem_available_kb, client_cpu_pct FROM os_samples "
+                          "WHERE step_id = ? AND _phase = 'bench'", step_id)
+        assert len(rows) >= 2
+        for total, load1, ctx, mem, client in rows:
+            assert abs(total - 100) < 0.5
+            assert load1 >= 0 and ctx > 0 and mem > 0
+        assert any(r[4] is not None and r[4] > 0 for r in rows)  # pgbench's own CPU was seen
+        deltas = dict(sql(store, "SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?", step_id))
+        tx = sql(store, "SELECT transactions FROM steps WHERE step_id = ?", step_id)[0][0]
+        assert deltas["xact_commit"] >= tx
+        assert deltas["blks_hit"] > 0
+        assert deltas.get("active_time", 1) > 0
+
+
+def test_environment_and_money_check(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, r = sweep
+    env = dict(sql(store, "SELECT key, value FROM run_environment"))
+    assert env["check.money.ok"] == "true"
+    assert env["check.money.unbalanced_transactions"] == "0"
+    assert env["check.money.total_balance"] == env["check.money.expected_total"]
+    assert int(env["host.cpus"]) >= 1
+    assert env["server.version"].startswith(("1", "2"))
+    assert env["setting.max_connections"] == "100"
+    assert env["pgbench.version"]
+    assert "money conserved" in r.out or "money conserved" in r.err
+    cmds = sql(store, "SELECT purpose, argv_json FROM run_commands")
+    bench = [json.loads(a) for p, a in cmds if p == "bench"]
+    assert len(bench) == 4
+    assert all("--protocol=prepared" in a and "--no-vacuum" in a for a in bench)
+    assert all(not any(x.startswith(("-h", "--host", "-U", "-p")) for x in a) for a in bench)
+
+
+def test_json_output(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, js, _ = sweep
+    d = json.loads(js.read_text())
+    assert d["run_id"] == _run_id(store)
+    assert d["format_version"] == 1
+    assert [(s["clients"], s["rep"]) for s in d["steps"]] == [(2, 1), (2, 2), (4, 1), (4, 2)]
+    s = d["steps"][0]
+    assert set(s["latency_ms"]) >= {"avg", "stddev", "p50", "p95", "p99", "max"}
+    assert s["transactions"] > 0 and s["failed"] == 0 and s["retried"] == 0
+    assert s["wait_profile"] and abs(sum(w["aas"] for w in s["wait_profile"]) -
+                                     sum(w["count"] for w in s["wait_profile"]) / s["snapshots"]) < 1e-9
+
+
+def test_show_prints_the_same_tables_from_the_store(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, r = sweep
+    shown = pgknee("show", _run_id(store), "--store", str(store))
+    assert shown.code == 0, shown.err
+
+    def summary(text: str) -> str:
+        start = text.index("Data Summary")
+        return text[start:text.index("% vs baseline", start)]
+
+    assert summary(shown.out) == summary(r.out)
+    last = pgknee("show", "last", "--store", str(store))
+    assert summary(last.out) == summary(r.out)
+
+
+def test_runs_and_waits_commands(sweep: tuple[Path, Path, CliResult]) -> None:
+    store, _, _ = sweep
+    runs = pgknee("runs", "--store", str(store))
+    assert runs.code == 0 and _run_id(store) in runs.out and "4/4" in runs.out
+    w = pgknee("waits", _run_id(store)[:12], "--phase", "bench", "--clients", "4", "--store", str(store))
+    assert w.code == 0, w.err
+    assert "c4 (2 step(s))" in w.out and "running" in w.out
+    bad = pgknee("waits", _run_id(store), "--clients", "7", "--store", str(store))
+    assert bad.code == 2 and "client counts in this run: 2, 4" in bad.err
+    bad = pgknee("waits", _run_id(store), "--phase", "nope", "--store", str(store))
+    assert bad.code == 2 and bad.err.count("\n") == 1
+
+
+def test_nothing_left_running(sweep: tuple[Path, Path, CliResult]) -> None:
+    assert pgknee_processes() == []

@@ -1,0 +1,167 @@
+"""--dsn targets, refusals, bad input against real servers, and interruption."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+
+from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import (APP_PASSWORD, SCALE, dsn_of, pgknee, pgknee_processes, sql, tmp_pgknee_dirs,
+                       wait_for)
+
+
+def _orders_checksum(c: EmbeddedCluster) -> tuple[int, str]:
+    with psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee") as conn:
+        row = conn.execute("SELECT count(*), md5(string_agg(id || ':' || total, ',' ORDER BY id)) "
+                           "FROM userdata.orders").fetchone()
+        assert row is not None
+        return int(row[0]), str(row[1])
+
+
+def test_remote_dsn_installs_own_schema_and_keeps_secrets(server: EmbeddedCluster, tmp_path: Path) -> None:
+    before = _orders_checksum(server)
+    store = tmp_path / "r.db"
+    env = {"PGPASSWORD": APP_PASSWORD}
+    r = pgknee("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "2s", "--scale", SCALE,
+               "--schema", "bench_a", "--store", str(store), env=env, cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert sql(store, "SELECT status, target_kind FROM runs") == [("completed", "remote")]
+    assert _orders_checksum(server) == before  # the user's own data is untouched
+    with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="pgknee") as conn:
+        owner = conn.execute("SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'bench_a'").fetchone()
+    assert owner == ("app",)
+    # the password is nowhere: not in the store, not in the output
+    assert APP_PASSWORD.encode() not in store.read_bytes()
+    assert b"s3cr3t" not in store.read_bytes()
+    assert "s3cr3t" not in r.out + r.err
+
+    # a second run reuses the seeded schema...
+    again = pgknee("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "1s", "--scale", SCALE,
+                   "--schema", "bench_a", "--store", str(store), env=env, cwd=tmp_path)
+    assert again.code == 0, again.err
+    assert "reusing the e-wallet data" in again.err
+    # ...refuses to reseed it at another scale without --reinit, and changes nothing
+    refused = pgknee("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "1s", "--scale", "0.2",
+                     "--schema", "bench_a", "--store", str(store), env=env, cwd=tmp_path)
+    assert refused.code == 2
+    assert "--reinit" in refused.err and refused.err.strip().count("\n") == 0
+    assert len(sql(store, "SELECT run_id FROM runs")) == 2
+    # and never touches a schema that is not its own, even with --reinit
+    foreign = pgknee("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "1s", "--schema", "userdata",
+                     "--reinit", "--store", str(store), env=env, cwd=tmp_path)
+    assert foreign.code == 2 and "was not made by pgknee" in foreign.err
+    assert _orders_checksum(server) == before
+
+
+def test_password_in_dsn_is_redacted_everywhere(server: EmbeddedCluster, tmp_path: Path) -> None:
+    store = tmp_path / "p.db"
+    dsn = f"postgresql://app:{APP_PASSWORD.replace(':', '%3A').replace(chr(92), '%5C')}@127.0.0.1:{server.port}/pgknee"
+    r = pgknee("run", "--dsn", dsn, "--clients", "2", "--duration", "1s", "--scale", SCALE, "--schema", "bench_p",
+               "--store", str(store), "--json", str(tmp_path / "p.json"), cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert "process list" in r.err  # the user is told the DSN's password is visible to ps
+    for blob in (store.read_bytes(), (tmp_path / "p.json").read_bytes(), (r.out + r.err).encode()):
+        assert b"s3cr3t" not in blob
+    argv = sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'pgknee'")[0][0]
+    assert "--dsn" in argv and "s3cr3t" not in argv
+
+
+def test_wrong_password_and_unreachable_server(server: EmbeddedCluster, tmp_path: Path) -> None:
+    r = pgknee("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "1s", "--store",
+               str(tmp_path / "x.db"), env={"PGPASSWORD": "wrong"}, cwd=tmp_path)
+    assert r.code == 3
+    assert "password authentication failed" in r.err and r.err.strip().count("\n") == 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = pgknee("run", "--dsn", f"postgresql://app@127.0.0.1:{port}/pgknee", "--clients", "2", "--duration", "1s",
+               "--store", str(tmp_path / "x.db"), env={"PGPASSWORD": "x", "PGCONNECT_TIMEOUT": "3"}, cwd=tmp_path)
+    assert r.code == 3 and "cannot connect" in r.err and "Traceback" not in r.err
+    assert sql(tmp_path / "x.db", "SELECT count(*) FROM runs") == [(0,)]  # nothing recorded for a failed start
+
+
+def test_too_many_clients_for_max_connections(server: EmbeddedCluster, tmp_path: Path) -> None:
+    r = pgknee("run", "--dsn", dsn_of(server), "--clients", "2,80", "--duration", "1s", "--store",
+               str(tmp_path / "m.db"), env={"PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+    assert r.code == 3
+    assert "needs 80 connections" in r.err and "max_connections=60" in r.err
+
+
+def test_embedded_refuses_clients_above_max_connections_and_cleans_up(tmp_path: Path) -> None:
+    before = tmp_pgknee_dirs()
+    r = pgknee("run", "--clients", "500", "--duration", "1s", "--store", str(tmp_path / "e.db"), cwd=tmp_path)
+    assert r.code == 3
+    assert "--set max_connections=" in r.err
+    assert pgknee_processes() == []
+    assert tmp_pgknee_dirs() - before == set()
+
+
+def test_missing_pgbench(tmp_path: Path) -> None:
+    r = pgknee("run", "--clients", "2", "--duration", "1s", "--pgbench", "/nonexistent/pgbench",
+               "--store", str(tmp_path / "n.db"), cwd=tmp_path)
+    assert r.code == 2 and "not an executable" in r.err
+    r = pgknee("run", "--clients", "2", "--duration", "1s", "--pgbench", "/bin/true", "--store",
+               str(tmp_path / "n.db"), cwd=tmp_path)
+    assert r.code == 4 and "cannot read the version of /bin/true" in r.err
+    assert pgknee_processes() == []
+
+
+def test_unwritable_store(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / "s.db").write_bytes(b"this is not a database, and must stay as it is" * 100)
+    r = pgknee("run", "--clients", "2", "--duration", "1s", "--store", str(ro / "s.db"), cwd=tmp_path)
+    assert r.code == 5 and "collector database" in r.err
+    assert (ro / "s.db").read_bytes().startswith(b"this is not a database")
+
+
+def test_keep_leaves_a_usable_server(tmp_path: Path) -> None:
+    r = pgknee("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--keep",
+               "--store", str(tmp_path / "k.db"), cwd=tmp_path)
+    assert r.code == 0, r.err
+    line = next(ln for ln in r.err.splitlines() if ln.startswith("kept the embedded server"))
+    host = line.split("host=")[1].split()[0]
+    port = int(line.split("port=")[1].split()[0])
+    try:
+        with psycopg.connect(host=host, port=port, user="pgknee", dbname="pgknee") as conn:
+            row = conn.execute("SELECT count(*) FROM pgknee_ewallet.wallets").fetchone()
+        assert row == (1000,)
+    finally:
+        stop = line.split("stop it with: ")[1]
+        subprocess.run(stop, shell=True, check=True, capture_output=True)  # noqa: S602 - the printed advice
+    assert pgknee_processes() == []
+
+
+def test_sigterm_keeps_completed_steps_and_leaves_nothing(tmp_path: Path) -> None:
+    before = tmp_pgknee_dirs()
+    store = tmp_path / "i.db"
+    p = subprocess.Popen([sys.executable, "-m", "pgknee", "run", "--clients", "2,2,2,2", "--duration", "3s",
+                          "--scale", SCALE, "--store", str(store)], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+
+    def one_step_done() -> bool:
+        try:
+            return bool(sql(store, "SELECT count(*) FROM steps WHERE status = 'completed'")[0][0] >= 1)
+        except Exception:
+            return False
+
+    assert wait_for(one_step_done, 120), "no step completed"
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert sql(store, "SELECT status FROM runs") == [("interrupted",)]
+    statuses = [s for (s,) in sql(store, "SELECT status FROM steps ORDER BY seq")]
+    assert statuses[0] == "completed" and "running" not in statuses
+    assert pgknee_processes() == []
+    assert tmp_pgknee_dirs() - before == set()
+    shown = subprocess.run([sys.executable, "-m", "pgknee", "show", "last", "--store", str(store)],
+                           capture_output=True, text=True, check=False)
+    assert shown.returncode == 0 and "interrupted" in shown.stdout
