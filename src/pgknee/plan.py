@@ -146,6 +146,8 @@ class Plan:
             raise UserError("the client list is empty", "give client counts like --clients 2,4,8,16,32")
         if self.sample_interval_s != 0 and self.sample_interval_s < 0.01:
             raise UserError("--sample-interval must be at least 10ms (or 0 to switch sampling off)")
+        if self.os_interval_s != 0 and self.os_interval_s < 0.1:
+            raise UserError("--os-interval must be at least 100ms (or 0 to switch OS sampling off)")
         if not 0 < self.log_sampling_rate <= 1:
             raise UserError("--log-sampling-rate must be in (0, 1]")
         if self.workload.scale <= 0 or not math.isfinite(self.workload.scale):

@@ -178,8 +178,9 @@ class Runner:
                     self.store.add_command(self.run_id, None, "pgknee", self.argv)
                 sampler = self._start_samplers(stack, target.endpoint, int(server["server_version_num"]))
                 os_sampler = OsSampler(self.plan.os_interval_s)
-                os_sampler.start()
-                stack.callback(os_sampler.close)
+                if self.plan.os_interval_s:
+                    os_sampler.start()
+                    stack.callback(os_sampler.close)
                 child_env = target.endpoint.child_env(work_dir)
                 reader = _StatsReader(stats_conn)
                 for spec in self.steps:

@@ -67,7 +67,7 @@ def add_parser(sub: Any) -> None:
     c = p.add_argument_group("collection")
     c.add_argument("--sample-interval", default="100ms",
                    help="pg_stat_activity sampling interval, with ±20%% jitter; 0 switches it off (default 100ms)")
-    c.add_argument("--os-interval", default="1s", help="OS sampling interval (default 1s)")
+    c.add_argument("--os-interval", default="1s", help="OS sampling interval; 0 switches it off (default 1s)")
     c.add_argument("--log-sampling-rate", type=float, default=1.0,
                    help="fraction of transactions pgbench logs for latency (default 1: all)")
     o = p.add_argument_group("output")
@@ -89,7 +89,7 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
         warmup_s=int(parse_seconds(a.warmup, "--warmup", allow_zero=True, whole=True)),
         threads=a.threads, max_tries=a.max_tries, variants=(Variant(protocol=a.protocol),),
         sample_interval_s=parse_seconds(a.sample_interval, "--sample-interval", allow_zero=True),
-        os_interval_s=parse_seconds(a.os_interval, "--os-interval"),
+        os_interval_s=parse_seconds(a.os_interval, "--os-interval", allow_zero=True),
         log_sampling_rate=a.log_sampling_rate, pgbench=a.pgbench)
 
 
