@@ -39,9 +39,6 @@ def spawn(
     run_as: RunAs | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a child in a new session and remember it until it is reaped."""
-    kwargs: dict[str, object] = {}
-    if run_as is not None:
-        kwargs.update(user=run_as.uid, group=run_as.gid, extra_groups=[])
     p = subprocess.Popen(  # noqa: S603 - argv is built by pgknee, never a shell
         list(argv),
         env=dict(env) if env is not None else None,
@@ -50,7 +47,9 @@ def spawn(
         stderr=stderr,
         stdin=stdin,
         start_new_session=True,
-        **kwargs,  # type: ignore[arg-type]
+        user=run_as.uid if run_as else None,
+        group=run_as.gid if run_as else None,
+        extra_groups=[] if run_as else None,
     )
     _live.add(p)
     return p

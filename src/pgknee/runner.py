@@ -73,7 +73,7 @@ class StepSpec:
 def schedule(plan: Plan) -> list[StepSpec]:
     """Client counts in the order given; repetitions; variants interleaved inside
     each (clients, rep) so that machine drift does not look like a difference."""
-    out = []
+    out: list[StepSpec] = []
     for clients in plan.clients:
         for rep in range(1, plan.reps + 1):
             for v in plan.variants:

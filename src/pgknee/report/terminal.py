@@ -12,6 +12,7 @@ from rich.console import Group as Stack
 from rich.table import Table
 from rich.text import Text
 
+from pgknee.analyze.checks import Check
 from pgknee.analyze.run import Figure, Group, RunView
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
@@ -186,22 +187,23 @@ def checks_table(view: RunView) -> Table:
     names: list[str] = []
     for g in view.groups:
         for _, cs in g.checks:
-            for c in cs:
-                if c.name not in names:
-                    names.append(c.name)
+            for chk in cs:
+                if chk.name not in names:
+                    names.append(chk.name)
     for n in names:
         t.add_column(n)
     for g in view.groups:
         for rep, cs in g.checks:
-            by = {c.name: c for c in cs}
+            by: dict[str, Check] = {c.name: c for c in cs}
             cells = []
             for n in names:
-                c = by.get(n)
-                if c is None or c.status == "n/a":
+                chk = by.get(n)
+                if chk is None or chk.status == "n/a":
                     cells.append("n/a")
                 else:
-                    pct = c.detail[c.detail.find("(") + 1:c.detail.find("%") + 1] if "%" in c.detail else ""
-                    cells.append(("ok" if c.status == "ok" else "WARN") + (f" {pct}" if pct else ""))
+                    d = chk.detail
+                    pct = d[d.find("(") + 1:d.find("%") + 1] if "%" in d else ""
+                    cells.append(("ok" if chk.status == "ok" else "WARN") + (f" {pct}" if pct else ""))
             t.add_row(f"{g.label}{'' if len(view.variants()) == 1 else ' ' + g.variant} r{rep}", *cells)
     return t
 

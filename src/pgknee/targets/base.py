@@ -69,8 +69,10 @@ def _connect_hint(msg: str) -> str:
 
 class Target(Protocol):
     kind: str  # 'embedded' | 'remote'
-    endpoint: Endpoint
     created_by_pgknee: bool  # may pgknee run DDL freely there?
+
+    @property
+    def endpoint(self) -> Endpoint: ...
 
     def server_pid(self) -> int | None: ...
     def describe(self) -> dict[str, str]: ...
