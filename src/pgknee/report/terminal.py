@@ -187,9 +187,9 @@ def checks_table(view: RunView) -> Table:
     names: list[str] = []
     for g in view.groups:
         for _, cs in g.checks:
-            for chk in cs:
-                if chk.name not in names:
-                    names.append(chk.name)
+            for one in cs:
+                if one.name not in names:
+                    names.append(one.name)
     for n in names:
         t.add_column(n)
     for g in view.groups:
