@@ -26,6 +26,8 @@ demo: setup
 	@echo "The run is stored in pgknee-demo.db: try '$(BIN)/pgknee show last --store pgknee-demo.db'"
 
 test: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 unit: venv

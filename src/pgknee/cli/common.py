@@ -30,6 +30,20 @@ def print_items(items: list[RenderableType]) -> None:
     sys.stdout.flush()
 
 
+def check_writable(path: str) -> None:
+    """Fail on an output path that cannot be written, without creating or changing it."""
+    target = Path(path)
+    if target.is_dir():
+        raise UserError(f"cannot write {path}: it is a directory", "give a file name")
+    if target.exists():
+        ok = os.access(target, os.W_OK)
+    else:
+        parent = target.parent if str(target.parent) else Path(".")
+        ok = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
+    if not ok:
+        raise UserError(f"cannot write {path}", "choose a writable path for the output")
+
+
 def write_text_file(path: str, text: str) -> None:
     target = Path(path)
     if target.is_dir():

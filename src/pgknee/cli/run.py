@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from pgknee.analyze.run import build
-from pgknee.cli.common import add_store, print_items, write_text_file
+from pgknee.cli.common import add_store, check_writable, print_items, write_text_file
 from pgknee.errors import Interrupted, StoreError, UserError
 from pgknee.plan import (
     DEFAULT_CLIENTS,
@@ -195,9 +195,9 @@ class PlainUI:
 
 def cmd_run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
-    store = Store(args.store)
     if args.json:  # fail on an unwritable output before an hour of measuring, not after
-        write_text_file(args.json, "{}\n")
+        check_writable(args.json)
+    store = Store(args.store)
     interactive = sys.stderr.isatty() and not args.quiet
     ui: LiveUI | PlainUI = (LiveUI(Console(stderr=True), plan.estimated_seconds()) if interactive
                             else PlainUI(quiet=args.quiet))
