@@ -12,6 +12,7 @@ from pgknee.errors import UserError
 
 PROTOCOLS = ("simple", "extended", "prepared")
 DEFAULT_CLIENTS = (2, 4, 8, 16, 32)
+MAX_STEPS = 1000
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
 _UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
@@ -39,7 +40,7 @@ def parse_clients(text: str) -> tuple[int, ...]:
         if not part:
             raise UserError(f"empty entry in the client list {text!r}", "separate counts with single commas")
         out.extend(_parse_client_part(part, text))
-    if len(out) > 1000:
+    if len(out) > MAX_STEPS:
         raise UserError(f"the client list {text!r} expands to {len(out)} steps", "use a coarser step")
     return tuple(out)
 
@@ -75,6 +76,8 @@ def _parse_client_part(part: str, whole: str) -> list[int]:
             n *= factor
         return vals
     inc = _positive_int(step, whole)
+    if (stop - start) // inc + 1 > MAX_STEPS:
+        raise UserError(f"range {part!r} expands to more than {MAX_STEPS} steps", "use a coarser step")
     return list(range(start, stop + 1, inc))
 
 

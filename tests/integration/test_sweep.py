@@ -98,7 +98,7 @@ def test_os_samples_and_server_stats(sweep: tuple[Path, Path, CliResult]) -> Non
                           "load1, ctx_per_s, mem_available_kb, client_cpu_pct FROM os_samples "
                           "WHERE step_id = ? AND _phase = 'bench'", step_id)
         assert len(rows) >= 2
-        for total, load1, ctx, mem, client in rows:
+        for total, load1, ctx, mem, _client in rows:
             assert abs(total - 100) < 0.5
             assert load1 >= 0 and ctx > 0 and mem > 0
         assert any(r[4] is not None and r[4] > 0 for r in rows)  # pgbench's own CPU was seen

@@ -13,8 +13,7 @@ import psycopg
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import (APP_PASSWORD, SCALE, dsn_of, pgknee, pgknee_processes, sql, tmp_pgknee_dirs,
-                       wait_for)
+from .conftest import APP_PASSWORD, SCALE, dsn_of, pgknee, pgknee_processes, sql, tmp_pgknee_dirs, wait_for
 
 
 def _orders_checksum(c: EmbeddedCluster) -> tuple[int, str]:

@@ -75,8 +75,10 @@ def make_run_data(**overrides: Any) -> RunData:
         commands=[],
         steps=steps,
         scripts={
-            1: [script_row(0, "transfer", 60, 600, 60.0, 25.0, 40.0), script_row(1, "balance", 40, 400, 40.0, 12.0, 20.0)],
-            2: [script_row(0, "transfer", 60, 610, 61.0, 27.0, 42.0), script_row(1, "balance", 40, 390, 39.0, 14.0, 22.0)],
+            1: [script_row(0, "transfer", 60, 600, 60.0, 25.0, 40.0),
+                script_row(1, "balance", 40, 400, 40.0, 12.0, 20.0)],
+            2: [script_row(0, "transfer", 60, 610, 61.0, 27.0, 42.0),
+                script_row(1, "balance", 40, 390, 39.0, 14.0, 22.0)],
             3: [script_row(0, "transfer", 60, 1080, 108.0, 50.0, 70.0, failed=1, retried=2),
                 script_row(1, "balance", 40, 720, 72.0, 30.0, 45.0)],
             4: [script_row(0, "transfer", 60, 1320, 132.0, 40.0, 60.0),

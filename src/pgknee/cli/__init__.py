@@ -7,34 +7,37 @@ import argparse
 import os
 import sys
 import traceback
+from typing import NoReturn
 
 from pgknee import __version__
-from pgknee.errors import PgkneeError
+from pgknee.errors import PgkneeError, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import run as run_cmd
     from pgknee.cli import show as show_cmd
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="pgknee",
         description="PostgreSQL connection-concurrency lab: sweep the number of client connections, "
                     "measure throughput, latency and wait events, and show where the knee is.")
     p.add_argument("--version", action="version", version=f"pgknee {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     run_cmd.add_parser(sub)
     show_cmd.add_parsers(sub)
     return p
 
 
 class _Parser(argparse.ArgumentParser):
-    pass
+    """Argument errors become one line and exit code 2, like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(f"{self.prog}: {message}", f"see '{self.prog} --help'")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except PgkneeError as e:
         print(f"pgknee: error: {e.one_line()}", file=sys.stderr)

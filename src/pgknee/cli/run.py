@@ -80,6 +80,8 @@ def add_parser(sub: Any) -> None:
 
 def plan_from_args(a: argparse.Namespace) -> Plan:
     settings = tuple(parse_setting(s) for s in a.settings)
+    if a.dsn:
+        redact_dsn(a.dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
     return Plan(
         target=TargetSpec(dsn=a.dsn or None, pg_bindir=a.pg_bindir, settings=settings, keep=a.keep),
         workload=WorkloadSpec(name=a.workload, scale=a.scale, schema=a.schema, reinit=a.reinit),

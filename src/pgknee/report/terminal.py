@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable, Sequence
 
 from rich import box
@@ -201,8 +202,8 @@ def checks_table(view: RunView) -> Table:
                 if chk is None or chk.status == "n/a":
                     cells.append("n/a")
                 else:
-                    d = chk.detail
-                    pct = d[d.find("(") + 1:d.find("%") + 1] if "%" in d else ""
+                    m = re.search(r"\(([+-]?[\d.]+%)", chk.detail)
+                    pct = m.group(1) if m else ""
                     cells.append(("ok" if chk.status == "ok" else "WARN") + (f" {pct}" if pct else ""))
             t.add_row(f"{g.label}{'' if len(view.variants()) == 1 else ' ' + g.variant} r{rep}", *cells)
     return t

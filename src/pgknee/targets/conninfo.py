@@ -4,6 +4,7 @@ the environment and a private passfile (never argv)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import psycopg.conninfo
@@ -28,9 +29,14 @@ def parse_dsn(dsn: str) -> dict[str, str]:
     try:
         return {k: str(v) for k, v in psycopg.conninfo.conninfo_to_dict(dsn).items()}
     except psycopg.ProgrammingError as e:
-        # the message of libpq's parser never echoes the password
-        raise UserError(f"the DSN cannot be parsed: {str(e).strip().splitlines()[0]}",
-                        "use postgresql://user@host:port/dbname or 'host=... dbname=...'") from None
+        # libpq's message may quote parts of the DSN (a password included): keep only its
+        # unquoted words
+        reason = re.sub(r'"[^"]*"?', "", str(e).strip().splitlines()[0]).strip(" :")
+        for secret in re.findall(r"[:=]([^@\s]+)@", dsn) + re.findall(r"password\s*=\s*(\S+)", dsn):
+            reason = reason.replace(secret, "***")
+        raise UserError(f"the DSN cannot be parsed: {reason}",
+                        "use postgresql://user@host:port/dbname or 'host=... dbname=...', with special "
+                        "characters percent-encoded") from None
 
 
 def redact_dsn(dsn: str) -> str:

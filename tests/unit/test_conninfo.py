@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pgknee.errors import UserError
+from pgknee.targets.conninfo import child_env, parse_dsn, redact_dsn, split_secret
+
+PW = "s3cr:et\\Zq9"  # ':' and '\' must be escaped in a passfile
+
+
+@pytest.fixture(autouse=True)
+def _no_pg_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in list(os.environ):
+        if k.startswith("PG"):
+            monkeypatch.delenv(k)
+
+
+# ---- redact_dsn -----------------------------------------------------------------------------------
+
+
+def test_redact_url() -> None:
+    dsn = "postgresql://alice:Sup3rS3cret@db.example.com:5433/shop?sslmode=require&application_name=knee"
+    red = redact_dsn(dsn)
+    assert "Sup3rS3cret" not in red and "password" not in red
+    assert parse_dsn(red) == {"user": "alice", "host": "db.example.com", "port": "5433", "dbname": "shop",
+                              "sslmode": "require", "application_name": "knee"}
+
+
+def test_redact_key_value() -> None:
+    dsn = "host=h1 port=6432 user=bob password='p w d' dbname=bench sslpassword=keypass connect_timeout=5"
+    red = redact_dsn(dsn)
+    assert "p w d" not in red and "keypass" not in red and "password" not in red
+    assert parse_dsn(red) == {"host": "h1", "port": "6432", "user": "bob", "dbname": "bench", "connect_timeout": "5"}
+
+
+def test_redact_without_secret_keeps_everything() -> None:
+    assert parse_dsn(redact_dsn("host=/tmp port=5432 dbname=x")) == {"host": "/tmp", "port": "5432", "dbname": "x"}
+
+
+def test_split_secret() -> None:
+    clean, pw = split_secret({"host": "h", "password": PW, "sslpassword": "k"})
+    assert clean == {"host": "h"} and pw == PW
+    assert split_secret({"host": "h"}) == ({"host": "h"}, None)
+
+
+@pytest.mark.parametrize("dsn", [
+    "host=h password=Sup3rS3cret dbname",
+    "host=h password='Sup3rS3cret",
+    "host=h password=Sup3rS3cret bogus=1",
+    "postgresql://u:Sup3rS3cret@h/db?nosuchparam=1",
+])
+def test_unparseable_dsn_message_has_no_password(dsn: str) -> None:
+    with pytest.raises(UserError) as ei:
+        parse_dsn(dsn)
+    assert "cannot be parsed" in ei.value.message
+    assert "Sup3rS3cret" not in ei.value.one_line()
+    assert ei.value.__cause__ is None and ei.value.__suppress_context__
+
+
+@pytest.mark.parametrize("dsn", ["postgresql://u:Sup3rS3cret%zz@h/db", "postgresql://u:Sup3rS3cret@[::1/db"])
+def test_unparseable_url_message_has_no_password(dsn: str) -> None:
+    with pytest.raises(UserError) as ei:
+        parse_dsn(dsn)
+    assert "Sup3rS3cret" not in ei.value.one_line()
+
+
+# ---- child_env ------------------------------------------------------------------------------------
+
+
+def _unescape(field: str) -> str:
+    out, esc = [], False
+    for ch in field:
+        if esc:
+            out.append(ch)
+            esc = False
+        elif ch == "\\":
+            esc = True
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def test_child_env_passfile(tmp_path: Path) -> None:
+    params = {"host": "db.example.com", "port": "5433", "user": "alice", "dbname": "shop", "sslmode": "require"}
+    env = child_env(params, PW, tmp_path)
+    passfile = Path(env["PGPASSFILE"])
+    assert passfile == tmp_path / "pgpass"
+    assert stat.S_IMODE(passfile.stat().st_mode) == 0o600
+    text = passfile.read_text()
+    assert text == "*:*:*:*:s3cr\\:et\\\\Zq9\n"
+    assert _unescape(text.rstrip("\n").split(":", 4)[-1]) == PW  # libpq reads back the same password
+    assert env["PGHOST"] == "db.example.com"
+    assert env["PGPORT"] == "5433"
+    assert env["PGUSER"] == "alice"
+    assert env["PGDATABASE"] == "shop"
+    assert env["PGSSLMODE"] == "require"
+    assert "PGPASSWORD" not in env
+    assert not any(PW in v for v in env.values())
+    assert not any("s3cr" in v for v in env.values())
+
+
+def test_child_env_drops_the_parents_pg_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGHOST", "elsewhere")
+    monkeypatch.setenv("PGOPTIONS", "-c work_mem=1GB")
+    monkeypatch.setenv("PGKNEE_SOMETHING", "x")
+    monkeypatch.setenv("UNRELATED_VAR", "kept")
+    env = child_env({"host": "h"}, None, tmp_path)
+    assert env["PGHOST"] == "h"
+    assert "PGOPTIONS" not in env and "PGKNEE_SOMETHING" not in env
+    assert env["UNRELATED_VAR"] == "kept"
+    assert "PGPASSFILE" not in env
+    assert not (tmp_path / "pgpass").exists()
+
+
+def test_child_env_pgpassword_goes_to_the_passfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGPASSWORD", "fromenv")
+    env = child_env({"host": "h"}, None, tmp_path)
+    assert "PGPASSWORD" not in env
+    assert not any("fromenv" in v for v in env.values())
+    assert (tmp_path / "pgpass").read_text() == "*:*:*:*:fromenv\n"
+
+
+def test_child_env_keeps_the_users_passfile_without_a_password(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGPASSFILE", "/home/u/.pgpass-custom")
+    env = child_env({"host": "h"}, None, tmp_path)
+    assert env["PGPASSFILE"] == "/home/u/.pgpass-custom"
+
+
+def test_child_env_refuses_unknown_parameters(tmp_path: Path) -> None:
+    assert "PGAPPNAME" not in child_env({"host": "h", "application_name": "x"}, None, tmp_path)
+    with pytest.raises(UserError, match="'keepalives'"):
+        child_env({"host": "h", "keepalives": "1"}, None, tmp_path)
