@@ -8,6 +8,7 @@ then KILL. No child outlives pgknee, whatever the exit path.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -82,10 +83,18 @@ def reap(p: subprocess.Popen[bytes]) -> None:
     _live.discard(p)
 
 
+def release(p: subprocess.Popen[bytes]) -> None:
+    """Let a child outlive pgknee on purpose (an embedded server kept with --keep)."""
+    _live.discard(p)
+
+
 def stop_all() -> None:
     """Last resort at interpreter exit: nothing started by pgknee survives it."""
     for p in list(_live):
         stop(p, grace=2.0)
+
+
+atexit.register(stop_all)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,6 @@ that a server version lacks (active_time before 14, ...) are simply absent."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import psycopg
@@ -25,22 +24,6 @@ def snapshot(conn: psycopg.Connection[Any]) -> dict[str, float]:
         return {}
     names = [d.name for d in cur.description]
     return {k: float(v) for k, v in zip(names, row, strict=True) if k in COUNTERS and v is not None}
-
-
-def settled_snapshot(conn: psycopg.Connection[Any], *, timeout: float = 3.0) -> dict[str, float]:
-    """Backends flush their counters about once a second and at exit: read until two
-    reads 250 ms apart agree on the commit count (or the timeout passes)."""
-    deadline = time.monotonic() + timeout
-    prev = snapshot(conn)
-    while time.monotonic() < deadline:
-        time.sleep(0.25)
-        cur = snapshot(conn)
-        # our own read is a commit too: allow for it
-        if abs(cur.get("xact_commit", 0) - prev.get("xact_commit", 0)) <= 1 and \
-                cur.get("active_time", 0) == prev.get("active_time", 0):
-            return cur
-        prev = cur
-    return prev
 
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:

@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import psycopg
@@ -260,7 +259,7 @@ class EmbeddedCluster:
         """Leave the server running past pgknee's exit; return how to use and stop it."""
         self.kept = True
         if self._proc is not None:
-            proc._live.discard(self._proc)
+            proc.release(self._proc)
         as_user = f"runuser -u {self.run_as.name} -- " if self.run_as else ""
         return (f"kept the embedded server: psql \"host={self.sock} port={self.port} user={SUPERUSER} "
                 f"dbname={BENCH_DB}\"  (TCP: postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{BENCH_DB}, password in "
@@ -293,18 +292,3 @@ class EmbeddedCluster:
                 "target.bindir": str(self.bindir),
                 "target.server_user": self.run_as.name if self.run_as else pwd.getpwuid(os.geteuid()).pw_name,
                 **{f"embedded.setting.{k}": v for k, v in self.settings.items()}}
-
-
-def wait_gone(pid: int, timeout: float = 5.0) -> bool:
-    def gone() -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
-    return proc.wait_until(gone, timeout=timeout)
-
-
-_ = time  # time is used by callers through proc.wait_until
