@@ -55,4 +55,4 @@ for tool in pgbench pgbouncer; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || { echo "pgknee setup: $tool is still missing" >&2; exit 1; }
 done
 have_server || { echo "pgknee setup: the PostgreSQL server is still missing" >&2; exit 1; }
-echo "pgknee setup: system packages ready (PostgreSQL $(pg_major), $(pgbench --version | awk '{print $NF}' ), pgbouncer $(pgbouncer --version 2>/dev/null | head -1 | awk '{print $NF}'))"
+echo "pgknee setup: system packages ready (PostgreSQL $(pg_major), $(pgbench --version | awk '{print $3}'), pgbouncer $(pgbouncer --version 2>/dev/null | head -1 | awk '{print $NF}'))"

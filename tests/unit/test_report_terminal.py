@@ -129,3 +129,23 @@ def test_run_json(run_data: RunData) -> None:
     assert step1["snapshots"] == 10
     assert [(w["wait_event"], w["aas"]) for w in step1["wait_profile"]] == [("running", 1.0), ("WALWrite", 0.5)]
     assert "c8: noisy, TPS varies 20% across 2 repetitions (180..220)" in doc["warnings"]
+
+
+def test_many_client_counts_are_shown_one_row_each(run_data: RunData) -> None:
+    """A linear sweep (e.g. 50:500:50) would make the article's layout too wide: transpose it."""
+    from builders import step
+
+    counts = list(range(50, 550, 50))
+    steps = [step(step_id=i + 1, seq=i + 1, clients=c, tps=10.0 * c, tps_pgbench=10.0 * c, tps_db=10.0 * c,
+                  lat_avg_ms=100.0) for i, c in enumerate(counts)]
+    ids = [s.step_id for s in steps]
+    data = replace(run_data, steps=steps, scripts={i: [] for i in ids}, failures={i: {} for i in ids},
+                   pgdb={i: {} for i in ids}, os={i: [] for i in ids}, waits={i: [] for i in ids},
+                   waits_bg={i: [] for i in ids}, snaps={i: (0, 0.0, 0.0) for i in ids})
+    text = _text(data, waits=False)
+    summary = text[text.index("Data Summary"):text.index("% vs baseline")]
+    header = _line(summary, "Step")
+    assert "TPS" in header and "p99 (ms)" in header
+    assert re.search(r"c500\s+5,000\.00 \+900\.0%", _line(summary, "c500")), summary
+    assert "▲ c500" in _line(summary, "Best")
+    assert len([ln for ln in summary.splitlines() if re.match(r"\s+c\d+\s", ln)]) == len(counts)

@@ -84,25 +84,39 @@ _SUMMARY_ROWS: list[tuple[str, Callable[[Group], Figure | None], int, bool]] = [
 ]
 
 
+WIDE = 7  # more client counts than this: one row per client count instead of one column
+
+
+def _matrix(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    """Metrics as rows and client counts as columns (the article's layout) while it
+    fits; transposed when the sweep has many client counts."""
+    if len(header) - 1 > WIDE + 1:
+        header, rows = [header[0].replace("Metric", "Step"), *[r[0] for r in rows]], \
+            [[header[i], *[r[i] for r in rows]] for i in range(1, len(header))]
+    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    for i, h in enumerate(header):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 def data_summary(view: RunView, variant: str) -> Table:
     groups = [g for g in view.groups if g.variant == variant]
     title = "Data Summary" + (f" — {variant}" if len(view.variants()) > 1 else "")
     base = groups[0] if groups else None
-    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
-    t.add_column("Metric")
-    for g in groups:
-        t.add_column(g.label + ("*" if g.noisy else ""), justify="right")
-    t.add_column("Best", justify="right")
+    header = ["Metric", *[g.label + ("*" if g.noisy else "") for g in groups], "Best"]
+    rows: list[list[str]] = []
     for label, get, digits, best_max in _SUMMARY_ROWS:
         figs = [get(g) for g in groups]
         cells = [_cell(f, get(base) if base else None, digits, show_pct=True) for f in figs]
         valid = [(f.value, g) for f, g in zip(figs, groups, strict=True) if f is not None]
         best = (max if best_max else min)(valid, key=lambda x: x[0])[1].label if valid else "-"
-        t.add_row(label, *cells, "▲ " + best if valid else "-")
+        rows.append([label, *cells, "▲ " + best if valid else "-"])
     if any(g.tps is not None and g.tps.n > 1 for g in groups):
-        t.add_row("TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], "")
-    t.add_row("Failed / Retried", *[f"{g.failed} / {g.retried}" for g in groups], "")
-    return t
+        rows.append(["TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], ""])
+    rows.append(["Failed / Retried", *[f"{g.failed} / {g.retried}" for g in groups], ""])
+    return _matrix(title, header, rows)
 
 
 def scripts_table(view: RunView, variant: str) -> Table | None:
@@ -131,11 +145,8 @@ def system_table(view: RunView, variant: str) -> Table:
     groups = [g for g in view.groups if g.variant == variant]
     local = view.data.env.get("target.local") == "true"
     cpus = view.data.env.get("host.cpus", "?")
-    t = Table(title=f"System — {'this machine: server and client' if local else 'the client machine only'}, "
-                    f"{cpus} CPUs; peak = the busiest 1-second sample", box=box.SIMPLE_HEAVY, title_justify="left")
-    t.add_column("Metric")
-    for g in groups:
-        t.add_column(g.label, justify="right")
+    title = (f"System — {'this machine: server and client' if local else 'the client machine only'}, "
+             f"{cpus} CPUs; peak = the busiest 1-second sample")
     rows: list[tuple[str, Callable[[Group], float | None], int]] = [
         ("Peak CPU total %", lambda g: g.system.peak_cpu, 1),
         ("  user % (at peak)", lambda g: g.system.peak_user, 1),
@@ -149,10 +160,9 @@ def system_table(view: RunView, variant: str) -> Table:
         ("Min memory available (MB)", lambda g: g.system.mem_available_mb, 0),
         ("pgbench CPU % of one core", lambda g: g.system.client_cpu, 0),
     ]
-    for label, get, digits in rows:
-        t.add_row(label, *[_fmt(get(g), digits) for g in groups])
-    t.add_row("pgbench threads", *[str(g.threads) for g in groups])
-    return t
+    out = [[label, *[_fmt(get(g), digits) for g in groups]] for label, get, digits in rows]
+    out.append(["pgbench threads", *[str(g.threads) for g in groups]])
+    return _matrix(title, ["Metric", *[g.label for g in groups]], out)
 
 
 def wait_table(title: str, rows: Sequence[WaitRow], snapshots: int, bg: Sequence[WaitRow] = ()) -> Table:
