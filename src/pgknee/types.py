@@ -160,3 +160,5 @@ class RunData:
     waits: dict[int, list[tuple[str, str, int]]]  # bench phase, client backends
     waits_bg: dict[int, list[tuple[str, str, int]]]  # bench phase, background processes
     snaps: dict[int, tuple[int, float, float]]  # bench phase: (snapshots, mean client backends, mean ms)
+    # bench phase: mean sessions in a statement or transaction (active + idle in transaction)
+    busy: dict[int, float] = field(default_factory=dict)

@@ -169,3 +169,15 @@ def test_runs_and_waits_commands(sweep: tuple[Path, Path, CliResult]) -> None:
 
 def test_nothing_left_running(sweep: tuple[Path, Path, CliResult]) -> None:
     assert pgknee_processes() == []
+
+
+def test_sampled_sessions_agree_with_the_servers_clock(sweep: tuple[Path, Path, CliResult]) -> None:
+    """Sessions in a statement or transaction, sampled at 10 Hz, agree with
+    pg_stat_database's active_time + idle_in_transaction_time over the bench window."""
+    store, _, _ = sweep
+    for step_id, start, end in sql(store, "SELECT step_id, bench_start, bench_end FROM steps"):
+        busy = sql(store, "SELECT avg(active + idle_in_xact), count(*) FROM snapshots "
+                          "WHERE step_id = ? AND _phase = 'bench'", step_id)[0]
+        d = dict(sql(store, "SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?", step_id))
+        truth = (d["active_time"] + d["idle_in_transaction_time"]) / 1000.0 / (end - start)
+        assert abs(busy[0] - truth) / truth < 0.2, (busy, truth)

@@ -302,3 +302,22 @@ def test_build_failed_run_reason() -> None:
 def test_figure_of() -> None:
     assert Figure.of([]) is None
     assert Figure.of([3.0, 1.0, 2.0]) == Figure(2.0, 1.0, 3.0, 3)
+
+
+def test_sampling_check_compares_sessions_in_statement_or_transaction() -> None:
+    """Under load pg_stat_activity shows part of active_time as idle in transaction; the sum agrees."""
+    from builders import step
+
+    from pgknee.analyze import checks as ck
+
+    s = step(bench_start=1000.0, bench_end=1010.0)
+    # server: 2.6 active + 3.8 idle in transaction; samples: 2.1 active, 6.3 in total (-1.6%)
+    c = ck.sampled_vs_active_time(s, 2.1, 600, 26_000.0, sampled_busy=6.3, idle_in_xact_ms=38_000.0)
+    assert c.status == "ok"
+    assert c.detail.startswith("in statement or transaction: sampled 6.30 vs server 6.40 (-1.6%")
+    assert "sampled active 2.10 vs active_time 2.60 (-19.2%)" in c.detail
+    bad = ck.sampled_vs_active_time(s, 2.1, 600, 26_000.0, sampled_busy=4.0, idle_in_xact_ms=38_000.0)
+    assert bad.status == "warn" and "(-37.5%" in bad.detail
+    # without the idle-in-transaction figures it falls back to active only
+    only = ck.sampled_vs_active_time(s, 2.5, 600, 26_000.0)
+    assert only.status == "ok" and only.detail.startswith("sampled AAS 2.50 vs active_time 2.60 (-3.8%")

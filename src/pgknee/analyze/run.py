@@ -165,7 +165,8 @@ def _step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     rows = wait_profile(data.waits.get(s.step_id, []), n)
     pgdb = data.pgdb.get(s.step_id, {})
     return (ck.tps_vs_pgbench(s), ck.tps_vs_database(s), ck.littles_law(s),
-            ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time")),
+            ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time"),
+                                      data.busy.get(s.step_id), pgdb.get("idle_in_transaction_time")),
             ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s))
 
 

@@ -183,6 +183,13 @@ class Store:
         n, cb, ms = self.db.execute(q, (*step_ids, *phases)).fetchone()
         return int(n), float(cb or 0), float(ms or 0)
 
+    def busy_sessions(self, step_id: int, phases: Sequence[str]) -> float | None:
+        """Mean sessions active or idle in transaction per snapshot (pgknee's own left out)."""
+        q = (f"SELECT avg(active + idle_in_xact) FROM snapshots WHERE step_id = ? "
+             f"AND _phase IN ({_marks(phases)})")
+        row = self.db.execute(q, (step_id, *phases)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     def wait_counts(self, step_ids: Sequence[int], phases: Sequence[str], backend: str) -> list[tuple[str, str, int]]:
         """Active sessions by wait event: (type, event, occurrences). `backend`: client|background|all."""
         # client backends are active by their state; background processes have no state, and the
@@ -252,4 +259,5 @@ def load_run(store: Store, ref: str) -> RunData:
         pgdb={i: store.pg_stat_database(i) for i in ids}, os={i: store.os_samples(i) for i in ids},
         waits={i: store.wait_counts([i], bench, "client") for i in ids},
         waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
-        snaps={i: store.snapshot_stats([i], bench) for i in ids})
+        snaps={i: store.snapshot_stats([i], bench) for i in ids},
+        busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None})
