@@ -93,11 +93,86 @@ def parse_setting(text: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Variant:
-    """A named set of differences from the base. Today: the protocol. The seam for
-    pipeline mode, -C, the pooler and idle sessions (later issues)."""
+    """A named set of differences from the base sweep: the protocol, pipeline mode,
+    a new connection per transaction (-C). The seam for the pooler and idle
+    sessions (later issues): they add fields here and a token to parse_variant."""
 
     name: str = "base"
     protocol: str = "prepared"
+    pipeline: bool = False
+    connect_per_txn: bool = False
+
+    def describe(self) -> str:
+        parts = [self.protocol]
+        if self.pipeline:
+            parts.append("pipeline")
+        if self.connect_per_txn:
+            parts.append("new connection per transaction (-C)")
+        return ", ".join(parts)
+
+
+# names a user can give alone: what each one changes from the base
+_VARIANT_TOKENS: dict[str, dict[str, Any]] = {
+    "base": {}, "normal": {}, "direct": {},
+    "pipeline": {"pipeline": True},
+    "connect": {"connect_per_txn": True}, "connect-per-txn": {"connect_per_txn": True},
+    **{p: {"protocol": p} for p in PROTOCOLS},
+}
+_VARIANT_KEYS = ("name", "protocol", "pipeline", "connect")
+
+
+def parse_variant(spec: str, base_protocol: str) -> Variant:
+    """'pipeline', 'simple', 'connect', 'pipeline:extended', 'name=np:pipeline=on:protocol=extended'."""
+    fields: dict[str, Any] = {"protocol": base_protocol}
+    name = None
+    tokens = [t.strip() for t in spec.split(":")]
+    if not spec.strip() or any(not t for t in tokens):
+        raise UserError(f"variant {spec!r} is empty or has an empty part", "for example --variant pipeline")
+    for tok in tokens:
+        if "=" in tok:
+            key, value = (x.strip() for x in tok.split("=", 1))
+            if key not in _VARIANT_KEYS:
+                raise UserError(f"unknown key {key!r} in variant {spec!r}",
+                                f"variant keys: {', '.join(_VARIANT_KEYS)}")
+            if key == "name":
+                if not re.fullmatch(r"[A-Za-z0-9_.+-]{1,40}", value):
+                    raise UserError(f"variant name {value!r} must be 1-40 letters, digits or _.+-")
+                name = value
+            elif key == "protocol":
+                if value not in PROTOCOLS:
+                    raise UserError(f"unknown protocol {value!r} in variant {spec!r}",
+                                    f"choose one of {', '.join(PROTOCOLS)}")
+                fields["protocol"] = value
+            else:
+                if value.lower() not in ("on", "off", "true", "false", "1", "0", "yes", "no"):
+                    raise UserError(f"{key}={value!r} in variant {spec!r} must be on or off")
+                fields["pipeline" if key == "pipeline" else "connect_per_txn"] = \
+                    value.lower() in ("on", "true", "1", "yes")
+        elif tok in _VARIANT_TOKENS:
+            fields.update(_VARIANT_TOKENS[tok])
+        else:
+            raise UserError(f"unknown variant {tok!r} in {spec!r}",
+                            f"known: {', '.join(_VARIANT_TOKENS)}, or key=value with keys "
+                            f"{', '.join(_VARIANT_KEYS)}")
+    v = Variant(name=name or spec, **fields)
+    if v.pipeline and v.protocol == "simple":
+        raise UserError(f"variant {spec!r}: pipeline mode needs the extended or prepared protocol "
+                        "(pgbench aborts pipelines under the simple protocol)",
+                        "drop 'simple' or use --protocol prepared")
+    return v
+
+
+def _check_variants(variants: tuple[Variant, ...]) -> None:
+    names = [v.name for v in variants]
+    if not names or len(set(names)) != len(names):
+        raise UserError(f"variant names must be unique, got {', '.join(names)}",
+                        "name them with --variant name=NAME:...")
+    for v in variants:
+        if v.protocol not in PROTOCOLS:
+            raise UserError(f"unknown protocol {v.protocol!r}", f"choose one of {', '.join(PROTOCOLS)}")
+        if v.pipeline and v.protocol == "simple":
+            raise UserError(f"variant {v.name!r}: pipeline mode needs the extended or prepared protocol",
+                            "use --protocol prepared")
 
 
 @dataclass(frozen=True)
@@ -155,9 +230,7 @@ class Plan:
             raise UserError("--log-sampling-rate must be in (0, 1]")
         if self.workload.scale <= 0 or not math.isfinite(self.workload.scale):
             raise UserError("--scale must be a positive number")
-        for v in self.variants:
-            if v.protocol not in PROTOCOLS:
-                raise UserError(f"unknown protocol {v.protocol!r}", f"choose one of {', '.join(PROTOCOLS)}")
+        _check_variants(self.variants)
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.workload.schema):
             raise UserError(f"schema name {self.workload.schema!r} is not a plain lower-case identifier")
 

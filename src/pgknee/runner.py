@@ -36,6 +36,7 @@ from pgknee.driver.pgbench import (
     parse_progress_line,
     parse_summary,
     pgbench_version,
+    pipeline_form,
     read_transaction_logs,
 )
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
@@ -45,7 +46,7 @@ from pgknee.targets.base import Endpoint, Target
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.targets.remote import RemoteTarget
 from pgknee.types import ProgressPoint, StepMeasurement
-from pgknee.workloads import Script, get_workload
+from pgknee.workloads import Script, Workload, get_workload
 
 SERVER_SETTINGS = ("max_connections", "superuser_reserved_connections", "shared_buffers", "work_mem",
                    "effective_cache_size", "synchronous_commit", "fsync", "full_page_writes", "wal_level",
@@ -166,7 +167,7 @@ class Runner:
                 self._check_capacity(target, server)
                 workload = get_workload(self.plan.workload)
                 meta = workload.install(stats_conn, created_by_pgknee=target.created_by_pgknee, say=self.ui.say)
-                scripts = workload.render_scripts(work_dir)
+                scripts = {v.name: self._scripts_for(workload, v, work_dir) for v in self.plan.variants}
                 self.store.create_run(self.run_id, workload=workload.name, target_kind=target.kind,
                                       target_label=target.endpoint.label, plan=self.plan.to_dict(),
                                       steps_planned=len(self.steps))
@@ -184,7 +185,8 @@ class Runner:
                 child_env = target.endpoint.child_env(work_dir)
                 reader = _StatsReader(stats_conn)
                 for spec in self.steps:
-                    self._run_step(spec, pgbench, pg_version_num, scripts, workload.defines(), child_env,
+                    self._run_step(spec, pgbench, pg_version_num, scripts[spec.variant.name], workload.defines(),
+                                   child_env,
                                    work_dir, sampler, os_sampler, reader, target)
                 check = workload.check(stats_conn)
                 if check is not None:
@@ -310,14 +312,26 @@ class Runner:
         stack.callback(sampler.close)
         return sampler
 
+    @staticmethod
+    def _scripts_for(workload: Workload, variant: Variant, work_dir: Path) -> list[Script]:
+        """The workload's scripts as this variant runs them (in pipeline form if asked)."""
+        d = work_dir / f"scripts-{len(list(work_dir.glob('scripts-*')))}"
+        d.mkdir(mode=0o700)
+        scripts = workload.render_scripts(d)
+        if variant.pipeline:
+            for s in scripts:
+                s.path.write_text(pipeline_form(s.path.read_text(), s.path.name))
+        return scripts
+
     # ---- one step ------------------------------------------------------------------------------
     def _pgbench_run(self, pgbench: str, version_num: int, clients: int, threads: int, seconds: int,
-                     protocol: str, scripts: list[Script], defines: dict[str, str], log_prefix: Path | None,
+                     variant: Variant, scripts: list[Script], defines: dict[str, str], log_prefix: Path | None,
                      progress: bool) -> PgbenchRun:
         return PgbenchRun(pgbench=pgbench, clients=clients, threads=threads, duration_s=seconds,
-                          protocol=protocol, scripts=tuple(scripts), defines=tuple(sorted(defines.items())),
+                          protocol=variant.protocol, scripts=tuple(scripts), defines=tuple(sorted(defines.items())),
                           log_prefix=log_prefix, max_tries=self.plan.max_tries, version_num=version_num,
-                          progress_s=1 if progress else 0, log_sampling_rate=self.plan.log_sampling_rate)
+                          progress_s=1 if progress else 0, log_sampling_rate=self.plan.log_sampling_rate,
+                          connect_per_txn=variant.connect_per_txn)
 
     def _run_step(self, spec: StepSpec, pgbench: str, version_num: int, scripts: list[Script],
                   defines: dict[str, str], child_env: dict[str, str], work_dir: Path,
@@ -328,13 +342,14 @@ class Runner:
         step_id = self.store.begin_step(self.run_id, seq=spec.seq, variant=spec.variant.name,
                                         clients=spec.clients, rep=spec.rep, threads=threads,
                                         protocol=spec.variant.protocol, duration_s=plan.duration_s,
-                                        warmup_s=plan.warmup_s)
+                                        warmup_s=plan.warmup_s, pipeline=spec.variant.pipeline,
+                                        connect_per_txn=spec.variant.connect_per_txn)
         self.ui.step_started(spec.seq, len(self.steps), spec.variant.name, spec.clients, spec.rep,
                              plan.duration_s + plan.warmup_s)
         step_dir = work_dir / f"step-{spec.seq}"
         step_dir.mkdir(mode=0o700)
         run = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.duration_s,
-                                spec.variant.protocol, scripts, defines, step_dir / "log", True)
+                                spec.variant, scripts, defines, step_dir / "log", True)
         self.store.add_command(self.run_id, step_id, "bench", run.argv())
         if sampler:
             sampler.begin_step(step_id)
@@ -343,7 +358,7 @@ class Runner:
         if plan.warmup_s:
             self._set_phase(sampler, os_sampler, "warmup")
             warm = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.warmup_s,
-                                     spec.variant.protocol, scripts, defines, None, False)
+                                     spec.variant, scripts, defines, None, False)
             self.store.add_command(self.run_id, step_id, "warmup", warm.argv())
             self._execute(warm, child_env, None, os_sampler)
         q0 = sampler.queries_run if sampler else 0

@@ -24,6 +24,7 @@ from pgknee.plan import (
     parse_clients,
     parse_seconds,
     parse_setting,
+    parse_variant,
 )
 from pgknee.report.jsonout import dumps, run_json
 from pgknee.report.terminal import run_report
@@ -61,6 +62,11 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--warmup", default="0", help="unmeasured pgbench run before each step (default 0)")
     s.add_argument("--threads", type=int, help="pgbench threads (default: one per CPU, at most one per client)")
     s.add_argument("--protocol", default="prepared", choices=PROTOCOLS, help="default prepared")
+    s.add_argument("--variant", dest="variants", action="append", default=[], metavar="SPEC",
+                   help="a variant of the sweep, repeatable; variants run interleaved (A B A B) per client "
+                        "count and repetition. SPEC: normal, pipeline, connect (-C), simple, extended, "
+                        "prepared, or several joined by ':', or key=value (name, protocol, pipeline, connect), "
+                        "e.g. --variant normal --variant pipeline")
     s.add_argument("--max-tries", type=int, default=3,
                    help="pgbench tries per transaction on serialization failures and deadlocks (default 3)")
     s.add_argument("--pgbench", metavar="PATH", help="the pgbench to use (default: from PATH)")
@@ -89,7 +95,8 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
         duration_s=int(parse_seconds(a.duration, "--duration", whole=True)),
         reps=a.reps,
         warmup_s=int(parse_seconds(a.warmup, "--warmup", allow_zero=True, whole=True)),
-        threads=a.threads, max_tries=a.max_tries, variants=(Variant(protocol=a.protocol),),
+        threads=a.threads, max_tries=a.max_tries,
+        variants=tuple(parse_variant(v, a.protocol) for v in a.variants) or (Variant(protocol=a.protocol),),
         sample_interval_s=parse_seconds(a.sample_interval, "--sample-interval", allow_zero=True),
         os_interval_s=parse_seconds(a.os_interval, "--os-interval", allow_zero=True),
         log_sampling_rate=a.log_sampling_rate, pgbench=a.pgbench)

@@ -72,10 +72,13 @@ class PgbenchRun:
     version_num: int
     progress_s: int = 1
     log_sampling_rate: float = 1.0
+    connect_per_txn: bool = False
 
     def argv(self) -> list[str]:
         a = [self.pgbench, "--no-vacuum", f"--client={self.clients}", f"--jobs={self.threads}",
              f"--time={self.duration_s}", f"--protocol={self.protocol}"]
+        if self.connect_per_txn:
+            a.append("--connect")
         if self.progress_s:
             a.append(f"--progress={self.progress_s}")
         if self.log_prefix is not None:
@@ -89,6 +92,42 @@ class PgbenchRun:
         for s in self.scripts:
             a += ["--file", f"{s.path}@{s.weight}"]
         return a
+
+
+_META_RE = re.compile(r"^\s*\\(\w+)")
+_READS_RE = re.compile(r"\\(gset|aset)\b")
+
+
+def pipeline_form(text: str, source: str) -> str:
+    """The pipeline form of a pgbench script: \\startpipeline before its first SQL
+    command and \\endpipeline after its last, so the client sends the whole
+    transaction at once. Meta-commands before the SQL (\\set ...) stay outside.
+    A script that reads results mid-transaction (\\gset, \\aset) or already has
+    pipelines cannot be converted."""
+    lines = text.splitlines()
+
+    def is_sql(ln: str) -> bool:
+        s = ln.strip()
+        return bool(s) and not s.startswith("--") and not s.startswith("\\")
+
+    sql_idx = [i for i, ln in enumerate(lines) if is_sql(ln)]
+    if not sql_idx:
+        raise UserError(f"{source} has no SQL command to put in a pipeline")
+    for i, ln in enumerate(lines):
+        reads = None if ln.strip().startswith("--") else _READS_RE.search(ln)
+        if reads:
+            raise UserError(f"{source}:{i + 1}: \\{reads.group(1)} reads a result, which pgbench cannot do "
+                            "inside a pipeline", "rewrite it with currval() or a CTE, or run it without pipeline mode")
+        m = _META_RE.match(ln)
+        if m and m.group(1) in ("startpipeline", "endpipeline"):
+            raise UserError(f"{source}:{i + 1}: the script already uses pipelines",
+                            "run it as it is, without the pipeline variant")
+        if m and sql_idx[0] < i < sql_idx[-1]:
+            raise UserError(f"{source}:{i + 1}: meta-command \\{m.group(1)} between SQL commands cannot run "
+                            "inside a pipeline", "move it before the first SQL command")
+    first, last = sql_idx[0], sql_idx[-1]
+    out = [*lines[:first], "\\startpipeline", *lines[first:last + 1], "\\endpipeline", *lines[last + 1:]]
+    return "\n".join(out) + "\n"
 
 
 _PROGRESS_RE = re.compile(

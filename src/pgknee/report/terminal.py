@@ -66,8 +66,12 @@ def header(view: RunView) -> Text:
              f"pgbench {env.get('pgbench.version', '?').split()[0]}\n")
     t.append(f"client machine: {env.get('host.cpus', '?')} CPUs, {env.get('host.mem_gb', '?')} GB · "
              f"{plan.get('duration_s')} s per step, {plan.get('reps')} rep(s), warm-up {plan.get('warmup_s')} s, "
-             f"protocol {plan['variants'][0]['protocol'] if plan.get('variants') else '?'}, "
-             f"sampling every {plan.get('sample_interval_s', 0) * 1000:.0f} ms")
+             f"sampling every {plan.get('sample_interval_s', 0) * 1000:.0f} ms\n")
+    variants = plan.get("variants") or []
+    t.append("variants: " + "; ".join(
+        f"{v['name']} = {v['protocol']}" + (" + pipeline" if v.get("pipeline") else "")
+        + (" + new connection per transaction (-C)" if v.get("connect_per_txn") else "") for v in variants)
+        + (" (interleaved per client count and repetition)" if len(variants) > 1 else ""))
     return t
 
 
@@ -117,6 +121,46 @@ def data_summary(view: RunView, variant: str) -> Table:
         rows.append(["TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], ""])
     rows.append(["Failed / Retried", *[f"{g.failed} / {g.retried}" for g in groups], ""])
     return _matrix(title, header, rows)
+
+
+def variant_comparison(view: RunView) -> Table | None:
+    """The variants side by side per client count: TPS, latency, and the TPS ratio to
+    the first variant, with whether the repetitions' ranges keep them apart."""
+    variants = view.variants()
+    if len(variants) < 2:
+        return None
+    first = variants[0]
+    by = {(g.variant, g.clients): g for g in view.groups}
+    clients: list[int] = []
+    for g in view.groups:
+        if g.clients not in clients:
+            clients.append(g.clients)
+    t = Table(title=f"Variants side by side (ratio to {first}; spread compares the repetitions' min..max)",
+              box=box.SIMPLE_HEAVY, title_justify="left")
+    for i, h in enumerate(("Clients", "Variant", "TPS", "TPS min..max", "Avg Latency (ms)", "StdDev (ms)",
+                           "p99 (ms)", f"TPS vs {first}", "Spread")):
+        t.add_column(h, justify="left" if i < 2 else "right")
+    for c in clients:
+        base = by.get((first, c))
+        for k, v in enumerate(variants):
+            gv = by.get((v, c))
+            if gv is None:
+                continue
+            ratio = spread = ""
+            if v != first and gv.tps and base and base.tps and base.tps.value:
+                ratio = f"×{gv.tps.value / base.tps.value:.2f}"
+                if gv.tps.n > 1 and base.tps.n > 1:
+                    apart = gv.tps.lo > base.tps.hi or gv.tps.hi < base.tps.lo
+                    spread = "beyond noise" if apart else "ranges overlap"
+                else:
+                    spread = "1 rep: unknown"
+            t.add_row(f"c{c}" if k == 0 else "", v, _fmt(gv.tps.value if gv.tps else None),
+                      f"{gv.tps.lo:,.0f}..{gv.tps.hi:,.0f}" if gv.tps else "-",
+                      _fmt(gv.lat_avg.value if gv.lat_avg else None, 3),
+                      _fmt(gv.lat_stddev.value if gv.lat_stddev else None, 3),
+                      _fmt(gv.p99.value if gv.p99 else None, 3), ratio, spread)
+        t.add_section()
+    return t
 
 
 def scripts_table(view: RunView, variant: str) -> Table | None:
@@ -238,6 +282,9 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
                     items.append(wait_table(f"Wait profile {g.label}" +
                                             (f" {variant}" if len(view.variants()) > 1 else "") +
                                             " (client backends, bench phase)", g.waits, g.snapshots, g.waits_bg))
+    comparison = variant_comparison(view)
+    if comparison is not None:
+        items.insert(2, comparison)
     items.append(checks_table(view))
     money = view.data.env.get("check.money")
     if money:

@@ -98,11 +98,13 @@ class Store:
                         (run_id, step_id, purpose, json.dumps(list(argv))))
 
     def begin_step(self, run_id: str, *, seq: int, variant: str, clients: int, rep: int, threads: int,
-                   protocol: str, duration_s: float, warmup_s: float) -> int:
+                   protocol: str, duration_s: float, warmup_s: float, pipeline: bool = False,
+                   connect_per_txn: bool = False) -> int:
         cur = self.db.execute(
             "INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, "
-            "status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-            (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, now_iso()))
+            "status, started_at, pipeline, connect_per_txn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, now_iso(), int(pipeline),
+             int(connect_per_txn)))
         assert cur.lastrowid is not None
         return cur.lastrowid
 

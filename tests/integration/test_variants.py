@@ -1,0 +1,42 @@
+"""Variants on the embedded cluster: pipeline mode and a new connection per transaction,
+interleaved, with money still conserved."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import SCALE, pgknee, pgknee_processes, sql
+
+
+def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
+    store = tmp_path / "v.db"
+    r = pgknee("run", "--variant", "normal", "--variant", "pipeline", "--variant", "connect", "--clients", "2",
+               "--reps", "2", "--duration", "3s", "--scale", SCALE, "--store", str(store), "--no-waits", cwd=tmp_path)
+    assert r.code == 0, r.err
+    steps = sql(store, "SELECT seq, variant, rep, pipeline, connect_per_txn, status, tps, failed FROM steps "
+                       "ORDER BY seq")
+    # A B C A B C: interleaved per repetition
+    assert [(s[1], s[2]) for s in steps] == [("normal", 1), ("pipeline", 1), ("connect", 1),
+                                             ("normal", 2), ("pipeline", 2), ("connect", 2)]
+    assert [(s[3], s[4]) for s in steps[:3]] == [(0, 0), (1, 0), (0, 1)]
+    assert all(s[5] == "completed" and s[7] == 0 for s in steps)
+    tps = {v: sorted(s[6] for s in steps if s[1] == v) for v in ("normal", "pipeline", "connect")}
+    # pipeline mode raises TPS at low concurrency; a connection per transaction costs a lot of it
+    assert min(tps["pipeline"]) > max(tps["normal"]) * 1.1, tps
+    assert max(tps["connect"]) < min(tps["normal"]) * 0.8, tps
+    env = dict(sql(store, "SELECT key, value FROM run_environment"))
+    assert env["check.money.ok"] == "true"
+    argv = [json.loads(a) for (a,) in sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'bench'")]
+    assert sum("--connect" in a for a in argv) == 2
+    assert "Variants side by side" in r.out and "TPS vs normal" in r.out
+    row = next(ln for ln in r.out.splitlines() if ln.strip().startswith("pipeline "))
+    assert "×" in row and ("beyond noise" in row or "ranges overlap" in row)
+    assert pgknee_processes() == []
+
+
+def test_pipeline_with_simple_protocol_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    r = pgknee("run", "--variant", "pipeline", "--protocol", "simple", "--store", str(tmp_path / "x.db"),
+               cwd=tmp_path)
+    assert r.code == 2 and "pipeline mode needs the extended or prepared protocol" in r.err
+    assert r.err.count("\n") == 1 and not (tmp_path / "x.db").exists()

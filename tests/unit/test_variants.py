@@ -1,0 +1,90 @@
+"""Variants: parsing, validation, and the pipeline form of scripts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgknee.driver.pgbench import PgbenchRun, pipeline_form
+from pgknee.errors import UserError
+from pgknee.plan import Plan, Variant, parse_variant
+from pgknee.workloads.base import Script
+from pgknee.workloads.ewallet import _sql
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("normal", Variant("normal", "prepared")),
+    ("direct", Variant("direct", "prepared")),
+    ("pipeline", Variant("pipeline", "prepared", pipeline=True)),
+    ("connect", Variant("connect", "prepared", connect_per_txn=True)),
+    ("simple", Variant("simple", "simple")),
+    ("pipeline:extended", Variant("pipeline:extended", "extended", pipeline=True)),
+    ("name=np:pipeline=on:protocol=extended", Variant("np", "extended", pipeline=True)),
+    ("name=c:connect=yes:pipeline=off", Variant("c", "prepared", connect_per_txn=True)),
+])
+def test_parse_variant(spec: str, expected: Variant) -> None:
+    assert parse_variant(spec, "prepared") == expected
+
+
+def test_variant_takes_the_base_protocol_unless_it_sets_one() -> None:
+    assert parse_variant("connect", "extended").protocol == "extended"
+    assert parse_variant("connect:simple", "extended").protocol == "simple"
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ("pipeline:simple", "pipeline mode needs the extended or prepared protocol"),
+    ("name=x:simple:pipeline", "pipeline mode needs"),
+    ("turbo", "unknown variant 'turbo'"),
+    ("colour=red", "unknown key 'colour'"),
+    ("protocol=quic", "unknown protocol 'quic'"),
+    ("pipeline=maybe", "must be on or off"),
+    ("name=a b", "variant name"),
+    ("", "empty"),
+    ("pipeline::connect", "empty part"),
+])
+def test_bad_variants_are_user_errors(spec: str, words: str) -> None:
+    with pytest.raises(UserError) as e:
+        parse_variant(spec, "prepared")
+    assert words in e.value.one_line()
+
+
+def test_plan_refuses_duplicate_variant_names_and_pipeline_with_simple() -> None:
+    with pytest.raises(UserError, match="unique"):
+        Plan(variants=(Variant("a"), Variant("a", pipeline=True)))
+    with pytest.raises(UserError, match="pipeline mode"):
+        Plan(variants=(Variant("p", "simple", pipeline=True),))
+
+
+def test_pipeline_form_of_the_ewallet_transfer() -> None:
+    out = pipeline_form(_sql("transfer"), "transfer.sql").splitlines()
+    start, end = out.index("\\startpipeline"), out.index("\\endpipeline")
+    assert out[start + 1] == "BEGIN;" and out[end - 1] == "END;"
+    assert all(not ln.startswith("\\set") for ln in out[start:end])  # the \set lines stay before it
+    assert sum(ln.startswith("\\set") for ln in out[:start]) == 6
+    assert out[end + 1:] == []
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("\\set a 1\nSELECT 1 AS x \\gset\nSELECT :x;\n", "x.sql:2: \\gset reads a result"),
+    ("SELECT 1 \\aset\n", "x.sql:1: \\aset"),
+    ("SELECT 1;\n\\sleep 1 ms\nSELECT 2;\n", "x.sql:2: meta-command \\sleep between SQL commands"),
+    ("\\startpipeline\nSELECT 1;\n\\endpipeline\n", "already uses pipelines"),
+    ("-- nothing\n\\set a 1\n", "no SQL command"),
+])
+def test_pipeline_form_refuses_what_pipelines_cannot_do(text: str, words: str) -> None:
+    with pytest.raises(UserError) as e:
+        pipeline_form(text, "x.sql")
+    assert words in e.value.one_line()
+
+
+def test_a_comment_mentioning_gset_is_not_a_gset() -> None:
+    assert "\\startpipeline" in pipeline_form("-- no \\gset here\nSELECT 1;\n", "x.sql")
+
+
+def test_connect_per_transaction_adds_connect_flag() -> None:
+    run = PgbenchRun(pgbench="pgbench", clients=4, threads=2, duration_s=5, protocol="prepared",
+                     scripts=(Script("t", Path("/x/t.sql"), 1),), defines=(), log_prefix=None, max_tries=1,
+                     version_num=150000, connect_per_txn=True)
+    assert "--connect" in run.argv()
+    assert "--connect" not in PgbenchRun(**{**run.__dict__, "connect_per_txn": False}).argv()
