@@ -162,6 +162,34 @@ def parse_variant(spec: str, base_protocol: str) -> Variant:
     return v
 
 
+WORKLOADS = ("ewallet", "tpcb", "select-only", "custom")
+
+
+def parse_script(text: str) -> tuple[str, int]:
+    """'read_heavy.sql@100' -> ('read_heavy.sql', 100); the weight defaults to 1."""
+    path, sep, weight = text.rpartition("@")
+    if not sep:
+        return text, 1
+    if not weight.isdigit() or int(weight) < 1:
+        raise UserError(f"the weight in --script {text!r} must be a positive whole number",
+                        "write it like --script read_heavy.sql@100")
+    if not path:
+        raise UserError(f"--script {text!r} has no file name")
+    return path, int(weight)
+
+
+def _check_workload(w: WorkloadSpec) -> None:
+    if w.name not in WORKLOADS:
+        raise UserError(f"unknown workload {w.name!r}", f"choose one of {', '.join(WORKLOADS)}")
+    if w.name == "custom" and not w.scripts:
+        raise UserError("--workload custom needs at least one --script FILE[@WEIGHT]")
+    if w.name != "custom" and w.scripts:
+        raise UserError("--script belongs to --workload custom", "add --workload custom")
+    if w.name in ("tpcb", "select-only") and (w.scale != int(w.scale) or w.scale < 1):
+        raise UserError(f"--scale for {w.name} is pgbench's scale factor, a whole number of at least 1 "
+                        f"(100,000 accounts each), got {w.scale:g}")
+
+
 def _check_variants(variants: tuple[Variant, ...]) -> None:
     names = [v.name for v in variants]
     if not names or len(set(names)) != len(names):
@@ -185,10 +213,11 @@ class TargetSpec:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    name: str = "ewallet"
+    name: str = "ewallet"  # ewallet | tpcb | select-only | custom
     scale: float = 1.0
     schema: str = "pgknee_ewallet"
     reinit: bool = False
+    scripts: tuple[tuple[str, int], ...] = ()  # custom: (path, weight)
 
 
 @dataclass(frozen=True)
@@ -231,6 +260,7 @@ class Plan:
         if self.workload.scale <= 0 or not math.isfinite(self.workload.scale):
             raise UserError("--scale must be a positive number")
         _check_variants(self.variants)
+        _check_workload(self.workload)
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.workload.schema):
             raise UserError(f"schema name {self.workload.schema!r} is not a plain lower-case identifier")
 

@@ -39,7 +39,7 @@ from pgknee.driver.pgbench import (
     pipeline_form,
     read_transaction_logs,
 )
-from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
+from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError, UserError
 from pgknee.plan import Plan, Variant
 from pgknee.store.db import Store
 from pgknee.targets.base import Endpoint, Target
@@ -146,12 +146,15 @@ class Runner:
         self.cpu_count = os.cpu_count() or 1
         self.steps = schedule(plan)
         self.kept_message: str | None = None
+        self.store_later: list[tuple[int | None, str, list[str]]] = []  # commands run before the run row exists
 
     # ---- the whole run -----------------------------------------------------------------------
     def run(self) -> str:
         pgbench = find_pgbench(self.plan.pgbench)
         pg_version_text, pg_version_num = pgbench_version(pgbench)
         self._check_open_files(max(self.plan.clients))
+        workload = get_workload(self.plan.workload)  # a missing script file is bad input: say so now
+        self._preflight_scripts(pgbench, pg_version_num, workload)
         created = False
         status, reason = "failed", None
         stack = contextlib.ExitStack()
@@ -161,12 +164,21 @@ class Runner:
                 work_dir = Path(tempfile.mkdtemp(prefix="pgknee-run-"))
                 stack.callback(shutil.rmtree, work_dir, True)
                 os.chmod(work_dir, 0o700)
+                child_env = target.endpoint.child_env(work_dir)
                 stats_conn = target.endpoint.connect("stats")
                 stack.callback(stats_conn.close)
                 server = self._server_info(stats_conn)
                 self._check_capacity(target, server)
-                workload = get_workload(self.plan.workload)
-                meta = workload.install(stats_conn, created_by_pgknee=target.created_by_pgknee, say=self.ui.say)
+
+                def run_pgbench(args: list[str]) -> None:
+                    self.store_later.append((None, "init", [pgbench, *args]))
+                    r = proc.run([pgbench, *args], env=child_env, timeout=6 * 3600)
+                    if r.returncode != 0:
+                        last = [ln for ln in r.stderr.splitlines() if ln.strip()][-1:]
+                        raise TargetError(f"pgbench initialisation failed: {' '.join(last)}")
+
+                meta = workload.install(stats_conn, created_by_pgknee=target.created_by_pgknee, say=self.ui.say,
+                                        run_pgbench=run_pgbench)
                 scripts = {v.name: self._scripts_for(workload, v, work_dir) for v in self.plan.variants}
                 self.store.create_run(self.run_id, workload=workload.name, target_kind=target.kind,
                                       target_label=target.endpoint.label, plan=self.plan.to_dict(),
@@ -177,12 +189,13 @@ class Runner:
                 self.store.set_environment(self.run_id, env)
                 if self.argv:
                     self.store.add_command(self.run_id, None, "pgknee", self.argv)
+                for step_id, purpose, argv in self.store_later:
+                    self.store.add_command(self.run_id, step_id, purpose, argv)
                 sampler = self._start_samplers(stack, target.endpoint, int(server["server_version_num"]))
                 os_sampler = OsSampler(self.plan.os_interval_s)
                 if self.plan.os_interval_s:
                     os_sampler.start()
                     stack.callback(os_sampler.close)
-                child_env = target.endpoint.child_env(work_dir)
                 reader = _StatsReader(stats_conn)
                 for spec in self.steps:
                     self._run_step(spec, pgbench, pg_version_num, scripts[spec.variant.name], workload.defines(),
@@ -311,6 +324,28 @@ class Runner:
         sampler.start()
         stack.callback(sampler.close)
         return sampler
+
+    def _preflight_scripts(self, pgbench: str, version_num: int, workload: Workload) -> None:
+        """pgbench parses every script (in every variant's form) before it connects: point it at a
+        server that cannot exist and keep what it says about the scripts, with file and line."""
+        with tempfile.TemporaryDirectory(prefix="pgknee-preflight-") as tmp:
+            for v in self.plan.variants:
+                d = Path(tmp) / f"v{self.plan.variants.index(v)}"
+                d.mkdir()
+                scripts = self._scripts_for(workload, v, d)
+                run = self._pgbench_run(pgbench, version_num, 1, 1, 1, v, scripts, workload.defines(), None, False)
+                argv = [a for a in run.argv() if not a.startswith("--time=")] + ["--transactions=1"]
+                env = {k: val for k, val in os.environ.items() if not k.startswith("PG")}
+                env.update(PGHOST=str(Path(tmp) / "no-server"), PGPORT="1", PGCONNECT_TIMEOUT="1")
+                r = proc.run(argv, env=env, timeout=30)
+                for line in r.stderr.splitlines():
+                    if line.startswith("pgbench: error:") and "connection" not in line and "connect" not in line:
+                        msg = line.removeprefix("pgbench: error:").strip()
+                        for s in scripts:  # show the user's file name, not pgknee's copy
+                            msg = msg.replace(str(s.path), s.path.name)
+                        raise UserError(f"script error: {msg}" + (f" (in the {v.name} variant)"
+                                                                  if len(self.plan.variants) > 1 else ""),
+                                        "fix the script; pgbench's script syntax: \\set, \\sleep, SQL ending in ;")
 
     @staticmethod
     def _scripts_for(workload: Workload, variant: Variant, work_dir: Path) -> list[Script]:

@@ -265,4 +265,5 @@ def test_plan_to_dict_redacts_the_password_and_is_json() -> None:
 def test_plan_to_dict_without_dsn() -> None:
     d = Plan().to_dict()
     assert d["target"]["dsn"] is None
-    assert d["workload"] == {"name": "ewallet", "scale": 1.0, "schema": "pgknee_ewallet", "reinit": False}
+    assert d["workload"] == {"name": "ewallet", "scale": 1.0, "schema": "pgknee_ewallet", "reinit": False,
+                             "scripts": ()}

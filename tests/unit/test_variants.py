@@ -88,3 +88,35 @@ def test_connect_per_transaction_adds_connect_flag() -> None:
                      version_num=150000, connect_per_txn=True)
     assert "--connect" in run.argv()
     assert "--connect" not in PgbenchRun(**{**run.__dict__, "connect_per_txn": False}).argv()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("read_heavy.sql@100", ("read_heavy.sql", 100)), ("a.sql", ("a.sql", 1)), ("dir@x/a.sql@3", ("dir@x/a.sql", 3)),
+])
+def test_parse_script(text: str, expected: tuple[str, int]) -> None:
+    from pgknee.plan import parse_script
+
+    assert parse_script(text) == expected
+
+
+@pytest.mark.parametrize(("text", "words"), [("a.sql@0", "positive whole number"), ("a.sql@-1", "positive"),
+                                             ("a.sql@x", "positive"), ("@5", "no file name")])
+def test_parse_script_errors(text: str, words: str) -> None:
+    from pgknee.plan import parse_script
+
+    with pytest.raises(UserError, match=words):
+        parse_script(text)
+
+
+def test_workload_rules() -> None:
+    from pgknee.plan import WorkloadSpec
+
+    with pytest.raises(UserError, match="needs at least one --script"):
+        Plan(workload=WorkloadSpec(name="custom"))
+    with pytest.raises(UserError, match="belongs to --workload custom"):
+        Plan(workload=WorkloadSpec(scripts=(("a.sql", 1),)))
+    with pytest.raises(UserError, match="whole number of at least 1"):
+        Plan(workload=WorkloadSpec(name="tpcb", scale=0.5))
+    with pytest.raises(UserError, match="unknown workload"):
+        Plan(workload=WorkloadSpec(name="tpcc"))
+    assert Plan(workload=WorkloadSpec(name="select-only", scale=10)).workload.scale == 10

@@ -17,11 +17,13 @@ from pgknee.errors import Interrupted, StoreError, UserError
 from pgknee.plan import (
     DEFAULT_CLIENTS,
     PROTOCOLS,
+    WORKLOADS,
     Plan,
     TargetSpec,
     Variant,
     WorkloadSpec,
     parse_clients,
+    parse_script,
     parse_seconds,
     parse_setting,
     parse_variant,
@@ -48,9 +50,14 @@ def add_parser(sub: Any) -> None:
                    help="a setting of the embedded server (repeatable), e.g. --set shared_buffers=256MB")
     t.add_argument("--keep", action="store_true", help="leave the embedded server running and say how to use it")
     w = p.add_argument_group("workload")
-    w.add_argument("--workload", default="ewallet", choices=("ewallet",), help="default ewallet")
+    w.add_argument("--workload", default="ewallet", choices=WORKLOADS,
+                   help="ewallet (default; article 000), tpcb and select-only (pgbench's own, initialised by "
+                        "pgbench -i), or custom (your --script files against your own schema)")
     w.add_argument("--scale", type=float, default=1.0,
-                   help="data size: 1 = 10k users, 100k transactions, about 40 MB (default 1)")
+                   help="data size: ewallet 1 = 10k users, 100k transactions, about 40 MB; tpcb and select-only: "
+                        "pgbench's scale factor, 100k accounts each (default 1)")
+    w.add_argument("--script", dest="scripts", action="append", default=[], metavar="FILE[@WEIGHT]",
+                   help="a pgbench script of the custom workload, repeatable, with an optional weight")
     w.add_argument("--schema", default="pgknee_ewallet", help="schema holding the workload (default pgknee_ewallet)")
     w.add_argument("--reinit", action="store_true",
                    help="drop and reseed the workload schema if it exists (pgknee's own schema only)")
@@ -90,7 +97,8 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
         redact_dsn(a.dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
     return Plan(
         target=TargetSpec(dsn=a.dsn or None, pg_bindir=a.pg_bindir, settings=settings, keep=a.keep),
-        workload=WorkloadSpec(name=a.workload, scale=a.scale, schema=a.schema, reinit=a.reinit),
+        workload=WorkloadSpec(name=a.workload, scale=a.scale, schema=a.schema, reinit=a.reinit,
+                              scripts=tuple(parse_script(x) for x in a.scripts)),
         clients=parse_clients(a.clients),
         duration_s=int(parse_seconds(a.duration, "--duration", whole=True)),
         reps=a.reps,

@@ -13,7 +13,15 @@ def get_workload(spec: WorkloadSpec) -> Workload:
         from pgknee.workloads.ewallet import EWallet
 
         return EWallet(spec)
-    raise UserError(f"unknown workload {spec.name!r}", "choose: ewallet")
+    if spec.name in ("tpcb", "select-only"):
+        from pgknee.workloads.pgbench_builtin import PgbenchBuiltin
+
+        return PgbenchBuiltin(spec)
+    if spec.name == "custom":
+        from pgknee.workloads.custom import Custom
+
+        return Custom(spec)
+    raise UserError(f"unknown workload {spec.name!r}", "choose: ewallet, tpcb, select-only, custom")
 
 
 __all__ = ["Script", "Workload", "get_workload"]

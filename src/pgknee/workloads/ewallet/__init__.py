@@ -56,8 +56,8 @@ class EWallet:
         rows = conn.execute(sql.SQL("SELECT key, value FROM {}.pgknee_meta").format(sql.Identifier(self.schema)))
         return {k: v for k, v in rows.fetchall()}
 
-    def install(self, conn: psycopg.Connection[Any], *, created_by_pgknee: bool,
-                say: Callable[[str], None]) -> dict[str, str]:
+    def install(self, conn: psycopg.Connection[Any], *, created_by_pgknee: bool, say: Callable[[str], None],
+                run_pgbench: Callable[[list[str]], None] | None = None) -> dict[str, str]:
         meta = self._existing(conn)
         if meta is not None:
             if meta == {} or meta.get("workload") != "ewallet":

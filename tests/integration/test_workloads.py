@@ -1,0 +1,68 @@
+"""pgbench's builtin workloads and the user's own scripts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+
+from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import APP_PASSWORD, dsn_of, pgknee, sql
+
+
+def test_tpcb_and_select_only_are_initialised_by_pgbench_and_books_balance(tmp_path: Path) -> None:
+    store = tmp_path / "t.db"
+    r = pgknee("run", "--workload", "tpcb", "--clients", "2", "--duration", "2s", "--store", str(store),
+               "--no-waits", cwd=tmp_path)
+    assert r.code == 0, r.err
+    env = dict(sql(store, "SELECT key, value FROM run_environment"))
+    assert env["check.money.ok"] == "true" and "TPC-B books balance" in env["check.money"]
+    assert int(env["check.money.transactions"]) == sql(store, "SELECT transactions FROM steps")[0][0]
+    init = [json.loads(a) for (a,) in sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'init'")]
+    assert init and "--initialize" in init[0] and "--scale=1" in init[0]
+    assert int(env["workload.size.pgbench_accounts"]) > 10_000_000
+    r = pgknee("run", "--workload", "select-only", "--clients", "2", "--duration", "2s", "--store", str(store),
+               "--no-waits", cwd=tmp_path)
+    assert r.code == 0, r.err
+    tx = sql(store, "SELECT s.transactions FROM steps s JOIN runs r USING (run_id) WHERE r.workload = 'select-only'")
+    assert tx[0][0] > 1000
+
+
+def test_custom_scripts_run_against_the_users_schema_untouched(server: EmbeddedCluster, tmp_path: Path) -> None:
+    script = tmp_path / "read_heavy.sql"
+    script.write_text("\\set id random(1, 100)\nSELECT total FROM userdata.orders WHERE id = :id;\n")
+    writer = tmp_path / "count.sql"
+    writer.write_text("SELECT count(*) FROM userdata.orders;\n")
+
+    def snapshot() -> tuple[object, ...]:
+        with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="pgknee") as c:
+            row = c.execute("SELECT (SELECT md5(string_agg(id || ':' || total, ',' ORDER BY id)) FROM userdata.orders),"
+                            " (SELECT string_agg(nspname, ',' ORDER BY nspname) FROM pg_namespace)").fetchone()
+            assert row is not None
+            return tuple(row)
+
+    before = snapshot()
+    store = tmp_path / "c.db"
+    r = pgknee("run", "--dsn", dsn_of(server), "--workload", "custom", "--script", f"{script}@100",
+               "--script", f"{writer}@10", "--clients", "2", "--duration", "2s", "--store", str(store), "--no-waits",
+               env={"PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert snapshot() == before  # same data, no schema added
+    rows = sql(store, "SELECT script, weight, transactions FROM step_scripts ORDER BY script_no")
+    assert [(a, b) for a, b, _ in rows] == [("read_heavy", 100), ("count", 10)]
+    assert rows[0][2] > rows[1][2] * 3  # the weights steer the mix
+
+
+def test_script_errors_are_reported_with_file_and_line_before_anything_runs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sql"
+    bad.write_text("SELECT 1;\n\\set x random(1,\n")
+    r = pgknee("run", "--workload", "custom", "--script", str(bad), "--store", str(tmp_path / "x.db"), cwd=tmp_path)
+    assert r.code == 2 and "bad.sql:2: syntax error" in r.err and r.err.count("\n") == 1
+    assert not (tmp_path / "x.db").exists() or sql(tmp_path / "x.db", "SELECT count(*) FROM runs") == [(0,)]
+    gset = tmp_path / "g.sql"
+    gset.write_text("SELECT 1 AS x \\gset\nSELECT :x;\n")
+    r = pgknee("run", "--workload", "custom", "--script", str(gset), "--variant", "pipeline",
+               "--store", str(tmp_path / "x.db"), cwd=tmp_path)
+    assert r.code == 2 and "g.sql:1: \\gset reads a result" in r.err
