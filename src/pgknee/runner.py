@@ -137,9 +137,9 @@ def _signals_ignored() -> Iterator[None]:
 
 
 class Runner:
-    def __init__(self, plan: Plan, store: Store, ui: UI, *, argv: list[str] | None = None) -> None:
+    def __init__(self, plan: Plan, store: Store | None, ui: UI, *, argv: list[str] | None = None) -> None:
         self.plan = plan
-        self.store = store
+        self._store = store
         self.ui = ui
         self.argv = argv or []
         self.run_id = new_run_id()
@@ -147,6 +147,42 @@ class Runner:
         self.steps = schedule(plan)
         self.kept_message: str | None = None
         self.store_later: list[tuple[int | None, str, list[str]]] = []  # commands run before the run row exists
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise RuntimeError("this runner has no store (dry run)")
+        return self._store
+
+    # ---- what would run ---------------------------------------------------------------------
+    def dry_run(self) -> list[str]:
+        """The plan as pgknee would execute it: every pgbench command line (no secrets: the
+        connection travels in the environment) and the estimated wall time. Starts nothing
+        but pgbench's own script parser."""
+        pgbench = find_pgbench(self.plan.pgbench)
+        _, version_num = pgbench_version(pgbench)
+        workload = get_workload(self.plan.workload)
+        self._preflight_scripts(pgbench, version_num, workload)
+        plan = self.plan
+        target = plan.target.dsn and f"--dsn {plan.to_dict()['target']['dsn']}" or "an embedded throwaway cluster"
+        lines = [f"target: {target}; workload {workload.name} at scale {plan.workload.scale:g}; "
+                 f"{len(self.steps)} steps; variants: " + "; ".join(f"{v.name} = {v.describe()}"
+                                                                    for v in plan.variants)]
+        with tempfile.TemporaryDirectory(prefix="pgknee-dry-") as tmp:
+            scripts = {v.name: self._scripts_for(workload, v, Path(tmp)) for v in plan.variants}
+            for spec in self.steps:
+                threads = plan.threads_for(spec.clients, self.cpu_count)
+                run = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.duration_s, spec.variant,
+                                        scripts[spec.variant.name], workload.defines(), Path("STEPDIR/log"), True)
+                argv = " ".join(a.replace(tmp + "/", "") for a in run.argv())
+                lines.append(f"step {spec.seq}/{len(self.steps)} c{spec.clients} rep {spec.rep} {spec.variant.name}: "
+                             f"{argv}")
+        setup = 10.0 + (7.0 * plan.workload.scale if workload.name == "ewallet" else 0.0)
+        total = plan.estimated_seconds() + setup
+        lines.append(f"estimated wall time: {int(total // 60)} min {int(total % 60)} s "
+                     f"({plan.duration_s + plan.warmup_s} s per step plus about "
+                     f"{plan.pre_s + plan.post_s + 2:.0f} s around it, plus setup)")
+        return lines
 
     # ---- the whole run -----------------------------------------------------------------------
     def run(self) -> str:

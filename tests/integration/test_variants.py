@@ -40,3 +40,16 @@ def test_pipeline_with_simple_protocol_is_refused_before_anything_runs(tmp_path:
                cwd=tmp_path)
     assert r.code == 2 and "pipeline mode needs the extended or prepared protocol" in r.err
     assert r.err.count("\n") == 1 and not (tmp_path / "x.db").exists()
+
+
+def test_dry_run_prints_the_command_lines_and_runs_nothing(tmp_path: Path) -> None:
+    r = pgknee("run", "--dry-run", "--variant", "normal", "--variant", "connect", "--clients", "2,4", "--reps", "2",
+               "--duration", "30s", "--store", str(tmp_path / "d.db"), cwd=tmp_path)
+    assert r.code == 0, r.err
+    steps = [ln for ln in r.out.splitlines() if ln.startswith("step ")]
+    assert len(steps) == 8
+    assert steps[1].startswith("step 2/8 c2 rep 1 connect:") and "--connect" in steps[1]
+    assert "--connect" not in steps[0] and "--client=4" in steps[4]
+    assert "estimated wall time: 4 min" in r.out  # 8 x (30 + 4) s + setup
+    assert not (tmp_path / "d.db").exists()
+    assert pgknee_processes() == []

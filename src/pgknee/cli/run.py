@@ -88,6 +88,8 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     o.add_argument("--no-waits", action="store_true", help="leave the per-step wait profiles out of the tables")
     o.add_argument("--quiet", action="store_true", help="no progress, only the tables")
+    o.add_argument("--dry-run", action="store_true",
+                   help="print the pgbench command lines and the estimated wall time, run nothing")
     p.set_defaults(func=cmd_run)
 
 
@@ -212,6 +214,10 @@ class PlainUI:
 
 def cmd_run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
+    if args.dry_run:
+        for line in Runner(plan, None, PlainUI(quiet=True)).dry_run():
+            print(line)
+        return 0
     if args.json:  # fail on an unwritable output before an hour of measuring, not after
         check_writable(args.json)
     store = Store(args.store)
