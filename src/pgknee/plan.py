@@ -227,6 +227,7 @@ class Plan:
     clients: tuple[int, ...] = DEFAULT_CLIENTS
     duration_s: int = 60
     reps: int = 1
+    summary: str = "median"  # over repetitions: 'median' or 'best' (of N, as article 002)
     warmup_s: int = 0
     threads: int | None = None  # None: chosen per step
     max_tries: int = 3
@@ -243,6 +244,8 @@ class Plan:
             raise UserError("--duration must be at least 1 second")
         if self.reps < 1:
             raise UserError("--reps must be at least 1")
+        if self.summary not in ("median", "best"):
+            raise UserError(f"unknown summary {self.summary!r}", "choose median or best")
         if self.warmup_s < 0:
             raise UserError("--warmup cannot be negative")
         if self.threads is not None and self.threads < 1:

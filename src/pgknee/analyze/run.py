@@ -104,6 +104,7 @@ class RunView:
     data: RunData
     groups: tuple[Group, ...]
     warnings: tuple[str, ...] = field(default=())
+    summary: str = "median"
 
     @property
     def run(self):  # type: ignore[no-untyped-def]
@@ -170,7 +171,14 @@ def _step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
             ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s))
 
 
-def build(data: RunData) -> RunView:
+SUMMARIES = ("median", "best")
+
+
+def build(data: RunData, summary: str | None = None) -> RunView:
+    """`summary`: 'median' of the repetitions (default), or 'best' of N (the repetition with the
+    highest TPS, as article 002 reports); by default what the run's plan asked for."""
+    if summary is None:
+        summary = json.loads(data.run.plan_json).get("summary", "median") if data.run.plan_json else "median"
     order: list[tuple[str, int]] = []
     by_key: dict[tuple[str, int], list[StepRecord]] = {}
     for s in data.steps:
@@ -185,23 +193,27 @@ def build(data: RunData) -> RunView:
         done = [s for s in steps if s.status == "completed"]
         n_snap = sum(data.snaps.get(s.step_id, (0, 0.0, 0.0))[0] for s in done)
         all_os = [x for s in done for x in data.os.get(s.step_id, [])]
+        best = max(done, key=lambda x: x.tps or 0.0) if done and summary == "best" else None
+
+        def fig(attr: str, steps: list[StepRecord] = done, best: StepRecord | None = best) -> Figure | None:
+            """Median of the repetitions, or (best of N) the figure of the rep with the highest TPS."""
+            f = Figure.of([float(v) for x in steps if (v := getattr(x, attr)) is not None])
+            if f is None or best is None or getattr(best, attr) is None:
+                return f
+            return Figure(float(getattr(best, attr)), f.lo, f.hi, f.n)
+
         groups.append(Group(
             variant=key[0], clients=key[1], steps=tuple(steps), done=tuple(done),
-            tps=Figure.of([s.tps for s in done if s.tps is not None]),
-            lat_avg=Figure.of([s.lat_avg_ms for s in done if s.lat_avg_ms is not None]),
-            lat_stddev=Figure.of([s.lat_stddev_ms for s in done if s.lat_stddev_ms is not None]),
-            p50=Figure.of([s.lat_p50_ms for s in done if s.lat_p50_ms is not None]),
-            p95=Figure.of([s.lat_p95_ms for s in done if s.lat_p95_ms is not None]),
-            p99=Figure.of([s.lat_p99_ms for s in done if s.lat_p99_ms is not None]),
-            lat_max=Figure.of([s.lat_max_ms for s in done if s.lat_max_ms is not None]),
-            transactions=Figure.of([float(s.transactions) for s in done if s.transactions is not None]),
+            tps=fig("tps"), lat_avg=fig("lat_avg_ms"), lat_stddev=fig("lat_stddev_ms"), p50=fig("lat_p50_ms"),
+            p95=fig("lat_p95_ms"), p99=fig("lat_p99_ms"), lat_max=fig("lat_max_ms"),
+            transactions=fig("transactions"),
             failed=sum(s.failed or 0 for s in done), retried=sum(s.retried or 0 for s in done),
             threads=steps[0].threads, system=_system(all_os), scripts=_scripts(data, done),
             waits=tuple(wait_profile(_merge_counts([data.waits.get(s.step_id, []) for s in done]), n_snap)),
             waits_bg=tuple(wait_profile(_merge_counts([data.waits_bg.get(s.step_id, []) for s in done]), n_snap)),
             snapshots=n_snap, checks=tuple((s.rep, _step_checks(data, s)) for s in done)))
-    view = RunView(data, tuple(groups))
-    return RunView(data, tuple(groups), tuple(_warnings(view)))
+    view = RunView(data, tuple(groups), summary=summary)
+    return RunView(data, tuple(groups), tuple(_warnings(view)), summary=summary)
 
 
 def _warnings(view: RunView) -> list[str]:

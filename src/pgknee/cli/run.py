@@ -66,6 +66,9 @@ def add_parser(sub: Any) -> None:
                    help="client counts in order: 2,4,8 or ranges 50:1000:50 and 2:64:x2 (default 2,4,8,16,32)")
     s.add_argument("--duration", default="60s", help="measured time per step, whole seconds (default 60s)")
     s.add_argument("--reps", type=int, default=1, help="repetitions of each step (default 1)")
+    s.add_argument("--summary", choices=("median", "best"), default="median",
+                   help="figure shown for repeated steps: the median (default) or the best of N (the repetition "
+                        "with the highest TPS, as article 002 did); the min..max spread is shown either way")
     s.add_argument("--warmup", default="0", help="unmeasured pgbench run before each step (default 0)")
     s.add_argument("--threads", type=int, help="pgbench threads (default: one per CPU, at most one per client)")
     s.add_argument("--protocol", default="prepared", choices=PROTOCOLS, help="default prepared")
@@ -103,7 +106,7 @@ def plan_from_args(a: argparse.Namespace) -> Plan:
                               scripts=tuple(parse_script(x) for x in a.scripts)),
         clients=parse_clients(a.clients),
         duration_s=int(parse_seconds(a.duration, "--duration", whole=True)),
-        reps=a.reps,
+        reps=a.reps, summary=a.summary,
         warmup_s=int(parse_seconds(a.warmup, "--warmup", allow_zero=True, whole=True)),
         threads=a.threads, max_tries=a.max_tries,
         variants=tuple(parse_variant(v, a.protocol) for v in a.variants) or (Variant(protocol=a.protocol),),

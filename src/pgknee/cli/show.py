@@ -27,6 +27,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--no-waits", action="store_true", help="leave out the per-step wait profiles")
+    p.add_argument("--summary", choices=("median", "best"),
+                   help="over repetitions: median or best of N (default: what the run asked for)")
     add_store(p)
     p.set_defaults(func=cmd_show)
 
@@ -68,7 +70,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    view = build(load_run(_open(args.store), args.run_id))
+    view = build(load_run(_open(args.store), args.run_id), args.summary)
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
     print_items(run_report(view, waits=not args.no_waits))

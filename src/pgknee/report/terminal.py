@@ -135,7 +135,8 @@ def variant_comparison(view: RunView) -> Table | None:
     for g in view.groups:
         if g.clients not in clients:
             clients.append(g.clients)
-    t = Table(title=f"Variants side by side (ratio to {first}; spread compares the repetitions' min..max)",
+    how = "best of the repetitions" if view.summary == "best" else "medians"
+    t = Table(title=f"Variants side by side ({how}; ratio to {first}; spread compares the repetitions' min..max)",
               box=box.SIMPLE_HEAVY, title_justify="left")
     for i, h in enumerate(("Clients", "Variant", "TPS", "TPS min..max", "Avg Latency (ms)", "StdDev (ms)",
                            "p99 (ms)", f"TPS vs {first}", "Spread")):
@@ -269,7 +270,9 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
         items.append(data_summary(view, variant))
         base = next((g for g in view.groups if g.variant == variant), None)
         if base is not None:
-            items.append(Text(f"% vs baseline {base.label}; figures are medians of the repetitions; "
+            how = ("the best of the repetitions (the one with the highest TPS, as article 002 reports)"
+                   if view.summary == "best" else "medians of the repetitions")
+            items.append(Text(f"% vs baseline {base.label}; figures are {how}; "
                               "latency measured per transaction from pgbench's log; * = noisy step", style="dim"))
         st = scripts_table(view, variant)
         if st is not None:
