@@ -24,6 +24,17 @@ pytestmark = pytest.mark.integration
 # small data so that seeding takes about a second
 SCALE = "0.1"
 
+# pgknee's throwaway directories (and so its server processes) go to a directory of this test
+# session's own, so that what the tests check is what they started, even with other pgknee runs on
+# the machine. Other users must traverse it: as root the server runs as postgres.
+RUN_TMP = tempfile.mkdtemp(prefix="pgkt-tmp-")
+os.chmod(RUN_TMP, 0o755)
+ENV = {**os.environ, "NO_COLOR": "1", "TMPDIR": RUN_TMP}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(RUN_TMP, ignore_errors=True)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
@@ -41,7 +52,7 @@ class CliResult:
 def pgknee(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
            timeout: float = 300) -> CliResult:
     """Run the real command, as a user would."""
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    full_env = {**ENV, **(env or {})}
     p = subprocess.run([sys.executable, "-m", "pgknee", *args], capture_output=True, text=True, env=full_env,
                        cwd=cwd, timeout=timeout, check=False)
     return CliResult(p.returncode, p.stdout, p.stderr)
@@ -50,12 +61,11 @@ def pgknee(*args: str, env: dict[str, str] | None = None, cwd: Path | None = Non
 def pgknee_processes() -> list[str]:
     """postgres or pgbench processes that belong to pgknee's private directories."""
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-    tmp = tempfile.gettempdir()
-    return [ln for ln in out.splitlines() if f"{tmp}/pgknee-" in ln and "ps -eo" not in ln]
+    return [ln for ln in out.splitlines() if f"{RUN_TMP}/pgknee-" in ln and "ps -eo" not in ln]
 
 
 def tmp_pgknee_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("pgknee-*")}
+    return {p.name for p in Path(RUN_TMP).glob("pgknee-*")}
 
 
 @pytest.fixture(scope="session")

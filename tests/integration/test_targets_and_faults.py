@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -13,7 +12,7 @@ import psycopg
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_PASSWORD, SCALE, dsn_of, pgknee, pgknee_processes, sql, tmp_pgknee_dirs, wait_for
+from .conftest import APP_PASSWORD, ENV, SCALE, dsn_of, pgknee, pgknee_processes, sql, tmp_pgknee_dirs, wait_for
 
 
 def _orders_checksum(c: EmbeddedCluster) -> tuple[int, str]:
@@ -143,7 +142,7 @@ def test_sigterm_keeps_completed_steps_and_leaves_nothing(tmp_path: Path) -> Non
     store = tmp_path / "i.db"
     p = subprocess.Popen([sys.executable, "-m", "pgknee", "run", "--clients", "2,2,2,2", "--duration", "3s",
                           "--scale", SCALE, "--store", str(store)], cwd=tmp_path, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+                         stderr=subprocess.PIPE, text=True, env=ENV)
 
     def one_step_done() -> bool:
         try:

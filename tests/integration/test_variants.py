@@ -34,6 +34,25 @@ def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
     assert "×" in row and ("beyond noise" in row or "ranges overlap" in row)
     assert pgknee_processes() == []
 
+    # the same comparison from the store alone, and across two runs
+    cmp = pgknee("compare", "last", "--store", str(store), "--json", str(tmp_path / "c.json"))
+    assert cmp.code == 0, cmp.err
+    assert "TPS vs normal" in cmp.out and "connect" in cmp.out
+    d = json.loads((tmp_path / "c.json").read_text())
+    assert [(g["variant"], g["clients"], g["reps"]) for g in d["groups"]] == [
+        ("normal", 2, 2), ("pipeline", 2, 2), ("connect", 2, 2)]
+    again = pgknee("run", "--clients", "2", "--duration", "2s", "--scale", "0.2", "--store", str(store),
+                   "--quiet", cwd=tmp_path)
+    assert again.code == 0, again.err
+    first, second = (r for (r,) in sql(store, "SELECT run_id FROM runs ORDER BY created_at"))
+    two = pgknee("compare", first, second, "--store", str(store))
+    assert two.code == 0, two.err
+    assert f"A = run {first}" in two.out and f"B = run {second}" in two.out
+    assert "workload.users: 1000 vs 2000" in two.out  # different data sizes are called out
+    assert "target.endpoint" not in two.out  # a throwaway cluster's new port is not a difference
+    one = pgknee("compare", second, "--store", str(store))
+    assert one.code == 2 and "one variant only" in one.err
+
 
 def test_pipeline_with_simple_protocol_is_refused_before_anything_runs(tmp_path: Path) -> None:
     r = pgknee("run", "--variant", "pipeline", "--protocol", "simple", "--store", str(tmp_path / "x.db"),

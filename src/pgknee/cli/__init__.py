@@ -14,6 +14,7 @@ from pgknee.errors import PgkneeError, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pgknee.cli import compare as compare_cmd
     from pgknee.cli import run as run_cmd
     from pgknee.cli import show as show_cmd
 
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     run_cmd.add_parser(sub)
     show_cmd.add_parsers(sub)
+    compare_cmd.add_parser(sub)
     return p
 
 

@@ -1,0 +1,87 @@
+"""pgknee compare: variants of one run, or two runs, side by side, from the store."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Any
+
+from rich.text import Text
+
+from pgknee.analyze.run import RunView, build
+from pgknee.cli.common import add_store, print_items, write_text_file
+from pgknee.errors import UserError
+from pgknee.report.jsonout import dumps
+from pgknee.report.terminal import variant_comparison
+from pgknee.store.db import Store, load_run
+
+# what must match for a comparison across runs to mean something
+KEY_METADATA = ("server.version", "host.cpus", "host.mem_gb", "pgbench.version", "workload.workload",
+                "workload.users", "workload.scale", "target.endpoint")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("compare", help="variants of one run, or two runs, side by side")
+    p.add_argument("runs", nargs="+", metavar="RUN_ID", help="one run (its variants) or two runs")
+    p.add_argument("--summary", choices=("median", "best"), help="over repetitions (default: the run's own)")
+    p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    add_store(p)
+    p.set_defaults(func=cmd_compare)
+
+
+def metadata_differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    keys = [k for k in KEY_METADATA if a.get(k) != b.get(k)]
+    if a.get("target.kind") == b.get("target.kind") == "embedded":
+        keys = [k for k in keys if k != "target.endpoint"]  # a throwaway cluster gets a new port each time
+    keys += sorted(k for k in set(a) | set(b) if k.startswith("setting.") and a.get(k) != b.get(k))
+    return [f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys]
+
+
+def combined(views: list[RunView]) -> RunView:
+    """Two runs as one view whose 'variants' are RUN:variant."""
+    groups = []
+    for letter, v in zip("AB", views, strict=False):
+        short = letter
+        for g in v.groups:
+            label = short if len(v.variants()) == 1 else f"{short}:{g.variant}"
+            groups.append(dataclasses.replace(g, variant=label))
+    return dataclasses.replace(views[0], groups=tuple(groups))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if len(args.runs) > 2:
+        raise UserError("compare takes one run (its variants) or two runs")
+    store = Store(args.store, create=False)
+    views = [build(load_run(store, r), args.summary) for r in args.runs]
+    items: list[Any] = []
+    if len(views) == 1:
+        view = views[0]
+        if len(view.variants()) < 2:
+            raise UserError(f"run {view.data.run.run_id} has one variant only",
+                            "give two runs, or run with --variant A --variant B")
+        diffs: list[str] = []
+    else:
+        if views[0].data.run.run_id == views[1].data.run.run_id:
+            raise UserError("the two runs are the same run")
+        view = combined(views)
+        diffs = metadata_differences(views[0].data.env, views[1].data.env)
+    table = variant_comparison(view)
+    assert table is not None
+    items.append(Text("\n".join((f"{letter} = " if len(views) > 1 else "") +
+                                 f"run {v.data.run.run_id} ({v.data.run.workload}, {v.data.run.status}, "
+                                 f"{v.data.run.created_at[:16]})" for letter, v in zip("AB", views, strict=False))))
+    items.append(table)
+    if diffs:
+        items.append(Text("Warning: the runs differ in what matters for a comparison:\n  " + "\n  ".join(diffs)))
+    print_items(items)
+    if args.json:
+        rows = [{"variant": g.variant, "clients": g.clients, "reps": len(g.done),
+                 "tps": None if g.tps is None else {"value": g.tps.value, "min": g.tps.lo, "max": g.tps.hi},
+                 "lat_avg_ms": None if g.lat_avg is None else g.lat_avg.value,
+                 "lat_stddev_ms": None if g.lat_stddev is None else g.lat_stddev.value,
+                 "p99_ms": None if g.p99 is None else g.p99.value} for g in view.groups]
+        write_text_file(args.json, dumps({"format_version": 1, "runs": [v.data.run.run_id for v in views],
+                                          "summary": view.summary, "groups": rows, "metadata_differences": diffs,
+                                          "plans": [json.loads(v.data.run.plan_json) for v in views]}))
+    return 0
