@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pgknee.errors import UserError
@@ -284,3 +285,154 @@ class Plan:
         d = asdict(self)
         d["target"]["dsn"] = redact_dsn(self.target.dsn) if self.target.dsn else None
         return d
+
+
+# ---- plans from flags and files ------------------------------------------------------------------
+# One flat set of keys: the `run` flags' names (dest) and the plan file's keys per section.
+PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
+    "target": {"dsn": "dsn", "pg_bindir": "pg_bindir", "keep": "keep", "settings": "settings"},
+    "workload": {"name": "workload", "scale": "scale", "schema": "schema", "reinit": "reinit",
+                 "scripts": "scripts"},
+    "sweep": {"clients": "clients", "duration": "duration", "reps": "reps", "summary": "summary",
+              "warmup": "warmup", "threads": "threads", "protocol": "protocol", "max_tries": "max_tries",
+              "variants": "variants", "pgbench": "pgbench"},
+    "collect": {"sample_interval": "sample_interval", "os_interval": "os_interval",
+                "log_sampling_rate": "log_sampling_rate"},
+}
+DEFAULTS: dict[str, Any] = {
+    "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
+    "schema": "pgknee_ewallet", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
+    "duration": "60s", "reps": 1, "summary": "median", "warmup": "0", "threads": None, "protocol": "prepared",
+    "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
+    "log_sampling_rate": 1.0,
+}
+_TYPES: dict[str, tuple[type, ...]] = {
+    "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
+    "scale": (int, float), "schema": (str,), "reinit": (bool,), "scripts": (list,), "clients": (str, list, int),
+    "duration": (str, int), "reps": (int,), "summary": (str,), "warmup": (str, int), "threads": (int,),
+    "protocol": (str,), "max_tries": (int,), "variants": (list,), "pgbench": (str,),
+    "sample_interval": (str, int, float), "os_interval": (str, int, float), "log_sampling_rate": (int, float),
+}
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    path: str
+    text: str
+    values: dict[str, Any]
+    lines: dict[str, int]  # flat key -> line in the file
+
+    def where(self, key: str) -> str:
+        return f"{self.path}:{self.lines[key]}: " if key in self.lines else ""
+
+
+def _key_line(text: str, section: str, key: str) -> int:
+    """The line of `key = ...` in [section], or of a [section.key] table header."""
+    current = ""
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("["):
+            name = line.strip("[] ")
+            if name == f"{section}.{key}":
+                return i
+            current = name.split(".")[0]
+        elif current == section and re.match(rf"^{re.escape(key)}\s*=", line):
+            return i
+    return 0
+
+
+def load_plan_file(path: str) -> PlanFile:
+    """A TOML plan: every key checked, errors naming the key and its line."""
+    import tomllib
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot read the plan {path}: {e.strerror}", "check the path") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML: {e}", "see https://toml.io for the syntax") from None
+    values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for section, body in data.items():
+        if section == "description":
+            continue
+        known = PLAN_FILE_KEYS.get(section)
+        if known is None or not isinstance(body, dict):
+            raise UserError(f"{path}:{_section_line(text, section)}: unknown section [{section}]",
+                            f"sections: {', '.join(PLAN_FILE_KEYS)}")
+        for key, value in body.items():
+            line = _key_line(text, section, key)
+            if key not in known:
+                raise UserError(f"{path}:{line}: unknown key {key!r} in [{section}]",
+                                f"keys of [{section}]: {', '.join(known)}")
+            flat = known[key]
+            if not isinstance(value, _TYPES[flat]) or (isinstance(value, bool) and bool not in _TYPES[flat]):
+                names = " or ".join(t.__name__.replace("str", "string").replace("int", "whole number")
+                                    .replace("float", "number").replace("list", "list").replace("dict", "table")
+                                    for t in _TYPES[flat])
+                raise UserError(f"{path}:{line}: [{section}] {key} must be a {names}, got {value!r}")
+            values[flat] = value
+            lines[flat] = line
+    return PlanFile(path, text, values, lines)
+
+
+def _section_line(text: str, section: str) -> int:
+    for i, raw in enumerate(text.splitlines(), 1):
+        if raw.strip().startswith(f"[{section}") or re.match(rf"^{re.escape(section)}\s*=", raw.strip()):
+            return i
+    return 0
+
+
+def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> Plan:
+    """A plan file's values with the flags given on top (flags win) -> validated Plan.
+    Errors in a value from the file carry its file and line."""
+    v = {**DEFAULTS, **(source.values if source else {}), **flags}
+
+    def at(key: str) -> str:
+        return source.where(key) if source is not None and key not in flags else ""
+
+    def label(key: str) -> str:
+        """How the user wrote it: --flag-name, or the plan file's key."""
+        return f"--{key.replace('_', '-')}" if source is None or key in flags else key
+
+    def parse(key: str, fn: Any) -> Any:
+        try:
+            return fn(v[key])
+        except UserError as e:
+            raise UserError(at(key) + e.message, e.hint) from None
+
+    def as_list(x: Any) -> list[str]:
+        if isinstance(x, dict):
+            return [f"{k}={val}" for k, val in x.items()]
+        return [str(i) for i in x]
+
+    def clients(x: Any) -> tuple[int, ...]:
+        if isinstance(x, list):
+            x = ",".join(str(i) for i in x)
+        return parse_clients(str(x))
+
+    settings = parse("settings", lambda x: tuple(parse_setting(s) for s in as_list(x)))
+    scripts = parse("scripts", lambda x: tuple(parse_script(s) for s in as_list(x)))
+    variants = parse("variants", lambda x: tuple(parse_variant(s, v["protocol"]) for s in as_list(x)))
+    try:
+        return Plan(
+            target=TargetSpec(dsn=v["dsn"] or None, pg_bindir=v["pg_bindir"], settings=settings, keep=bool(v["keep"])),
+            workload=WorkloadSpec(name=v["workload"], scale=float(v["scale"]), schema=v["schema"],
+                                  reinit=bool(v["reinit"]), scripts=scripts),
+            clients=parse("clients", clients),
+            duration_s=int(parse("duration", lambda x: parse_seconds(str(x), label("duration"), whole=True))),
+            reps=int(v["reps"]), summary=v["summary"],
+            warmup_s=int(parse("warmup", lambda x: parse_seconds(str(x), label("warmup"), allow_zero=True,
+                                                                 whole=True))),
+            threads=v["threads"], max_tries=int(v["max_tries"]),
+            variants=variants or (Variant(protocol=v["protocol"]),),
+            sample_interval_s=parse("sample_interval", lambda x: parse_seconds(str(x), label("sample_interval"),
+                                                                               allow_zero=True)),
+            os_interval_s=parse("os_interval", lambda x: parse_seconds(str(x), label("os_interval"), allow_zero=True)),
+            log_sampling_rate=float(v["log_sampling_rate"]), pgbench=v["pgbench"])
+    except UserError as e:
+        if source is not None and not e.message.startswith(source.path):
+            raise UserError(f"{source.path}: {e.message}", e.hint) from None
+        raise

@@ -147,6 +147,7 @@ class Runner:
         self.steps = schedule(plan)
         self.kept_message: str | None = None
         self.store_later: list[tuple[int | None, str, list[str]]] = []  # commands run before the run row exists
+        self.extra_env: dict[str, str] = {}  # e.g. the plan file's text
 
     @property
     def store(self) -> Store:
@@ -220,7 +221,7 @@ class Runner:
                                       target_label=target.endpoint.label, plan=self.plan.to_dict(),
                                       steps_planned=len(self.steps))
                 created = True
-                env = self._environment(target, server, pgbench, pg_version_text, meta)
+                env = self._environment(target, server, pgbench, pg_version_text, meta) | self.extra_env
                 env.update({f"workload.size.{k}": str(v) for k, v in workload.table_sizes(stats_conn).items()})
                 self.store.set_environment(self.run_id, env)
                 if self.argv:

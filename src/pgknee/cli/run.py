@@ -15,18 +15,13 @@ from pgknee.analyze.run import build
 from pgknee.cli.common import add_store, check_writable, print_items, write_text_file
 from pgknee.errors import Interrupted, StoreError, UserError
 from pgknee.plan import (
-    DEFAULT_CLIENTS,
+    DEFAULTS,
     PROTOCOLS,
     WORKLOADS,
     Plan,
-    TargetSpec,
-    Variant,
-    WorkloadSpec,
-    parse_clients,
-    parse_script,
-    parse_seconds,
-    parse_setting,
-    parse_variant,
+    PlanFile,
+    load_plan_file,
+    plan_from_values,
 )
 from pgknee.report.jsonout import dumps, run_json
 from pgknee.report.terminal import run_report
@@ -39,52 +34,57 @@ from pgknee.types import ProgressPoint
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "run", help="sweep client counts against a PostgreSQL server and store the results",
+        epilog="Every option can also come from a TOML plan file (pgknee run plan.toml); options given on "
+               "the command line win over the file.",
         description="Start a throwaway PostgreSQL (or use --dsn), install the e-wallet workload, run pgbench at "
                     "each client count, sample pg_stat_activity and the OS, store everything and print the tables.")
+    p.add_argument("plan", nargs="?", metavar="PLAN.toml",
+                   help="a plan file holding everything a run needs (sections target, workload, sweep, collect)")
     t = p.add_argument_group("target")
-    t.add_argument("--dsn", default=os.environ.get("PGKNEE_DSN"),
+    t.add_argument("--dsn", default=None,
                    help="a running server (postgresql://user@host:port/db); default: an embedded throwaway "
                         "cluster. Keep the password out of it: use PGPASSWORD or ~/.pgpass")
     t.add_argument("--pg-bindir", metavar="DIR", help="PostgreSQL server binaries for the embedded cluster")
-    t.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE",
+    t.add_argument("--set", dest="settings", action="append", default=None, metavar="NAME=VALUE",
                    help="a setting of the embedded server (repeatable), e.g. --set shared_buffers=256MB")
-    t.add_argument("--keep", action="store_true", help="leave the embedded server running and say how to use it")
+    t.add_argument("--keep", action="store_true", default=None,
+                   help="leave the embedded server running and say how to use it")
     w = p.add_argument_group("workload")
-    w.add_argument("--workload", default="ewallet", choices=WORKLOADS,
+    w.add_argument("--workload", choices=WORKLOADS,
                    help="ewallet (default; article 000), tpcb and select-only (pgbench's own, initialised by "
                         "pgbench -i), or custom (your --script files against your own schema)")
-    w.add_argument("--scale", type=float, default=1.0,
+    w.add_argument("--scale", type=float,
                    help="data size: ewallet 1 = 10k users, 100k transactions, about 40 MB; tpcb and select-only: "
                         "pgbench's scale factor, 100k accounts each (default 1)")
-    w.add_argument("--script", dest="scripts", action="append", default=[], metavar="FILE[@WEIGHT]",
+    w.add_argument("--script", dest="scripts", action="append", default=None, metavar="FILE[@WEIGHT]",
                    help="a pgbench script of the custom workload, repeatable, with an optional weight")
-    w.add_argument("--schema", default="pgknee_ewallet", help="schema holding the workload (default pgknee_ewallet)")
-    w.add_argument("--reinit", action="store_true",
+    w.add_argument("--schema", help="schema holding the workload (default pgknee_ewallet)")
+    w.add_argument("--reinit", action="store_true", default=None,
                    help="drop and reseed the workload schema if it exists (pgknee's own schema only)")
     s = p.add_argument_group("sweep")
-    s.add_argument("--clients", default=",".join(map(str, DEFAULT_CLIENTS)),
+    s.add_argument("--clients",
                    help="client counts in order: 2,4,8 or ranges 50:1000:50 and 2:64:x2 (default 2,4,8,16,32)")
-    s.add_argument("--duration", default="60s", help="measured time per step, whole seconds (default 60s)")
-    s.add_argument("--reps", type=int, default=1, help="repetitions of each step (default 1)")
-    s.add_argument("--summary", choices=("median", "best"), default="median",
+    s.add_argument("--duration", help="measured time per step, whole seconds (default 60s)")
+    s.add_argument("--reps", type=int, help="repetitions of each step (default 1)")
+    s.add_argument("--summary", choices=("median", "best"),
                    help="figure shown for repeated steps: the median (default) or the best of N (the repetition "
                         "with the highest TPS, as article 002 did); the min..max spread is shown either way")
-    s.add_argument("--warmup", default="0", help="unmeasured pgbench run before each step (default 0)")
+    s.add_argument("--warmup", help="unmeasured pgbench run before each step (default 0)")
     s.add_argument("--threads", type=int, help="pgbench threads (default: one per CPU, at most one per client)")
-    s.add_argument("--protocol", default="prepared", choices=PROTOCOLS, help="default prepared")
-    s.add_argument("--variant", dest="variants", action="append", default=[], metavar="SPEC",
+    s.add_argument("--protocol", choices=PROTOCOLS, help="default prepared")
+    s.add_argument("--variant", dest="variants", action="append", default=None, metavar="SPEC",
                    help="a variant of the sweep, repeatable; variants run interleaved (A B A B) per client "
                         "count and repetition. SPEC: normal, pipeline, connect (-C), simple, extended, "
                         "prepared, or several joined by ':', or key=value (name, protocol, pipeline, connect), "
                         "e.g. --variant normal --variant pipeline")
-    s.add_argument("--max-tries", type=int, default=3,
+    s.add_argument("--max-tries", type=int,
                    help="pgbench tries per transaction on serialization failures and deadlocks (default 3)")
     s.add_argument("--pgbench", metavar="PATH", help="the pgbench to use (default: from PATH)")
     c = p.add_argument_group("collection")
-    c.add_argument("--sample-interval", default="100ms",
+    c.add_argument("--sample-interval",
                    help="pg_stat_activity sampling interval, with ±20%% jitter; 0 switches it off (default 100ms)")
-    c.add_argument("--os-interval", default="1s", help="OS sampling interval; 0 switches it off (default 1s)")
-    c.add_argument("--log-sampling-rate", type=float, default=1.0,
+    c.add_argument("--os-interval", help="OS sampling interval; 0 switches it off (default 1s)")
+    c.add_argument("--log-sampling-rate", type=float,
                    help="fraction of transactions pgbench logs for latency (default 1: all)")
     o = p.add_argument_group("output")
     add_store(o)
@@ -96,23 +96,19 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_run)
 
 
-def plan_from_args(a: argparse.Namespace) -> Plan:
-    settings = tuple(parse_setting(s) for s in a.settings)
-    if a.dsn:
-        redact_dsn(a.dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
-    return Plan(
-        target=TargetSpec(dsn=a.dsn or None, pg_bindir=a.pg_bindir, settings=settings, keep=a.keep),
-        workload=WorkloadSpec(name=a.workload, scale=a.scale, schema=a.schema, reinit=a.reinit,
-                              scripts=tuple(parse_script(x) for x in a.scripts)),
-        clients=parse_clients(a.clients),
-        duration_s=int(parse_seconds(a.duration, "--duration", whole=True)),
-        reps=a.reps, summary=a.summary,
-        warmup_s=int(parse_seconds(a.warmup, "--warmup", allow_zero=True, whole=True)),
-        threads=a.threads, max_tries=a.max_tries,
-        variants=tuple(parse_variant(v, a.protocol) for v in a.variants) or (Variant(protocol=a.protocol),),
-        sample_interval_s=parse_seconds(a.sample_interval, "--sample-interval", allow_zero=True),
-        os_interval_s=parse_seconds(a.os_interval, "--os-interval", allow_zero=True),
-        log_sampling_rate=a.log_sampling_rate, pgbench=a.pgbench)
+FLAG_KEYS = tuple(DEFAULTS)
+
+
+def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
+    """The plan file (if one is given) with the flags given on top; then the environment's DSN."""
+    source = load_plan_file(a.plan) if a.plan else None
+    flags = {k: getattr(a, k) for k in FLAG_KEYS if getattr(a, k, None) is not None}
+    if "dsn" not in flags and not (source and "dsn" in source.values) and os.environ.get("PGKNEE_DSN"):
+        flags["dsn"] = os.environ["PGKNEE_DSN"]
+    dsn = flags.get("dsn") or (source.values.get("dsn") if source else None)
+    if dsn:
+        redact_dsn(dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
+    return plan_from_values(flags, source), source
 
 
 def _redacted_argv(argv: list[str]) -> list[str]:
@@ -216,7 +212,7 @@ class PlainUI:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    plan = plan_from_args(args)
+    plan, source = plan_from_args(args)
     if args.dry_run:
         for line in Runner(plan, None, PlainUI(quiet=True)).dry_run():
             print(line)
@@ -228,6 +224,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     ui: LiveUI | PlainUI = (LiveUI(Console(stderr=True), plan.estimated_seconds()) if interactive
                             else PlainUI(quiet=args.quiet))
     runner = Runner(plan, store, ui, argv=["pgknee", *_redacted_argv(sys.argv[1:])])
+    if source is not None:  # the plan file travels with the run, any password in it removed
+        text = source.text
+        if source.values.get("dsn"):
+            text = text.replace(source.values["dsn"], _safe_redact(source.values["dsn"]))
+        runner.extra_env = {"plan.file": os.path.abspath(source.path), "plan.source": text}
     try:
         with ui:
             runner.run()
