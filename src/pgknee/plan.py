@@ -341,8 +341,9 @@ def _key_line(text: str, section: str, key: str) -> int:
     return 0
 
 
-def load_plan_file(path: str) -> PlanFile:
-    """A TOML plan: every key checked, errors naming the key and its line."""
+def load_plan_file(path: str, *, small_machine: bool = False) -> PlanFile:
+    """A TOML plan: every key checked, errors naming the key and its line. A [small_machine]
+    section (scenarios) holds values that replace the others when `small_machine`."""
     import tomllib
 
     try:
@@ -355,8 +356,13 @@ def load_plan_file(path: str) -> PlanFile:
         raise UserError(f"{path}: not valid TOML: {e}", "see https://toml.io for the syntax") from None
     values: dict[str, Any] = {}
     lines: dict[str, int] = {}
-    for section, body in data.items():
-        if section == "description":
+    small = data.pop("small_machine", {})
+    if not isinstance(small, dict):
+        raise UserError(f"{path}: small_machine must be a table")
+    small.pop("note", None)
+    sections = list(data.items()) + (list(small.items()) if small_machine else [])
+    for section, body in sections:
+        if section in ("description", "article"):
             continue
         known = PLAN_FILE_KEYS.get(section)
         if known is None or not isinstance(body, dict):

@@ -99,6 +99,8 @@ class StepRecord:
     lat_avg_pgbench_ms: float | None
     conn_time_ms: float | None
     tps_db: float | None
+    pipeline: int = 0
+    connect_per_txn: int = 0
 
 
 @dataclass(frozen=True, slots=True)

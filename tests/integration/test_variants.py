@@ -72,3 +72,18 @@ def test_dry_run_prints_the_command_lines_and_runs_nothing(tmp_path: Path) -> No
     assert "estimated wall time: 4 min" in r.out  # 8 x (30 + 4) s + setup
     assert not (tmp_path / "d.db").exists()
     assert pgknee_processes() == []
+
+
+def test_a_plan_file_runs_and_travels_with_the_run(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text('description = "tiny"\n[workload]\nscale = 0.1\n[sweep]\nclients = [2]\nduration = "2s"\n'
+                    'variants = ["normal", "name=pipe:pipeline:extended"]\n')
+    store = tmp_path / "p.db"
+    r = pgknee("run", str(plan), "--reps", "1", "--store", str(store), "--quiet", "--no-waits", cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert sql(store, "SELECT variant, protocol, pipeline FROM steps ORDER BY seq") == [
+        ("normal", "prepared", 0), ("pipe", "extended", 1)]
+    env = dict(sql(store, "SELECT key, value FROM run_environment"))
+    assert env["plan.source"] == plan.read_text() and env["plan.file"] == str(plan)
+    scen = pgknee("scenarios")
+    assert scen.code == 0 and "ewallet-pipeline" in scen.out and "connect-overhead" in scen.out

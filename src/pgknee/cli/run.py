@@ -26,6 +26,8 @@ from pgknee.plan import (
 from pgknee.report.jsonout import dumps, run_json
 from pgknee.report.terminal import run_report
 from pgknee.runner import Runner
+from pgknee.scenarios import SMALL_MACHINE_CPUS
+from pgknee.scenarios import find as find_scenario
 from pgknee.store.db import Store, load_run
 from pgknee.targets.conninfo import redact_dsn
 from pgknee.types import ProgressPoint
@@ -40,6 +42,8 @@ def add_parser(sub: Any) -> None:
                     "each client count, sample pg_stat_activity and the OS, store everything and print the tables.")
     p.add_argument("plan", nargs="?", metavar="PLAN.toml",
                    help="a plan file holding everything a run needs (sections target, workload, sweep, collect)")
+    p.add_argument("--scenario", metavar="NAME",
+                   help="run one of the articles' experiments as a ready plan ('pgknee scenarios' lists them)")
     t = p.add_argument_group("target")
     t.add_argument("--dsn", default=None,
                    help="a running server (postgresql://user@host:port/db); default: an embedded throwaway "
@@ -101,7 +105,18 @@ FLAG_KEYS = tuple(DEFAULTS)
 
 def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
     """The plan file (if one is given) with the flags given on top; then the environment's DSN."""
-    source = load_plan_file(a.plan) if a.plan else None
+    if a.plan and a.scenario:
+        raise UserError("give a plan file or --scenario, not both")
+    source = None
+    if a.scenario:
+        scenario = find_scenario(a.scenario)
+        small = (os.cpu_count() or 1) < SMALL_MACHINE_CPUS
+        source = load_plan_file(str(scenario.path), small_machine=small)
+        if small and scenario.small_note:
+            print(f"scenario {scenario.name}: {scenario.small_note} (this machine has {os.cpu_count()})",
+                  file=sys.stderr)
+    elif a.plan:
+        source = load_plan_file(a.plan)
     flags = {k: getattr(a, k) for k in FLAG_KEYS if getattr(a, k, None) is not None}
     if "dsn" not in flags and not (source and "dsn" in source.values) and os.environ.get("PGKNEE_DSN"):
         flags["dsn"] = os.environ["PGKNEE_DSN"]

@@ -19,6 +19,9 @@ PHASES = ("pre", "warmup", "bench", "post")
 
 
 def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("scenarios", help="the articles' experiments as ready plans")
+    p.set_defaults(func=cmd_scenarios)
+
     p = sub.add_parser("runs", help="list the stored runs")
     add_store(p)
     p.set_defaults(func=cmd_runs)
@@ -43,6 +46,23 @@ def add_parsers(sub: Any) -> None:
                    help="client backends (default), background processes, or all")
     add_store(p)
     p.set_defaults(func=cmd_waits)
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    from rich import box
+    from rich.table import Table
+
+    from pgknee.scenarios import all_scenarios
+
+    t = Table(title="Scenarios: the articles' experiments as ready plans (pgknee run --scenario NAME)",
+              box=box.SIMPLE, title_justify="left")
+    for c in ("Name", "What it runs", "From"):
+        t.add_column(c)
+    for s in all_scenarios():
+        t.add_row(s.name, s.description + (f"\n(small machines: {s.small_note})" if s.small_note else ""),
+                  s.article)
+    print_items([t])
+    return 0
 
 
 def _open(path: str) -> Store:

@@ -1,0 +1,38 @@
+"""The ready plans parse, in both their full and their small-machine form."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgknee.errors import UserError
+from pgknee.plan import load_plan_file, plan_from_values
+from pgknee.scenarios import all_scenarios, find
+
+
+def test_the_articles_experiments_are_there() -> None:
+    names = {s.name: s for s in all_scenarios()}
+    assert {"ewallet-pipeline", "connect-overhead", "linear-best-of-3"} <= set(names)
+    assert names["ewallet-pipeline"].article.startswith("000")
+    assert names["connect-overhead"].article.startswith("001")
+    assert names["linear-best-of-3"].article.startswith("002")
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_every_scenario_is_a_valid_plan(small: bool) -> None:
+    for s in all_scenarios():
+        plan = plan_from_values({}, load_plan_file(str(s.path), small_machine=small))
+        assert plan.clients and plan.duration_s >= 10, s.name
+        if s.name == "linear-best-of-3":
+            assert plan.summary == "best" and plan.reps == 3
+            assert plan.clients == (tuple(range(10, 201, 10)) if small else tuple(range(50, 1001, 50)))
+        if s.name == "connect-overhead":
+            assert [v.connect_per_txn for v in plan.variants] == [False, True]
+            assert dict(plan.target.settings)["max_connections"] == "1100"
+        if s.name == "ewallet-pipeline":
+            assert [v.pipeline for v in plan.variants] == [False, True]
+            assert plan.duration_s == (20 if small else 60)
+
+
+def test_unknown_scenario() -> None:
+    with pytest.raises(UserError, match="unknown scenario 'nope'"):
+        find("nope")
