@@ -102,6 +102,7 @@ class Variant:
     protocol: str = "prepared"
     pipeline: bool = False
     connect_per_txn: bool = False
+    rate: float | None = None  # open loop: a target rate in TPS (pgbench --rate)
 
     def describe(self) -> str:
         parts = [self.protocol]
@@ -109,6 +110,8 @@ class Variant:
             parts.append("pipeline")
         if self.connect_per_txn:
             parts.append("new connection per transaction (-C)")
+        if self.rate:
+            parts.append(f"open loop at {self.rate:g} TPS (--rate)")
         return ", ".join(parts)
 
 
@@ -119,11 +122,40 @@ _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     "connect": {"connect_per_txn": True}, "connect-per-txn": {"connect_per_txn": True},
     **{p: {"protocol": p} for p in PROTOCOLS},
 }
-_VARIANT_KEYS = ("name", "protocol", "pipeline", "connect")
+_VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate")
+
+
+def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> str | None:
+    """One key=value part of a variant spec into `fields`; returns the name if it is one."""
+    if key not in _VARIANT_KEYS:
+        raise UserError(f"unknown key {key!r} in variant {spec!r}", f"variant keys: {', '.join(_VARIANT_KEYS)}")
+    if key == "name":
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]{1,40}", value):
+            raise UserError(f"variant name {value!r} must be 1-40 letters, digits or _.+-")
+        return value
+    if key == "rate":
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = -1.0
+        if not (rate > 0 and math.isfinite(rate)):
+            raise UserError(f"rate={value!r} in variant {spec!r} must be a positive number of TPS",
+                            "for example --variant rate=1000")
+        fields["rate"] = rate
+    elif key == "protocol":
+        if value not in PROTOCOLS:
+            raise UserError(f"unknown protocol {value!r} in variant {spec!r}", f"choose one of {', '.join(PROTOCOLS)}")
+        fields["protocol"] = value
+    else:
+        if value.lower() not in ("on", "off", "true", "false", "1", "0", "yes", "no"):
+            raise UserError(f"{key}={value!r} in variant {spec!r} must be on or off")
+        fields["pipeline" if key == "pipeline" else "connect_per_txn"] = value.lower() in ("on", "true", "1", "yes")
+    return None
 
 
 def parse_variant(spec: str, base_protocol: str) -> Variant:
-    """'pipeline', 'simple', 'connect', 'pipeline:extended', 'name=np:pipeline=on:protocol=extended'."""
+    """'pipeline', 'simple', 'connect', 'pipeline:extended', 'name=np:pipeline=on:protocol=extended',
+    'rate=500' (open loop)."""
     fields: dict[str, Any] = {"protocol": base_protocol}
     name = None
     tokens = [t.strip() for t in spec.split(":")]
@@ -132,23 +164,7 @@ def parse_variant(spec: str, base_protocol: str) -> Variant:
     for tok in tokens:
         if "=" in tok:
             key, value = (x.strip() for x in tok.split("=", 1))
-            if key not in _VARIANT_KEYS:
-                raise UserError(f"unknown key {key!r} in variant {spec!r}",
-                                f"variant keys: {', '.join(_VARIANT_KEYS)}")
-            if key == "name":
-                if not re.fullmatch(r"[A-Za-z0-9_.+-]{1,40}", value):
-                    raise UserError(f"variant name {value!r} must be 1-40 letters, digits or _.+-")
-                name = value
-            elif key == "protocol":
-                if value not in PROTOCOLS:
-                    raise UserError(f"unknown protocol {value!r} in variant {spec!r}",
-                                    f"choose one of {', '.join(PROTOCOLS)}")
-                fields["protocol"] = value
-            else:
-                if value.lower() not in ("on", "off", "true", "false", "1", "0", "yes", "no"):
-                    raise UserError(f"{key}={value!r} in variant {spec!r} must be on or off")
-                fields["pipeline" if key == "pipeline" else "connect_per_txn"] = \
-                    value.lower() in ("on", "true", "1", "yes")
+            name = _variant_value(key, value, spec, fields) or name
         elif tok in _VARIANT_TOKENS:
             fields.update(_VARIANT_TOKENS[tok])
         else:

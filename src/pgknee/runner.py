@@ -403,7 +403,7 @@ class Runner:
                           protocol=variant.protocol, scripts=tuple(scripts), defines=tuple(sorted(defines.items())),
                           log_prefix=log_prefix, max_tries=self.plan.max_tries, version_num=version_num,
                           progress_s=1 if progress else 0, log_sampling_rate=self.plan.log_sampling_rate,
-                          connect_per_txn=variant.connect_per_txn)
+                          connect_per_txn=variant.connect_per_txn, rate=variant.rate)
 
     def _run_step(self, spec: StepSpec, pgbench: str, version_num: int, scripts: list[Script],
                   defines: dict[str, str], child_env: dict[str, str], work_dir: Path,
@@ -415,7 +415,7 @@ class Runner:
                                         clients=spec.clients, rep=spec.rep, threads=threads,
                                         protocol=spec.variant.protocol, duration_s=plan.duration_s,
                                         warmup_s=plan.warmup_s, pipeline=spec.variant.pipeline,
-                                        connect_per_txn=spec.variant.connect_per_txn)
+                                        connect_per_txn=spec.variant.connect_per_txn, rate=spec.variant.rate)
         self.ui.step_started(spec.seq, len(self.steps), spec.variant.name, spec.clients, spec.rep,
                              plan.duration_s + plan.warmup_s)
         step_dir = work_dir / f"step-{spec.seq}"
@@ -450,7 +450,9 @@ class Runner:
         os_rows = os_sampler.end_step()
         summary = parse_summary(out)
         logs = log_files(step_dir / "log")
-        m = measure(read_transaction_logs(logs), scripts, summary.duration_s or plan.duration_s) if logs else None
+        log = read_transaction_logs(logs, has_lag=bool(spec.variant.rate),
+                                    has_retries=version_num >= 150000 and plan.max_tries != 1) if logs else None
+        m = measure(log, scripts, summary.duration_s or plan.duration_s) if log is not None else None
         delta = pgstats.delta(before, after)
         duration = summary.duration_s or plan.duration_s
         tps_db = (delta["xact_commit"] - own) / duration if "xact_commit" in delta else None
@@ -538,6 +540,8 @@ class Runner:
         if m is not None:
             values.update(transactions=m.transactions, failed=m.failed, retried=m.retried, retries=m.retries,
                           tps=m.tps)
+            if m.lag is not None:
+                values.update(lag_avg_ms=m.lag.mean_ms, lag_p99_ms=m.lag.p99_ms, lag_max_ms=m.lag.max_ms)
             if m.latency is not None:
                 lat = m.latency
                 values.update(lat_avg_ms=lat.mean_ms, lat_stddev_ms=lat.stddev_ms, lat_min_ms=lat.min_ms,

@@ -62,6 +62,8 @@ class StepMeasurement:
     latency: LatencyStats | None
     scripts: tuple[ScriptResult, ...]
     failures: dict[str, int] = field(default_factory=dict)
+    lag: LatencyStats | None = None  # open loop (--rate): schedule lag
+    skipped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,10 @@ class StepRecord:
     tps_db: float | None
     pipeline: int = 0
     connect_per_txn: int = 0
+    rate: float | None = None
+    lag_avg_ms: float | None = None
+    lag_p99_ms: float | None = None
+    lag_max_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

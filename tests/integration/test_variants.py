@@ -87,3 +87,16 @@ def test_a_plan_file_runs_and_travels_with_the_run(tmp_path: Path) -> None:
     assert env["plan.source"] == plan.read_text() and env["plan.file"] == str(plan)
     scen = pgknee("scenarios")
     assert scen.code == 0 and "ewallet-pipeline" in scen.out and "connect-overhead" in scen.out
+
+
+def test_open_loop_variant_reports_schedule_lag(tmp_path: Path) -> None:
+    store = tmp_path / "o.db"
+    r = pgknee("run", "--variant", "rate=300", "--clients", "4", "--duration", "3s", "--scale", SCALE,
+               "--store", str(store), "--no-waits", cwd=tmp_path)
+    assert r.code == 0, r.err
+    rate, tps, lag_avg, lag_p99, lat = sql(store, "SELECT rate, tps, lag_avg_ms, lag_p99_ms, lat_avg_ms FROM steps")[0]
+    assert rate == 300 and abs(tps - 300) / 300 < 0.2  # the schedule, not the server, sets the pace
+    assert 0 <= lag_avg <= lag_p99 and lat > 0
+    assert "Schedule lag avg (ms)" in r.out
+    argv = sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'bench'")[0][0]
+    assert "--rate=300" in argv

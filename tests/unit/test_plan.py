@@ -256,9 +256,10 @@ def test_plan_to_dict_redacts_the_password_and_is_json() -> None:
     for part in ("user=alice", "host=db.example.com", "port=5433", "dbname=shop"):
         assert part in d["target"]["dsn"]
     assert d["clients"] == (2, 4)
-    assert d["variants"] == ({"name": "base", "protocol": "prepared", "pipeline": False, "connect_per_txn": False},)
+    assert d["variants"] == ({"name": "base", "protocol": "prepared", "pipeline": False, "connect_per_txn": False,
+                                 "rate": None},)
     assert json.loads(text)["variants"] == [{"name": "base", "protocol": "prepared", "pipeline": False,
-                                             "connect_per_txn": False}]
+                                             "connect_per_txn": False, "rate": None}]
     assert p.target.dsn is not None and "Sup3rS3cret" in p.target.dsn  # the plan itself is unchanged
 
 

@@ -120,3 +120,34 @@ def test_workload_rules() -> None:
     with pytest.raises(UserError, match="unknown workload"):
         Plan(workload=WorkloadSpec(name="tpcc"))
     assert Plan(workload=WorkloadSpec(name="select-only", scale=10)).workload.scale == 10
+
+
+def test_open_loop_variant() -> None:
+    v = parse_variant("rate=250.5", "prepared")
+    assert v.rate == 250.5 and v.name == "rate=250.5" and "open loop at 250.5 TPS" in v.describe()
+    for bad in ("rate=0", "rate=-3", "rate=fast", "rate=inf"):
+        with pytest.raises(UserError, match="positive number of TPS"):
+            parse_variant(bad, "prepared")
+    run = PgbenchRun(pgbench="pgbench", clients=4, threads=2, duration_s=5, protocol="prepared",
+                     scripts=(Script("t", Path("/x/t.sql"), 1),), defines=(), log_prefix=None, max_tries=3,
+                     version_num=150000, rate=250.5)
+    assert "--rate=250.5" in run.argv()
+
+
+def test_transaction_log_with_schedule_lag(tmp_path: Path) -> None:
+    """With --rate the log has schedule_lag after time_us, then retries (with --max-tries != 1)."""
+    from pgknee.driver.pgbench import measure, read_transaction_logs
+
+    log = tmp_path / "log.1"
+    log.write_text("0 1 1500 0 1700000000 100 200 0\n"
+                   "0 2 2500 0 1700000000 200000 400 1\n"
+                   "1 1 failed 0 1700000000 300000 600 2\n"
+                   "1 2 skipped 0 1700000000 400000 0 0\n")
+    t = read_transaction_logs([log], has_lag=True, has_retries=True)
+    assert list(t.latency_us) == [1500, 2500, -1] and list(t.retries) == [0, 1, 2] and t.skipped == 1
+    assert list(t.lag_us) == [200, 400, 600]
+    m = measure(t, [Script("t", log, 1)], 1.0)
+    assert m.lag is not None and abs(m.lag.mean_ms - 0.4) < 1e-9 and m.lag.max_ms == 0.6 and m.skipped == 1
+    # lag without retries (--max-tries 1, or pgbench < 15): the 7th column is the lag, not retries
+    t2 = read_transaction_logs([log], has_lag=True, has_retries=False)
+    assert list(t2.retries) == [0, 0, 0] and list(t2.lag_us) == [200, 400, 600]

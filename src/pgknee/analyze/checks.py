@@ -50,6 +50,9 @@ def littles_law(step: StepRecord) -> Check:
     outside the measured transaction: client threads, connection setup, a queue."""
     if not step.tps or step.lat_avg_ms is None:
         return Check("littles-law", "n/a", "no measured latency")
+    if step.rate:
+        return Check("littles-law", "n/a", f"open loop at {step.rate:g} TPS: clients wait for their schedule, "
+                                           "so not all of them are busy")
     busy = (step.tps + (step.failed or 0) / step.duration_s) * step.lat_avg_ms / 1000.0
     d = _diff_pct(busy, step.clients)
     status = "ok" if abs(d) <= LITTLE_TOLERANCE else "warn"

@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -73,12 +73,15 @@ class PgbenchRun:
     progress_s: int = 1
     log_sampling_rate: float = 1.0
     connect_per_txn: bool = False
+    rate: float | None = None  # open loop: pgbench --rate, transactions per second in all
 
     def argv(self) -> list[str]:
         a = [self.pgbench, "--no-vacuum", f"--client={self.clients}", f"--jobs={self.threads}",
              f"--time={self.duration_s}", f"--protocol={self.protocol}"]
         if self.connect_per_txn:
             a.append("--connect")
+        if self.rate:
+            a.append(f"--rate={self.rate:g}")
         if self.progress_s:
             a.append(f"--progress={self.progress_s}")
         if self.log_prefix is not None:
@@ -181,13 +184,18 @@ class TransactionLog:
     retries: np.ndarray  # int32
     failures: dict[str, int]
     skipped: int
+    lag_us: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # with --rate
 
 
-def read_transaction_logs(paths: Iterable[Path]) -> TransactionLog:
+def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
+                          has_retries: bool | None = None) -> TransactionLog:
     """Parse 'client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries]'.
 
-    time is the latency in microseconds, or failed/serialization/deadlock/skipped."""
+    time is the latency in microseconds (with --rate: from the scheduled start, lag included),
+    or failed/serialization/deadlock/skipped. schedule_lag is there with --rate, retries with
+    --max-tries other than 1; when the caller does not say, a 7th column is taken for retries."""
     lat: list[int] = []
+    lag: list[int] = []
     scr: list[int] = []
     end: list[float] = []
     ret: list[int] = []
@@ -211,10 +219,14 @@ def read_transaction_logs(paths: Iterable[Path]) -> TransactionLog:
                     lat.append(-1)
                 scr.append(int(parts[3]))
                 end.append(int(parts[4]) + int(parts[5]) / 1e6)
-                # with --max-tries != 1 the last column is the retry count
-                ret.append(int(parts[-1]) if len(parts) >= 7 else 0)
+                lag_col = 6 if has_lag else None
+                ret_col = (7 if has_lag else 6) if has_retries or (has_retries is None and not has_lag) else None
+                if lag_col is not None and len(parts) > lag_col:
+                    lag.append(int(parts[lag_col]))
+                ret.append(int(parts[ret_col]) if ret_col is not None and len(parts) > ret_col else 0)
     return TransactionLog(np.asarray(lat, dtype=np.int64), np.asarray(scr, dtype=np.int16),
-                          np.asarray(end, dtype=np.float64), np.asarray(ret, dtype=np.int32), failures, skipped)
+                          np.asarray(end, dtype=np.float64), np.asarray(ret, dtype=np.int32), failures, skipped,
+                          np.asarray(lag, dtype=np.int64))
 
 
 def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float) -> StepMeasurement:
@@ -234,7 +246,8 @@ def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float) -
     return StepMeasurement(
         transactions=n_ok, failed=int((~ok).sum()), retried=int((log.retries > 0).sum()),
         retries=int(log.retries.sum()), tps=n_ok / duration_s, latency=latency_stats(lat_ms),
-        scripts=tuple(per_script), failures=dict(log.failures))
+        scripts=tuple(per_script), failures=dict(log.failures),
+        lag=latency_stats(log.lag_us / 1000.0) if log.lag_us.size else None, skipped=log.skipped)
 
 
 def log_files(prefix: Path) -> list[Path]:

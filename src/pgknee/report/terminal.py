@@ -70,7 +70,9 @@ def header(view: RunView) -> Text:
     variants = plan.get("variants") or []
     t.append("variants: " + "; ".join(
         f"{v['name']} = {v['protocol']}" + (" + pipeline" if v.get("pipeline") else "")
-        + (" + new connection per transaction (-C)" if v.get("connect_per_txn") else "") for v in variants)
+        + (" + new connection per transaction (-C)" if v.get("connect_per_txn") else "")
+        + (f" + open loop at {v['rate']:g} TPS (latency from the scheduled start)" if v.get("rate") else "")
+        for v in variants)
         + (" (interleaved per client count and repetition)" if len(variants) > 1 else ""))
     return t
 
@@ -117,6 +119,11 @@ def data_summary(view: RunView, variant: str) -> Table:
         valid = [(f.value, g) for f, g in zip(figs, groups, strict=True) if f is not None]
         best = (max if best_max else min)(valid, key=lambda x: x[0])[1].label if valid else "-"
         rows.append([label, *cells, "▲ " + best if valid else "-"])
+    lags = [[s.lag_avg_ms for s in g.done if s.lag_avg_ms is not None] for g in groups]
+    if any(lags):
+        for label, attr in (("Schedule lag avg (ms)", "lag_avg_ms"), ("Schedule lag p99 (ms)", "lag_p99_ms")):
+            figs = [Figure.of([v for s in g.done if (v := getattr(s, attr)) is not None]) for g in groups]
+            rows.append([label, *[_fmt(f.value if f else None, 3) for f in figs], ""])
     if any(g.tps is not None and g.tps.n > 1 for g in groups):
         rows.append(["TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], ""])
     rows.append(["Failed / Retried", *[f"{g.failed} / {g.retried}" for g in groups], ""])

@@ -99,12 +99,13 @@ class Store:
 
     def begin_step(self, run_id: str, *, seq: int, variant: str, clients: int, rep: int, threads: int,
                    protocol: str, duration_s: float, warmup_s: float, pipeline: bool = False,
-                   connect_per_txn: bool = False) -> int:
+                   connect_per_txn: bool = False, rate: float | None = None) -> int:
         cur = self.db.execute(
             "INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, "
-            "status, started_at, pipeline, connect_per_txn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            "status, started_at, pipeline, connect_per_txn, rate) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
             (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, now_iso(), int(pipeline),
-             int(connect_per_txn)))
+             int(connect_per_txn), rate))
         assert cur.lastrowid is not None
         return cur.lastrowid
 
