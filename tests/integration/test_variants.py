@@ -31,7 +31,8 @@ def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
     assert sum("--connect" in a for a in argv) == 2
     assert "Variants side by side" in r.out and "TPS vs normal" in r.out
     row = next(ln for ln in r.out.splitlines() if ln.strip().startswith("pipeline "))
-    assert "×" in row and ("beyond noise" in row or "ranges overlap" in row)
+    assert "×" in row and ("beyond noise" in row or "within noise" in row)
+    assert "▶ pipeline: x" in r.out and "connect: x0." in r.out
     assert pgknee_processes() == []
 
     # the same comparison from the store alone, and across two runs

@@ -13,7 +13,7 @@ from pgknee.analyze.run import RunView, build
 from pgknee.cli.common import add_store, print_items, write_text_file
 from pgknee.errors import UserError
 from pgknee.report.jsonout import dumps
-from pgknee.report.terminal import variant_comparison
+from pgknee.report.terminal import headlines, variant_comparison
 from pgknee.store.db import Store, load_run
 
 # what must match for a comparison across runs to mean something
@@ -72,6 +72,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                  f"run {v.data.run.run_id} ({v.data.run.workload}, {v.data.run.status}, "
                                  f"{v.data.run.created_at[:16]})" for letter, v in zip("AB", views, strict=False))))
     items.append(table)
+    items.extend(Text("▶ " + h) for h in headlines(view))
     if diffs:
         items.append(Text("Warning: the runs differ in what matters for a comparison:\n  " + "\n  ".join(diffs)))
     print_items(items)
@@ -82,6 +83,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                  "lat_stddev_ms": None if g.lat_stddev is None else g.lat_stddev.value,
                  "p99_ms": None if g.p99 is None else g.p99.value} for g in view.groups]
         write_text_file(args.json, dumps({"format_version": 1, "runs": [v.data.run.run_id for v in views],
-                                          "summary": view.summary, "groups": rows, "metadata_differences": diffs,
+                                          "summary": view.summary, "groups": rows, "headlines": headlines(view),
+                                          "metadata_differences": diffs,
                                           "plans": [json.loads(v.data.run.plan_json) for v in views]}))
     return 0

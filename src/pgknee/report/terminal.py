@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pgknee.analyze.checks import Check
+from pgknee.analyze.compare import headline, paired_ratio, saturation_point
 from pgknee.analyze.run import Figure, Group, RunView
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
@@ -131,8 +132,8 @@ def data_summary(view: RunView, variant: str) -> Table:
 
 
 def variant_comparison(view: RunView) -> Table | None:
-    """The variants side by side per client count: TPS, latency, and the TPS ratio to
-    the first variant, with whether the repetitions' ranges keep them apart."""
+    """The variants side by side per client count: TPS, latency, and the TPS ratio to the
+    first variant from the paired repetitions, with its 95% interval."""
     variants = view.variants()
     if len(variants) < 2:
         return None
@@ -143,10 +144,10 @@ def variant_comparison(view: RunView) -> Table | None:
         if g.clients not in clients:
             clients.append(g.clients)
     how = "best of the repetitions" if view.summary == "best" else "medians"
-    t = Table(title=f"Variants side by side ({how}; ratio to {first}; spread compares the repetitions' min..max)",
+    t = Table(title=f"Variants side by side ({how}; TPS ratio to {first} from paired repetitions, 95% interval)",
               box=box.SIMPLE_HEAVY, title_justify="left")
     for i, h in enumerate(("Clients", "Variant", "TPS", "TPS min..max", "Avg Latency (ms)", "StdDev (ms)",
-                           "p99 (ms)", f"TPS vs {first}", "Spread")):
+                           "p99 (ms)", f"TPS vs {first}", "95% interval", "Noise")):
         t.add_column(h, justify="left" if i < 2 else "right")
     for c in clients:
         base = by.get((first, c))
@@ -154,21 +155,42 @@ def variant_comparison(view: RunView) -> Table | None:
             gv = by.get((v, c))
             if gv is None:
                 continue
-            ratio = spread = ""
-            if v != first and gv.tps and base and base.tps and base.tps.value:
-                ratio = f"×{gv.tps.value / base.tps.value:.2f}"
-                if gv.tps.n > 1 and base.tps.n > 1:
-                    apart = gv.tps.lo > base.tps.hi or gv.tps.hi < base.tps.lo
-                    spread = "beyond noise" if apart else "ranges overlap"
-                else:
-                    spread = "1 rep: unknown"
+            ratio = interval = noise = ""
+            r = paired_ratio(base.done, gv.done) if v != first and base is not None else None
+            if r is not None:
+                ratio = f"×{r.value:.2f}"
+                interval = f"×{r.lo:.2f}..×{r.hi:.2f}" if r.lo is not None and r.hi is not None else "1 rep"
+                noise = {True: "beyond noise", False: "within noise", None: "unknown"}[r.beyond_noise]
             t.add_row(f"c{c}" if k == 0 else "", v, _fmt(gv.tps.value if gv.tps else None),
                       f"{gv.tps.lo:,.0f}..{gv.tps.hi:,.0f}" if gv.tps else "-",
                       _fmt(gv.lat_avg.value if gv.lat_avg else None, 3),
                       _fmt(gv.lat_stddev.value if gv.lat_stddev else None, 3),
-                      _fmt(gv.p99.value if gv.p99 else None, 3), ratio, spread)
+                      _fmt(gv.p99.value if gv.p99 else None, 3), ratio, interval, noise)
         t.add_section()
     return t
+
+
+def headlines(view: RunView) -> list[str]:
+    """One sentence per variant against the first: the largest TPS ratio, its interval, and
+    where each reaches 95% of its best TPS."""
+    variants = view.variants()
+    if len(variants) < 2:
+        return []
+    first = variants[0]
+
+    def curve(v: str) -> list[tuple[int, float]]:
+        return [(g.clients, g.tps.value) for g in view.groups if g.variant == v and g.tps is not None]
+
+    base_groups = {g.clients: g for g in view.groups if g.variant == first}
+    out = []
+    for v in variants[1:]:
+        ratios = []
+        for g in view.groups:
+            b = base_groups.get(g.clients)
+            if g.variant == v and b is not None and (r := paired_ratio(b.done, g.done)) is not None:
+                ratios.append((g.clients, r))
+        out.append(headline(v, first, ratios, saturation_point(curve(v)), saturation_point(curve(first))))
+    return out
 
 
 def scripts_table(view: RunView, variant: str) -> Table | None:
@@ -294,7 +316,7 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
                                             " (client backends, bench phase)", g.waits, g.snapshots, g.waits_bg))
     comparison = variant_comparison(view)
     if comparison is not None:
-        items.insert(2, comparison)
+        items[2:2] = [comparison, *[Text("▶ " + h) for h in headlines(view)]]
     items.append(checks_table(view))
     money = view.data.env.get("check.money")
     if money:

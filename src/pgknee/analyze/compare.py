@@ -1,0 +1,70 @@
+"""Comparisons between variants (or runs): paired ratios with intervals, and a headline. Pure.
+
+Variants are interleaved per (clients, repetition), so repetition i of A and of B ran side
+by side under the same machine conditions: the ratio is estimated from the paired
+log-ratios, with a t interval over the pairs."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy import stats
+
+from pgknee.types import StepRecord
+
+
+@dataclass(frozen=True)
+class Ratio:
+    value: float  # geometric mean of the paired ratios
+    lo: float | None  # 95% interval, None with fewer than 2 pairs
+    hi: float | None
+    pairs: int
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        if self.lo is None or self.hi is None:
+            return None
+        return self.lo > 1.0 or self.hi < 1.0
+
+
+def paired_ratio(base: Sequence[StepRecord], other: Sequence[StepRecord], attr: str = "tps") -> Ratio | None:
+    """`other` over `base`, pairing repetitions by number."""
+    by_rep = {s.rep: s for s in base if getattr(s, attr)}
+    logs = [math.log(getattr(o, attr) / getattr(by_rep[o.rep], attr))
+            for o in other if getattr(o, attr) and o.rep in by_rep]
+    if not logs:
+        return None
+    m = statistics.fmean(logs)
+    if len(logs) < 2:
+        return Ratio(math.exp(m), None, None, 1)
+    half = float(stats.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return Ratio(math.exp(m), math.exp(m - half), math.exp(m + half), len(logs))
+
+
+def saturation_point(points: Sequence[tuple[int, float]], fraction: float = 0.95) -> int | None:
+    """The smallest client count whose TPS reaches `fraction` of the variant's best."""
+    if not points:
+        return None
+    best = max(t for _, t in points)
+    return min(c for c, t in points if t >= fraction * best)
+
+
+def headline(name: str, base_name: str, ratios: Sequence[tuple[int, Ratio]], sat: int | None,
+             base_sat: int | None) -> str:
+    """'pipeline: x1.76 TPS at 2 clients (95% interval x1.52..x2.04); reaches 95% of its best TPS at 8
+    clients (normal: 16)'."""
+    if not ratios:
+        return f"{name}: no client count to compare with {base_name}"
+    c, r = max(ratios, key=lambda cr: abs(math.log(cr[1].value)))
+    interval = (f" (95% interval x{r.lo:.2f}..x{r.hi:.2f}, {r.pairs} pairs)" if r.lo is not None and r.hi is not None
+                else " (one repetition: no interval)")
+    noise = {True: "", False: "; within the noise", None: ""}[r.beyond_noise]
+    text = f"{name}: x{r.value:.2f} TPS vs {base_name} at {c} clients{interval}{noise}"
+    if sat is not None and base_sat is not None:
+        when = "fewer" if sat < base_sat else "more" if sat > base_sat else "the same number of"
+        text += (f"; reaches 95% of its best TPS at {sat} clients ({base_name}: {base_sat}), "
+                 f"saturating at {when} connections")
+    return text
