@@ -21,10 +21,12 @@ def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
                                              ("normal", 2), ("pipeline", 2), ("connect", 2)]
     assert [(s[3], s[4]) for s in steps[:3]] == [(0, 0), (1, 0), (0, 1)]
     assert all(s[5] == "completed" and s[7] == 0 for s in steps)
-    tps = {v: sorted(s[6] for s in steps if s[1] == v) for v in ("normal", "pipeline", "connect")}
-    # pipeline mode raises TPS at low concurrency; a connection per transaction costs a lot of it
-    assert min(tps["pipeline"]) > max(tps["normal"]) * 1.1, tps
-    assert max(tps["connect"]) < min(tps["normal"]) * 0.8, tps
+    tps = {(s[1], s[2]): s[6] for s in steps}
+    # pipeline mode raises TPS at low concurrency; a connection per transaction costs a lot of it.
+    # Compared within each repetition, as the interleaving intends: the machine drifts between them.
+    for rep in (1, 2):
+        assert tps[("pipeline", rep)] > tps[("normal", rep)] * 1.1, tps
+        assert tps[("connect", rep)] < tps[("normal", rep)] * 0.8, tps
     env = dict(sql(store, "SELECT key, value FROM run_environment"))
     assert env["check.money.ok"] == "true"
     argv = [json.loads(a) for (a,) in sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'bench'")]
