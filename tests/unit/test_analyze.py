@@ -321,3 +321,12 @@ def test_sampling_check_compares_sessions_in_statement_or_transaction() -> None:
     # without the idle-in-transaction figures it falls back to active only
     only = ck.sampled_vs_active_time(s, 2.5, 600, 26_000.0)
     assert only.status == "ok" and only.detail.startswith("sampled AAS 2.50 vs active_time 2.60 (-3.8%")
+
+
+def test_sampling_check_is_not_applied_to_pipeline_steps() -> None:
+    from builders import step
+
+    from pgknee.analyze import checks as ck
+
+    c = ck.sampled_vs_active_time(step(pipeline=1), 3.0, 600, 10_000.0, sampled_busy=3.0, idle_in_xact_ms=0.0)
+    assert c.status == "n/a" and "pipeline mode" in c.detail

@@ -234,13 +234,14 @@ def _warnings(view: RunView) -> list[str]:
         out.append("one repetition per step: run-to-run noise (about ±15% on small shared machines) is not "
                    "visible; use --reps 3 before drawing conclusions")
     for g in view.groups:
+        name = g.label + ("" if len(view.variants()) == 1 else f" {g.variant}")
         if g.noisy and g.tps is not None:
-            out.append(f"{g.label}: noisy, TPS varies {spread_pct([s.tps or 0 for s in g.done]):.0f}% across "
+            out.append(f"{name}: noisy, TPS varies {spread_pct([s.tps or 0 for s in g.done]):.0f}% across "
                        f"{g.tps.n} repetitions ({g.tps.lo:.0f}..{g.tps.hi:.0f})")
         for rep, checks in g.checks:
             for c in checks:
                 if c.status == "warn":
-                    out.append(f"{g.label} rep {rep}: {c.name}: {c.detail}")
+                    out.append(f"{name} rep {rep}: {c.name}: {c.detail}")
     if plan.get("duration_s", 60) < 60 and done:
         out.append("steps are shorter than a minute: the 1-minute load average lags behind them; "
                    "read runnable processes (procs running) instead")
