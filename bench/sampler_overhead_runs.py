@@ -44,13 +44,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from psycopg.conninfo import make_conninfo
 
+from pgknee import proc
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 
 ARMS = ("off", "on", "off2")
@@ -129,30 +129,6 @@ def stop_child(p: subprocess.Popen[bytes]) -> None:
             p.send_signal(sig)
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.communicate(timeout=grace)
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP stop the benchmark like Ctrl-C, so every cleanup runs."""
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-@contextlib.contextmanager
-def signals_ignored() -> Iterator[None]:
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def round_order(i: int) -> list[str]:
@@ -252,7 +228,8 @@ def verdict(overhead: float, med_aa: float, interval: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cpus = os.cpu_count() or 1
-    with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="pgknee-bench-") as tmp:
+    stop_like_ctrl_c = proc.signals(proc.raising(KeyboardInterrupt), (signal.SIGTERM, signal.SIGHUP))
+    with stop_like_ctrl_c, tempfile.TemporaryDirectory(prefix="pgknee-bench-") as tmp:
         cluster = EmbeddedCluster(find_bindir(), STEADY_SETTINGS)
         try:
             print(f"starting a throwaway PostgreSQL in {cluster.root} ...", flush=True)
@@ -275,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr, flush=True)
             return 1
         finally:
-            with signals_ignored():  # a second Ctrl-C must not cut the cleanup short
+            with proc.signals(signal.SIG_IGN):  # a second Ctrl-C must not cut the cleanup short
                 cluster.close()
         print(summarize(results, cpus, setup, args.rounds), flush=True)  # the stores are still there
     return 0

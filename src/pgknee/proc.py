@@ -14,8 +14,10 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
+from typing import Any
 
 _live: set[subprocess.Popen[bytes]] = set()
 
@@ -128,6 +130,29 @@ def run(
                                                err.decode(errors="replace") + f"\n(timed out after {timeout:.0f} s)")
     return subprocess.CompletedProcess(list(argv), p.returncode, out.decode(errors="replace"),
                                        err.decode(errors="replace"))
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+Handler = Callable[[int, FrameType | None], Any] | int
+
+
+def raising(make: Callable[[str], BaseException]) -> Handler:
+    """A signal handler that raises `make(signal name)` in the main thread."""
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise make(signal.Signals(signum).name)
+    return handler
+
+
+@contextlib.contextmanager
+def signals(handler: Handler, which: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
+    """Handle the stop signals with `handler` (or signal.SIG_IGN, so that a cleanup of bounded
+    steps is not cut short by a second Ctrl-C) inside the block; restore them after."""
+    old = {s: signal.signal(s, handler) for s in which}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def wait_until(predicate: object, *, timeout: float, interval: float = 0.05) -> bool:

@@ -16,10 +16,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, Protocol
 
 import psycopg
@@ -111,31 +109,6 @@ class _StatsReader:
         return prev
 
 
-@contextlib.contextmanager
-def _signals_raise() -> Iterator[None]:
-    """SIGTERM and SIGINT become Interrupted in the main thread while the sweep runs."""
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted(f"interrupted by {signal.Signals(signum).name}")
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-@contextlib.contextmanager
-def _signals_ignored() -> Iterator[None]:
-    """Cleanup must finish: a second Ctrl-C does not cut it short (each stop is bounded)."""
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 class Runner:
     def __init__(self, plan: Plan, store: Store | None, ui: UI, *, argv: list[str] | None = None) -> None:
         self.plan = plan
@@ -196,7 +169,7 @@ class Runner:
         status, reason = "failed", None
         stack = contextlib.ExitStack()
         try:
-            with _signals_raise():
+            with proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))):
                 target = self._open_target(stack)
                 work_dir = Path(tempfile.mkdtemp(prefix="pgknee-run-"))
                 stack.callback(shutil.rmtree, work_dir, True)
@@ -260,7 +233,7 @@ class Runner:
             reason = f"the server refused: {str(e).strip().splitlines()[0]}"
             raise TargetError(reason, "check the user's privileges on the target") from None
         finally:
-            with _signals_ignored():
+            with proc.signals(signal.SIG_IGN):
                 try:
                     stack.close()
                 finally:
