@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pgknee.analyze import checks as ck
 from pgknee.analyze.summary import spread_pct
 from pgknee.analyze.waits import total_aas, wait_profile
-from pgknee.types import OsSample, RunData, StepRecord, WaitRow
+from pgknee.types import OsSample, RunData, RunRecord, StepRecord, WaitRow
 
 NOISY_SPREAD_PCT = 10.0
 
@@ -107,7 +107,7 @@ class RunView:
     summary: str = "median"
 
     @property
-    def run(self):  # type: ignore[no-untyped-def]
+    def run(self) -> RunRecord:
         return self.data.run
 
     def variants(self) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import StoreError
-from pgknee.types import OsSample, RunData, RunRecord, StepRecord, WaitRow
+from pgknee.types import OsSample, RunData, RunRecord, StepRecord
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -243,11 +243,6 @@ class _Tx:
 
     def __exit__(self, exc_type: object, *_: object) -> None:
         self.db.execute("ROLLBACK" if exc_type else "COMMIT")
-
-
-def rows_to_dicts(rows: list[WaitRow]) -> list[dict[str, Any]]:
-    return [{"wait_event_type": r.wait_event_type, "wait_event": r.wait_event, "count": r.count, "aas": r.aas}
-            for r in rows]
 
 
 def load_run(store: Store, ref: str) -> RunData:
