@@ -14,8 +14,8 @@ from pgknee.errors import UserError
 PROTOCOLS = ("simple", "extended", "prepared")
 DEFAULT_CLIENTS = (2, 4, 8, 16, 32)
 MAX_STEPS = 1000
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
-_UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
+_UNIT_S = {None: 1.0, "us": 1e-6, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
 def parse_seconds(text: str, what: str, *, allow_zero: bool = False, whole: bool = False) -> float:
@@ -103,6 +103,7 @@ class Variant:
     pipeline: bool = False
     connect_per_txn: bool = False
     rate: float | None = None  # open loop: a target rate in TPS (pgbench --rate)
+    think_ms: float = 0.0  # a pause after each transaction (\\sleep), connection held idle
 
     def describe(self) -> str:
         parts = [self.protocol]
@@ -112,6 +113,8 @@ class Variant:
             parts.append("new connection per transaction (-C)")
         if self.rate:
             parts.append(f"open loop at {self.rate:g} TPS (--rate)")
+        if self.think_ms:
+            parts.append(f"think time {self.think_ms:g} ms after each transaction")
         return ", ".join(parts)
 
 
@@ -122,7 +125,8 @@ _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     "connect": {"connect_per_txn": True}, "connect-per-txn": {"connect_per_txn": True},
     **{p: {"protocol": p} for p in PROTOCOLS},
 }
-_VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate")
+_VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think")
+MAX_THINK_MS = 60_000.0
 
 
 def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> str | None:
@@ -142,6 +146,12 @@ def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> s
             raise UserError(f"rate={value!r} in variant {spec!r} must be a positive number of TPS",
                             "for example --variant rate=1000")
         fields["rate"] = rate
+    elif key == "think":
+        think_us = round(parse_seconds(value, f"think time in variant {spec!r}") * 1e6)
+        if not 1 <= think_us <= MAX_THINK_MS * 1000:
+            raise UserError(f"think={value!r} in variant {spec!r} must be between 1us and 60s",
+                            "for example --variant think=50ms")
+        fields["think_ms"] = think_us / 1000.0
     elif key == "protocol":
         if value not in PROTOCOLS:
             raise UserError(f"unknown protocol {value!r} in variant {spec!r}", f"choose one of {', '.join(PROTOCOLS)}")
@@ -155,7 +165,7 @@ def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> s
 
 def parse_variant(spec: str, base_protocol: str) -> Variant:
     """'pipeline', 'simple', 'connect', 'pipeline:extended', 'name=np:pipeline=on:protocol=extended',
-    'rate=500' (open loop)."""
+    'rate=500' (open loop), 'think=50ms' (a pause after each transaction)."""
     fields: dict[str, Any] = {"protocol": base_protocol}
     name = None
     tokens = [t.strip() for t in spec.split(":")]
@@ -218,6 +228,16 @@ def _check_variants(variants: tuple[Variant, ...]) -> None:
         if v.pipeline and v.protocol == "simple":
             raise UserError(f"variant {v.name!r}: pipeline mode needs the extended or prepared protocol",
                             "use --protocol prepared")
+        if v.think_ms and v.rate:
+            raise UserError(f"variant {v.name!r}: think time and a target rate both pace the clients",
+                            "choose one: think=... (closed loop) or rate=... (open loop)")
+
+
+def check_noise_pct(pct: float) -> float:
+    if not (0 < pct <= 1000 and math.isfinite(pct)):
+        raise UserError(f"the noise threshold must be a percentage above 0, got {pct:g}",
+                        "for example --noise-threshold 10 (a TPS spread (max-min)/median over 10% is noisy)")
+    return pct
 
 
 @dataclass(frozen=True)
@@ -245,6 +265,7 @@ class Plan:
     duration_s: int = 60
     reps: int = 1
     summary: str = "median"  # over repetitions: 'median' or 'best' (of N, as article 002)
+    noise_pct: float = 10.0  # a step whose repetitions' TPS spread exceeds this is flagged noisy
     warmup_s: int = 0
     threads: int | None = None  # None: chosen per step
     max_tries: int = 3
@@ -263,6 +284,7 @@ class Plan:
             raise UserError("--reps must be at least 1")
         if self.summary not in ("median", "best"):
             raise UserError(f"unknown summary {self.summary!r}", "choose median or best")
+        check_noise_pct(self.noise_pct)
         if self.warmup_s < 0:
             raise UserError("--warmup cannot be negative")
         if self.threads is not None and self.threads < 1:
@@ -310,6 +332,7 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
     "workload": {"name": "workload", "scale": "scale", "schema": "schema", "reinit": "reinit",
                  "scripts": "scripts"},
     "sweep": {"clients": "clients", "duration": "duration", "reps": "reps", "summary": "summary",
+              "noise_threshold": "noise_threshold",
               "warmup": "warmup", "threads": "threads", "protocol": "protocol", "max_tries": "max_tries",
               "variants": "variants", "pgbench": "pgbench"},
     "collect": {"sample_interval": "sample_interval", "os_interval": "os_interval",
@@ -320,7 +343,7 @@ DEFAULTS: dict[str, Any] = {
     "schema": "pgknee_ewallet", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": "median", "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
-    "log_sampling_rate": 1.0,
+    "log_sampling_rate": 1.0, "noise_threshold": 10.0,
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
@@ -328,6 +351,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "duration": (str, int), "reps": (int,), "summary": (str,), "warmup": (str, int), "threads": (int,),
     "protocol": (str,), "max_tries": (int,), "variants": (list,), "pgbench": (str,),
     "sample_interval": (str, int, float), "os_interval": (str, int, float), "log_sampling_rate": (int, float),
+    "noise_threshold": (int, float),
 }
 
 
@@ -446,6 +470,7 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             clients=parse("clients", clients),
             duration_s=int(parse("duration", lambda x: parse_seconds(str(x), label("duration"), whole=True))),
             reps=int(v["reps"]), summary=v["summary"],
+            noise_pct=float(parse("noise_threshold", lambda x: check_noise_pct(float(x)))),
             warmup_s=int(parse("warmup", lambda x: parse_seconds(str(x), label("warmup"), allow_zero=True,
                                                                  whole=True))),
             threads=v["threads"], max_tries=int(v["max_tries"]),

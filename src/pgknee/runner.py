@@ -36,6 +36,7 @@ from pgknee.driver.pgbench import (
     pgbench_version,
     pipeline_form,
     read_transaction_logs,
+    with_think_time,
 )
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError, UserError
 from pgknee.plan import Plan, Variant
@@ -363,9 +364,13 @@ class Runner:
         d = work_dir / f"scripts-{len(list(work_dir.glob('scripts-*')))}"
         d.mkdir(mode=0o700)
         scripts = workload.render_scripts(d)
-        if variant.pipeline:
-            for s in scripts:
-                s.path.write_text(pipeline_form(s.path.read_text(), s.path.name))
+        for s in scripts:
+            text = s.path.read_text()
+            if variant.pipeline:
+                text = pipeline_form(text, s.path.name)
+            if variant.think_ms:
+                text = with_think_time(text, round(variant.think_ms * 1000))
+            s.path.write_text(text)
         return scripts
 
     # ---- one step ------------------------------------------------------------------------------
@@ -388,7 +393,8 @@ class Runner:
                                         clients=spec.clients, rep=spec.rep, threads=threads,
                                         protocol=spec.variant.protocol, duration_s=plan.duration_s,
                                         warmup_s=plan.warmup_s, pipeline=spec.variant.pipeline,
-                                        connect_per_txn=spec.variant.connect_per_txn, rate=spec.variant.rate)
+                                        connect_per_txn=spec.variant.connect_per_txn, rate=spec.variant.rate,
+                                        think_ms=spec.variant.think_ms)
         self.ui.step_started(spec.seq, len(self.steps), spec.variant.name, spec.clients, spec.rep,
                              plan.duration_s + plan.warmup_s)
         step_dir = work_dir / f"step-{spec.seq}"
@@ -425,7 +431,8 @@ class Runner:
         logs = log_files(step_dir / "log")
         log = read_transaction_logs(logs, has_lag=bool(spec.variant.rate),
                                     has_retries=version_num >= 150000 and plan.max_tries != 1) if logs else None
-        m = measure(log, scripts, summary.duration_s or plan.duration_s) if log is not None else None
+        m = (measure(log, scripts, summary.duration_s or plan.duration_s, think_us=round(spec.variant.think_ms * 1000))
+             if log is not None else None)
         delta = pgstats.delta(before, after)
         duration = summary.duration_s or plan.duration_s
         tps_db = (delta["xact_commit"] - own) / duration if "xact_commit" in delta else None

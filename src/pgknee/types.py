@@ -107,6 +107,7 @@ class StepRecord:
     lag_avg_ms: float | None = None
     lag_p99_ms: float | None = None
     lag_max_ms: float | None = None
+    think_ms: float = 0.0  # latency figures exclude it
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
     argv = [json.loads(a) for (a,) in sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'bench'")]
     assert sum("--connect" in a for a in argv) == 2
     assert "Variants side by side" in r.out and "TPS vs normal" in r.out
-    row = next(ln for ln in r.out.splitlines() if ln.strip().startswith("pipeline "))
+    row = next(ln for ln in r.out.splitlines() if ln.strip().startswith("pipeline"))
     assert "×" in row and ("beyond noise" in row or "within noise" in row)
     assert "▶ pipeline: x" in r.out and "connect: x0." in r.out
     assert pgknee_processes() == []
@@ -42,8 +42,14 @@ def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
     assert cmp.code == 0, cmp.err
     assert "TPS vs normal" in cmp.out and "connect" in cmp.out
     d = json.loads((tmp_path / "c.json").read_text())
-    assert [(g["variant"], g["clients"], g["reps"]) for g in d["groups"]] == [
+    assert [(g["variant"], g["clients"], g["reps"]) for g in d["rows"]] == [
         ("normal", 2, 2), ("pipeline", 2, 2), ("connect", 2, 2)]
+    normal, pipeline, connect = d["rows"]
+    assert normal["tps_ratio"] is None and pipeline["versus"] == "normal"
+    assert pipeline["tps_ratio"]["pairs"] == 2 and pipeline["tps_ratio"]["value"] > 1.1
+    assert pipeline["tps_ratio"]["lo95"] < pipeline["tps_ratio"]["value"] < pipeline["tps_ratio"]["hi95"]
+    assert connect["tps_ratio"]["value"] < 0.8 and connect["latency_ratio"]["value"] > 1.2
+    assert pipeline["tps"]["min"] <= pipeline["tps"]["median"] <= pipeline["tps"]["max"]
     again = pgknee("run", "--clients", "2", "--duration", "2s", "--scale", "0.2", "--store", str(store),
                    "--quiet", cwd=tmp_path)
     assert again.code == 0, again.err
@@ -55,6 +61,28 @@ def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
     assert "target.endpoint" not in two.out  # a throwaway cluster's new port is not a difference
     one = pgknee("compare", second, "--store", str(store))
     assert one.code == 2 and "one variant only" in one.err
+
+
+def test_think_time_is_paced_and_left_out_of_the_latency(tmp_path: Path) -> None:
+    store = tmp_path / "t.db"
+    r = pgknee("run", "--variant", "normal", "--variant", "name=think:think=20ms", "--clients", "2",
+               "--duration", "3s", "--scale", SCALE, "--store", str(store), "--quiet", "--json",
+               str(tmp_path / "t.json"), cwd=tmp_path)
+    assert r.code == 0, r.err
+    steps = {s[0]: s[1:] for s in sql(store, "SELECT variant, think_ms, tps, lat_avg_ms, lat_avg_pgbench_ms "
+                                             "FROM steps")}
+    think_ms, tps, lat, lat_pgbench = steps["think"]
+    assert think_ms == 20.0 and steps["normal"][0] == 0.0
+    # two clients, each 20 ms thinking + a few ms working: at most 100 transactions a second
+    assert 50 < tps < 100, tps
+    assert lat < 10 and lat_pgbench > 20  # pgbench counts the pause; pgknee takes it out
+    assert abs(lat_pgbench - lat - 20) < 1.5, (lat, lat_pgbench)
+    checks = json.loads((tmp_path / "t.json").read_text())["summary"][1]["checks"]
+    little = next(c for c in checks if c["name"] == "littles-law")
+    assert little["status"] == "ok" and "20 ms think" in little["detail"], little
+    assert "20 ms think time after each transaction (not in the latency figures)" in r.out
+    argv = [json.loads(a) for (a,) in sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'bench'")]
+    assert len(argv) == 2
 
 
 def test_pipeline_with_simple_protocol_is_refused_before_anything_runs(tmp_path: Path) -> None:

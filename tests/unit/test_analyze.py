@@ -124,6 +124,14 @@ def test_littles_law() -> None:
     # failed transactions keep clients busy too: (360 + 400 / 10) x 20 ms = 8
     assert ck.littles_law(step(clients=8, tps=360.0, failed=400, duration_s=10.0, lat_avg_ms=20.0)).status == "ok"
     assert ck.littles_law(step(tps=0.0)).status == "n/a"
+
+
+def test_littles_law_counts_the_think_time_as_the_clients_own() -> None:
+    """8 clients each 2 ms in a transaction and 18 ms thinking: 400 TPS keeps all 8 busy
+    with the cycle, 0.8 of them in a transaction at a time."""
+    c = ck.littles_law(step(clients=8, tps=400.0, lat_avg_ms=2.0, think_ms=18.0))
+    assert c.status == "ok" and "= 8.00 of 8 clients (+0.0%)" in c.detail and "0.80 in a transaction" in c.detail
+    assert ck.littles_law(step(clients=8, tps=400.0, lat_avg_ms=2.0)).status == "warn"
     assert ck.littles_law(step(lat_avg_ms=None)).status == "n/a"
 
 
@@ -201,6 +209,18 @@ def test_noisy_needs_two_reps_and_more_than_10_pct() -> None:
     assert [g.noisy for g in build(one).groups] == [False, False]
 
 
+def test_noise_threshold_from_the_plan_or_given() -> None:
+    """The plan's threshold travels with the run; show/compare can ask for another."""
+    data = make_run_data()
+    plan = json.loads(data.run.plan_json)
+    strict = replace(data, run=replace(data.run, plan_json=json.dumps({**plan, "noise_pct": 25.0})))
+    c8 = build(strict).groups[1]
+    assert c8.tps_spread_pct == 20.0 and c8.noise_pct == 25.0 and c8.noisy is False
+    assert not any("noisy" in w for w in build(strict).warnings)
+    assert build(strict, noise_pct=19.9).groups[1].noisy is True
+    assert build(data, noise_pct=5.0).groups[0].noisy is False  # c2: one value repeated
+
+
 def test_build_waits_merged_across_reps(run_data: RunData) -> None:
     c2, c8 = build(run_data).groups
     assert c2.snapshots == 20 and c8.snapshots == 40
@@ -256,7 +276,7 @@ def test_build_checks_per_rep(run_data: RunData) -> None:
 
 def test_build_warnings(run_data: RunData) -> None:
     w = build(run_data).warnings
-    assert "c8: noisy, TPS varies 20% across 2 repetitions (180..220)" in w
+    assert "c8: noisy, TPS varies 20% across 2 repetitions (180..220; threshold 10%)" in w
     assert "c8 rep 2: tps-vs-pgbench: log 220.0 vs pgbench 200.0 tps (+10.0%)" in w
     assert any(x.startswith("steps are shorter than a minute") for x in w)
     assert not any("one repetition per step" in x for x in w)  # the plan has reps=2

@@ -272,3 +272,28 @@ def test_pgbench_version_refuses(tmp_path: Path, text: str, fragment: str) -> No
 def test_pgbench_version_of_a_missing_program(tmp_path: Path) -> None:
     with pytest.raises(DriverError, match="cannot run"):
         pgbench_version(str(tmp_path / "nope"))
+
+
+def test_measure_takes_the_think_time_out_of_the_latency() -> None:
+    """pgbench counts a script's \\sleep in the transaction's time; the pause pgknee added
+    (think=3ms here) comes out again: successes were 4..9 ms, failures stay failures."""
+    with_pause = read_transaction_logs(LOGS)
+    shifted = TransactionLog(
+        latency_us=np.where(with_pause.latency_us >= 0, with_pause.latency_us + 3000, with_pause.latency_us),
+        script_no=with_pause.script_no, end_epoch=with_pause.end_epoch, retries=with_pause.retries,
+        failures=with_pause.failures, skipped=with_pause.skipped)
+    plain = measure(with_pause, SCRIPTS, duration_s=2.0)
+    net = measure(shifted, SCRIPTS, duration_s=2.0, think_us=3000)
+    assert net == plain
+    assert measure(shifted, SCRIPTS, duration_s=2.0).latency.mean_ms == pytest.approx(6.5)  # type: ignore[union-attr]
+
+
+def test_with_think_time_appends_a_sleep_after_the_transaction() -> None:
+    from pgknee.driver.pgbench import pipeline_form, with_think_time
+
+    text = "\\set a random(1, 10)\nBEGIN;\nSELECT :a;\nCOMMIT;\n"
+    out = with_think_time(text, 20000)
+    assert out.endswith("COMMIT;\n-- pgknee: think time\n\\sleep 20000 us\n")
+    # after the pipeline, not inside it: the pause is the application's, between transactions
+    piped = with_think_time(pipeline_form(text, "t.sql"), 500).splitlines()
+    assert piped.index("\\endpipeline") < piped.index("\\sleep 500 us")

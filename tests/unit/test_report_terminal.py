@@ -73,7 +73,7 @@ def test_header_checks_and_warnings(run_data: RunData) -> None:
     assert "10 s per step, 2 rep(s)" in text and "sampling every 100 ms" in text
     assert re.search(r"c8 r2\s+WARN \+10\.0%", text)
     assert re.search(r"c2 r1\s+ok \+0\.0%", text)
-    assert "! c8: noisy, TPS varies 20% across 2 repetitions (180..220)" in text
+    assert "! c8: noisy, TPS varies 20% across 2 repetitions (180..220; threshold 10%)" in text
 
 
 def test_scripts_table(run_data: RunData) -> None:
@@ -128,7 +128,7 @@ def test_run_json(run_data: RunData) -> None:
     step1 = doc["steps"][0]
     assert step1["snapshots"] == 10
     assert [(w["wait_event"], w["aas"]) for w in step1["wait_profile"]] == [("running", 1.0), ("WALWrite", 0.5)]
-    assert "c8: noisy, TPS varies 20% across 2 repetitions (180..220)" in doc["warnings"]
+    assert "c8: noisy, TPS varies 20% across 2 repetitions (180..220; threshold 10%)" in doc["warnings"]
 
 
 def test_many_client_counts_are_shown_one_row_each(run_data: RunData) -> None:

@@ -134,6 +134,19 @@ def test_open_loop_variant() -> None:
     assert "--rate=250.5" in run.argv()
 
 
+def test_think_time_variant() -> None:
+    v = parse_variant("name=app:think=50ms", "prepared")
+    assert v.think_ms == 50.0 and v.name == "app" and "think time 50 ms after each transaction" in v.describe()
+    assert parse_variant("think=1.5s", "prepared").think_ms == 1500.0
+    assert parse_variant("think=250us", "prepared").think_ms == 0.25
+    for bad, words in (("think=0", "greater than zero"), ("think=soon", "not a duration"),
+                       ("think=2m", "between 1us and 60s"), ("think=0.1us", "between 1us and 60s")):
+        with pytest.raises(UserError, match=words):
+            parse_variant(bad, "prepared")
+    with pytest.raises(UserError, match="think time and a target rate both pace the clients"):
+        Plan(variants=(parse_variant("think=10ms:rate=100", "prepared"),))
+
+
 def test_transaction_log_with_schedule_lag(tmp_path: Path) -> None:
     """With --rate the log has schedule_lag after time_us, then retries (with --max-tries != 1)."""
     from pgknee.driver.pgbench import measure, read_transaction_logs

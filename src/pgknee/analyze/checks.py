@@ -53,9 +53,16 @@ def littles_law(step: StepRecord) -> Check:
     if step.rate:
         return Check("littles-law", "n/a", f"open loop at {step.rate:g} TPS: clients wait for their schedule, "
                                            "so not all of them are busy")
-    busy = (step.tps + (step.failed or 0) / step.duration_s) * step.lat_avg_ms / 1000.0
+    rate = step.tps + (step.failed or 0) / step.duration_s
+    busy = rate * (step.lat_avg_ms + step.think_ms) / 1000.0
     d = _diff_pct(busy, step.clients)
     status = "ok" if abs(d) <= LITTLE_TOLERANCE else "warn"
+    if step.think_ms:
+        in_txn = rate * step.lat_avg_ms / 1000.0
+        return Check("littles-law", status,
+                     f"TPS x (latency + {step.think_ms:g} ms think) = {busy:.2f} of {step.clients} clients "
+                     f"({d:+.1f}%); "
+                     f"{in_txn:.2f} in a transaction at a time")
     return Check("littles-law", status,
                  f"TPS x latency = {busy:.2f} busy clients of {step.clients} ({d:+.1f}%)")
 

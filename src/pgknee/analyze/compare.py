@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
+from pgknee.analyze.run import Group, RunView
 from pgknee.types import StepRecord
 
 
@@ -42,6 +43,36 @@ def paired_ratio(base: Sequence[StepRecord], other: Sequence[StepRecord], attr: 
         return Ratio(math.exp(m), None, None, 1)
     half = float(stats.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
     return Ratio(math.exp(m), math.exp(m - half), math.exp(m + half), len(logs))
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One variant at one client count, against the first variant at the same count."""
+
+    group: Group
+    base: str  # the first variant's name
+    tps_ratio: Ratio | None  # None for the first variant itself
+    latency_ratio: Ratio | None  # mean latency, paired the same way
+
+
+def comparison_rows(view: RunView) -> list[ComparisonRow]:
+    """Per client count (in the order swept), each variant with its paired ratios to the first."""
+    variants = view.variants()
+    first = variants[0] if variants else ""
+    by = {(g.variant, g.clients): g for g in view.groups}
+    clients = list(dict.fromkeys(grp.clients for grp in view.groups))
+    rows = []
+    for c in clients:
+        base = by.get((first, c))
+        for v in variants:
+            g = by.get((v, c))
+            if g is None:
+                continue
+            paired = base is not None and v != first
+            rows.append(ComparisonRow(
+                g, first, paired_ratio(base.done, g.done) if base is not None and paired else None,
+                paired_ratio(base.done, g.done, "lat_avg_ms") if base is not None and paired else None))
+    return rows
 
 
 def saturation_point(points: Sequence[tuple[int, float]], fraction: float = 0.95) -> int | None:

@@ -87,6 +87,7 @@ class Group:
     waits_bg: tuple[WaitRow, ...]
     snapshots: int
     checks: tuple[tuple[int, tuple[ck.Check, ...]], ...]  # per rep
+    noise_pct: float = NOISY_SPREAD_PCT  # TPS spread across repetitions above which the step is noisy
 
     @property
     def label(self) -> str:
@@ -96,7 +97,12 @@ class Group:
     def noisy(self) -> bool:
         if self.tps is None or self.tps.n < 2:
             return False
-        return spread_pct([s.tps or 0 for s in self.done]) > NOISY_SPREAD_PCT
+        return self.tps_spread_pct > self.noise_pct
+
+    @property
+    def tps_spread_pct(self) -> float:
+        """(max - min) / median of the repetitions' TPS, in %."""
+        return spread_pct([s.tps or 0 for s in self.done])
 
 
 @dataclass(frozen=True)
@@ -174,11 +180,15 @@ def _step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
 SUMMARIES = ("median", "best")
 
 
-def build(data: RunData, summary: str | None = None) -> RunView:
+def build(data: RunData, summary: str | None = None, noise_pct: float | None = None) -> RunView:
     """`summary`: 'median' of the repetitions (default), or 'best' of N (the repetition with the
-    highest TPS, as article 002 reports); by default what the run's plan asked for."""
+    highest TPS, as article 002 reports); `noise_pct`: the TPS spread across repetitions above
+    which a step is flagged noisy. By default both are what the run's plan asked for."""
+    plan = json.loads(data.run.plan_json) if data.run.plan_json else {}
     if summary is None:
-        summary = json.loads(data.run.plan_json).get("summary", "median") if data.run.plan_json else "median"
+        summary = plan.get("summary", "median")
+    if noise_pct is None:
+        noise_pct = float(plan.get("noise_pct", NOISY_SPREAD_PCT))
     order: list[tuple[str, int]] = []
     by_key: dict[tuple[str, int], list[StepRecord]] = {}
     for s in data.steps:
@@ -211,7 +221,7 @@ def build(data: RunData, summary: str | None = None) -> RunView:
             threads=steps[0].threads, system=_system(all_os), scripts=_scripts(data, done),
             waits=tuple(wait_profile(_merge_counts([data.waits.get(s.step_id, []) for s in done]), n_snap)),
             waits_bg=tuple(wait_profile(_merge_counts([data.waits_bg.get(s.step_id, []) for s in done]), n_snap)),
-            snapshots=n_snap, checks=tuple((s.rep, _step_checks(data, s)) for s in done)))
+            snapshots=n_snap, checks=tuple((s.rep, _step_checks(data, s)) for s in done), noise_pct=noise_pct))
     view = RunView(data, tuple(groups), summary=summary)
     return RunView(data, tuple(groups), tuple(_warnings(view)), summary=summary)
 
@@ -236,8 +246,8 @@ def _warnings(view: RunView) -> list[str]:
     for g in view.groups:
         name = g.label + ("" if len(view.variants()) == 1 else f" {g.variant}")
         if g.noisy and g.tps is not None:
-            out.append(f"{name}: noisy, TPS varies {spread_pct([s.tps or 0 for s in g.done]):.0f}% across "
-                       f"{g.tps.n} repetitions ({g.tps.lo:.0f}..{g.tps.hi:.0f})")
+            out.append(f"{name}: noisy, TPS varies {g.tps_spread_pct:.0f}% across {g.tps.n} repetitions "
+                       f"({g.tps.lo:.0f}..{g.tps.hi:.0f}; threshold {g.noise_pct:g}%)")
         for rep, checks in g.checks:
             for c in checks:
                 if c.status == "warn":

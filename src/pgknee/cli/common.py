@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import RenderableType
 
@@ -19,6 +20,25 @@ DEFAULT_STORE = "pgknee.db"
 def add_store(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="PATH", default=os.environ.get("PGKNEE_STORE", DEFAULT_STORE),
                    help=f"the collector database (SQLite); default ./{DEFAULT_STORE} or $PGKNEE_STORE")
+
+
+def _noise_pct(text: str) -> float:
+    from pgknee.plan import check_noise_pct
+
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
+    try:
+        return check_noise_pct(value)
+    except UserError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
+
+
+def add_noise_threshold(p: Any, *, default_note: str = "the run's own, 10% unless it set one") -> None:
+    p.add_argument("--noise-threshold", type=_noise_pct, metavar="PCT",
+                   help="flag a step as noisy when its repetitions' TPS spread, (max-min)/median, exceeds PCT "
+                        f"percent (default: {default_note})")
 
 
 def width() -> int:

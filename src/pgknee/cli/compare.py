@@ -10,9 +10,9 @@ from typing import Any
 from rich.text import Text
 
 from pgknee.analyze.run import RunView, build
-from pgknee.cli.common import add_store, print_items, write_text_file
+from pgknee.cli.common import add_noise_threshold, add_store, print_items, write_text_file
 from pgknee.errors import UserError
-from pgknee.report.jsonout import dumps
+from pgknee.report.jsonout import FORMAT_VERSION, comparison_json, dumps
 from pgknee.report.terminal import headlines, variant_comparison
 from pgknee.store.db import Store, load_run
 
@@ -25,6 +25,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="variants of one run, or two runs, side by side")
     p.add_argument("runs", nargs="+", metavar="RUN_ID", help="one run (its variants) or two runs")
     p.add_argument("--summary", choices=("median", "best"), help="over repetitions (default: the run's own)")
+    add_noise_threshold(p)
     p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
     add_store(p)
     p.set_defaults(func=cmd_compare)
@@ -53,7 +54,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.runs) > 2:
         raise UserError("compare takes one run (its variants) or two runs")
     store = Store(args.store, create=False)
-    views = [build(load_run(store, r), args.summary) for r in args.runs]
+    views = [build(load_run(store, r), args.summary, args.noise_threshold) for r in args.runs]
     items: list[Any] = []
     if len(views) == 1:
         view = views[0]
@@ -77,13 +78,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         items.append(Text("Warning: the runs differ in what matters for a comparison:\n  " + "\n  ".join(diffs)))
     print_items(items)
     if args.json:
-        rows = [{"variant": g.variant, "clients": g.clients, "reps": len(g.done),
-                 "tps": None if g.tps is None else {"value": g.tps.value, "min": g.tps.lo, "max": g.tps.hi},
-                 "lat_avg_ms": None if g.lat_avg is None else g.lat_avg.value,
-                 "lat_stddev_ms": None if g.lat_stddev is None else g.lat_stddev.value,
-                 "p99_ms": None if g.p99 is None else g.p99.value} for g in view.groups]
-        write_text_file(args.json, dumps({"format_version": 1, "runs": [v.data.run.run_id for v in views],
-                                          "summary": view.summary, "groups": rows, "headlines": headlines(view),
+        write_text_file(args.json, dumps({"format_version": FORMAT_VERSION, "runs": [v.data.run.run_id for v in views],
+                                          "summary": view.summary, "rows": comparison_json(view),
+                                          "headlines": headlines(view),
                                           "metadata_differences": diffs,
                                           "plans": [json.loads(v.data.run.plan_json) for v in views]}))
     return 0

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from pgknee.analyze.run import build
-from pgknee.cli.common import add_store, check_writable, print_items, write_text_file
+from pgknee.cli.common import add_noise_threshold, add_store, check_writable, print_items, write_text_file
 from pgknee.errors import Interrupted, StoreError, UserError
 from pgknee.plan import (
     DEFAULTS,
@@ -73,13 +73,15 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--summary", choices=("median", "best"),
                    help="figure shown for repeated steps: the median (default) or the best of N (the repetition "
                         "with the highest TPS, as article 002 did); the min..max spread is shown either way")
+    add_noise_threshold(s, default_note="10")
     s.add_argument("--warmup", help="unmeasured pgbench run before each step (default 0)")
     s.add_argument("--threads", type=int, help="pgbench threads (default: one per CPU, at most one per client)")
     s.add_argument("--protocol", choices=PROTOCOLS, help="default prepared")
     s.add_argument("--variant", dest="variants", action="append", default=None, metavar="SPEC",
                    help="a variant of the sweep, repeatable; variants run interleaved (A B A B) per client "
                         "count and repetition. SPEC: normal, pipeline, connect (-C), simple, extended, "
-                        "prepared, or several joined by ':', or key=value (name, protocol, pipeline, connect), "
+                        "prepared, or several joined by ':', or key=value (name, protocol, pipeline, connect, "
+                        "rate=TPS for an open loop, think=DURATION for a pause after each transaction), "
                         "e.g. --variant normal --variant pipeline")
     s.add_argument("--max-tries", type=int,
                    help="pgbench tries per transaction on serialization failures and deadlocks (default 3)")

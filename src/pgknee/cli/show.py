@@ -9,7 +9,7 @@ from rich.text import Text
 
 from pgknee.analyze.run import build
 from pgknee.analyze.waits import wait_profile
-from pgknee.cli.common import add_store, print_items, write_text_file
+from pgknee.cli.common import add_noise_threshold, add_store, print_items, write_text_file
 from pgknee.errors import UserError
 from pgknee.report.jsonout import dumps, run_json
 from pgknee.report.terminal import run_report, runs_table, wait_table
@@ -32,6 +32,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--no-waits", action="store_true", help="leave out the per-step wait profiles")
     p.add_argument("--summary", choices=("median", "best"),
                    help="over repetitions: median or best of N (default: what the run asked for)")
+    add_noise_threshold(p)
     add_store(p)
     p.set_defaults(func=cmd_show)
 
@@ -90,7 +91,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    view = build(load_run(_open(args.store), args.run_id), args.summary)
+    view = build(load_run(_open(args.store), args.run_id), args.summary, args.noise_threshold)
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
     print_items(run_report(view, waits=not args.no_waits))

@@ -133,6 +133,14 @@ def pipeline_form(text: str, source: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def with_think_time(text: str, think_us: int) -> str:
+    """The script followed by a pause: the client holds its connection idle (not in a
+    transaction) for think_us before its next transaction, like an application doing
+    other work between queries. pgbench counts the pause in the transaction's time;
+    measure(think_us=...) takes it out again."""
+    return text.rstrip("\n") + f"\n-- pgknee: think time\n\\sleep {think_us} us\n"
+
+
 _PROGRESS_RE = re.compile(
     r"^progress: (?P<t>[\d.]+) s, (?P<tps>[\d.]+) tps, lat (?P<lat>[\d.]+|NaN) ms stddev (?P<sd>[\d.]+|NaN)"
     r"(?:, (?P<failed>\d+) failed)?")
@@ -229,10 +237,14 @@ def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
                           np.asarray(lag, dtype=np.int64))
 
 
-def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float) -> StepMeasurement:
-    """TPS and latency from the log: successful transactions / duration; latency over successes."""
+def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float, *,
+            think_us: int = 0) -> StepMeasurement:
+    """TPS and latency from the log: successful transactions / duration; latency over successes.
+    With think time, the pause pgbench counted in each transaction is taken out (what
+    remains of a sleep's overshoot, some microseconds, stays in)."""
     ok = log.latency_us >= 0
-    lat_ms = log.latency_us[ok] / 1000.0
+    net_us = np.where(ok, np.maximum(log.latency_us - think_us, 0), log.latency_us)
+    lat_ms = net_us[ok] / 1000.0
     per_script = []
     for i, s in enumerate(scripts):
         sel = log.script_no == i
@@ -241,7 +253,7 @@ def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float) -
         per_script.append(ScriptResult(
             script_no=i, name=s.name, weight=s.weight, transactions=n_ok, failed=int((sel & ~ok).sum()),
             retried=int((log.retries[sel] > 0).sum()), tps=n_ok / duration_s,
-            latency=latency_stats(log.latency_us[s_ok] / 1000.0)))
+            latency=latency_stats(net_us[s_ok] / 1000.0)))
     n_ok = int(ok.sum())
     return StepMeasurement(
         transactions=n_ok, failed=int((~ok).sum()), retried=int((log.retries > 0).sum()),

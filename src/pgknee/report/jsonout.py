@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pgknee.analyze.compare import Ratio, comparison_rows
 from pgknee.analyze.run import Figure, RunView
 from pgknee.analyze.waits import wait_profile
 
@@ -23,10 +24,14 @@ def run_json(view: RunView) -> dict[str, Any]:
         steps.append({
             "seq": s.seq, "variant": s.variant, "clients": s.clients, "rep": s.rep, "threads": s.threads,
             "protocol": s.protocol, "status": s.status, "status_reason": s.status_reason,
+            "pipeline": bool(s.pipeline), "connect_per_txn": bool(s.connect_per_txn), "rate": s.rate,
+            "think_ms": s.think_ms,
             "duration_s": s.duration_s, "tps": s.tps, "tps_pgbench": s.tps_pgbench, "tps_db": s.tps_db,
             "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "retries": s.retries,
             "latency_ms": {"avg": s.lat_avg_ms, "stddev": s.lat_stddev_ms, "min": s.lat_min_ms, "p50": s.lat_p50_ms,
                            "p95": s.lat_p95_ms, "p99": s.lat_p99_ms, "max": s.lat_max_ms},
+            "schedule_lag_ms": None if s.lag_avg_ms is None else {"avg": s.lag_avg_ms, "p99": s.lag_p99_ms,
+                                                                  "max": s.lag_max_ms},
             "scripts": [{"script": r[1], "weight": r[2], "transactions": r[3], "failed": r[4], "retried": r[5],
                          "tps": r[6], "latency_ms": {"avg": r[7], "stddev": r[8], "p50": r[9], "p95": r[10],
                                                      "p99": r[11], "max": r[12]}}
@@ -40,7 +45,7 @@ def run_json(view: RunView) -> dict[str, Any]:
         "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _fig(g.tps),
         "latency_ms": {"avg": _fig(g.lat_avg), "stddev": _fig(g.lat_stddev), "p50": _fig(g.p50), "p95": _fig(g.p95),
                        "p99": _fig(g.p99), "max": _fig(g.lat_max)},
-        "noisy": g.noisy,
+        "noisy": g.noisy, "tps_spread_pct": g.tps_spread_pct, "noise_threshold_pct": g.noise_pct,
         "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
         "checks": [{"rep": rep, "name": c.name, "status": c.status, "detail": c.detail}
                    for rep, cs in g.checks for c in cs],
@@ -51,6 +56,23 @@ def run_json(view: RunView) -> dict[str, Any]:
             "workload": r.workload, "target": {"kind": r.target_kind, "endpoint": r.target_label},
             "plan": json.loads(r.plan_json), "environment": d.env, "steps": steps, "summary": groups,
             "warnings": list(view.warnings)}
+
+
+def _ratio(r: Ratio | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {"value": r.value, "lo95": r.lo, "hi95": r.hi, "pairs": r.pairs, "beyond_noise": r.beyond_noise}
+
+
+def comparison_json(view: RunView) -> list[dict[str, Any]]:
+    """The side-by-side rows: each variant per client count with its ratios to the first."""
+    return [{
+        "clients": row.group.clients, "variant": row.group.variant, "reps": len(row.group.done),
+        "tps": _fig(row.group.tps), "latency_ms": {"avg": _fig(row.group.lat_avg), "stddev": _fig(row.group.lat_stddev),
+                                                   "p99": _fig(row.group.p99)},
+        "noisy": row.group.noisy, "versus": row.base if row.tps_ratio is not None else None,
+        "tps_ratio": _ratio(row.tps_ratio), "latency_ratio": _ratio(row.latency_ratio),
+    } for row in comparison_rows(view)]
 
 
 def dumps(obj: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pgknee.analyze.checks import Check
-from pgknee.analyze.compare import headline, paired_ratio, saturation_point
+from pgknee.analyze.compare import Ratio, comparison_rows, headline, paired_ratio, saturation_point
 from pgknee.analyze.run import Figure, Group, RunView
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
@@ -73,6 +73,8 @@ def header(view: RunView) -> Text:
         f"{v['name']} = {v['protocol']}" + (" + pipeline" if v.get("pipeline") else "")
         + (" + new connection per transaction (-C)" if v.get("connect_per_txn") else "")
         + (f" + open loop at {v['rate']:g} TPS (latency from the scheduled start)" if v.get("rate") else "")
+        + (f" + {v['think_ms']:g} ms think time after each transaction (not in the latency figures)"
+           if v.get("think_ms") else "")
         for v in variants)
         + (" (interleaved per client count and repetition)" if len(variants) > 1 else ""))
     return t
@@ -127,46 +129,57 @@ def data_summary(view: RunView, variant: str) -> Table:
             rows.append([label, *[_fmt(f.value if f else None, 3) for f in figs], ""])
     if any(g.tps is not None and g.tps.n > 1 for g in groups):
         rows.append(["TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], ""])
+        rows.append(["TPS spread %", *[f"{g.tps_spread_pct:.1f}" + (" noisy" if g.noisy else "") if g.tps else "-"
+                                       for g in groups], f"> {groups[0].noise_pct:g}% = noisy"])
+        for label, get in (("Avg Latency min..max", lambda g: g.lat_avg), ("p99 min..max", lambda g: g.p99)):
+            figs = [get(g) for g in groups]
+            rows.append([label, *[f"{f.lo:,.3f}..{f.hi:,.3f}" if f else "-" for f in figs], ""])
     rows.append(["Failed / Retried", *[f"{g.failed} / {g.retried}" for g in groups], ""])
     return _matrix(title, header, rows)
 
 
+def _ratio_cell(r: Ratio | None) -> str:
+    if r is None:
+        return ""
+    if r.lo is None or r.hi is None:
+        return f"×{r.value:.2f} (1 rep)"
+    return f"×{r.value:.2f} [{r.lo:.2f}..{r.hi:.2f}]"
+
+
+def _spread(f: Figure | None, digits: int) -> str:
+    if f is None:
+        return "-"
+    if f.n < 2:
+        return _fmt(f.value, digits)
+    return f"{_fmt(f.value, digits)} ({_fmt(f.lo, digits)}..{_fmt(f.hi, digits)})"
+
+
 def variant_comparison(view: RunView) -> Table | None:
-    """The variants side by side per client count: TPS, latency, and the TPS ratio to the
-    first variant from the paired repetitions, with its 95% interval."""
+    """The variants side by side per client count: TPS and latency with their spread over the
+    repetitions, and the ratios to the first variant from the paired repetitions, with their
+    95% intervals."""
     variants = view.variants()
     if len(variants) < 2:
         return None
     first = variants[0]
-    by = {(g.variant, g.clients): g for g in view.groups}
-    clients: list[int] = []
-    for g in view.groups:
-        if g.clients not in clients:
-            clients.append(g.clients)
     how = "best of the repetitions" if view.summary == "best" else "medians"
-    t = Table(title=f"Variants side by side ({how}; TPS ratio to {first} from paired repetitions, 95% interval)",
-              box=box.SIMPLE_HEAVY, title_justify="left")
-    for i, h in enumerate(("Clients", "Variant", "TPS", "TPS min..max", "Avg Latency (ms)", "StdDev (ms)",
-                           "p99 (ms)", f"TPS vs {first}", "95% interval", "Noise")):
+    t = Table(title=f"Variants side by side ({how}, (min..max) over the repetitions; ratios to {first} from "
+                    "paired repetitions, [95% interval])", box=box.SIMPLE_HEAVY, title_justify="left")
+    for i, h in enumerate(("Clients", "Variant", "TPS", "Avg Latency (ms)", "StdDev (ms)", "p99 (ms)",
+                           f"TPS vs {first}", f"Latency vs {first}", "TPS difference")):
         t.add_column(h, justify="left" if i < 2 else "right")
-    for c in clients:
-        base = by.get((first, c))
-        for k, v in enumerate(variants):
-            gv = by.get((v, c))
-            if gv is None:
-                continue
-            ratio = interval = noise = ""
-            r = paired_ratio(base.done, gv.done) if v != first and base is not None else None
-            if r is not None:
-                ratio = f"×{r.value:.2f}"
-                interval = f"×{r.lo:.2f}..×{r.hi:.2f}" if r.lo is not None and r.hi is not None else "1 rep"
-                noise = {True: "beyond noise", False: "within noise", None: "unknown"}[r.beyond_noise]
-            t.add_row(f"c{c}" if k == 0 else "", v, _fmt(gv.tps.value if gv.tps else None),
-                      f"{gv.tps.lo:,.0f}..{gv.tps.hi:,.0f}" if gv.tps else "-",
-                      _fmt(gv.lat_avg.value if gv.lat_avg else None, 3),
-                      _fmt(gv.lat_stddev.value if gv.lat_stddev else None, 3),
-                      _fmt(gv.p99.value if gv.p99 else None, 3), ratio, interval, noise)
-        t.add_section()
+    last = None
+    for row in comparison_rows(view):
+        g = row.group
+        if last is not None and g.clients != last:
+            t.add_section()
+        r = row.tps_ratio
+        noise = "" if r is None else {True: "beyond noise", False: "within noise", None: "unknown"}[r.beyond_noise]
+        t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant + ("*" if g.noisy else ""),
+                  _spread(g.tps, 0 if (g.tps and g.tps.value >= 100) else 2), _spread(g.lat_avg, 3),
+                  _fmt(g.lat_stddev.value if g.lat_stddev else None, 3), _fmt(g.p99.value if g.p99 else None, 3),
+                  _ratio_cell(r), _ratio_cell(row.latency_ratio), noise)
+        last = g.clients
     return t
 
 

@@ -99,13 +99,13 @@ class Store:
 
     def begin_step(self, run_id: str, *, seq: int, variant: str, clients: int, rep: int, threads: int,
                    protocol: str, duration_s: float, warmup_s: float, pipeline: bool = False,
-                   connect_per_txn: bool = False, rate: float | None = None) -> int:
+                   connect_per_txn: bool = False, rate: float | None = None, think_ms: float = 0.0) -> int:
         cur = self.db.execute(
             "INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, "
-            "status, started_at, pipeline, connect_per_txn, rate) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+            "status, started_at, pipeline, connect_per_txn, rate, think_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
             (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, now_iso(), int(pipeline),
-             int(connect_per_txn), rate))
+             int(connect_per_txn), rate, think_ms))
         assert cur.lastrowid is not None
         return cur.lastrowid
 
