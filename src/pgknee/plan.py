@@ -3,6 +3,7 @@ a TOML file later); never connects to anything or spawns anything."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -92,11 +93,39 @@ def parse_setting(text: str) -> tuple[str, str]:
     return name, value.strip()
 
 
+POOL_MODES = ("session", "transaction", "statement")
+PLACEMENTS = ("any", "server", "client")
+MAX_POOL = 10_000
+
+
+@dataclass(frozen=True)
+class PoolerSpec:
+    """pgbouncer in front of the target: one pgknee starts per step ('managed', with this
+    mode and pool size), or the user's own ('external', reached by --pooler-dsn)."""
+
+    kind: str = "managed"
+    mode: str = "transaction"
+    pool_size: int = 20
+    reserve: int = 0  # reserve_pool_size: extra server connections after 5 s of waiting
+    placement: str = "any"  # the CPUs it runs on: any, the server's, or the client's
+
+    def describe(self) -> str:
+        if self.kind == "external":
+            return "through your pgbouncer (--pooler-dsn)"
+        text = f"through pgbouncer, {self.mode} mode, pool {self.pool_size}"
+        if self.reserve:
+            text += f" + reserve {self.reserve}"
+        if self.placement != "any":
+            text += f", pinned to the {self.placement}'s CPUs"
+        return text
+
+
 @dataclass(frozen=True)
 class Variant:
     """A named set of differences from the base sweep: the protocol, pipeline mode,
-    a new connection per transaction (-C). The seam for the pooler and idle
-    sessions (later issues): they add fields here and a token to parse_variant."""
+    a new connection per transaction (-C), pacing (rate, think time), a pooler in
+    front. The seam for idle sessions (a later issue): a field here and a token to
+    parse_variant."""
 
     name: str = "base"
     protocol: str = "prepared"
@@ -104,6 +133,7 @@ class Variant:
     connect_per_txn: bool = False
     rate: float | None = None  # open loop: a target rate in TPS (pgbench --rate)
     think_ms: float = 0.0  # a pause after each transaction (\\sleep), connection held idle
+    pooler: PoolerSpec | None = None
 
     def describe(self) -> str:
         parts = [self.protocol]
@@ -115,6 +145,8 @@ class Variant:
             parts.append(f"open loop at {self.rate:g} TPS (--rate)")
         if self.think_ms:
             parts.append(f"think time {self.think_ms:g} ms after each transaction")
+        if self.pooler is not None:
+            parts.append(self.pooler.describe())
         return ", ".join(parts)
 
 
@@ -124,8 +156,12 @@ _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     "pipeline": {"pipeline": True},
     "connect": {"connect_per_txn": True}, "connect-per-txn": {"connect_per_txn": True},
     **{p: {"protocol": p} for p in PROTOCOLS},
+    "pooled": {"pooler_kind": "managed"}, "pgbouncer": {"pooler_kind": "managed"},
+    "pooled-external": {"pooler_kind": "external"},
+    **{m: {"pool_mode": m} for m in POOL_MODES},
 }
-_VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think")
+_VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think", "pool", "mode", "reserve", "placement")
+_POOLER_FIELDS = ("pool_mode", "pool_size", "pool_reserve", "placement")
 MAX_THINK_MS = 60_000.0
 
 
@@ -152,6 +188,8 @@ def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> s
             raise UserError(f"think={value!r} in variant {spec!r} must be between 1us and 60s",
                             "for example --variant think=50ms")
         fields["think_ms"] = think_us / 1000.0
+    elif key in ("pool", "reserve", "mode", "placement"):
+        _pooler_value(key, value, spec, fields)
     elif key == "protocol":
         if value not in PROTOCOLS:
             raise UserError(f"unknown protocol {value!r} in variant {spec!r}", f"choose one of {', '.join(PROTOCOLS)}")
@@ -161,6 +199,25 @@ def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> s
             raise UserError(f"{key}={value!r} in variant {spec!r} must be on or off")
         fields["pipeline" if key == "pipeline" else "connect_per_txn"] = value.lower() in ("on", "true", "1", "yes")
     return None
+
+
+def _pooler_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> None:
+    if key in ("pool", "reserve"):
+        if not value.isdigit() or not (1 if key == "pool" else 0) <= int(value) <= MAX_POOL:
+            raise UserError(f"{key}={value!r} in variant {spec!r} must be a whole number "
+                            f"{'from 1' if key == 'pool' else 'from 0'} to {MAX_POOL}",
+                            "for example pooled:transaction:pool=20")
+        fields["pool_size" if key == "pool" else "pool_reserve"] = int(value)
+    elif key == "mode":
+        if value not in POOL_MODES:
+            raise UserError(f"unknown pool mode {value!r} in variant {spec!r}",
+                            f"choose one of {', '.join(POOL_MODES)}")
+        fields["pool_mode"] = value
+    else:
+        if value not in PLACEMENTS:
+            raise UserError(f"unknown placement {value!r} in variant {spec!r}",
+                            "placement=server (pgbouncer on the server's CPUs) or placement=client (on pgbench's)")
+        fields["placement"] = value
 
 
 def parse_variant(spec: str, base_protocol: str) -> Variant:
@@ -181,12 +238,47 @@ def parse_variant(spec: str, base_protocol: str) -> Variant:
             raise UserError(f"unknown variant {tok!r} in {spec!r}",
                             f"known: {', '.join(_VARIANT_TOKENS)}, or key=value with keys "
                             f"{', '.join(_VARIANT_KEYS)}")
-    v = Variant(name=name or spec, **fields)
+    v = Variant(name=name or spec, **_with_pooler(fields, spec))
     if v.pipeline and v.protocol == "simple":
         raise UserError(f"variant {spec!r}: pipeline mode needs the extended or prepared protocol "
                         "(pgbench aborts pipelines under the simple protocol)",
                         "drop 'simple' or use --protocol prepared")
     return v
+
+
+def _with_pooler(fields: dict[str, Any], spec: str) -> dict[str, Any]:
+    """The flat pooler keys of a spec folded into a PoolerSpec. A mode or pool size
+    alone means a managed pgbouncer."""
+    out = {k: v for k, v in fields.items() if k not in (*_POOLER_FIELDS, "pooler_kind")}
+    given = {k: fields[k] for k in _POOLER_FIELDS if k in fields}
+    kind = fields.get("pooler_kind") or ("managed" if given else None)
+    if kind is None:
+        return out
+    if kind == "external" and given:
+        keys = {"pool_mode": "mode", "pool_size": "pool", "pool_reserve": "reserve", "placement": "placement"}
+        raise UserError(f"variant {spec!r}: {', '.join(keys[k] for k in given)} set a pgbouncer that pgknee starts; "
+                        "your own pooler's settings apply as they are",
+                        "drop them, or use 'pooled' for a pgbouncer pgknee manages")
+    out["pooler"] = PoolerSpec(kind=kind, mode=given.get("pool_mode", "transaction"),
+                               pool_size=given.get("pool_size", 20), reserve=given.get("pool_reserve", 0),
+                               placement=given.get("placement", "any"))
+    return out
+
+
+def parse_variants(spec: str, base_protocol: str) -> list[Variant]:
+    """parse_variant, with pool=A,B,C expanded into one variant per pool size (the pool
+    size as a sweep dimension)."""
+    m = re.search(r"(^|:)\s*pool\s*=\s*([0-9]+(?:\s*,\s*[0-9]+)+)\s*(?=:|$)", spec)
+    if not m:
+        return [parse_variant(spec, base_protocol)]
+    sizes = [s.strip() for s in m.group(2).split(",")]
+    out = []
+    for size in sizes:
+        one = spec[:m.start(2)] + size + spec[m.end(2):]
+        v = parse_variant(one, base_protocol)
+        named = re.search(r"(^|:)\s*name\s*=", spec) is not None
+        out.append(dataclasses.replace(v, name=f"{v.name}-pool{size}") if named else v)
+    return out
 
 
 WORKLOADS = ("ewallet", "tpcb", "select-only", "custom")
@@ -276,6 +368,10 @@ class Plan:
     post_s: float = 1.0
     log_sampling_rate: float = 1.0
     pgbench: str | None = None
+    pgbouncer: str | None = None  # the binary for managed pooled variants (default: from PATH)
+    pooler_dsn: str | None = None  # a pgbouncer the user runs (pooled-external variants)
+    pooler_admin_dsn: str | None = None  # its admin console, for SHOW POOLS / SHOW STATS
+    pooler_interval_s: float = 0.25  # SHOW POOLS sampling
 
     def __post_init__(self) -> None:
         if self.duration_s < 1:
@@ -302,9 +398,27 @@ class Plan:
         if self.workload.scale <= 0 or not math.isfinite(self.workload.scale):
             raise UserError("--scale must be a positive number")
         _check_variants(self.variants)
+        self._check_pooler()
         _check_workload(self.workload)
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.workload.schema):
             raise UserError(f"schema name {self.workload.schema!r} is not a plain lower-case identifier")
+
+    def _check_pooler(self) -> None:
+        external = [v.name for v in self.variants if v.pooler is not None and v.pooler.kind == "external"]
+        if external and not self.pooler_dsn:
+            raise UserError(f"variant {external[0]} runs through your own pooler, but no --pooler-dsn was given",
+                            "add --pooler-dsn postgresql://user@host:6432/db (the password in PGKNEE_POOLER_DSN "
+                            "or ~/.pgpass)")
+        if self.pooler_dsn and not external:
+            raise UserError("--pooler-dsn is only used by a pooled-external variant",
+                            "add --variant pooled-external, or drop --pooler-dsn")
+        if self.pooler_admin_dsn and not self.pooler_dsn:
+            raise UserError("--pooler-admin-dsn needs --pooler-dsn (the pooler it belongs to)")
+        if self.pooler_interval_s < 0.05:
+            raise UserError("--pooler-interval must be at least 50ms")
+
+    def pooled(self) -> list[Variant]:
+        return [v for v in self.variants if v.pooler is not None]
 
     def threads_for(self, clients: int, cpu_count: int) -> int:
         """pgbench threads: one per CPU of the client machine, never more than clients."""
@@ -322,6 +436,8 @@ class Plan:
 
         d = asdict(self)
         d["target"]["dsn"] = redact_dsn(self.target.dsn) if self.target.dsn else None
+        for key in ("pooler_dsn", "pooler_admin_dsn"):
+            d[key] = redact_dsn(d[key]) if d[key] else None
         return d
 
 
@@ -335,6 +451,8 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
               "noise_threshold": "noise_threshold",
               "warmup": "warmup", "threads": "threads", "protocol": "protocol", "max_tries": "max_tries",
               "variants": "variants", "pgbench": "pgbench"},
+    "pooler": {"pgbouncer": "pgbouncer", "dsn": "pooler_dsn", "admin_dsn": "pooler_admin_dsn",
+               "interval": "pooler_interval"},
     "collect": {"sample_interval": "sample_interval", "os_interval": "os_interval",
                 "log_sampling_rate": "log_sampling_rate"},
 }
@@ -343,7 +461,8 @@ DEFAULTS: dict[str, Any] = {
     "schema": "pgknee_ewallet", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": "median", "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
-    "log_sampling_rate": 1.0, "noise_threshold": 10.0,
+    "log_sampling_rate": 1.0, "noise_threshold": 10.0, "pgbouncer": None, "pooler_dsn": None,
+    "pooler_admin_dsn": None, "pooler_interval": "250ms",
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
@@ -351,7 +470,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "duration": (str, int), "reps": (int,), "summary": (str,), "warmup": (str, int), "threads": (int,),
     "protocol": (str,), "max_tries": (int,), "variants": (list,), "pgbench": (str,),
     "sample_interval": (str, int, float), "os_interval": (str, int, float), "log_sampling_rate": (int, float),
-    "noise_threshold": (int, float),
+    "noise_threshold": (int, float), "pgbouncer": (str,), "pooler_dsn": (str,), "pooler_admin_dsn": (str,),
+    "pooler_interval": (str, int, float),
 }
 
 
@@ -461,7 +581,7 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
 
     settings = parse("settings", lambda x: tuple(parse_setting(s) for s in as_list(x)))
     scripts = parse("scripts", lambda x: tuple(parse_script(s) for s in as_list(x)))
-    variants = parse("variants", lambda x: tuple(parse_variant(s, v["protocol"]) for s in as_list(x)))
+    variants = parse("variants", lambda x: tuple(var for s in as_list(x) for var in parse_variants(s, v["protocol"])))
     try:
         return Plan(
             target=TargetSpec(dsn=v["dsn"] or None, pg_bindir=v["pg_bindir"], settings=settings, keep=bool(v["keep"])),
@@ -478,7 +598,9 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             sample_interval_s=parse("sample_interval", lambda x: parse_seconds(str(x), label("sample_interval"),
                                                                                allow_zero=True)),
             os_interval_s=parse("os_interval", lambda x: parse_seconds(str(x), label("os_interval"), allow_zero=True)),
-            log_sampling_rate=float(v["log_sampling_rate"]), pgbench=v["pgbench"])
+            log_sampling_rate=float(v["log_sampling_rate"]), pgbench=v["pgbench"], pgbouncer=v["pgbouncer"],
+            pooler_dsn=v["pooler_dsn"] or None, pooler_admin_dsn=v["pooler_admin_dsn"] or None,
+            pooler_interval_s=parse("pooler_interval", lambda x: parse_seconds(str(x), label("pooler_interval"))))
     except UserError as e:
         if source is not None and not e.message.startswith(source.path):
             raise UserError(f"{source.path}: {e.message}", e.hint) from None

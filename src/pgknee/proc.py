@@ -40,8 +40,10 @@ def spawn(
     stderr: int | None = subprocess.PIPE,
     stdin: int | None = subprocess.DEVNULL,
     run_as: RunAs | None = None,
+    cpus: frozenset[int] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start a child in a new session and remember it until it is reaped."""
+    """Start a child in a new session and remember it until it is reaped; `cpus` pins it
+    (and every thread it starts) to those CPUs."""
     p = subprocess.Popen(  # noqa: S603 - argv is built by pgknee, never a shell
         list(argv),
         env=dict(env) if env is not None else None,
@@ -53,6 +55,7 @@ def spawn(
         user=run_as.uid if run_as else None,
         group=run_as.gid if run_as else None,
         extra_groups=[] if run_as else None,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,  # noqa: PLW1509 - no locks taken
     )
     _live.add(p)
     return p

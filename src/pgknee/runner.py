@@ -26,6 +26,7 @@ from pgknee import __version__, proc
 from pgknee.collect import pgstats
 from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
 from pgknee.collect.osproc import OS_COLUMNS, OsSampler, read_meminfo
+from pgknee.collect.pooler import SAMPLE_COLUMNS
 from pgknee.driver.pgbench import (
     PgbenchRun,
     find_pgbench,
@@ -40,9 +41,10 @@ from pgknee.driver.pgbench import (
 )
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError, UserError
 from pgknee.plan import Plan, Variant
+from pgknee.pooler.lab import Poolers, StepPooler, pin_process_tree
 from pgknee.store.db import Store
 from pgknee.targets.base import Endpoint, Target
-from pgknee.targets.local import EmbeddedCluster, find_bindir
+from pgknee.targets.local import EmbeddedCluster, find_bindir, server_user
 from pgknee.targets.remote import RemoteTarget
 from pgknee.types import ProgressPoint, StepMeasurement
 from pgknee.workloads import Script, Workload, get_workload
@@ -122,6 +124,8 @@ class Runner:
         self.kept_message: str | None = None
         self.store_later: list[tuple[int | None, str, list[str]]] = []  # commands run before the run row exists
         self.extra_env: dict[str, str] = {}  # e.g. the plan file's text
+        self.poolers: Poolers | None = Poolers(plan, ui.say) if plan.pooled() else None
+        self.run_as: proc.RunAs | None = None  # who runs the processes pgknee serves (pgbouncer) when root
 
     @property
     def store(self) -> Store:
@@ -138,6 +142,7 @@ class Runner:
         _, version_num = pgbench_version(pgbench)
         workload = get_workload(self.plan.workload)
         self._preflight_scripts(pgbench, version_num, workload)
+        self._preflight_poolers(workload)
         plan = self.plan
         target = plan.target.dsn and f"--dsn {plan.to_dict()['target']['dsn']}" or "an embedded throwaway cluster"
         lines = [f"target: {target}; workload {workload.name} at scale {plan.workload.scale:g}; "
@@ -166,6 +171,7 @@ class Runner:
         self._check_open_files(max(self.plan.clients))
         workload = get_workload(self.plan.workload)  # a missing script file is bad input: say so now
         self._preflight_scripts(pgbench, pg_version_num, workload)
+        self._preflight_poolers(workload)
         created = False
         status, reason = "failed", None
         stack = contextlib.ExitStack()
@@ -180,6 +186,7 @@ class Runner:
                 stack.callback(stats_conn.close)
                 server = self._server_info(stats_conn)
                 self._check_capacity(target, server)
+                self._start_poolers(target)
 
                 def run_pgbench(args: list[str]) -> None:
                     self.store_later.append((None, "init", [pgbench, *args]))
@@ -295,7 +302,7 @@ class Runner:
         in_use = int(server.get("connections_in_use", "0"))  # includes our stats connection
         ours = 1 if self.plan.sample_interval_s else 0  # the sampler, still to come
         free = max_conn - reserved - in_use - ours
-        need = max(self.plan.clients)
+        need = max(self._server_connections(c, v) for c in self.plan.clients for v in self.plan.variants)
         if need > free:
             hint = (f"add --set max_connections={need + reserved + in_use + ours + 10} or lower --clients"
                     if target.kind == "embedded" else "raise max_connections on the server or lower --clients")
@@ -303,8 +310,39 @@ class Runner:
                               f"(max_connections={max_conn}, {reserved} reserved, {in_use} in use, "
                               f"{ours} for pgknee's sampler)", hint)
 
+    @staticmethod
+    def _server_connections(clients: int, v: Variant) -> int:
+        """Server connections a step opens: the clients, or a managed pool's size (and reserve).
+        An external pooler's are its own business."""
+        if v.pooler is None:
+            return clients
+        if v.pooler.kind == "external":
+            return 0
+        return min(clients, v.pooler.pool_size + v.pooler.reserve) if v.pooler.mode != "statement" else \
+            v.pooler.pool_size + v.pooler.reserve
+
+    def _start_poolers(self, target: Target) -> None:
+        """Log in through every pooler once; pin the embedded server when placement asks."""
+        if self.poolers is None:
+            return
+        self.run_as = target.run_as if isinstance(target, EmbeddedCluster) else server_user()
+        self.poolers.check_through(target.endpoint, self.run_as, max(self.plan.clients))
+        if self.poolers.server_cpus is not None and isinstance(target, EmbeddedCluster):
+            pid = target.server_pid()
+            if pid is not None:
+                pin_process_tree(pid, self.poolers.server_cpus)
+
+    def _preflight_poolers(self, workload: Workload) -> None:
+        if self.poolers is None:
+            return
+        with tempfile.TemporaryDirectory(prefix="pgknee-preflight-") as tmp:
+            scripts = {v.name: self._scripts_for(workload, v, Path(tmp)) for v in self.plan.variants}
+            self.poolers.check_before_start(scripts, embedded=self.plan.target.dsn is None)
+
     def _check_open_files(self, clients: int) -> None:
-        need = clients + 64
+        # pgbench holds a socket per client; a managed pgbouncer one per client plus its pool
+        pools = [v.pooler.pool_size + v.pooler.reserve for v in self.plan.variants if v.pooler is not None]
+        need = clients + 64 + (max(pools) + 64 if pools else 0)
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft != resource.RLIM_INFINITY and soft < need:
             if hard == resource.RLIM_INFINITY or hard >= need:
@@ -325,6 +363,8 @@ class Runner:
         env.update({f"setting.{k}": v for k, v in server.items() if k in SERVER_SETTINGS})
         env.update(target.describe())
         env.update({f"workload.{k}": v for k, v in meta.items()})
+        if self.poolers is not None:
+            env.update(self.poolers.environment())
         return env
 
     def _start_samplers(self, stack: contextlib.ExitStack, endpoint: Endpoint,
@@ -388,62 +428,97 @@ class Runner:
                   sampler: ActivitySampler | None, os_sampler: OsSampler, reader: _StatsReader,
                   target: Target) -> None:
         plan = self.plan
+        v = spec.variant
         threads = plan.threads_for(spec.clients, self.cpu_count)
-        step_id = self.store.begin_step(self.run_id, seq=spec.seq, variant=spec.variant.name,
+        pooler_cols = (v.pooler.kind, v.pooler.mode if v.pooler.kind == "managed" else None,
+                       v.pooler.pool_size if v.pooler.kind == "managed" else None) if v.pooler else None
+        step_id = self.store.begin_step(self.run_id, seq=spec.seq, variant=v.name,
                                         clients=spec.clients, rep=spec.rep, threads=threads,
-                                        protocol=spec.variant.protocol, duration_s=plan.duration_s,
-                                        warmup_s=plan.warmup_s, pipeline=spec.variant.pipeline,
-                                        connect_per_txn=spec.variant.connect_per_txn, rate=spec.variant.rate,
-                                        think_ms=spec.variant.think_ms)
-        self.ui.step_started(spec.seq, len(self.steps), spec.variant.name, spec.clients, spec.rep,
+                                        protocol=v.protocol, duration_s=plan.duration_s,
+                                        warmup_s=plan.warmup_s, pipeline=v.pipeline,
+                                        connect_per_txn=v.connect_per_txn, rate=v.rate,
+                                        think_ms=v.think_ms, pooler=pooler_cols)
+        self.ui.step_started(spec.seq, len(self.steps), v.name, spec.clients, spec.rep,
                              plan.duration_s + plan.warmup_s)
         step_dir = work_dir / f"step-{spec.seq}"
         step_dir.mkdir(mode=0o700)
         run = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.duration_s,
-                                spec.variant, scripts, defines, step_dir / "log", True)
+                                v, scripts, defines, step_dir / "log", True)
         self.store.add_command(self.run_id, step_id, "bench", run.argv())
-        if sampler:
-            sampler.begin_step(step_id)
-        os_sampler.begin_step()
-        time.sleep(plan.pre_s)
-        if plan.warmup_s:
-            self._set_phase(sampler, os_sampler, "warmup")
-            warm = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.warmup_s,
-                                     spec.variant, scripts, defines, None, False)
-            self.store.add_command(self.run_id, step_id, "warmup", warm.argv())
-            self._execute(warm, child_env, None, os_sampler)
-        q0 = sampler.queries_run if sampler else 0
-        r0 = reader.reads
-        before = reader.snapshot()
-        self._set_phase(sampler, os_sampler, "bench")
-        bench_start = time.time()
-        rc, out, err, points = self._execute(run, child_env, self.ui, os_sampler)
-        bench_end = time.time()
-        self._set_phase(sampler, os_sampler, "post")
-        after = reader.settled()
-        own = (sampler.queries_run - q0 if sampler else 0) + (reader.reads - r0)
-        rest = plan.post_s - (time.time() - bench_end)
-        if rest > 0:
-            time.sleep(rest)
-        samples = sampler.end_step() if sampler else None
-        os_rows = os_sampler.end_step()
+        with contextlib.ExitStack() as step_stack:
+            pooled = None
+            if v.pooler is not None:
+                assert self.poolers is not None
+                try:
+                    pooled = step_stack.enter_context(self.poolers.step(
+                        v, target.endpoint, self.run_as, spec.clients, plan.duration_s + plan.warmup_s))
+                except PgkneeError as e:
+                    self.store.end_step(step_id, "failed", e.message)
+                    self.ui.step_finished(f"c{spec.clients} rep {spec.rep} {v.name}: FAILED: {e.message}")
+                    raise
+                child_env = pooled.endpoint.child_env(step_dir)
+                os_sampler.pooler_pid = pooled.pid
+                step_stack.callback(setattr, os_sampler, "pooler_pid", None)
+            if sampler:
+                sampler.begin_step(step_id)
+            os_sampler.begin_step()
+            time.sleep(plan.pre_s)
+            if plan.warmup_s:
+                self._set_phase(sampler, os_sampler, "warmup", pooled)
+                warm = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.warmup_s,
+                                         v, scripts, defines, None, False)
+                self.store.add_command(self.run_id, step_id, "warmup", warm.argv())
+                self._execute(warm, child_env, None, os_sampler)
+            q0 = sampler.queries_run if sampler else 0
+            r0 = reader.reads
+            before = reader.snapshot()
+            pool_before = self._pooler_totals(pooled)
+            self._set_phase(sampler, os_sampler, "bench", pooled)
+            bench_start = time.time()
+            rc, out, err, points = self._execute(run, child_env, self.ui, os_sampler)
+            bench_end = time.time()
+            self._set_phase(sampler, os_sampler, "post", pooled)
+            pool_after = self._pooler_totals(pooled)
+            pooler_died = pooled is not None and not pooled.alive()
+            pool_rows, pool_tail = [], ""
+            if pooled is not None:
+                pool_rows = pooled.sampler.close() if pooled.sampler is not None else []
+                pool_tail = pooled.log_tail()
+                # the pool's server connections would sit idle and flush their statistics only
+                # after up to 10 s: close them so pg_stat_database counts the step now
+                pooled.release()
+            after = reader.settled()
+            own = (sampler.queries_run - q0 if sampler else 0) + (reader.reads - r0)
+            rest = plan.post_s - (time.time() - bench_end)
+            if rest > 0:
+                time.sleep(rest)
+            samples = sampler.end_step() if sampler else None
+            os_rows = os_sampler.end_step()
         summary = parse_summary(out)
         logs = log_files(step_dir / "log")
-        log = read_transaction_logs(logs, has_lag=bool(spec.variant.rate),
+        log = read_transaction_logs(logs, has_lag=bool(v.rate),
                                     has_retries=version_num >= 150000 and plan.max_tries != 1) if logs else None
-        m = (measure(log, scripts, summary.duration_s or plan.duration_s, think_us=round(spec.variant.think_ms * 1000))
+        m = (measure(log, scripts, summary.duration_s or plan.duration_s, think_us=round(v.think_ms * 1000))
              if log is not None else None)
         delta = pgstats.delta(before, after)
         duration = summary.duration_s or plan.duration_s
         tps_db = (delta["xact_commit"] - own) / duration if "xact_commit" in delta else None
         status, reason = self._judge(rc, err, m, target)
+        if status == "failed" and pooler_died:
+            reason = f"pgbouncer died during the step: {pool_tail or 'no message in its log'}; {reason}"
+        pool_facts = self._pooler_facts(pooled, pool_before, pool_after)
         with self.store.transaction():
             self._write_step(step_id, status, reason, rc, bench_start, bench_end, m, summary, tps_db, delta,
                              points, samples, os_rows)
+            if pooled is not None:
+                self.store.insert_many("pooler_samples", ("run_id", "step_id", *SAMPLE_COLUMNS),
+                                       [(self.run_id, step_id, *r) for r in pool_rows])
+                self.store.insert_many("step_pooler", ("step_id", "name", "value"),
+                                       [(step_id, k, x) for k, x in pool_facts.items()])
         shutil.rmtree(step_dir, ignore_errors=True)
         if status == "completed" and m is not None and m.latency is not None:
             self.ui.step_finished(
-                f"c{spec.clients} rep {spec.rep}{'' if len(plan.variants) == 1 else ' ' + spec.variant.name}: "
+                f"c{spec.clients} rep {spec.rep}{'' if len(plan.variants) == 1 else ' ' + v.name}: "
                 f"{m.tps:,.1f} tps, latency {m.latency.mean_ms:.2f} ms (p99 {m.latency.p99_ms:.2f}), "
                 f"{m.failed} failed")
         else:
@@ -453,10 +528,38 @@ class Runner:
                                   "see the message above; completed steps are kept in the store")
 
     @staticmethod
-    def _set_phase(sampler: ActivitySampler | None, os_sampler: OsSampler, phase: str) -> None:
+    def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:
+        if pooled is None or pooled.sampler is None or not pooled.alive():
+            return None
+        try:
+            return pooled.sampler.totals()
+        except (PgkneeError, psycopg.Error):
+            return None
+
+    @staticmethod
+    def _pooler_facts(pooled: StepPooler | None, before: dict[str, float] | None,
+                      after: dict[str, float] | None) -> dict[str, str]:
+        if pooled is None:
+            return {}
+        facts = dict(pooled.facts)
+        if before is not None and after is not None:
+            facts.update({f"delta.{k}": repr(after[k] - before.get(k, 0.0)) for k in after})
+        elif pooled.sampler is None:
+            facts["missing"] = "no admin console (give --pooler-admin-dsn)"
+        else:
+            facts["missing"] = "the console did not answer at the end of the step"
+        if pooled.sampler is not None and pooled.sampler.errors:
+            facts["sampler_errors"] = " | ".join(pooled.sampler.errors)
+        return facts
+
+    @staticmethod
+    def _set_phase(sampler: ActivitySampler | None, os_sampler: OsSampler, phase: str,
+                   pooled: StepPooler | None = None) -> None:
         if sampler:
             sampler.phase = phase
         os_sampler.phase = phase
+        if pooled is not None and pooled.sampler is not None:
+            pooled.sampler.phase = phase
 
     def _judge(self, rc: int, err: str, m: StepMeasurement | None, target: Target) -> tuple[str, str | None]:
         if rc == 0 and m is not None:
@@ -471,7 +574,7 @@ class Runner:
     def _execute(self, run: PgbenchRun, env: dict[str, str], ui: UI | None,
                  os_sampler: OsSampler) -> tuple[int, str, str, list[ProgressPoint]]:
         """Run pgbench bounded in time; progress lines go to the UI as they come."""
-        p = proc.spawn(run.argv(), env=env)
+        p = proc.spawn(run.argv(), env=env, cpus=self.poolers.client_cpus if self.poolers else None)
         os_sampler.client_pid = p.pid
         points: list[ProgressPoint] = []
         err_lines: list[str] = []

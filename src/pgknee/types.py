@@ -108,6 +108,9 @@ class StepRecord:
     lag_p99_ms: float | None = None
     lag_max_ms: float | None = None
     think_ms: float = 0.0  # latency figures exclude it
+    pooler_kind: str | None = None  # None: direct
+    pool_mode: str | None = None
+    pool_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +155,32 @@ class OsSample:
     mem_free_kb: int
     cached_kb: int
     client_cpu_pct: float | None
+    pooler_cpu_pct: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PoolerSample:
+    epoch: float
+    cl_active: int
+    cl_waiting: int
+    sv_active: int
+    sv_idle: int
+    sv_used: int
+    sv_login: int
+    maxwait_us: int
+
+
+@dataclass(frozen=True)
+class PoolerStep:
+    """A step through a pooler: SHOW POOLS samples (bench phase) and the step's pooler
+    facts (SHOW STATS deltas as floats under 'delta.*', settings and versions as text)."""
+
+    samples: list[PoolerSample]
+    facts: dict[str, str]
+
+    def delta(self, name: str) -> float | None:
+        v = self.facts.get(f"delta.{name}")
+        return float(v) if v is not None else None
 
 
 @dataclass(frozen=True)
@@ -171,3 +200,4 @@ class RunData:
     snaps: dict[int, tuple[int, float, float]]  # bench phase: (snapshots, mean client backends, mean ms)
     # bench phase: mean sessions in a statement or transaction (active + idle in transaction)
     busy: dict[int, float] = field(default_factory=dict)
+    pooler: dict[int, PoolerStep] = field(default_factory=dict)  # steps through a pooler

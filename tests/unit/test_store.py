@@ -262,7 +262,7 @@ def test_load_run_round_trip(store: Store) -> None:
     store.insert_many("step_failures", ("step_id", "kind", "count"), [(sids[1], "serialization", 3)])
     store.insert_many("step_pg_stat_database", ("step_id", "name", "delta"), [(sids[0], "xact_commit", 1002.0)])
     os_row = ("2025-01-01 00:00:01.000", "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0,
-              8000, 4000, 1000, 2000, 25.0)
+              8000, 4000, 1000, 2000, 25.0, 40.0)
     store.insert_many("os_samples", ("run_id", "step_id", *OS_COLUMNS), [("r", sids[0], *os_row)])
     store.set_environment("r", {"host.cpus": "4"})
     data = load_run(store, "last")
@@ -271,7 +271,8 @@ def test_load_run_round_trip(store: Store) -> None:
     assert data.failures[sids[1]] == {"serialization": 3}
     assert data.pgdb[sids[0]] == {"xact_commit": 1002.0}
     (sample,) = data.os[sids[0]]
-    assert (sample.phase, sample.cpu_user, sample.cpu_idle, sample.client_cpu_pct) == ("bench", 50.0, 40.0, 25.0)
+    assert (sample.phase, sample.cpu_user, sample.cpu_idle, sample.client_cpu_pct, sample.pooler_cpu_pct) == (
+        "bench", 50.0, 40.0, 25.0, 40.0)
     assert data.env == {"host.cpus": "4"}
     view = build(data)
     assert [g.tps.value if g.tps else None for g in view.groups] == [100.0, 300.0]

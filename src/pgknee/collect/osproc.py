@@ -20,6 +20,7 @@ class _Raw:
     cpu: tuple[int, ...]  # user nice system idle iowait irq softirq steal
     ctxt: int
     client_ticks: int | None
+    pooler_ticks: int | None = None
 
 
 def _read_stat() -> tuple[tuple[int, ...], int, int, int]:
@@ -72,6 +73,7 @@ class OsSampler:
         self.interval_s = interval_s
         self.phase = "pre"
         self.client_pid: int | None = None
+        self.pooler_pid: int | None = None  # a managed pgbouncer: single-threaded, so watch its CPU
         self._rows: list[tuple[Any, ...]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -98,8 +100,9 @@ class OsSampler:
 
     def _raw(self) -> tuple[_Raw, int, int]:
         cpu, ctxt, running, blocked = _read_stat()
-        pid = self.client_pid
-        return _Raw(time.time(), cpu, ctxt, process_ticks(pid) if pid else None), running, blocked
+        pid, pooler = self.client_pid, self.pooler_pid
+        return _Raw(time.time(), cpu, ctxt, process_ticks(pid) if pid else None,
+                    process_ticks(pooler) if pooler else None), running, blocked
 
     def _loop(self) -> None:
         next_at = time.monotonic()
@@ -124,10 +127,13 @@ class OsSampler:
         client = None
         if raw.client_ticks is not None and prev.client_ticks is not None:
             client = 100.0 * (raw.client_ticks - prev.client_ticks) / CLK_TCK / dt
+        pooler = None
+        if raw.pooler_ticks is not None and prev.pooler_ticks is not None:
+            pooler = 100.0 * (raw.pooler_ticks - prev.pooler_ticks) / CLK_TCK / dt
         row = (iso_of(raw.t), self.phase, raw.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
                pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], load1,
                (raw.ctxt - prev.ctxt) / dt, running, blocked, mem.get("MemTotal", 0), mem.get("MemAvailable", 0),
-               mem.get("MemFree", 0), mem.get("Cached", 0), client)
+               mem.get("MemFree", 0), mem.get("Cached", 0), client, pooler)
         with self._lock:
             if self._active:
                 self._rows.append(row)
@@ -140,4 +146,4 @@ class OsSampler:
 
 OS_COLUMNS = ("_collected_at", "_phase", "epoch", "cpu_user", "cpu_nice", "cpu_system", "cpu_iowait", "cpu_irq",
               "cpu_steal", "cpu_idle", "load1", "ctx_per_s", "procs_running", "procs_blocked", "mem_total_kb",
-              "mem_available_kb", "mem_free_kb", "cached_kb", "client_cpu_pct")
+              "mem_available_kb", "mem_free_kb", "cached_kb", "client_cpu_pct", "pooler_cpu_pct")

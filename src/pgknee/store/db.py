@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import StoreError
-from pgknee.types import OsSample, RunData, RunRecord, StepRecord
+from pgknee.types import OsSample, PoolerSample, PoolerStep, RunData, RunRecord, StepRecord
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -99,13 +99,15 @@ class Store:
 
     def begin_step(self, run_id: str, *, seq: int, variant: str, clients: int, rep: int, threads: int,
                    protocol: str, duration_s: float, warmup_s: float, pipeline: bool = False,
-                   connect_per_txn: bool = False, rate: float | None = None, think_ms: float = 0.0) -> int:
+                   connect_per_txn: bool = False, rate: float | None = None, think_ms: float = 0.0,
+                   pooler: tuple[str, str | None, int | None] | None = None) -> int:
+        kind, mode, size = pooler if pooler is not None else (None, None, None)
         cur = self.db.execute(
             "INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, "
-            "status, started_at, pipeline, connect_per_txn, rate, think_ms) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            "status, started_at, pipeline, connect_per_txn, rate, think_ms, pooler_kind, pool_mode, pool_size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, now_iso(), int(pipeline),
-             int(connect_per_txn), rate, think_ms))
+             int(connect_per_txn), rate, think_ms, kind, mode, size))
         assert cur.lastrowid is not None
         return cur.lastrowid
 
@@ -165,6 +167,16 @@ class Store:
 
     def step_failures(self, step_id: int) -> dict[str, int]:
         return dict(self.db.execute("SELECT kind, count FROM step_failures WHERE step_id = ?", (step_id,)).fetchall())
+
+    def pooler_step(self, step: StepRecord) -> PoolerStep | None:
+        if step.pooler_kind is None:
+            return None
+        cols = ", ".join(PoolerSample.__slots__)
+        rows = self.db.execute(f"SELECT {cols} FROM pooler_samples WHERE step_id = ? AND _phase = 'bench' "
+                               "ORDER BY epoch", (step.step_id,)).fetchall()
+        facts = dict(self.db.execute("SELECT name, value FROM step_pooler WHERE step_id = ?",
+                                     (step.step_id,)).fetchall())
+        return PoolerStep([PoolerSample(*r) for r in rows], facts)
 
     def pg_stat_database(self, step_id: int) -> dict[str, float]:
         return dict(self.db.execute("SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?",
@@ -258,4 +270,5 @@ def load_run(store: Store, ref: str) -> RunData:
         waits={i: store.wait_counts([i], bench, "client") for i in ids},
         waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
         snaps={i: store.snapshot_stats([i], bench) for i in ids},
-        busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None})
+        busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
+        pooler={s.step_id: p for s in steps if (p := store.pooler_step(s)) is not None})

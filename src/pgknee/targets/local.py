@@ -88,7 +88,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _server_user() -> proc.RunAs | None:
+def server_user() -> proc.RunAs | None:
     """Who runs the server: pgknee's own user, or an unprivileged one when root."""
     if os.geteuid() != 0:
         return None
@@ -121,7 +121,7 @@ class EmbeddedCluster:
     def __init__(self, bindir: Path, settings: dict[str, str], *, base_dir: str | None = None) -> None:
         self.bindir = bindir
         self.settings = {**DEFAULT_SETTINGS, **settings}
-        self.run_as = _server_user()
+        self.run_as = server_user()
         base = Path(base_dir or tempfile.gettempdir())
         if self.run_as is not None and not _reachable_by_others(base):
             raise TargetError(f"the embedded server runs as user {self.run_as.name}, which cannot reach {base}",

@@ -1,0 +1,102 @@
+"""The pooler's own view, from the pgbouncer admin console: SHOW POOLS sampled
+through the step (clients active and waiting, server connections active and idle,
+the longest wait), and SHOW STATS totals read at the start and end of the bench
+phase, whose deltas give transactions, transaction time, query time and the time
+clients waited for a server. The avg_* columns refresh only every stats_period,
+so they are never used. Columns are read by name: they change between versions."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+
+from pgknee.pooler.pgbouncer import admin_connect, show
+from pgknee.store.db import iso_of
+from pgknee.targets.base import Endpoint
+
+POOL_COLUMNS = ("cl_active", "cl_waiting", "sv_active", "sv_idle", "sv_used", "sv_login", "maxwait_us")
+SAMPLE_COLUMNS = ("_collected_at", "_phase", "epoch", *POOL_COLUMNS)
+STATS_TOTALS = ("total_xact_count", "total_query_count", "total_xact_time", "total_query_time",
+                "total_wait_time", "total_received", "total_sent")
+
+
+def pool_counts(rows: list[dict[str, Any]], database: str) -> tuple[int, ...]:
+    """One database's pools (all users) summed; maxwait as the largest, in microseconds."""
+    mine = [r for r in rows if r.get("database") == database]
+    out = []
+    for col in POOL_COLUMNS[:-1]:
+        out.append(sum(int(r.get(col) or 0) for r in mine))
+    out.append(max((int(r.get("maxwait") or 0) * 1_000_000 + int(r.get("maxwait_us") or 0) for r in mine),
+                   default=0))
+    return tuple(out)
+
+
+def stats_totals(rows: list[dict[str, Any]], database: str) -> dict[str, float]:
+    for r in rows:
+        if r.get("database") == database:
+            return {k: float(v) for k, v in r.items() if k in STATS_TOTALS and isinstance(v, int | float | Decimal)}
+    return {}
+
+
+class PoolerSampler:
+    """A thread sampling SHOW POOLS for one database while a step runs."""
+
+    def __init__(self, admin: Endpoint, database: str, interval_s: float) -> None:
+        self.admin = admin
+        self.database = database
+        self.interval_s = interval_s
+        self.phase = "pre"
+        self.errors: list[str] = []
+        self._rows: list[tuple[Any, ...]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._conn = admin_connect(self.admin)
+        self._thread = threading.Thread(target=self._loop, name="pgknee-pooler", daemon=True)
+        self._thread.start()
+
+    def totals(self) -> dict[str, float]:
+        """SHOW STATS totals of the database now, on a connection of its own."""
+        with admin_connect(self.admin) as c:
+            return stats_totals(show(c, "STATS"), self.database)
+
+    def _loop(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            next_at += self.interval_s
+            self._sample_once()
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _sample_once(self) -> None:
+        if self._conn is None:
+            return
+        try:
+            now = time.time()
+            counts = pool_counts(show(self._conn, "POOLS"), self.database)
+        except psycopg.Error as e:
+            with self._lock:
+                if len(self.errors) < 5:
+                    self.errors.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+            self._stop.set()  # the pooler is gone: the step will say why
+            return
+        with self._lock:
+            self._rows.append((iso_of(now), self.phase, now, *counts))
+
+    def close(self) -> list[tuple[Any, ...]]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+        with self._lock:
+            rows, self._rows = self._rows, []
+        return rows

@@ -1,0 +1,254 @@
+"""The pooled variants of a run: what is refused before anything starts, a check
+through each pooler once the target is up, and per step a pgbouncer (managed) or
+the user's own (external) with its console sampled."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgknee import proc
+from pgknee.collect.pooler import PoolerSampler
+from pgknee.errors import PoolerError, UserError
+from pgknee.plan import Plan, Variant
+from pgknee.pooler.pgbouncer import (
+    PREPARED_MIN_VERSION,
+    VIRTUAL_DB,
+    ManagedPgbouncer,
+    PoolerSettings,
+    admin_connect,
+    find_pgbouncer,
+    pgbouncer_version,
+    show,
+)
+from pgknee.targets.base import Endpoint
+from pgknee.targets.conninfo import parse_dsn, split_secret
+from pgknee.workloads import Script
+
+_TXN_RE = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)\b|^\s*\\startpipeline", re.IGNORECASE | re.MULTILINE)
+
+
+def _endpoint(dsn: str) -> Endpoint:
+    params, password = split_secret(parse_dsn(dsn))
+    return Endpoint(params, password)
+
+
+@dataclass
+class StepPooler:
+    """What a step runs through."""
+
+    endpoint: Endpoint  # where pgbench connects
+    sampler: PoolerSampler | None  # None: no console to sample
+    pid: int | None  # a managed pgbouncer's process, for its CPU
+    alive: Callable[[], bool]
+    log_tail: Callable[[], str]
+    release: Callable[[], None]  # close the pool's server connections (a managed one: stop it)
+    facts: dict[str, str] = field(default_factory=dict)
+
+
+class Poolers:
+    def __init__(self, plan: Plan, say: Callable[[str], None]) -> None:
+        self.plan = plan
+        self.say = say
+        self.binary: str | None = None
+        self.version: tuple[int, int, int] | None = None
+        self.version_text = ""
+        self.external: Endpoint | None = None
+        self.external_admin: Endpoint | None = None
+        self.external_facts: dict[str, str] = {}
+        self.server_cpus: frozenset[int] | None = None
+        self.client_cpus: frozenset[int] | None = None
+
+    @property
+    def managed(self) -> list[Variant]:
+        return [v for v in self.plan.variants if v.pooler is not None and v.pooler.kind == "managed"]
+
+    # ---- before anything starts --------------------------------------------------------------
+    def check_before_start(self, scripts: dict[str, list[Script]], *, embedded: bool) -> None:
+        """Refusals that need no server: the binary and its version, prepared statements
+        through a pool that cannot carry them, transactions in statement mode, placement."""
+        if self.managed:
+            self.binary = find_pgbouncer(self.plan.pgbouncer)
+            self.version_text, self.version = pgbouncer_version(self.binary)
+        for v in self.plan.variants:
+            if v.pooler is None:
+                continue
+            if v.pooler.kind == "managed":
+                assert self.version is not None
+                self._check_prepared(v, v.pooler.mode, self.version, self.version_text)
+            if v.pooler.mode == "statement" and v.pooler.kind == "managed":
+                for s in scripts.get(v.name, []):
+                    if _TXN_RE.search(s.path.read_text()):
+                        raise UserError(f"variant {v.name}: statement mode cannot run {s.name}, which opens a "
+                                        "transaction (pgbouncer closes such clients)",
+                                        "use transaction mode, or a workload of single statements "
+                                        "(--workload select-only)")
+            if v.pooler.placement != "any" and not embedded:
+                raise UserError(f"variant {v.name}: placement pins pgbouncer beside the embedded server or the "
+                                "client; a remote server's CPUs are not pgknee's to share",
+                                "run pgbouncer where you want it and use pooled-external, or drop placement")
+        if any(v.pooler is not None and v.pooler.placement != "any" for v in self.plan.variants):
+            self._split_cpus()
+        if self.plan.pooler_dsn:
+            self.external = _endpoint(self.plan.pooler_dsn)
+            if self.plan.pooler_admin_dsn:
+                self.external_admin = _endpoint(self.plan.pooler_admin_dsn)
+
+    @staticmethod
+    def _check_prepared(v: Variant, mode: str, version: tuple[int, int, int], version_text: str) -> None:
+        if v.protocol == "prepared" and mode in ("transaction", "statement") and version < PREPARED_MIN_VERSION:
+            raise UserError(f"variant {v.name}: pgbouncer {version_text} cannot carry prepared statements in "
+                            f"{mode} mode (1.21 and later can, with max_prepared_statements)",
+                            "use the extended protocol (--protocol extended, or protocol=extended in the "
+                            "variant), session mode, or a newer pgbouncer with --pgbouncer PATH")
+
+    def _split_cpus(self) -> None:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise UserError("placement needs at least two CPUs to split between the server and the client",
+                            "drop placement= from the variants")
+        half = len(cpus) // 2
+        self.server_cpus, self.client_cpus = frozenset(cpus[:half]), frozenset(cpus[half:])
+
+    # ---- once the target is up -----------------------------------------------------------------
+    def check_through(self, server: Endpoint, run_as: proc.RunAs | None, max_clients: int) -> None:
+        """Log in through every pooler once, so that a wrong password or a refused login
+        stops the run before the first step, not in it."""
+        for v in self.managed:
+            with self._managed(v, server, run_as, max_clients, 60) as pgb:
+                self._probe(pgb.client_endpoint, f"the pgbouncer of variant {v.name}", pgb.log_tail)
+        if self.external is not None:
+            self._probe(self.external, f"your pooler at {self.external.label}", lambda: "")
+            if self.external_admin is not None:
+                self._read_external_console()
+            else:
+                self.say("note: no --pooler-admin-dsn: the pooler's own figures (clients waiting, server "
+                         "connections, wait time) will be missing for pooled-external steps")
+
+    def _read_external_console(self) -> None:
+        assert self.external_admin is not None and self.external is not None
+        with admin_connect(self.external_admin) as c:
+            ver = show(c, "VERSION")
+            text = str(next(iter(ver[0].values()))) if ver else ""
+            m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+            dbname = self.external.params.get("dbname", "")
+            dbs = [d for d in show(c, "DATABASES") if d.get("name") == dbname]
+        self.external_facts = {"version": text}
+        if dbs:
+            self.external_facts.update({k: str(dbs[0].get(k)) for k in ("pool_mode", "pool_size", "max_connections")
+                                        if dbs[0].get(k) is not None})
+        else:
+            self.say(f"note: your pooler's console lists no database {dbname!r}; its SHOW POOLS rows for it "
+                     "will be looked up by that name")
+        mode = self.external_facts.get("pool_mode") or "transaction"
+        if m:
+            version = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+            for v in self.plan.variants:
+                if v.pooler is not None and v.pooler.kind == "external":
+                    self._check_prepared(v, mode, version, text.split()[-1] if text else "?")
+
+    @staticmethod
+    def _probe(endpoint: Endpoint, what: str, tail: Callable[[], str]) -> None:
+        kwargs: dict[str, Any] = dict(endpoint.params)
+        if endpoint.password is not None:
+            kwargs["password"] = endpoint.password
+        try:
+            with psycopg.connect(connect_timeout="15", application_name="pgknee:probe", **kwargs) as c:
+                c.execute("SELECT 1")
+        except psycopg.Error as e:
+            lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+            why = tail() or (lines[-1] if lines else type(e).__name__)
+            raise PoolerError(f"cannot log in through {what}: {why}",
+                              "check that the pooler reaches the server with the target's user and password") \
+                from None
+
+    # ---- per step ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _managed(self, v: Variant, server: Endpoint, run_as: proc.RunAs | None, max_clients: int,
+                 wait_timeout_s: int) -> Iterator[ManagedPgbouncer]:
+        assert v.pooler is not None and self.binary is not None and self.version is not None
+        settings = PoolerSettings(mode=v.pooler.mode, pool_size=v.pooler.pool_size, reserve=v.pooler.reserve,
+                                  max_clients=max_clients, query_wait_timeout_s=wait_timeout_s,
+                                  prepared_statements=v.protocol == "prepared")
+        cpus = {"server": self.server_cpus, "client": self.client_cpus}.get(v.pooler.placement)
+        pgb = ManagedPgbouncer(self.binary, self.version, server, settings, run_as=run_as, cpus=cpus)
+        try:
+            pgb.start()
+            yield pgb
+        finally:
+            pgb.close()
+
+    @contextlib.contextmanager
+    def step(self, v: Variant, server: Endpoint, run_as: proc.RunAs | None, clients: int,
+             step_seconds: int) -> Iterator[StepPooler]:
+        assert v.pooler is not None
+        interval = self.plan.pooler_interval_s
+        if v.pooler.kind == "external":
+            assert self.external is not None
+            sampler = None
+            if self.external_admin is not None:
+                sampler = PoolerSampler(self.external_admin, self.external.params.get("dbname", ""), interval)
+                sampler.start()
+            try:
+                yield StepPooler(self.external, sampler, None, lambda: True, lambda: "", lambda: None,
+                                 {"kind": "external", **{f"external.{k}": x for k, x in self.external_facts.items()}})
+            finally:
+                if sampler is not None:
+                    sampler.close()
+            return
+        with self._managed(v, server, run_as, clients, step_seconds + 120) as pgb:
+            sampler = PoolerSampler(pgb.admin_endpoint, VIRTUAL_DB, interval)
+            sampler.start()
+            try:
+                yield StepPooler(pgb.client_endpoint, sampler, pgb.pid, pgb.alive, pgb.log_tail, pgb.stop,
+                                 {"kind": "managed", "version": self.version_text,
+                                  **{f"setting.{k}": x for k, x in pgb.describe().items()}})
+            finally:
+                sampler.close()
+
+    def environment(self) -> dict[str, str]:
+        env: dict[str, str] = {}
+        if self.binary:
+            env.update({"pgbouncer.path": self.binary, "pgbouncer.version": self.version_text})
+        if self.external is not None:
+            env["pooler.external"] = self.external.label
+            env.update({f"pooler.external.{k}": x for k, x in self.external_facts.items()})
+        if self.server_cpus is not None and self.client_cpus is not None:
+            env["placement.server_cpus"] = ",".join(map(str, sorted(self.server_cpus)))
+            env["placement.client_cpus"] = ",".join(map(str, sorted(self.client_cpus)))
+        return env
+
+
+def pin_process_tree(root_pid: int, cpus: frozenset[int]) -> int:
+    """Pin a process and its children (a postmaster and its backends); children forked
+    later inherit the affinity. Returns how many processes were pinned."""
+    pinned = 0
+    for pid in [root_pid, *_children(root_pid)]:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(pid, cpus)
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(int(tid), cpus)
+            pinned += 1
+    return pinned
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append(int(entry.name))
+    return out

@@ -1,0 +1,297 @@
+"""pgbouncer in the lab: a managed instance in front of the target (config and auth
+files in a private directory, every setting that distorts a sweep set explicitly,
+started per step and always stopped), or a user's own, reached by DSN.
+
+Three identities, none of them on a command line:
+- the client user pgbench logs in as (a random password in the auth file);
+- the admin user pgknee samples the console with (a random password);
+- the server user pgbouncer logs in to the target as (the target's own credentials).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgknee import proc
+from pgknee.errors import PoolerError
+from pgknee.targets.base import Endpoint
+
+CLIENT_USER = "pgknee_client"
+ADMIN_USER = "pgknee_admin"
+VIRTUAL_DB = "pgknee"
+MODES = ("session", "transaction", "statement")
+# pgbouncer carries protocol-level prepared statements across pooled server connections
+# from 1.21 on (max_prepared_statements); before that they break in transaction and
+# statement modes.
+PREPARED_MIN_VERSION = (1, 21, 0)
+
+
+def find_pgbouncer(explicit: str | None = None) -> str:
+    if explicit:
+        path = Path(explicit)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise PoolerError(f"--pgbouncer {explicit} is not an executable file",
+                              "give the path of the pgbouncer binary")
+        return str(path)
+    for candidate in (shutil.which("pgbouncer"), "/usr/sbin/pgbouncer", "/usr/local/bin/pgbouncer"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise PoolerError("pgbouncer is not installed, and a pooled variant needs it",
+                      "run 'make setup' (it installs pgbouncer with apt), or pass --pgbouncer PATH")
+
+
+def pgbouncer_version(binary: str) -> tuple[str, tuple[int, int, int]]:
+    try:
+        r = proc.run([binary, "--version"], timeout=10)
+    except OSError as e:
+        raise PoolerError(f"cannot run {binary}: {e.strerror}") from None
+    m = re.search(r"PgBouncer (\d+)\.(\d+)(?:\.(\d+))?", r.stdout + r.stderr)
+    if not m:
+        raise PoolerError(f"{binary} --version did not say which PgBouncer it is",
+                          "pass the real pgbouncer binary with --pgbouncer")
+    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    return f"{ver[0]}.{ver[1]}.{ver[2]}", ver
+
+
+@dataclass(frozen=True)
+class PoolerSettings:
+    """What one managed pgbouncer is told: everything that shapes a sweep, explicit."""
+
+    mode: str
+    pool_size: int
+    reserve: int
+    max_clients: int  # the largest client count it must accept
+    query_wait_timeout_s: int  # longer than a step: a client never gives up mid-step
+    prepared_statements: bool  # protocol-level prepared statements in use (1.21+ only)
+
+    def ini(self, *, server: dict[str, str], listen_port: int, private_dir: Path,
+            version: tuple[int, int, int]) -> str:
+        db = {k: v for k, v in server.items() if k in ("host", "port", "dbname", "user")}
+        db.update(pool_size=str(self.pool_size), pool_mode=self.mode, reserve_pool=str(self.reserve),
+                  max_db_connections=str(self.pool_size + self.reserve))
+        conn = " ".join(f"{k}={_ini_value(v)}" for k, v in db.items())
+        lines = [
+            "; written by pgknee for one step; removed when it ends",
+            "[databases]",
+            f"{VIRTUAL_DB} = {conn}",
+            "",
+            "[pgbouncer]",
+            "listen_addr = 127.0.0.1",
+            f"listen_port = {listen_port}",
+            f"unix_socket_dir = {private_dir}",
+            "auth_type = scram-sha-256",
+            f"auth_file = {private_dir / 'users.txt'}",
+            f"admin_users = {ADMIN_USER}",
+            f"stats_users = {ADMIN_USER}",
+            f"pool_mode = {self.mode}",
+            f"default_pool_size = {self.pool_size}",
+            "min_pool_size = 0",
+            f"reserve_pool_size = {self.reserve}",
+            "reserve_pool_timeout = 5",
+            f"max_db_connections = {self.pool_size + self.reserve}",
+            "max_user_connections = 0",
+            # clients plus pgknee's own console connections, with room to spare
+            f"max_client_conn = {self.max_clients + 20}",
+            f"query_wait_timeout = {self.query_wait_timeout_s}",
+            "query_timeout = 0",
+            "idle_transaction_timeout = 0",
+            "client_idle_timeout = 0",
+            "client_login_timeout = 300",
+            "server_idle_timeout = 600",
+            "server_lifetime = 3600",
+            "server_login_retry = 1",
+            "server_connect_timeout = 15",
+            "server_round_robin = 0",
+            "listen_backlog = 4096",
+            "ignore_startup_parameters = extra_float_digits",
+            "log_connections = 0",
+            "log_disconnections = 0",
+            "log_pooler_errors = 1",
+            "stats_period = 60",
+            f"logfile = {private_dir / 'pgbouncer.log'}",
+            f"pidfile = {private_dir / 'pgbouncer.pid'}",
+        ]
+        if version >= PREPARED_MIN_VERSION:
+            lines.append(f"max_prepared_statements = {1000 if self.prepared_statements else 0}")
+        return "\n".join(lines) + "\n"
+
+
+def _ini_value(v: str) -> str:
+    if re.fullmatch(r"[A-Za-z0-9_./:-]+", v):
+        return v
+    return "'" + v.replace("'", "''") + "'"
+
+
+def _auth_line(user: str, password: str) -> str:
+    return '"' + user.replace('"', '""') + '" "' + password.replace('"', '""') + '"'
+
+
+class ManagedPgbouncer:
+    """One pgbouncer process in front of `server`, for one step."""
+
+    def __init__(self, binary: str, version: tuple[int, int, int], server: Endpoint, settings: PoolerSettings,
+                 *, run_as: proc.RunAs | None, base_dir: str | None = None,
+                 cpus: frozenset[int] | None = None) -> None:
+        self.binary = binary
+        self.version = version
+        self.server = server
+        self.settings = settings
+        self.run_as = run_as
+        self.cpus = cpus
+        self.dir = Path(tempfile.mkdtemp(prefix="pgknee-pgbouncer-", dir=base_dir))
+        self.client_password = secrets.token_urlsafe(18)
+        self.admin_password = secrets.token_urlsafe(18)
+        self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Write the files, start pgbouncer, wait until its console answers. A port taken
+        between choosing and binding is retried on another port."""
+        from pgknee.targets.local import free_port
+
+        self._write_private_files()
+        for attempt in range(3):
+            self.port = free_port()
+            (self.dir / "pgbouncer.ini").write_text(self.settings.ini(
+                server=self.server.params, listen_port=self.port, private_dir=self.dir, version=self.version))
+            self._own(self.dir / "pgbouncer.ini")
+            if self._start_once():
+                return
+            tail = self.log_tail()
+            if attempt == 2 or "Address already in use" not in tail:
+                self.stop()
+                raise PoolerError(f"pgbouncer did not start: {tail or 'no message'}",
+                                  "see the message; run 'pgbouncer --version' to check the installation")
+
+    def _write_private_files(self) -> None:
+        os.chmod(self.dir, 0o700)
+        self._own(self.dir)
+        users = [_auth_line(CLIENT_USER, self.client_password), _auth_line(ADMIN_USER, self.admin_password)]
+        server_user = self.server.params.get("user")
+        password = self.server.password if self.server.password is not None else os.environ.get("PGPASSWORD")
+        if server_user and password is not None:
+            users.append(_auth_line(server_user, password))
+        fd = os.open(self.dir / "users.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("\n".join(users) + "\n")
+        self._own(self.dir / "users.txt")
+
+    def _own(self, path: Path) -> None:
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+        if self.run_as is not None:
+            os.chown(path, self.run_as.uid, self.run_as.gid)
+
+    def _start_once(self) -> bool:
+        log = self.dir / "pgbouncer.log"
+        with contextlib.suppress(FileNotFoundError):
+            log.unlink()
+        self._proc = proc.spawn([self.binary, str(self.dir / "pgbouncer.ini")], run_as=self.run_as,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(self.dir))
+        if self.cpus:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(self._proc.pid, self.cpus)
+        p = self._proc
+        ready = proc.wait_until(lambda: p.poll() is not None or self._answers(), timeout=15, interval=0.05)
+        if p.poll() is not None:
+            err = p.stderr.read().decode(errors="replace") if p.stderr else ""
+            if err.strip():
+                with log.open("a") as f:
+                    f.write(err)
+            proc.reap(p)
+            self._proc = None
+            return False
+        if not ready:
+            self.stop()
+            raise PoolerError("pgbouncer did not answer within 15 s", f"see {log}")
+        return True
+
+    def _answers(self) -> bool:
+        try:
+            with self.admin_connect(timeout=2) as c:
+                c.execute("SHOW VERSION")
+            return True
+        except (psycopg.Error, PoolerError):
+            return False
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def log_tail(self, n: int = 3) -> str:
+        try:
+            lines = [ln for ln in (self.dir / "pgbouncer.log").read_text(errors="replace").splitlines()
+                     if ln.strip() and (" ERROR " in ln or " FATAL " in ln or " WARNING " in ln or "error" in ln)]
+        except OSError:
+            return ""
+        return " | ".join(re.sub(r"^\S+ \S+ \S+ \[\d+\] ", "", ln) for ln in lines[-n:])
+
+    def stop(self) -> None:
+        p, self._proc = self._proc, None
+        if p is not None:
+            proc.stop(p, grace=5.0)  # SIGTERM: pgbouncer exits at once, closing its connections
+            if p.stderr is not None:
+                p.stderr.close()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---- endpoints ---------------------------------------------------------------------------
+    @property
+    def client_endpoint(self) -> Endpoint:
+        """Where pgbench connects: the pooler, as the client user."""
+        return Endpoint({"host": "127.0.0.1", "port": str(self.port), "dbname": VIRTUAL_DB, "user": CLIENT_USER},
+                        self.client_password)
+
+    @property
+    def admin_endpoint(self) -> Endpoint:
+        return Endpoint({"host": "127.0.0.1", "port": str(self.port), "dbname": "pgbouncer", "user": ADMIN_USER},
+                        self.admin_password)
+
+    def admin_connect(self, timeout: float = 5.0) -> psycopg.Connection[Any]:
+        return admin_connect(self.admin_endpoint, timeout)
+
+    def describe(self) -> dict[str, str]:
+        s = self.settings
+        return {"pool_mode": s.mode, "pool_size": str(s.pool_size), "reserve_pool": str(s.reserve),
+                "max_client_conn": str(s.max_clients + 20), "max_db_connections": str(s.pool_size + s.reserve),
+                "query_wait_timeout": str(s.query_wait_timeout_s), "auth_type": "scram-sha-256",
+                "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any"}
+
+
+def admin_connect(endpoint: Endpoint, timeout: float = 5.0) -> psycopg.Connection[Any]:
+    """The admin console: autocommit (it knows no BEGIN), simple queries only (psycopg
+    sends parameterless queries that way)."""
+    kwargs: dict[str, Any] = dict(endpoint.params)
+    kwargs.setdefault("connect_timeout", str(max(1, int(timeout))))
+    if endpoint.password is not None:
+        kwargs["password"] = endpoint.password
+    try:
+        return psycopg.connect(autocommit=True, **kwargs)
+    except psycopg.OperationalError as e:
+        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+        raise PoolerError(f"cannot reach the pgbouncer console at {endpoint.label}: "
+                          f"{lines[-1] if lines else 'connection failed'}",
+                          "check the admin DSN: the user must be in admin_users or stats_users") from None
+
+
+def show(conn: psycopg.Connection[Any], what: str) -> list[dict[str, Any]]:
+    """SHOW POOLS / STATS / ... as dicts by column name (columns differ between versions)."""
+    cur = conn.execute(f"SHOW {what}")
+    names = [d.name for d in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
