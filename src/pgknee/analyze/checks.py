@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgknee.types import OsSample, StepRecord
+from pgknee.types import OsSample, PoolerStep, StepRecord
 
 TPS_PGBENCH_TOLERANCE = 3.0  # % between TPS from the log and TPS pgbench printed
 TPS_DB_TOLERANCE = 5.0  # % between TPS from the log and pg_stat_database's commits
 LITTLE_TOLERANCE = 10.0  # % between clients and TPS x measured mean latency
 CLIENT_CPU_SATURATED = 85.0  # % of the pgbench threads' capacity
+POOLER_TOLERANCE = 20.0  # % between TPS x the pooler's mean transaction time and mean sv_active
 
 
 @dataclass(frozen=True)
@@ -134,3 +135,27 @@ def failures(step: StepRecord) -> Check:
         return Check("failures", "ok", "no failed or retried transactions")
     return Check("failures", "warn" if f else "ok",
                  f"{f} failed, {step.retried or 0} retried ({step.retries or 0} retries)")
+
+
+def pooler_occupancy(step: StepRecord, pooler: PoolerStep | None) -> Check:
+    """Little's law at the pooler: server connections busy = the pooler's transaction rate
+    x its mean transaction time on a server connection (SHOW STATS deltas) against the
+    mean sv_active sampled from SHOW POOLS. pgbouncer's transaction time includes the
+    client's wait for a server (measured: xact_time - wait_time matches sv_active), so
+    the wait is taken out. In session mode a server connection is 'active' while its
+    client is connected, in a transaction or not, so the law does not apply."""
+    name = "pooler-occupancy"
+    if pooler is None or not pooler.samples:
+        return Check(name, "n/a", "no SHOW POOLS samples (no admin console)")
+    if step.pool_mode == "session" or pooler.facts.get("external.pool_mode") == "session":
+        return Check(name, "n/a", "session mode: server connections stay with their clients")
+    xacts, xact_time = pooler.delta("total_xact_count"), pooler.delta("total_xact_time")
+    if not xacts or xact_time is None or step.bench_start is None or step.bench_end is None:
+        return Check(name, "n/a", "no SHOW STATS totals")
+    window = max(step.bench_end - step.bench_start, 1e-9)
+    busy = (xact_time - (pooler.delta("total_wait_time") or 0.0)) / 1e6 / window
+    sampled = sum(s.sv_active for s in pooler.samples) / len(pooler.samples)
+    d = _diff_pct(busy, sampled) if sampled else 0.0
+    status = "ok" if abs(d) <= POOLER_TOLERANCE else "warn"
+    return Check(name, status, f"pooler (transaction - wait) time / window = {busy:.2f} busy server connections "
+                               f"vs sampled sv_active {sampled:.2f} ({d:+.1f}%)")

@@ -63,6 +63,33 @@ class SystemRow:
 
 
 @dataclass(frozen=True)
+class PoolerRow:
+    """The pooler's view of one client count (medians over the repetitions)."""
+
+    kind: str  # managed | external
+    mode: str | None
+    pool_size: int | None
+    samples: int  # SHOW POOLS samples in the bench phases
+    cl_active: Figure | None
+    cl_waiting: Figure | None
+    cl_waiting_peak: Figure | None
+    sv_active: Figure | None
+    sv_active_peak: Figure | None
+    sv_idle: Figure | None
+    maxwait_ms_peak: Figure | None
+    wait_ms_per_txn: Figure | None  # SHOW STATS: total_wait_time / total_xact_count
+    xact_ms: Figure | None  # SHOW STATS: mean transaction time at the pooler (its wait for a server included)
+    server_ms: Figure | None  # the same without the wait: time on a server connection
+    cpu: Figure | None  # pgbouncer, % of one core, mean
+    cpu_peak: Figure | None
+    server_backends: Figure | None  # client backends on the server, sampled from pg_stat_activity
+    missing: str | None  # what could not be measured, and why
+
+
+POOLER_CPU_LIMIT = 85.0  # % of one core: pgbouncer is single-threaded
+
+
+@dataclass(frozen=True)
 class Group:
     """One client count of one variant, over its repetitions."""
 
@@ -88,6 +115,7 @@ class Group:
     snapshots: int
     checks: tuple[tuple[int, tuple[ck.Check, ...]], ...]  # per rep
     noise_pct: float = NOISY_SPREAD_PCT  # TPS spread across repetitions above which the step is noisy
+    pooler: PoolerRow | None = None
 
     @property
     def label(self) -> str:
@@ -167,14 +195,69 @@ def _scripts(data: RunData, done: Sequence[StepRecord]) -> tuple[ScriptRow, ...]
     return tuple(out)
 
 
+def _pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
+    steps = [s for s in done if s.pooler_kind is not None]
+    if not steps:
+        return None
+    per: dict[str, list[float]] = {}
+
+    def add(key: str, value: float | None) -> None:
+        if value is not None:
+            per.setdefault(key, []).append(value)
+
+    missing = None
+    n = 0
+    for s in steps:
+        p = data.pooler.get(s.step_id)
+        if p is None:
+            continue
+        n += len(p.samples)
+        if p.samples:
+            add("cl_active", statistics.fmean(x.cl_active for x in p.samples))
+            add("cl_waiting", statistics.fmean(x.cl_waiting for x in p.samples))
+            add("cl_waiting_peak", max(x.cl_waiting for x in p.samples))
+            add("sv_active", statistics.fmean(x.sv_active for x in p.samples))
+            add("sv_active_peak", max(x.sv_active for x in p.samples))
+            add("sv_idle", statistics.fmean(x.sv_idle for x in p.samples))
+            add("maxwait", max(x.maxwait_us for x in p.samples) / 1000.0)
+        xacts = p.delta("total_xact_count")
+        if xacts:
+            add("wait", (p.delta("total_wait_time") or 0.0) / xacts / 1000.0)
+            add("xact", (p.delta("total_xact_time") or 0.0) / xacts / 1000.0)
+            add("server", ((p.delta("total_xact_time") or 0.0) - (p.delta("total_wait_time") or 0.0))
+                / xacts / 1000.0)
+        cpu = [o.pooler_cpu_pct for o in data.os.get(s.step_id, []) if o.pooler_cpu_pct is not None]
+        if cpu:
+            add("cpu", statistics.fmean(cpu))
+            add("cpu_peak", max(cpu))
+        snaps = data.snaps.get(s.step_id)
+        if snaps and snaps[0]:
+            add("backends", snaps[1])
+        missing = p.facts.get("missing") or missing
+
+    def f(key: str) -> Figure | None:
+        return Figure.of(per.get(key, []))
+
+    s0 = steps[0]
+    return PoolerRow(kind=s0.pooler_kind or "", mode=s0.pool_mode, pool_size=s0.pool_size, samples=n,
+                     cl_active=f("cl_active"), cl_waiting=f("cl_waiting"), cl_waiting_peak=f("cl_waiting_peak"),
+                     sv_active=f("sv_active"), sv_active_peak=f("sv_active_peak"), sv_idle=f("sv_idle"),
+                     maxwait_ms_peak=f("maxwait"), wait_ms_per_txn=f("wait"), xact_ms=f("xact"),
+                     server_ms=f("server"), cpu=f("cpu"),
+                     cpu_peak=f("cpu_peak"), server_backends=f("backends"), missing=missing)
+
+
 def _step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     n, _, _ = data.snaps.get(s.step_id, (0, 0.0, 0.0))
     rows = wait_profile(data.waits.get(s.step_id, []), n)
     pgdb = data.pgdb.get(s.step_id, {})
-    return (ck.tps_vs_pgbench(s), ck.tps_vs_database(s), ck.littles_law(s),
-            ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time"),
-                                      data.busy.get(s.step_id), pgdb.get("idle_in_transaction_time")),
-            ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s))
+    checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s), ck.littles_law(s),
+              ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time"),
+                                        data.busy.get(s.step_id), pgdb.get("idle_in_transaction_time")),
+              ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s)]
+    if s.pooler_kind is not None:
+        checks.append(ck.pooler_occupancy(s, data.pooler.get(s.step_id)))
+    return tuple(checks)
 
 
 SUMMARIES = ("median", "best")
@@ -221,9 +304,21 @@ def build(data: RunData, summary: str | None = None, noise_pct: float | None = N
             threads=steps[0].threads, system=_system(all_os), scripts=_scripts(data, done),
             waits=tuple(wait_profile(_merge_counts([data.waits.get(s.step_id, []) for s in done]), n_snap)),
             waits_bg=tuple(wait_profile(_merge_counts([data.waits_bg.get(s.step_id, []) for s in done]), n_snap)),
-            snapshots=n_snap, checks=tuple((s.rep, _step_checks(data, s)) for s in done), noise_pct=noise_pct))
+            snapshots=n_snap, checks=tuple((s.rep, _step_checks(data, s)) for s in done), noise_pct=noise_pct,
+            pooler=_pooler_row(data, done)))
     view = RunView(data, tuple(groups), summary=summary)
     return RunView(data, tuple(groups), tuple(_warnings(view)), summary=summary)
+
+
+def _pooler_warnings(name: str, p: PoolerRow | None) -> list[str]:
+    out = []
+    if p is not None and p.cpu is not None and p.cpu.value > POOLER_CPU_LIMIT:
+        peak = f"{p.cpu_peak.value:.0f}" if p.cpu_peak else "-"
+        out.append(f"{name}: pgbouncer used {p.cpu.value:.0f}% of one core on average (peak {peak}%): it is "
+                   "single-threaded, so this step shows the pooler's ceiling rather than the server's")
+    if p is not None and p.missing:
+        out.append(f"{name}: pooler figures missing: {p.missing}")
+    return out
 
 
 def _warnings(view: RunView) -> list[str]:
@@ -248,6 +343,7 @@ def _warnings(view: RunView) -> list[str]:
         if g.noisy and g.tps is not None:
             out.append(f"{name}: noisy, TPS varies {g.tps_spread_pct:.0f}% across {g.tps.n} repetitions "
                        f"({g.tps.lo:.0f}..{g.tps.hi:.0f}; threshold {g.noise_pct:g}%)")
+        out.extend(_pooler_warnings(name, g.pooler))
         for rep, checks in g.checks:
             for c in checks:
                 if c.status == "warn":

@@ -276,18 +276,21 @@ class ManagedPgbouncer:
 
 def admin_connect(endpoint: Endpoint, timeout: float = 5.0) -> psycopg.Connection[Any]:
     """The admin console: autocommit (it knows no BEGIN), simple queries only (psycopg
-    sends parameterless queries that way)."""
+    sends parameterless queries that way, and never prepares them here)."""
     kwargs: dict[str, Any] = dict(endpoint.params)
     kwargs.setdefault("connect_timeout", str(max(1, int(timeout))))
     if endpoint.password is not None:
         kwargs["password"] = endpoint.password
     try:
-        return psycopg.connect(autocommit=True, **kwargs)
+        conn = psycopg.connect(autocommit=True, **kwargs)
     except psycopg.OperationalError as e:
         lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
         raise PoolerError(f"cannot reach the pgbouncer console at {endpoint.label}: "
                           f"{lines[-1] if lines else 'connection failed'}",
                           "check the admin DSN: the user must be in admin_users or stats_users") from None
+    # psycopg prepares a query run 5 times; the console speaks the simple protocol only
+    conn.prepare_threshold = None
+    return conn
 
 
 def show(conn: psycopg.Connection[Any], what: str) -> list[dict[str, Any]]:

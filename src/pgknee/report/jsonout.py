@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from pgknee.analyze.compare import Ratio, comparison_rows
-from pgknee.analyze.run import Figure, RunView
+from pgknee.analyze.run import Figure, PoolerRow, RunView
 from pgknee.analyze.waits import wait_profile
 
 FORMAT_VERSION = 1
@@ -25,7 +26,8 @@ def run_json(view: RunView) -> dict[str, Any]:
             "seq": s.seq, "variant": s.variant, "clients": s.clients, "rep": s.rep, "threads": s.threads,
             "protocol": s.protocol, "status": s.status, "status_reason": s.status_reason,
             "pipeline": bool(s.pipeline), "connect_per_txn": bool(s.connect_per_txn), "rate": s.rate,
-            "think_ms": s.think_ms,
+            "think_ms": s.think_ms, "pooler_kind": s.pooler_kind, "pool_mode": s.pool_mode,
+            "pool_size": s.pool_size,
             "duration_s": s.duration_s, "tps": s.tps, "tps_pgbench": s.tps_pgbench, "tps_db": s.tps_db,
             "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "retries": s.retries,
             "latency_ms": {"avg": s.lat_avg_ms, "stddev": s.lat_stddev_ms, "min": s.lat_min_ms, "p50": s.lat_p50_ms,
@@ -46,6 +48,7 @@ def run_json(view: RunView) -> dict[str, Any]:
         "latency_ms": {"avg": _fig(g.lat_avg), "stddev": _fig(g.lat_stddev), "p50": _fig(g.p50), "p95": _fig(g.p95),
                        "p99": _fig(g.p99), "max": _fig(g.lat_max)},
         "noisy": g.noisy, "tps_spread_pct": g.tps_spread_pct, "noise_threshold_pct": g.noise_pct,
+        "pooler": _pooler(g.pooler),
         "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
         "checks": [{"rep": rep, "name": c.name, "status": c.status, "detail": c.detail}
                    for rep, cs in g.checks for c in cs],
@@ -56,6 +59,12 @@ def run_json(view: RunView) -> dict[str, Any]:
             "workload": r.workload, "target": {"kind": r.target_kind, "endpoint": r.target_label},
             "plan": json.loads(r.plan_json), "environment": d.env, "steps": steps, "summary": groups,
             "warnings": list(view.warnings)}
+
+
+def _pooler(p: PoolerRow | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {f.name: _fig(v) if isinstance(v := getattr(p, f.name), Figure) else v for f in dataclasses.fields(p)}
 
 
 def _ratio(r: Ratio | None) -> dict[str, Any] | None:
@@ -72,6 +81,7 @@ def comparison_json(view: RunView) -> list[dict[str, Any]]:
                                                    "p99": _fig(row.group.p99)},
         "noisy": row.group.noisy, "versus": row.base if row.tps_ratio is not None else None,
         "tps_ratio": _ratio(row.tps_ratio), "latency_ratio": _ratio(row.latency_ratio),
+        "pooler": _pooler(row.group.pooler),
     } for row in comparison_rows(view)]
 
 

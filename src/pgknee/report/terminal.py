@@ -18,6 +18,7 @@ from pgknee.analyze.compare import Ratio, comparison_rows, headline, paired_rati
 from pgknee.analyze.run import Figure, Group, RunView
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
+from pgknee.plan import PoolerSpec
 from pgknee.types import WaitRow
 
 MAX_WAIT_ROWS = 20
@@ -75,6 +76,7 @@ def header(view: RunView) -> Text:
         + (f" + open loop at {v['rate']:g} TPS (latency from the scheduled start)" if v.get("rate") else "")
         + (f" + {v['think_ms']:g} ms think time after each transaction (not in the latency figures)"
            if v.get("think_ms") else "")
+        + (f" + {PoolerSpec(**v['pooler']).describe()}" if v.get("pooler") else "")
         for v in variants)
         + (" (interleaved per client count and repetition)" if len(variants) > 1 else ""))
     return t
@@ -165,8 +167,10 @@ def variant_comparison(view: RunView) -> Table | None:
     how = "best of the repetitions" if view.summary == "best" else "medians"
     t = Table(title=f"Variants side by side ({how}, (min..max) over the repetitions; ratios to {first} from "
                     "paired repetitions, [95% interval])", box=box.SIMPLE_HEAVY, title_justify="left")
+    pooled = any(g.pooler is not None for g in view.groups)
     for i, h in enumerate(("Clients", "Variant", "TPS", "Avg Latency (ms)", "StdDev (ms)", "p99 (ms)",
-                           f"TPS vs {first}", f"Latency vs {first}", "TPS difference")):
+                           f"TPS vs {first}", f"Latency vs {first}", "TPS difference")
+                          + (("Pooler: sv_active · waiting · wait ms",) if pooled else ())):
         t.add_column(h, justify="left" if i < 2 else "right")
     last = None
     for row in comparison_rows(view):
@@ -178,7 +182,7 @@ def variant_comparison(view: RunView) -> Table | None:
         t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant + ("*" if g.noisy else ""),
                   _spread(g.tps, 0 if (g.tps and g.tps.value >= 100) else 2), _spread(g.lat_avg, 3),
                   _fmt(g.lat_stddev.value if g.lat_stddev else None, 3), _fmt(g.p99.value if g.p99 else None, 3),
-                  _ratio_cell(r), _ratio_cell(row.latency_ratio), noise)
+                  _ratio_cell(r), _ratio_cell(row.latency_ratio), noise, *((_pooler_cell(g),) if pooled else ()))
         last = g.clients
     return t
 
@@ -252,6 +256,52 @@ def system_table(view: RunView, variant: str) -> Table:
     return _matrix(title, ["Metric", *[g.label for g in groups]], out)
 
 
+def pooler_table(view: RunView, variant: str) -> Table | None:
+    """The pooler's own view per client count: clients active and waiting in it, server
+    connections it holds, how long clients waited, its transaction time and CPU, and the
+    server backends pg_stat_activity saw, beside AAS."""
+    groups = [g for g in view.groups if g.variant == variant and g.pooler is not None]
+    if not groups:
+        return None
+    p0 = groups[0].pooler
+    assert p0 is not None
+    what = (f"managed pgbouncer, {p0.mode} mode, pool {p0.pool_size}" if p0.kind == "managed"
+            else "your pooler (SHOW POOLS / SHOW STATS of its console)")
+    title = f"Pooler — {variant}: {what}; means over the bench phase, medians over repetitions"
+
+    def fig(f: Figure | None, digits: int = 1) -> str:
+        return _fmt(f.value if f else None, digits)
+
+    rows: list[list[str]] = [
+        ["Clients active (cl_active)", *[fig(g.pooler.cl_active) for g in groups if g.pooler]],
+        ["Clients waiting (cl_waiting) mean", *[fig(g.pooler.cl_waiting) for g in groups if g.pooler]],
+        ["Clients waiting, peak", *[fig(g.pooler.cl_waiting_peak, 0) for g in groups if g.pooler]],
+        ["Server conns active (sv_active) mean", *[fig(g.pooler.sv_active) for g in groups if g.pooler]],
+        ["Server conns active, peak", *[fig(g.pooler.sv_active_peak, 0) for g in groups if g.pooler]],
+        ["Server conns idle (sv_idle) mean", *[fig(g.pooler.sv_idle) for g in groups if g.pooler]],
+        ["Longest wait (maxwait), peak ms", *[fig(g.pooler.maxwait_ms_peak) for g in groups if g.pooler]],
+        ["Client wait per transaction (ms)", *[fig(g.pooler.wait_ms_per_txn, 3) for g in groups if g.pooler]],
+        ["Transaction time at the pooler (ms)", *[fig(g.pooler.xact_ms, 3) for g in groups if g.pooler]],
+        ["  of it on a server connection (ms)", *[fig(g.pooler.server_ms, 3) for g in groups if g.pooler]],
+        ["Server backends (pg_stat_activity)", *[fig(g.pooler.server_backends) for g in groups if g.pooler]],
+        ["Server AAS (pg_stat_activity)", *[_fmt(total_aas(g.waits) if g.snapshots else None, 2)
+                                             for g in groups]],
+        ["pgbouncer CPU % of one core, mean", *[fig(g.pooler.cpu, 0) for g in groups if g.pooler]],
+        ["pgbouncer CPU %, peak", *[fig(g.pooler.cpu_peak, 0) for g in groups if g.pooler]],
+    ]
+    return _matrix(title, ["Metric", *[g.label for g in groups]], rows)
+
+
+def _pooler_cell(g: Group) -> str:
+    p = g.pooler
+    if p is None:
+        return ""
+    if p.sv_active is None:
+        return "no console"
+    wait = f" · {p.wait_ms_per_txn.value:.2f}" if p.wait_ms_per_txn else ""
+    return f"{p.sv_active.value:.1f} · {p.cl_waiting.value if p.cl_waiting else 0:.1f}{wait}"
+
+
 def wait_table(title: str, rows: Sequence[WaitRow], snapshots: int, bg: Sequence[WaitRow] = ()) -> Table:
     total = total_aas(rows)
     t = Table(title=f"{title}: {snapshots} snapshots, total AAS {total:.2f}", box=box.SIMPLE, title_justify="left")
@@ -319,6 +369,9 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
         st = scripts_table(view, variant)
         if st is not None:
             items.append(st)
+        pt = pooler_table(view, variant)
+        if pt is not None:
+            items.append(pt)
         items.append(system_table(view, variant))
         if waits:
             items.append(Text(WAIT_NOTE, style="dim"))
