@@ -133,6 +133,15 @@ class Runner:
             raise RuntimeError("this runner has no store (dry run)")
         return self._store
 
+    def preflight(self) -> None:
+        """Everything that can be refused without a server, before anything is created: the
+        pgbench binary, the scripts (parsed by pgbench), the pooler and its version."""
+        pgbench = find_pgbench(self.plan.pgbench)
+        _, version_num = pgbench_version(pgbench)
+        workload = get_workload(self.plan.workload)
+        self._preflight_scripts(pgbench, version_num, workload)
+        self._preflight_poolers(workload)
+
     # ---- what would run ---------------------------------------------------------------------
     def dry_run(self) -> list[str]:
         """The plan as pgknee would execute it: every pgbench command line (no secrets: the

@@ -60,7 +60,7 @@ def pgknee(*args: str, env: dict[str, str] | None = None, cwd: Path | None = Non
 
 def pgknee_processes() -> list[str]:
     """postgres or pgbench processes that belong to pgknee's private directories."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
     return [ln for ln in out.splitlines() if f"{RUN_TMP}/pgknee-" in ln and "ps -eo" not in ln]
 
 

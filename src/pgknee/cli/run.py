@@ -86,6 +86,16 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--max-tries", type=int,
                    help="pgbench tries per transaction on serialization failures and deadlocks (default 3)")
     s.add_argument("--pgbench", metavar="PATH", help="the pgbench to use (default: from PATH)")
+    q = p.add_argument_group("pooler (variants pooled:MODE:pool=N and pooled-external)")
+    q.add_argument("--pgbouncer", metavar="PATH", help="the pgbouncer pgknee starts for pooled variants "
+                                                       "(default: from PATH)")
+    q.add_argument("--pooler-dsn", metavar="DSN",
+                   help="your own pgbouncer, for pooled-external variants (or $PGKNEE_POOLER_DSN; a password "
+                        "belongs in the variable or ~/.pgpass)")
+    q.add_argument("--pooler-admin-dsn", metavar="DSN",
+                   help="its admin console (dbname=pgbouncer, a user in admin_users or stats_users), to sample "
+                        "SHOW POOLS and SHOW STATS (or $PGKNEE_POOLER_ADMIN_DSN)")
+    q.add_argument("--pooler-interval", help="SHOW POOLS sampling interval (default 250ms)")
     c = p.add_argument_group("collection")
     c.add_argument("--sample-interval",
                    help="pg_stat_activity sampling interval, with ±20%% jitter; 0 switches it off (default 100ms)")
@@ -122,10 +132,19 @@ def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
     flags = {k: getattr(a, k) for k in FLAG_KEYS if getattr(a, k, None) is not None}
     if "dsn" not in flags and not (source and "dsn" in source.values) and os.environ.get("PGKNEE_DSN"):
         flags["dsn"] = os.environ["PGKNEE_DSN"]
-    dsn = flags.get("dsn") or (source.values.get("dsn") if source else None)
-    if dsn:
-        redact_dsn(dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
+    specs = flags.get("variants") or (source.values.get("variants") if source else None) or []
+    if any("pooled-external" in str(s) for s in specs):  # the variables matter only to such a variant
+        for key, var in (("pooler_dsn", "PGKNEE_POOLER_DSN"), ("pooler_admin_dsn", "PGKNEE_POOLER_ADMIN_DSN")):
+            if key not in flags and not (source and key in source.values) and os.environ.get(var):
+                flags[key] = os.environ[var]
+    for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
+        dsn = flags.get(key) or (source.values.get(key) if source else None)
+        if dsn:
+            redact_dsn(dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
     return plan_from_values(flags, source), source
+
+
+_DSN_FLAGS = ("--dsn", "--pooler-dsn", "--pooler-admin-dsn")
 
 
 def _redacted_argv(argv: list[str]) -> list[str]:
@@ -134,11 +153,12 @@ def _redacted_argv(argv: list[str]) -> list[str]:
         if skip_next:
             skip_next = False
             continue
-        if tok == "--dsn" and i + 1 < len(argv):
+        flag = tok.split("=", 1)[0]
+        if flag in _DSN_FLAGS and "=" not in tok and i + 1 < len(argv):
             out += [tok, _safe_redact(argv[i + 1])]
             skip_next = True
-        elif tok.startswith("--dsn="):
-            out.append("--dsn=" + _safe_redact(tok[6:]))
+        elif flag in _DSN_FLAGS and "=" in tok:
+            out.append(flag + "=" + _safe_redact(tok.split("=", 1)[1]))
         else:
             out.append(tok)
     return out
@@ -236,6 +256,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     if args.json:  # fail on an unwritable output before an hour of measuring, not after
         check_writable(args.json)
+    Runner(plan, None, PlainUI(quiet=True)).preflight()  # refusals before the store is created
     store = Store(args.store)
     interactive = sys.stderr.isatty() and not args.quiet
     ui: LiveUI | PlainUI = (LiveUI(Console(stderr=True), plan.estimated_seconds()) if interactive
@@ -243,8 +264,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     runner = Runner(plan, store, ui, argv=["pgknee", *_redacted_argv(sys.argv[1:])])
     if source is not None:  # the plan file travels with the run, any password in it removed
         text = source.text
-        if source.values.get("dsn"):
-            text = text.replace(source.values["dsn"], _safe_redact(source.values["dsn"]))
+        for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
+            if source.values.get(key):
+                text = text.replace(source.values[key], _safe_redact(source.values[key]))
         runner.extra_env = {"plan.file": os.path.abspath(source.path), "plan.source": text}
     try:
         with ui:

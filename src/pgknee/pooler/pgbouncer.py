@@ -127,6 +127,12 @@ class PoolerSettings:
         return "\n".join(lines) + "\n"
 
 
+def _reachable_by(path: Path) -> bool:
+    from pgknee.targets.local import reachable_by_others
+
+    return reachable_by_others(path)
+
+
 def _ini_value(v: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9_./:-]+", v):
         return v
@@ -149,6 +155,10 @@ class ManagedPgbouncer:
         self.settings = settings
         self.run_as = run_as
         self.cpus = cpus
+        base = Path(base_dir or tempfile.gettempdir())
+        if run_as is not None and not _reachable_by(base):
+            raise PoolerError(f"pgbouncer runs as user {run_as.name}, which cannot reach {base}",
+                              "set TMPDIR to a directory every user can traverse, such as /tmp")
         self.dir = Path(tempfile.mkdtemp(prefix="pgknee-pgbouncer-", dir=base_dir))
         self.client_password = secrets.token_urlsafe(18)
         self.admin_password = secrets.token_urlsafe(18)

@@ -102,7 +102,7 @@ def server_user() -> proc.RunAs | None:
                       "create a 'postgres' system user (apt-get install postgresql does)")
 
 
-def _reachable_by_others(path: Path) -> bool:
+def reachable_by_others(path: Path) -> bool:
     """Can a different, unprivileged user traverse every directory down to `path`?"""
     p = path.resolve()
     for d in (p, *p.parents):
@@ -123,7 +123,7 @@ class EmbeddedCluster:
         self.settings = {**DEFAULT_SETTINGS, **settings}
         self.run_as = server_user()
         base = Path(base_dir or tempfile.gettempdir())
-        if self.run_as is not None and not _reachable_by_others(base):
+        if self.run_as is not None and not reachable_by_others(base):
             raise TargetError(f"the embedded server runs as user {self.run_as.name}, which cannot reach {base}",
                               "set TMPDIR to a directory every user can traverse, such as /tmp")
         self.root = Path(tempfile.mkdtemp(prefix="pgknee-cluster-", dir=base_dir))

@@ -1,0 +1,182 @@
+"""pgbouncer in the lab, for real: a managed pgbouncer per step in front of the embedded
+cluster, the user's own pgbouncer reached by DSN, refusals before anything runs, and a
+pgbouncer that dies mid-step."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from pgknee.pooler.pgbouncer import ManagedPgbouncer, PoolerSettings, find_pgbouncer, pgbouncer_version
+from pgknee.targets.base import Endpoint
+from pgknee.targets.local import EmbeddedCluster, server_user
+
+from .conftest import APP_PASSWORD, ENV, RUN_TMP, SCALE, pgknee, pgknee_processes, sql, tmp_pgknee_dirs, wait_for
+
+
+def test_direct_vs_pooled_transaction_mode(tmp_path: Path) -> None:
+    before = tmp_pgknee_dirs()
+    store, js = tmp_path / "p.db", tmp_path / "p.json"
+    r = pgknee("run", "--protocol", "extended", "--variant", "direct", "--variant", "pooled:transaction:pool=3",
+               "--clients", "8", "--reps", "2", "--duration", "3s", "--scale", SCALE, "--store", str(store),
+               "--json", str(js), "--quiet", cwd=tmp_path)
+    assert r.code == 0, r.err
+    steps = sql(store, "SELECT step_id, variant, pooler_kind, pool_mode, pool_size, status, transactions, failed "
+                       "FROM steps ORDER BY seq")
+    assert [(s[1], s[2], s[3], s[4], s[5]) for s in steps] == [
+        ("direct", None, None, None, "completed"), ("pooled:transaction:pool=3", "managed", "transaction", 3,
+                                                    "completed")] * 2
+    for sid, _variant, kind, *_rest, txns, failed in steps:
+        if kind is None:
+            assert sql(store, "SELECT count(*) FROM pooler_samples WHERE step_id = ?", sid) == [(0,)]
+            continue
+        samples = sql(store, "SELECT cl_active, cl_waiting, sv_active FROM pooler_samples "
+                             "WHERE step_id = ? AND _phase = 'bench'", sid)
+        assert len(samples) >= 8  # 4 a second over 3 s
+        assert max(s[2] for s in samples) <= 3  # the pool caps the server connections
+        assert sum(s[1] for s in samples) / len(samples) > 2  # 8 clients, 3 connections: the rest wait
+        assert all(s[0] + s[1] <= 8 for s in samples)
+        facts = dict(sql(store, "SELECT name, value FROM step_pooler WHERE step_id = ?", sid))
+        assert facts["setting.pool_mode"] == "transaction" and facts["setting.max_db_connections"] == "3"
+        assert facts["version"].startswith("1.")
+        counted = float(facts["delta.total_xact_count"])
+        assert abs(counted - (txns + failed)) / (txns + failed) < 0.05, (counted, txns)  # type: ignore[operator]
+        assert float(facts["delta.total_wait_time"]) > 0
+    doc = json.loads(js.read_text())
+    direct, pooled = doc["summary"]
+    assert direct["pooler"] is None and pooled["pooler"]["mode"] == "transaction"
+    assert pooled["pooler"]["sv_active"]["median"] <= 3.0 and pooled["pooler"]["cl_waiting"]["median"] > 2
+    # the server saw about the pool, not the clients
+    assert pooled["pooler"]["server_backends"]["median"] <= 3.5
+    checks = {c["name"]: c for c in pooled["checks"]}
+    assert checks["pooler-occupancy"]["status"] == "ok", checks["pooler-occupancy"]
+    assert checks["tps-vs-commits"]["status"] == "ok", checks["tps-vs-commits"]
+    assert "through pgbouncer, transaction mode, pool 3" in r.out
+    assert "Pooler — pooled:transaction:pool=3: managed pgbouncer, transaction mode, pool 3" in r.out
+    assert "money conserved" in r.out
+    env = dict(sql(store, "SELECT key, value FROM run_environment"))
+    assert env["pgbouncer.version"].startswith("1.")
+    assert pgknee_processes() == [] and tmp_pgknee_dirs() - before == set()
+
+
+def test_prepared_statements_through_a_transaction_pool_are_refused_before_anything(tmp_path: Path) -> None:
+    store = tmp_path / "x.db"
+    r = pgknee("run", "--variant", "direct", "--variant", "pooled:transaction:pool=5", "--store", str(store),
+               cwd=tmp_path)
+    _, version = pgbouncer_version(find_pgbouncer())
+    if version >= (1, 21, 0):
+        return  # a pgbouncer that carries prepared statements has nothing to refuse
+    assert r.code == 2, r.err
+    assert "cannot carry prepared statements in transaction mode" in r.err and "--protocol extended" in r.err
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err and not store.exists()
+
+
+def test_statement_mode_refuses_a_workload_with_transactions(tmp_path: Path) -> None:
+    r = pgknee("run", "--protocol", "extended", "--variant", "pooled:statement", "--store", str(tmp_path / "x.db"),
+               cwd=tmp_path)
+    assert r.code == 2 and "statement mode cannot run transfer" in r.err and "select-only" in r.err
+
+
+def test_missing_pgbouncer_and_bad_pooler_input(tmp_path: Path) -> None:
+    r = pgknee("run", "--protocol", "extended", "--variant", "pooled", "--pgbouncer", "/nonexistent/pgbouncer",
+               "--store", str(tmp_path / "x.db"), cwd=tmp_path)
+    assert r.code == 6 and "--pgbouncer /nonexistent/pgbouncer is not an executable file" in r.err
+    for args, words in ((["--variant", "pooled:mode=lazy"], "unknown pool mode 'lazy'"),
+                        (["--variant", "pooled:pool=0"], "pool='0'"),
+                        (["--variant", "pooled-external"], "no --pooler-dsn was given"),
+                        (["--variant", "pooled-external:pool=4", "--pooler-dsn", "host=x"], "set a pgbouncer that "
+                                                                                           "pgknee starts")):
+        r = pgknee("run", *args, "--store", str(tmp_path / "x.db"), cwd=tmp_path)
+        assert r.code == 2 and words in r.err and r.err.count("\n") == 1, (args, r.err)
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_pool_larger_than_the_server_allows_is_refused(tmp_path: Path) -> None:
+    r = pgknee("run", "--protocol", "extended", "--variant", "pooled:pool=500", "--clients", "600",
+               "--set", "max_connections=100", "--store", str(tmp_path / "x.db"), "--scale", SCALE, cwd=tmp_path)
+    assert r.code == 3 and "the largest step needs 500 connections" in r.err, r.err
+    assert pgknee_processes() == []
+
+
+def test_pgbouncer_dying_mid_step_fails_that_step_only(tmp_path: Path) -> None:
+    store = tmp_path / "k.db"
+    p = subprocess.Popen([sys.executable, "-m", "pgknee", "run", "--protocol", "extended", "--variant",
+                          "pooled:pool=2", "--clients", "4,4", "--duration", "8s", "--scale", SCALE, "--store",
+                          str(store)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=ENV)
+
+    def pgbouncer_in_bench() -> int | None:
+        if not store.exists():  # sqlite3.connect would create it
+            return None
+        try:
+            running = sql(store, "SELECT count(*) FROM steps WHERE status = 'running' AND seq = 1")[0][0]
+        except Exception:
+            return None
+        out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+        pids = [int(ln.split()[0]) for ln in out.splitlines() if "pgknee-pgbouncer-" in ln and "pgbouncer.ini" in ln]
+        return pids[0] if running and pids else None
+
+    if not wait_for(lambda: pgbouncer_in_bench() is not None, 120):
+        p.kill()
+        raise AssertionError(p.communicate()[1])
+    wait_for(lambda: False, 4)  # into the bench phase
+    pid = pgbouncer_in_bench()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    out, err = p.communicate(timeout=120)
+    steps = sql(store, "SELECT seq, status, status_reason FROM steps ORDER BY seq")
+    assert steps[0][1] == "failed" and "pgbouncer died during the step" in str(steps[0][2]), (steps, err)
+    assert steps[1][1] == "completed", (steps, err)  # a new pgbouncer for the next step
+    assert p.returncode == 0, err
+    assert pgknee_processes() == []
+
+
+def test_the_users_own_pgbouncer(server: EmbeddedCluster, tmp_path: Path) -> None:
+    """A pgbouncer pgknee did not start for the run (started here by hand), in front of the
+    user's server, sampled through its console when the admin DSN is given."""
+    binary = find_pgbouncer()
+    _, version = pgbouncer_version(binary)
+    target = Endpoint({"host": "127.0.0.1", "port": str(server.port), "dbname": "pgknee", "user": "app"},
+                      APP_PASSWORD)
+    own = ManagedPgbouncer(binary, version, target, PoolerSettings("transaction", 4, 0, 50, 300, False),
+                           run_as=server_user(), base_dir=RUN_TMP)
+    own.start()
+    try:
+        client, admin = own.client_endpoint, own.admin_endpoint
+        pooler_dsn = (f"postgresql://{client.params['user']}:{client.password}@127.0.0.1:{own.port}/"
+                      f"{client.params['dbname']}")
+        admin_dsn = f"postgresql://{admin.params['user']}:{admin.password}@127.0.0.1:{own.port}/pgbouncer"
+        env = {"PGKNEE_DSN": f"postgresql://app:{APP_PASSWORD.replace(':', '%3A').replace(chr(92), '%5C')}"
+                             f"@127.0.0.1:{server.port}/pgknee",
+               "PGKNEE_POOLER_DSN": pooler_dsn, "PGKNEE_POOLER_ADMIN_DSN": admin_dsn}
+        store = tmp_path / "e.db"
+        r = pgknee("run", "--protocol", "extended", "--variant", "direct", "--variant", "pooled-external",
+                   "--clients", "6", "--duration", "3s", "--scale", SCALE, "--store", str(store), "--quiet",
+                   env=env, cwd=tmp_path)
+        assert r.code == 0, r.err
+        (sid,) = sql(store, "SELECT step_id FROM steps WHERE pooler_kind = 'external'")[0]
+        facts = dict(sql(store, "SELECT name, value FROM step_pooler WHERE step_id = ?", sid))
+        assert facts["external.pool_mode"] == "transaction" and facts["external.pool_size"] == "4"
+        assert float(facts["delta.total_xact_count"]) > 0
+        samples = sql(store, "SELECT max(sv_active), avg(cl_waiting) FROM pooler_samples WHERE step_id = ? "
+                             "AND _phase = 'bench'", sid)[0]
+        assert samples[0] <= 4 and samples[1] > 0  # type: ignore[operator]
+        assert "through your pgbouncer" in r.out
+        with open(store, "rb") as f:
+            blob = f.read()
+        for secret in (client.password, admin.password, APP_PASSWORD):
+            assert secret is not None and secret.encode() not in blob
+        # without the console: the run works, and says which figures are missing
+        env.pop("PGKNEE_POOLER_ADMIN_DSN")
+        r = pgknee("run", "--protocol", "extended", "--variant", "pooled-external", "--clients", "4",
+                   "--duration", "2s", "--scale", SCALE, "--store", str(store), env=env, cwd=tmp_path)
+        assert r.code == 0, r.err
+        assert "no --pooler-admin-dsn" in r.err + r.out
+        assert "pooler figures missing: no admin console" in r.out
+    finally:
+        own.close()
+
