@@ -256,8 +256,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     if args.json:  # fail on an unwritable output before an hour of measuring, not after
         check_writable(args.json)
-    Runner(plan, None, PlainUI(quiet=True)).preflight()  # refusals before the store is created
-    store = Store(args.store)
+    # refusals before the store is created: a new store only once the plan can run
+    store = Store(args.store) if os.path.exists(args.store) else Store.check_new(args.store)
+    Runner(plan, None, PlainUI(quiet=True)).preflight()
+    store = store or Store(args.store)
     interactive = sys.stderr.isatty() and not args.quiet
     ui: LiveUI | PlainUI = (LiveUI(Console(stderr=True), plan.estimated_seconds()) if interactive
                             else PlainUI(quiet=args.quiet))

@@ -4,6 +4,7 @@ A file written by a newer pgknee is refused, never downgraded."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -36,6 +37,17 @@ def iso_of(epoch: float) -> str:
 
 
 class Store:
+    @staticmethod
+    def check_new(path: str | Path) -> None:
+        """Raise what creating a store at `path` would raise, without creating it."""
+        p = Path(path)
+        if not p.parent.exists():
+            raise StoreError(f"cannot write the collector database {p}: directory {p.parent} does not exist",
+                             "create it or choose another --store")
+        if not os.access(p.parent, os.W_OK | os.X_OK):
+            raise StoreError(f"cannot write the collector database {p}: directory {p.parent} is not writable",
+                             "choose another --store")
+
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
         if not create and not self.path.exists():
