@@ -90,6 +90,13 @@ class Poolers:
                                         "transaction (pgbouncer closes such clients)",
                                         "use transaction mode, or a workload of single statements "
                                         "(--workload select-only)")
+            if v.pooler.kind == "managed" and v.pooler.mode == "session" and not v.connect_per_txn and \
+                    max(self.plan.clients) > v.pooler.pool_size + v.pooler.reserve:
+                raise UserError(f"variant {v.name}: in session mode each client keeps its server connection, so "
+                                f"{max(self.plan.clients)} clients on a pool of "
+                                f"{v.pooler.pool_size + v.pooler.reserve} would leave the rest waiting all step",
+                                "add connect (-C, a session per transaction), use transaction mode, or a pool at "
+                                "least as large as the clients")
             if v.pooler.placement != "any" and not embedded:
                 raise UserError(f"variant {v.name}: placement pins pgbouncer beside the embedded server or the "
                                 "client; a remote server's CPUs are not pgknee's to share",
