@@ -168,8 +168,10 @@ def variant_comparison(view: RunView) -> Table | None:
     t = Table(title=f"Variants side by side ({how}, (min..max) over the repetitions; ratios to {first} from "
                     "paired repetitions, [95% interval])", box=box.SIMPLE_HEAVY, title_justify="left")
     pooled = any(g.pooler is not None for g in view.groups)
-    for i, h in enumerate(("Clients", "Variant", "TPS", "Avg Latency (ms)", "StdDev (ms)", "p99 (ms)",
-                           f"TPS vs {first}", f"Latency vs {first}", "TPS difference")
+    failures = any(g.failed for g in view.groups)
+    for i, h in enumerate(("Clients", "Variant", "TPS", "Avg Latency (ms)", "StdDev (ms)", "p99 (ms)")
+                          + (("Failed",) if failures else ())
+                          + (f"TPS vs {first}", f"Latency vs {first}", "TPS difference")
                           + (("Pooler: sv_active · waiting · wait ms",) if pooled else ())):
         t.add_column(h, justify="left" if i < 2 else "right")
     last = None
@@ -182,7 +184,8 @@ def variant_comparison(view: RunView) -> Table | None:
         t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant + ("*" if g.noisy else ""),
                   _spread(g.tps, 0 if (g.tps and g.tps.value >= 100) else 2), _spread(g.lat_avg, 3),
                   _fmt(g.lat_stddev.value if g.lat_stddev else None, 3), _fmt(g.p99.value if g.p99 else None, 3),
-                  _ratio_cell(r), _ratio_cell(row.latency_ratio), noise, *((_pooler_cell(g),) if pooled else ()))
+                  *((f"{g.failed:,}",) if failures else ()), _ratio_cell(r), _ratio_cell(row.latency_ratio), noise,
+                  *((_pooler_cell(g),) if pooled else ()))
         last = g.clients
     return t
 
