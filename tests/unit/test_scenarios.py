@@ -11,10 +11,12 @@ from pgknee.scenarios import all_scenarios, find
 
 def test_the_articles_experiments_are_there() -> None:
     names = {s.name: s for s in all_scenarios()}
-    assert {"ewallet-pipeline", "connect-overhead", "linear-best-of-3"} <= set(names)
+    assert {"ewallet-pipeline", "connect-overhead", "linear-best-of-3", "pool-size", "pooler-placement"} <= set(names)
     assert names["ewallet-pipeline"].article.startswith("000")
     assert names["connect-overhead"].article.startswith("001")
     assert names["linear-best-of-3"].article.startswith("002")
+    assert names["pooler-placement"].article.startswith("002")
+    assert names["pool-size"].article.startswith("004")
 
 
 @pytest.mark.parametrize("small", [False, True])
@@ -26,8 +28,16 @@ def test_every_scenario_is_a_valid_plan(small: bool) -> None:
             assert plan.summary == "best" and plan.reps == 3
             assert plan.clients == (tuple(range(10, 201, 10)) if small else tuple(range(50, 1001, 50)))
         if s.name == "connect-overhead":
-            assert [v.connect_per_txn for v in plan.variants] == [False, True]
-            assert dict(plan.target.settings)["max_connections"] == "1100"
+            assert [v.connect_per_txn for v in plan.variants] == [False, True, True]
+            assert [v.pooler.mode if v.pooler else None for v in plan.variants] == [None, None, "transaction"]
+            assert plan.variants[2].pooler is not None and plan.variants[2].pooler.pool_size == (10 if small else 50)
+            assert dict(plan.target.settings)["max_connections"] == "1100" and plan.variants[0].protocol == "simple"
+        if s.name == "pool-size":
+            assert plan.clients == (100,) and plan.reps == 3
+            assert [v.pooler.pool_size for v in plan.variants if v.pooler] == [100, 20]
+        if s.name == "pooler-placement":
+            assert [v.pooler.placement for v in plan.variants if v.pooler] == ["server", "client"]
+            assert all(v.connect_per_txn and v.pooler and v.pooler.mode == "session" for v in plan.variants)
         if s.name == "ewallet-pipeline":
             assert [v.pipeline for v in plan.variants] == [False, True]
             assert plan.duration_s == (20 if small else 60)
