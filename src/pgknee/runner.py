@@ -13,6 +13,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -29,6 +30,7 @@ from pgknee.collect.osproc import OS_COLUMNS, OsSampler, read_meminfo
 from pgknee.collect.pooler import SAMPLE_COLUMNS
 from pgknee.driver.pgbench import (
     PgbenchRun,
+    commits_per_transaction,
     find_pgbench,
     log_files,
     measure,
@@ -212,6 +214,8 @@ class Runner:
                                       steps_planned=len(self.steps))
                 created = True
                 env = self._environment(target, server, pgbench, pg_version_text, meta) | self.extra_env
+                env.update({f"commits_per_txn.{name}.{s.name}": repr(commits_per_transaction(s.path.read_text()))
+                            for name, ss in scripts.items() for s in ss})
                 env.update({f"workload.size.{k}": str(v) for k, v in workload.table_sizes(stats_conn).items()})
                 self.store.set_environment(self.run_id, env)
                 if self.argv:
@@ -277,7 +281,7 @@ class Runner:
             raise TargetError("--set changes the embedded server only; pgknee does not change a remote "
                               "server's settings", "set them on the server, or drop --dsn")
         target = RemoteTarget(spec.dsn)
-        if target.password_in_dsn:
+        if target.password_in_dsn and any(spec.dsn in a for a in sys.argv):  # the process list shows argv only
             self.ui.say("note: the DSN holds a password, which other users of this machine can read in the "
                         "process list; prefer PGPASSWORD or ~/.pgpass (pgknee never stores or passes it on)")
         return target
@@ -575,7 +579,11 @@ class Runner:
             return "completed", None
         lines = [ln.strip() for ln in err.splitlines()
                  if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
-        why = lines[-1] if lines else (err.strip().splitlines()[-1] if err.strip() else f"exit code {rc}")
+        # "Run was aborted; the above results are incomplete" says only that something went wrong:
+        # the line naming the cause (a client aborted in a command, with the server's ERROR) comes first
+        causes = [ln for ln in lines if "aborted in command" in ln or "ERROR:" in ln or "FATAL:" in ln]
+        why = (causes[0] if causes else lines[-1] if lines
+               else err.strip().splitlines()[-1] if err.strip() else f"exit code {rc}")
         if isinstance(target, EmbeddedCluster) and not target.alive():
             why = "the embedded server died: " + why
         return "failed", f"pgbench exit {rc}: {why}"

@@ -350,3 +350,12 @@ def test_sampling_check_is_not_applied_to_pipeline_steps() -> None:
 
     c = ck.sampled_vs_active_time(step(pipeline=1), 3.0, 600, 10_000.0, sampled_busy=3.0, idle_in_xact_ms=0.0)
     assert c.status == "n/a" and "pipeline mode" in c.detail
+
+
+def test_commits_check_weights_the_scripts_commits() -> None:
+    """A custom script of two autocommit SELECTs (weight 100) and one of one (weight 10): 1.91
+    commits per transaction, so 1,910 commits/s for 1,000 TPS is right, not 91% too many."""
+    s = step(tps=1000.0, tps_db=1910.0)
+    assert ck.tps_vs_database(s).status == "warn"
+    c = ck.tps_vs_database(s, 1910 / 1000)
+    assert c.status == "ok" and "x 1.91 commits per transaction (+0.0%)" in c.detail

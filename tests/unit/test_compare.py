@@ -38,3 +38,16 @@ def test_saturation_point_and_headline() -> None:
     text = headline("pipeline", "normal", [(2, r)], 8, 16)
     assert text.startswith("pipeline: x2.00 TPS vs normal at 2 clients (95% interval x1.06..x3.77, 2 pairs)")
     assert "reaches 95% of its best TPS at 8 clients (normal: 16), saturating at fewer connections" in text
+
+
+def test_headline_prefers_a_difference_beyond_the_noise() -> None:
+    """The largest ratio is within the noise (its interval includes 1): the headline names the
+    largest one the repetitions can tell apart, as article 000's reader would want."""
+    from pgknee.analyze.compare import Ratio
+
+    ratios = [(2, Ratio(1.63, 1.15, 2.32, 3)), (16, Ratio(1.78, 0.93, 3.42, 3)), (32, Ratio(1.73, 1.05, 2.83, 3))]
+    text = headline("pipeline", "normal", ratios, None, None)
+    assert text.startswith("pipeline: x1.73 TPS vs normal at 32 clients (95% interval x1.05..x2.83, 3 pairs)")
+    only_noise = [(16, Ratio(1.78, 0.93, 3.42, 3)), (2, Ratio(1.1, 0.9, 1.3, 3))]
+    assert "at 16 clients" in headline("p", "n", only_noise, None, None) and "within the noise" in headline(
+        "p", "n", only_noise, None, None)

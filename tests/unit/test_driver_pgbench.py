@@ -297,3 +297,17 @@ def test_with_think_time_appends_a_sleep_after_the_transaction() -> None:
     # after the pipeline, not inside it: the pause is the application's, between transactions
     piped = with_think_time(pipeline_form(text, "t.sql"), 500).splitlines()
     assert piped.index("\\endpipeline") < piped.index("\\sleep 500 us")
+
+
+@pytest.mark.parametrize(("script", "commits"), [
+    ("BEGIN;\nUPDATE a SET x = 1\n  WHERE id = 2;\nSELECT 1; END;\n", 1.0),  # one block
+    ("\\set id random(1, 10)\nSELECT 1 FROM t WHERE id = :id;\nSELECT 2; -- two autocommits\n", 2.0),
+    ("\\startpipeline\nSELECT 1;\nSELECT 2;\n\\endpipeline\n", 1.0),  # one implicit transaction
+    ("\\startpipeline\nBEGIN;\nSELECT 1;\nCOMMIT;\n\\endpipeline\nSELECT 3;\n", 2.0),
+    ("BEGIN;\nSELECT 1;\nROLLBACK;\n", 0.0),  # counted in xact_rollback
+    ("-- nothing but a comment\n\\sleep 1 ms\n", 0.0),
+])
+def test_commits_per_transaction(script: str, commits: float) -> None:
+    from pgknee.driver.pgbench import commits_per_transaction
+
+    assert commits_per_transaction(script) == commits

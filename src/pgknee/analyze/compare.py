@@ -89,7 +89,9 @@ def headline(name: str, base_name: str, ratios: Sequence[tuple[int, Ratio]], sat
     clients (normal: 16)'."""
     if not ratios:
         return f"{name}: no client count to compare with {base_name}"
-    c, r = max(ratios, key=lambda cr: abs(math.log(cr[1].value)))
+    # the largest difference the repetitions can tell from noise; the largest of all otherwise
+    clear = [cr for cr in ratios if cr[1].beyond_noise]
+    c, r = max(clear or ratios, key=lambda cr: abs(math.log(cr[1].value)))
     interval = (f" (95% interval x{r.lo:.2f}..x{r.hi:.2f}, {r.pairs} pairs)" if r.lo is not None and r.hi is not None
                 else " (one repetition: no interval)")
     noise = {True: "", False: "; within the noise", None: ""}[r.beyond_noise]

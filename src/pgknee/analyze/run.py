@@ -247,11 +247,24 @@ def _pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
                      cpu_peak=f("cpu_peak"), server_backends=f("backends"), missing=missing)
 
 
+def _commits_per_txn(data: RunData, s: StepRecord) -> float:
+    """Commits per logged transaction of a step: its scripts' own (recorded with the run),
+    weighted by the transactions each ran. 1 when the run did not record them."""
+    num = den = 0.0
+    for row in data.scripts.get(s.step_id, []):
+        per = data.env.get(f"commits_per_txn.{s.variant}.{row[1]}")
+        if per is None:
+            return 1.0
+        tx = float(row[3])  # type: ignore[arg-type]
+        num, den = num + tx * float(per), den + tx
+    return num / den if den else 1.0
+
+
 def _step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     n, _, _ = data.snaps.get(s.step_id, (0, 0.0, 0.0))
     rows = wait_profile(data.waits.get(s.step_id, []), n)
     pgdb = data.pgdb.get(s.step_id, {})
-    checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s), ck.littles_law(s),
+    checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s, _commits_per_txn(data, s)), ck.littles_law(s),
               ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time"),
                                         data.busy.get(s.step_id), pgdb.get("idle_in_transaction_time")),
               ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s)]

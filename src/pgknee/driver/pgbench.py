@@ -133,6 +133,50 @@ def pipeline_form(text: str, source: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def commits_per_transaction(text: str) -> float:
+    """How many commits one run of a script makes in pg_stat_database.xact_commit: a
+    BEGIN ... COMMIT block one, every statement outside a block one (autocommit, reads
+    included), a pipeline without BEGIN one (its statements form one implicit transaction)."""
+    commits = 0
+    in_block = in_pipeline = pipeline_has_sql = False
+    sql: list[str] = []
+
+    def statements() -> list[str]:
+        joined = " ".join(sql)
+        sql.clear()
+        return [s.strip() for s in joined.split(";") if s.strip()]
+
+    for raw in [*text.splitlines(), "\\end-of-script"]:
+        line = raw.strip()
+        if not line or line.startswith("--"):
+            continue
+        if not line.startswith("\\"):
+            sql.append(line.split("--", 1)[0])
+            if not line.endswith(";"):
+                continue
+        for stmt in statements():
+            word = stmt.split()[0].upper()
+            if word in ("BEGIN", "START"):
+                in_block = True
+            elif word in ("COMMIT", "END") and in_block:
+                commits += 1
+                in_block = False
+            elif word in ("ROLLBACK", "ABORT"):
+                in_block = False
+            elif not in_block:
+                if in_pipeline:
+                    pipeline_has_sql = True
+                else:
+                    commits += 1
+        meta = _META_RE.match(line)
+        if meta and meta.group(1) == "startpipeline":
+            in_pipeline, pipeline_has_sql = True, False
+        elif meta and meta.group(1) == "endpipeline":
+            commits += 1 if pipeline_has_sql else 0
+            in_pipeline = False
+    return float(commits)
+
+
 def with_think_time(text: str, think_us: int) -> str:
     """The script followed by a pause: the client holds its connection idle (not in a
     transaction) for think_us before its next transaction, like an application doing

@@ -228,7 +228,7 @@ def scripts_table(view: RunView, variant: str) -> Table | None:
             if sr is None or sr.lat_avg is None:
                 cells.append("-")
             else:
-                cells.append(f"{sr.lat_avg.value:.2f} / {_fmt(sr.p95.value if sr.p95 else None)} / "
+                cells.append(f"{_fmt(sr.lat_avg.value)} / {_fmt(sr.p95.value if sr.p95 else None)} / "
                              f"{_fmt(sr.p99.value if sr.p99 else None)}"
                              + (f" ({sr.failed} failed)" if sr.failed else ""))
         t.add_row(f"{s.name} ({s.weight})", *cells)
