@@ -34,6 +34,7 @@ from pgknee.driver.pgbench import (
     find_pgbench,
     log_files,
     measure,
+    measured_window,
     parse_progress_line,
     parse_summary,
     pgbench_version,
@@ -511,12 +512,16 @@ class Runner:
         logs = log_files(step_dir / "log")
         log = read_transaction_logs(logs, has_lag=bool(v.rate),
                                     has_retries=version_num >= 150000 and plan.max_tries != 1) if logs else None
-        m = (measure(log, scripts, summary.duration_s or plan.duration_s, think_us=round(v.think_ms * 1000))
+        duration = measured_window(summary, plan.duration_s)
+        m = (measure(log, scripts, max(duration, 1e-3), think_us=round(v.think_ms * 1000))
              if log is not None else None)
         delta = pgstats.delta(before, after)
-        duration = summary.duration_s or plan.duration_s
-        tps_db = (delta["xact_commit"] - own) / duration if "xact_commit" in delta else None
+        tps_db = (delta["xact_commit"] - own) / duration if "xact_commit" in delta and duration > 0 else None
         status, reason = self._judge(rc, err, m, target)
+        if status == "completed" and m is not None and m.transactions == 0 and duration <= 0.5:
+            status, reason = "failed", (f"pgbench spent the whole {summary.duration_s or plan.duration_s:.0f} s "
+                                        f"step opening its {spec.clients} connections "
+                                        f"({(summary.conn_time_ms or 0) / 1000:.1f} s); lengthen --duration")
         if status == "failed" and pooler_died:
             reason = f"pgbouncer died during the step: {pool_tail or 'no message in its log'}; {reason}"
         pool_facts = self._pooler_facts(pooled, pool_before, pool_after)
@@ -535,6 +540,7 @@ class Runner:
                 f"{m.tps:,.1f} tps, latency {m.latency.mean_ms:.2f} ms (p99 {m.latency.p99_ms:.2f}), "
                 f"{m.failed} failed")
         else:
+            reason = reason or "no transaction completed in the step"
             self.ui.step_finished(f"c{spec.clients} rep {spec.rep}: FAILED: {reason}")
             if rc == 1 or (m is None or m.transactions == 0):
                 raise DriverError(f"pgbench failed at {spec.clients} clients: {reason}",

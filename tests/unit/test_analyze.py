@@ -110,9 +110,14 @@ def test_tps_vs_pgbench() -> None:
 
 def test_tps_vs_database() -> None:
     assert ck.tps_vs_database(step(tps=100.0, tps_db=104.0)).status == "ok"
-    c = ck.tps_vs_database(step(tps=100.0, tps_db=90.0))
-    assert c.status == "warn" and "(-10.0%)" in c.detail
+    c = ck.tps_vs_database(step(tps=100.0, tps_db=90.2))  # 2 clients started in the 10 s: 0.2 commits/s
+    assert c.status == "warn" and "pg_stat_database 90.0 commits/s (less 2 session starts)" in c.detail
+    assert "(-10.0%)" in c.detail
     assert ck.tps_vs_database(step(tps_db=None)).status == "n/a"
+    # 1,000 clients connecting add 1,000 commits (measured 1,013): over a 10 s window, 100 commits/s
+    assert ck.tps_vs_database(step(clients=1000, tps=100.0, tps_db=200.0)).status == "ok"
+    pooled = step(clients=1000, tps=100.0, tps_db=200.0, pooler_kind="managed", pool_size=20)
+    assert ck.tps_vs_database(pooled).status == "warn"  # only the pool's 20 sessions started
 
 
 def test_littles_law() -> None:
@@ -355,7 +360,7 @@ def test_sampling_check_is_not_applied_to_pipeline_steps() -> None:
 def test_commits_check_weights_the_scripts_commits() -> None:
     """A custom script of two autocommit SELECTs (weight 100) and one of one (weight 10): 1.91
     commits per transaction, so 1,910 commits/s for 1,000 TPS is right, not 91% too many."""
-    s = step(tps=1000.0, tps_db=1910.0)
+    s = step(tps=1000.0, tps_db=1910.2, transactions=10000)
     assert ck.tps_vs_database(s).status == "warn"
     c = ck.tps_vs_database(s, 1910 / 1000)
     assert c.status == "ok" and "x 1.91 commits per transaction (+0.0%)" in c.detail

@@ -311,3 +311,15 @@ def test_commits_per_transaction(script: str, commits: float) -> None:
     from pgknee.driver.pgbench import commits_per_transaction
 
     assert commits_per_transaction(script) == commits
+
+
+def test_measured_window_is_pgbenchs_own() -> None:
+    """5000 clients through pgbouncer: 25.3 s of connecting; pgbench's TPS counts 6030
+    transactions over the 14.6 s left of its elapsed time."""
+    from pgknee.driver.pgbench import measured_window
+    from pgknee.types import PgbenchSummary
+
+    s = PgbenchSummary(transactions=6030, tps=413.087489, conn_time_ms=25328.445, duration_s=30.0)
+    assert measured_window(s, 30.0) == pytest.approx(14.597, abs=0.001)
+    assert measured_window(PgbenchSummary(duration_s=30.0, conn_time_ms=2500.0), 10.0) == 27.5
+    assert measured_window(PgbenchSummary(), 10.0) == 10.0

@@ -357,6 +357,12 @@ def _warnings(view: RunView) -> list[str]:
             out.append(f"{name}: noisy, TPS varies {g.tps_spread_pct:.0f}% across {g.tps.n} repetitions "
                        f"({g.tps.lo:.0f}..{g.tps.hi:.0f}; threshold {g.noise_pct:g}%)")
         out.extend(_pooler_warnings(name, g.pooler))
+        slow = [s for s in g.done if s.conn_time_ms and s.conn_time_ms / 1000.0 > 0.2 * s.duration_s]
+        if slow:
+            worst = max(slow, key=lambda s: s.conn_time_ms or 0.0)
+            out.append(f"{name}: pgbench took {(worst.conn_time_ms or 0) / 1000:.1f} s of the {worst.duration_s:.0f} s "
+                       "step to open its connections; TPS counts the rest of the step (as pgbench's own does), "
+                       "a longer --duration measures more")
         for rep, checks in g.checks:
             for c in checks:
                 if c.status == "warn":

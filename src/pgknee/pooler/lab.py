@@ -183,7 +183,7 @@ class Poolers:
         assert v.pooler is not None and self.binary is not None and self.version is not None
         settings = PoolerSettings(mode=v.pooler.mode, pool_size=v.pooler.pool_size, reserve=v.pooler.reserve,
                                   max_clients=max_clients, query_wait_timeout_s=wait_timeout_s,
-                                  prepared_statements=v.protocol == "prepared")
+                                  prepared_statements=v.protocol == "prepared", auth=v.pooler.auth)
         cpus = {"server": self.server_cpus, "client": self.client_cpus}.get(v.pooler.placement)
         pgb = ManagedPgbouncer(self.binary, self.version, server, settings, run_as=run_as, cpus=cpus)
         try:

@@ -10,7 +10,10 @@ Three identities, none of them on a command line:
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
+import hmac
 import os
 import re
 import secrets
@@ -74,6 +77,7 @@ class PoolerSettings:
     max_clients: int  # the largest client count it must accept
     query_wait_timeout_s: int  # longer than a step: a client never gives up mid-step
     prepared_statements: bool  # protocol-level prepared statements in use (1.21+ only)
+    auth: str = "scram-sha-256"  # client logins
 
     def ini(self, *, server: dict[str, str], listen_port: int, private_dir: Path,
             version: tuple[int, int, int]) -> str:
@@ -90,7 +94,7 @@ class PoolerSettings:
             "listen_addr = 127.0.0.1",
             f"listen_port = {listen_port}",
             f"unix_socket_dir = {private_dir}",
-            "auth_type = scram-sha-256",
+            f"auth_type = {self.auth}",
             f"auth_file = {private_dir / 'users.txt'}",
             f"admin_users = {ADMIN_USER}",
             f"stats_users = {ADMIN_USER}",
@@ -143,6 +147,19 @@ def _auth_line(user: str, password: str) -> str:
     return '"' + user.replace('"', '""') + '" "' + password.replace('"', '""') + '"'
 
 
+def scram_secret(password: str, *, iterations: int = 4096, salt: bytes | None = None) -> str:
+    """A SCRAM-SHA-256 verifier as PostgreSQL stores it (RFC 5802/7677). pgbouncer given the
+    verifier checks a login with a few HMACs; given the plain password it derives the key
+    (4096 PBKDF2 rounds) at every login, on its one thread: 5000 clients took 37 s to connect."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
+    stored_key = hashlib.sha256(client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
+    b64 = base64.b64encode
+    return f"SCRAM-SHA-256${iterations}:{b64(salt).decode()}${b64(stored_key).decode()}:{b64(server_key).decode()}"
+
+
 class ManagedPgbouncer:
     """One pgbouncer process in front of `server`, for one step."""
 
@@ -188,7 +205,13 @@ class ManagedPgbouncer:
     def _write_private_files(self) -> None:
         os.chmod(self.dir, 0o700)
         self._own(self.dir)
-        users = [_auth_line(CLIENT_USER, self.client_password), _auth_line(ADMIN_USER, self.admin_password)]
+        def secret(user: str, password: str) -> str:
+            if self.settings.auth == "md5":
+                return "md5" + hashlib.md5((password + user).encode()).hexdigest()  # noqa: S324 - pgbouncer's md5
+            return scram_secret(password)
+
+        users = [_auth_line(CLIENT_USER, secret(CLIENT_USER, self.client_password)),
+                 _auth_line(ADMIN_USER, secret(ADMIN_USER, self.admin_password))]
         server_user = self.server.params.get("user")
         password = self.server.password if self.server.password is not None else os.environ.get("PGPASSWORD")
         if server_user and password is not None:
@@ -280,7 +303,7 @@ class ManagedPgbouncer:
         s = self.settings
         return {"pool_mode": s.mode, "pool_size": str(s.pool_size), "reserve_pool": str(s.reserve),
                 "max_client_conn": str(s.max_clients + 20), "max_db_connections": str(s.pool_size + s.reserve),
-                "query_wait_timeout": str(s.query_wait_timeout_s), "auth_type": "scram-sha-256",
+                "query_wait_timeout": str(s.query_wait_timeout_s), "auth_type": s.auth,
                 "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any"}
 
 
