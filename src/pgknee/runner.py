@@ -344,7 +344,7 @@ class Runner:
         if self.poolers.server_cpus is not None and isinstance(target, EmbeddedCluster):
             pid = target.server_pid()
             if pid is not None:
-                pin_process_tree(pid, self.poolers.server_cpus)
+                self.poolers.pinned = pin_process_tree(pid, self.poolers.server_cpus)
 
     def _preflight_poolers(self, workload: Workload) -> None:
         if self.poolers is None:

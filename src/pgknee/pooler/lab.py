@@ -65,6 +65,7 @@ class Poolers:
         self.external_facts: dict[str, str] = {}
         self.server_cpus: frozenset[int] | None = None
         self.client_cpus: frozenset[int] | None = None
+        self.pinned = 0  # server processes pinned at the start (later backends inherit it)
 
     @property
     def managed(self) -> list[Variant]:
@@ -230,6 +231,7 @@ class Poolers:
         if self.server_cpus is not None and self.client_cpus is not None:
             env["placement.server_cpus"] = ",".join(map(str, sorted(self.server_cpus)))
             env["placement.client_cpus"] = ",".join(map(str, sorted(self.client_cpus)))
+            env["placement.server_processes_pinned"] = str(self.pinned)
         return env
 
 
