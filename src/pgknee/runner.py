@@ -160,6 +160,8 @@ class Runner:
         lines = [f"target: {target}; workload {workload.name} at scale {plan.workload.scale:g}; "
                  f"{len(self.steps)} steps; variants: " + "; ".join(f"{v.name} = {v.describe()}"
                                                                     for v in plan.variants)]
+        if self.poolers is not None:
+            lines += self.poolers.describe_managed(max(plan.clients), plan.duration_s + plan.warmup_s)
         with tempfile.TemporaryDirectory(prefix="pgknee-dry-") as tmp:
             scripts = {v.name: self._scripts_for(workload, v, Path(tmp)) for v in plan.variants}
             for spec in self.steps:

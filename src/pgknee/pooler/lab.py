@@ -182,9 +182,7 @@ class Poolers:
     def _managed(self, v: Variant, server: Endpoint, run_as: proc.RunAs | None, max_clients: int,
                  wait_timeout_s: int) -> Iterator[ManagedPgbouncer]:
         assert v.pooler is not None and self.binary is not None and self.version is not None
-        settings = PoolerSettings(mode=v.pooler.mode, pool_size=v.pooler.pool_size, reserve=v.pooler.reserve,
-                                  max_clients=max_clients, query_wait_timeout_s=wait_timeout_s,
-                                  prepared_statements=v.protocol == "prepared", auth=v.pooler.auth)
+        settings = self._settings(v, max_clients, wait_timeout_s)
         cpus = {"server": self.server_cpus, "client": self.client_cpus}.get(v.pooler.placement)
         pgb = ManagedPgbouncer(self.binary, self.version, server, settings, run_as=run_as, cpus=cpus)
         try:
@@ -220,6 +218,26 @@ class Poolers:
                                   **{f"setting.{k}": x for k, x in pgb.describe().items()}})
             finally:
                 sampler.close()
+
+    def describe_managed(self, max_clients: int, step_seconds: int) -> list[str]:
+        """For --dry-run: the pgbouncer each managed variant would get, per step."""
+        out = []
+        for v in self.managed:
+            assert v.pooler is not None
+            s = self._settings(v, max_clients, step_seconds + 120)
+            ini = s.ini(server={"host": "TARGET", "dbname": "TARGET"}, listen_port=0, private_dir=Path("PRIVATE"),
+                        version=self.version or (0, 0, 0))
+            keys = ("pool_mode", "default_pool_size", "reserve_pool_size", "max_db_connections", "max_client_conn",
+                    "query_wait_timeout", "auth_type", "max_prepared_statements")
+            shown = [ln for ln in ini.splitlines() if ln.split(" = ")[0] in keys]
+            out.append(f"pgbouncer {self.version_text} for {v.name}, started per step: " + "; ".join(shown))
+        return out
+
+    def _settings(self, v: Variant, max_clients: int, wait_timeout_s: int) -> PoolerSettings:
+        assert v.pooler is not None
+        return PoolerSettings(mode=v.pooler.mode, pool_size=v.pooler.pool_size, reserve=v.pooler.reserve,
+                              max_clients=max_clients, query_wait_timeout_s=wait_timeout_s,
+                              prepared_statements=v.protocol == "prepared", auth=v.pooler.auth)
 
     def environment(self) -> dict[str, str]:
         env: dict[str, str] = {}
