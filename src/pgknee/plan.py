@@ -94,6 +94,12 @@ def parse_setting(text: str) -> tuple[str, str]:
 
 
 POOL_MODES = ("session", "transaction", "statement")
+IDLE_KINDS = {
+    "quiet": "connected, then nothing",
+    "catalog": "each listed information_schema's tables and read a row of each, then nothing",
+    "sleep": "each running SELECT pg_sleep, active but idle",
+}
+MAX_IDLE = 20_000
 PLACEMENTS = ("any", "server", "client")
 POOLER_AUTH = ("scram-sha-256", "md5")
 MAX_POOL = 10_000
@@ -128,8 +134,7 @@ class PoolerSpec:
 class Variant:
     """A named set of differences from the base sweep: the protocol, pipeline mode,
     a new connection per transaction (-C), pacing (rate, think time), a pooler in
-    front. The seam for idle sessions (a later issue): a field here and a token to
-    parse_variant."""
+    front, idle sessions beside the workers, server settings (a restart)."""
 
     name: str = "base"
     protocol: str = "prepared"
@@ -138,6 +143,9 @@ class Variant:
     rate: float | None = None  # open loop: a target rate in TPS (pgbench --rate)
     think_ms: float = 0.0  # a pause after each transaction (\\sleep), connection held idle
     pooler: PoolerSpec | None = None
+    idle: int = 0  # sessions held open beside the workers for the whole step
+    idle_kind: str = "quiet"  # quiet: connected, nothing else; catalog: touched the catalogue; sleep: pg_sleep
+    settings: tuple[tuple[str, str], ...] = ()  # embedded server settings for this variant's steps (a restart)
 
     def describe(self) -> str:
         parts = [self.protocol]
@@ -151,7 +159,22 @@ class Variant:
             parts.append(f"think time {self.think_ms:g} ms after each transaction")
         if self.pooler is not None:
             parts.append(self.pooler.describe())
+        if self.idle:
+            parts.append(f"{self.idle} idle sessions ({IDLE_KINDS[self.idle_kind]})")
+        if self.settings:
+            parts.append("server restarted with " + ", ".join(f"{k}={v}" for k, v in self.settings))
         return ", ".join(parts)
+
+
+def variant_from_dict(d: dict[str, Any]) -> Variant:
+    """A variant as stored in a run's plan (JSON), back; keys a newer pgknee added are ignored."""
+    known = {f.name for f in dataclasses.fields(Variant)}
+    fields = {k: v for k, v in d.items() if k in known}
+    if fields.get("pooler"):
+        pooler_known = {f.name for f in dataclasses.fields(PoolerSpec)}
+        fields["pooler"] = PoolerSpec(**{k: v for k, v in fields["pooler"].items() if k in pooler_known})
+    fields["settings"] = tuple(tuple(s) for s in fields.get("settings", ()))
+    return Variant(**fields)
 
 
 # names a user can give alone: what each one changes from the base
@@ -165,13 +188,16 @@ _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     **{m: {"pool_mode": m} for m in POOL_MODES},
 }
 _VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think", "pool", "mode", "reserve", "placement",
-                 "auth")
+                 "auth", "idle", "idle_kind", "max_connections", "set.NAME")
 _POOLER_FIELDS = ("pool_mode", "pool_size", "pool_reserve", "placement", "pool_auth")
 MAX_THINK_MS = 60_000.0
 
 
 def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> str | None:
     """One key=value part of a variant spec into `fields`; returns the name if it is one."""
+    if key in ("idle", "idle_kind", "max_connections") or key.startswith("set."):
+        _idle_or_setting(key, value, spec, fields)
+        return None
     if key not in _VARIANT_KEYS:
         raise UserError(f"unknown key {key!r} in variant {spec!r}", f"variant keys: {', '.join(_VARIANT_KEYS)}")
     if key == "name":
@@ -204,6 +230,24 @@ def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> s
             raise UserError(f"{key}={value!r} in variant {spec!r} must be on or off")
         fields["pipeline" if key == "pipeline" else "connect_per_txn"] = value.lower() in ("on", "true", "1", "yes")
     return None
+
+
+def _idle_or_setting(key: str, value: str, spec: str, fields: dict[str, Any]) -> None:
+    if key == "idle":
+        if not value.isdigit() or int(value) > MAX_IDLE:
+            raise UserError(f"idle={value!r} in variant {spec!r} must be a whole number from 0 to {MAX_IDLE}",
+                            "for example --variant idle=1024")
+        fields["idle"] = int(value)
+    elif key == "idle_kind":
+        if value not in IDLE_KINDS:
+            raise UserError(f"unknown idle kind {value!r} in variant {spec!r}",
+                            "idle_kind=quiet (connected, nothing else), catalog (after touching the catalogue, "
+                            "article 004) or sleep (running pg_sleep, article 003)")
+        fields["idle_kind"] = value
+    else:
+        name = key.removeprefix("set.")
+        setting = parse_setting(f"{name}={value}")
+        fields["settings"] = (*[s for s in fields.get("settings", ()) if s[0] != setting[0]], setting)
 
 
 def _pooler_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> None:
@@ -277,18 +321,16 @@ def _with_pooler(fields: dict[str, Any], spec: str) -> dict[str, Any]:
 
 
 def parse_variants(spec: str, base_protocol: str) -> list[Variant]:
-    """parse_variant, with pool=A,B,C expanded into one variant per pool size (the pool
-    size as a sweep dimension)."""
-    m = re.search(r"(^|:)\s*pool\s*=\s*([0-9]+(?:\s*,\s*[0-9]+)+)\s*(?=:|$)", spec)
+    """parse_variant, with a list of values for pool, idle or max_connections (pool=A,B,C)
+    expanded into one variant per value: a sweep dimension."""
+    m = re.search(r"(^|:)\s*(pool|idle|max_connections)\s*=\s*([0-9]+(?:\s*,\s*[0-9]+)+)\s*(?=:|$)", spec)
     if not m:
         return [parse_variant(spec, base_protocol)]
-    sizes = [s.strip() for s in m.group(2).split(",")]
-    out = []
-    for size in sizes:
-        one = spec[:m.start(2)] + size + spec[m.end(2):]
-        v = parse_variant(one, base_protocol)
-        named = re.search(r"(^|:)\s*name\s*=", spec) is not None
-        out.append(dataclasses.replace(v, name=f"{v.name}-pool{size}") if named else v)
+    out: list[Variant] = []
+    for value in (s.strip() for s in m.group(3).split(",")):
+        one = spec[:m.start(3)] + value + spec[m.end(3):]
+        out.extend(dataclasses.replace(v, name=f"{v.name}-{m.group(2)}{value}")
+                   if re.search(r"(^|:)\s*name\s*=", spec) else v for v in parse_variants(one, base_protocol))
     return out
 
 
@@ -410,6 +452,7 @@ class Plan:
             raise UserError("--scale must be a positive number")
         _check_variants(self.variants)
         self._check_pooler()
+        self._check_settings_variants()
         _check_workload(self.workload)
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.workload.schema):
             raise UserError(f"schema name {self.workload.schema!r} is not a plain lower-case identifier")
@@ -427,6 +470,16 @@ class Plan:
             raise UserError("--pooler-admin-dsn needs --pooler-dsn (the pooler it belongs to)")
         if self.pooler_interval_s < 0.05:
             raise UserError("--pooler-interval must be at least 50ms")
+
+    def _check_settings_variants(self) -> None:
+        for v in self.variants:
+            if v.settings and self.target.dsn:
+                raise UserError(f"variant {v.name} changes server settings ({', '.join(k for k, _ in v.settings)}), "
+                                "which pgknee does only on its embedded server",
+                                "run once per setting against your server and compare: pgknee compare RUN_A RUN_B")
+            fixed = [k for k, _ in v.settings if k in ("port", "listen_addresses", "unix_socket_directories")]
+            if fixed:
+                raise UserError(f"variant {v.name} cannot change {fixed[0]}: pgknee needs it to reach the server")
 
     def pooled(self) -> list[Variant]:
         return [v for v in self.variants if v.pooler is not None]

@@ -26,6 +26,7 @@ import psycopg
 from pgknee import __version__, proc
 from pgknee.collect import pgstats
 from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
+from pgknee.collect.memory import memory_picture
 from pgknee.collect.osproc import OS_COLUMNS, OsSampler, read_meminfo
 from pgknee.collect.pooler import SAMPLE_COLUMNS
 from pgknee.driver.pgbench import (
@@ -43,6 +44,7 @@ from pgknee.driver.pgbench import (
     with_think_time,
 )
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError, UserError
+from pgknee.idle import IdleHolder
 from pgknee.plan import Plan, Variant
 from pgknee.pooler.lab import Poolers, StepPooler, pin_process_tree
 from pgknee.store.db import Store
@@ -52,6 +54,7 @@ from pgknee.targets.remote import RemoteTarget
 from pgknee.types import ProgressPoint, StepMeasurement
 from pgknee.workloads import Script, Workload, get_workload
 
+STATS_IDLE_FLUSH_S = 11.0  # a backend that idles reports its statistics within 10 s (PGSTAT_IDLE_INTERVAL)
 SERVER_SETTINGS = ("max_connections", "superuser_reserved_connections", "shared_buffers", "work_mem",
                    "effective_cache_size", "synchronous_commit", "fsync", "full_page_writes", "wal_level",
                    "wal_buffers", "max_wal_size", "checkpoint_timeout", "commit_delay", "huge_pages",
@@ -98,6 +101,11 @@ class _StatsReader:
         self.conn = conn
         self.reads = 0
 
+    def reconnect(self, conn: psycopg.Connection[Any]) -> None:
+        with contextlib.suppress(psycopg.Error):
+            self.conn.close()
+        self.conn = conn
+
     def snapshot(self) -> dict[str, float]:
         self.reads += 1
         return pgstats.snapshot(self.conn)
@@ -129,6 +137,7 @@ class Runner:
         self.extra_env: dict[str, str] = {}  # e.g. the plan file's text
         self.poolers: Poolers | None = Poolers(plan, ui.say) if plan.pooled() else None
         self.run_as: proc.RunAs | None = None  # who runs the processes pgknee serves (pgbouncer) when root
+        self.settings_facts: dict[str, float] = {}  # what the server reported after the last restart
 
     @property
     def store(self) -> Store:
@@ -235,7 +244,7 @@ class Runner:
                     self._run_step(spec, pgbench, pg_version_num, scripts[spec.variant.name], workload.defines(),
                                    child_env,
                                    work_dir, sampler, os_sampler, reader, target)
-                check = workload.check(stats_conn)
+                check = workload.check(reader.conn)  # its connection is renewed by a restart
                 if check is not None:
                     self.store.set_environment(self.run_id, {
                         "check.money": check.summary, "check.money.ok": str(check.ok).lower(),
@@ -317,21 +326,25 @@ class Runner:
             reserved += int(server.get("reserved_connections", "0"))
         in_use = int(server.get("connections_in_use", "0"))  # includes our stats connection
         ours = 1 if self.plan.sample_interval_s else 0  # the sampler, still to come
-        free = max_conn - reserved - in_use - ours
-        need = max(self._server_connections(c, v) for c in self.plan.clients for v in self.plan.variants)
-        if need > free:
-            hint = (f"add --set max_connections={need + reserved + in_use + ours + 10} or lower --clients"
-                    if target.kind == "embedded" else "raise max_connections on the server or lower --clients")
-            raise TargetError(f"the largest step needs {need} connections but the server has room for {free} "
-                              f"(max_connections={max_conn}, {reserved} reserved, {in_use} in use, "
-                              f"{ours} for pgknee's sampler)", hint)
+        for v in self.plan.variants:  # a variant's own max_connections (a restart) replaces the server's
+            mine = int(dict(v.settings).get("max_connections", max_conn))
+            free = mine - reserved - in_use - ours
+            need = max(self._server_connections(c, v) for c in self.plan.clients)
+            if need > free:
+                what = f"variant {v.name}'s largest step" if len(self.plan.variants) > 1 else "the largest step"
+                idle = f" ({v.idle} of them idle sessions)" if v.idle and v.pooler is None else ""
+                hint = (f"add --set max_connections={need + reserved + in_use + ours + 10}, lower --clients or idle="
+                        if target.kind == "embedded" else "raise max_connections on the server or lower --clients")
+                raise TargetError(f"{what} needs {need} connections{idle} but the server has room for {free} "
+                                  f"(max_connections={mine}, {reserved} reserved, {in_use} in use, "
+                                  f"{ours} for pgknee's sampler)", hint)
 
     @staticmethod
     def _server_connections(clients: int, v: Variant) -> int:
         """Server connections a step opens: the clients, or a managed pool's size (and reserve).
         An external pooler's are its own business."""
         if v.pooler is None:
-            return clients
+            return clients + v.idle
         if v.pooler.kind == "external":
             return 0
         return min(clients, v.pooler.pool_size + v.pooler.reserve) if v.pooler.mode != "statement" else \
@@ -358,7 +371,7 @@ class Runner:
     def _check_open_files(self, clients: int) -> None:
         # pgbench holds a socket per client; a managed pgbouncer one per client plus its pool
         pools = [v.pooler.pool_size + v.pooler.reserve for v in self.plan.variants if v.pooler is not None]
-        need = clients + 64 + (max(pools) + 64 if pools else 0)
+        need = clients + 64 + (max(pools) + 64 if pools else 0) + max(v.idle for v in self.plan.variants)
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft != resource.RLIM_INFINITY and soft < need:
             if hard == resource.RLIM_INFINITY or hard >= need:
@@ -445,6 +458,7 @@ class Runner:
                   target: Target) -> None:
         plan = self.plan
         v = spec.variant
+        self._switch_settings(v, target, sampler, reader)
         threads = plan.threads_for(spec.clients, self.cpu_count)
         pooler_cols = (v.pooler.kind, v.pooler.mode if v.pooler.kind == "managed" else None,
                        v.pooler.pool_size if v.pooler.kind == "managed" else None) if v.pooler else None
@@ -453,7 +467,8 @@ class Runner:
                                         protocol=v.protocol, duration_s=plan.duration_s,
                                         warmup_s=plan.warmup_s, pipeline=v.pipeline,
                                         connect_per_txn=v.connect_per_txn, rate=v.rate,
-                                        think_ms=v.think_ms, pooler=pooler_cols)
+                                        think_ms=v.think_ms, pooler=pooler_cols, idle=v.idle, idle_kind=v.idle_kind,
+                                        settings=dict(v.settings) or None)
         self.ui.step_started(spec.seq, len(self.steps), v.name, spec.clients, spec.rep,
                              plan.duration_s + plan.warmup_s)
         step_dir = work_dir / f"step-{spec.seq}"
@@ -462,19 +477,12 @@ class Runner:
                                 v, scripts, defines, step_dir / "log", True)
         self.store.add_command(self.run_id, step_id, "bench", run.argv())
         with contextlib.ExitStack() as step_stack:
-            pooled = None
-            if v.pooler is not None:
-                assert self.poolers is not None
-                try:
-                    pooled = step_stack.enter_context(self.poolers.step(
-                        v, target.endpoint, self.run_as, spec.clients, plan.duration_s + plan.warmup_s))
-                except PgkneeError as e:
-                    self.store.end_step(step_id, "failed", e.message)
-                    self.ui.step_finished(f"c{spec.clients} rep {spec.rep} {v.name}: FAILED: {e.message}")
-                    raise
+            pooled = self._enter_pooler(step_stack, spec, step_id, target, os_sampler)
+            if pooled is not None:
                 child_env = pooled.endpoint.child_env(step_dir)
-                os_sampler.pooler_pid = pooled.pid
-                step_stack.callback(setattr, os_sampler, "pooler_pid", None)
+            server_pid = target.server_pid() if isinstance(target, EmbeddedCluster) else None
+            facts: dict[str, float] = dict(self.settings_facts)
+            holder = self._enter_idle(step_stack, spec, step_id, target, pooled, server_pid, facts)
             if sampler:
                 sampler.begin_step(step_id)
             os_sampler.begin_step()
@@ -496,6 +504,11 @@ class Runner:
             self._set_phase(sampler, os_sampler, "post", pooled)
             pool_after = self._pooler_totals(pooled)
             pooler_died = pooled is not None and not pooled.alive()
+            facts.update(memory_picture(server_pid, holder.backend_pids if holder and pooled is None else (),
+                                        prefix="end."))
+            idle_alive = holder.alive() if holder is not None else 0
+            if holder is not None:
+                facts["idle.open_at_end"] = float(idle_alive)
             pool_rows, pool_tail = [], ""
             if pooled is not None:
                 pool_rows = pooled.sampler.close() if pooled.sampler is not None else []
@@ -524,12 +537,17 @@ class Runner:
             status, reason = "failed", (f"pgbench spent the whole {summary.duration_s or plan.duration_s:.0f} s "
                                         f"step opening its {spec.clients} connections "
                                         f"({(summary.conn_time_ms or 0) / 1000:.1f} s); lengthen --duration")
+        if status == "completed" and holder is not None and idle_alive < v.idle:
+            status, reason = "failed", (f"the server ended {v.idle - idle_alive} of the {v.idle} idle sessions "
+                                        "during the step")
         if status == "failed" and pooler_died:
             reason = f"pgbouncer died during the step: {pool_tail or 'no message in its log'}; {reason}"
         pool_facts = self._pooler_facts(pooled, pool_before, pool_after)
         with self.store.transaction():
             self._write_step(step_id, status, reason, rc, bench_start, bench_end, m, summary, tps_db, delta,
                              points, samples, os_rows)
+            self.store.insert_many("step_facts", ("step_id", "name", "value"),
+                                   [(step_id, k, x) for k, x in facts.items()])
             if pooled is not None:
                 self.store.insert_many("pooler_samples", ("run_id", "step_id", *SAMPLE_COLUMNS),
                                        [(self.run_id, step_id, *r) for r in pool_rows])
@@ -547,6 +565,79 @@ class Runner:
             if rc == 1 or (m is None or m.transactions == 0):
                 raise DriverError(f"pgbench failed at {spec.clients} clients: {reason}",
                                   "see the message above; completed steps are kept in the store")
+
+    def _enter_pooler(self, stack: contextlib.ExitStack, spec: StepSpec, step_id: int, target: Target,
+                      os_sampler: OsSampler) -> StepPooler | None:
+        """The step's pooler, if its variant has one, stopped when `stack` closes."""
+        v = spec.variant
+        if v.pooler is None:
+            return None
+        assert self.poolers is not None
+        try:
+            pooled = stack.enter_context(self.poolers.step(
+                v, target.endpoint, self.run_as, spec.clients, self.plan.duration_s + self.plan.warmup_s))
+        except PgkneeError as e:
+            self.store.end_step(step_id, "failed", e.message)
+            self.ui.step_finished(f"c{spec.clients} rep {spec.rep} {v.name}: FAILED: {e.message}")
+            raise
+        os_sampler.pooler_pid = pooled.pid
+        stack.callback(setattr, os_sampler, "pooler_pid", None)
+        return pooled
+
+    def _enter_idle(self, stack: contextlib.ExitStack, spec: StepSpec, step_id: int, target: Target,
+                    pooled: StepPooler | None, server_pid: int | None, facts: dict[str, float]) -> IdleHolder | None:
+        """The step's idle sessions, if its variant has any, closed when `stack` closes."""
+        v = spec.variant
+        if not v.idle:
+            return None
+        facts.update(memory_picture(server_pid, prefix="before_idle."))
+        holder = self._open_idle(v, target, pooled, step_id, spec)
+        stack.callback(holder.close)
+        facts.update({"idle.opened": float(len(holder.conns)), "idle.open_s": holder.open_seconds})
+        if v.idle_kind == "catalog":
+            # their catalogue queries report to pg_stat_database once they have idled up to 10 s:
+            # let that happen before the measured window
+            time.sleep(STATS_IDLE_FLUSH_S)
+        return holder
+
+    def _open_idle(self, v: Variant, target: Target, pooled: StepPooler | None, step_id: int,
+                   spec: StepSpec) -> IdleHolder:
+        """The variant's idle sessions: through the pooler when there is one (as article 004 did),
+        else to the server (the embedded one by its trusted socket: no SCRAM per session)."""
+        endpoint = (pooled.endpoint if pooled is not None
+                    else target.local_endpoint if isinstance(target, EmbeddedCluster) else target.endpoint)
+        plan = self.plan
+        hold_s = plan.duration_s + plan.warmup_s + plan.pre_s + plan.post_s + STATS_IDLE_FLUSH_S + 60
+        holder = IdleHolder(endpoint, v.idle, v.idle_kind, sleep_s=hold_s,
+                            timeout_s=max(120.0, v.idle * (1.0 if v.idle_kind == "catalog" else 0.1)))
+        self.ui.say(f"opening {v.idle} idle sessions ({v.idle_kind})")
+        try:
+            holder.open()
+        except PgkneeError as e:
+            self.store.end_step(step_id, "failed", e.message)
+            self.ui.step_finished(f"c{spec.clients} rep {spec.rep} {v.name}: FAILED: {e.message}")
+            raise
+        return holder
+
+    def _switch_settings(self, v: Variant, target: Target, sampler: ActivitySampler | None,
+                         reader: _StatsReader) -> None:
+        """Restart the embedded server when this step's variant wants other settings than the
+        server runs with; reconnect pgknee's own sessions."""
+        want = dict(v.settings)
+        if not isinstance(target, EmbeddedCluster) or want == target.variant_settings:
+            return
+        self.ui.say("restarting the embedded server with " +
+                    (", ".join(f"{k}={x}" for k, x in want.items()) if want else "the run's own settings"))
+        target.restart(want)
+        reader.reconnect(target.endpoint.connect("stats"))
+        if sampler is not None:
+            sampler.reconnect()
+        self.settings_facts = {}
+        for name in want:
+            row = reader.conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
+            with contextlib.suppress(TypeError, ValueError):
+                self.settings_facts[f"setting.{name}"] = float(row[0])  # type: ignore[index]
+        reader.reads += len(want)
 
     @staticmethod
     def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:

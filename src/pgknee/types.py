@@ -111,6 +111,9 @@ class StepRecord:
     pooler_kind: str | None = None  # None: direct
     pool_mode: str | None = None
     pool_size: int | None = None
+    idle: int = 0  # sessions held open beside the workers
+    idle_kind: str | None = None
+    settings_json: str | None = None  # the variant's server settings, if it restarted the server
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,3 +204,4 @@ class RunData:
     # bench phase: mean sessions in a statement or transaction (active + idle in transaction)
     busy: dict[int, float] = field(default_factory=dict)
     pooler: dict[int, PoolerStep] = field(default_factory=dict)  # steps through a pooler
+    facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings

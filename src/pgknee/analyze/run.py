@@ -86,6 +86,23 @@ class PoolerRow:
     missing: str | None  # what could not be measured, and why
 
 
+@dataclass(frozen=True)
+class MemoryRow:
+    """Memory and reads of one client count (medians over the repetitions); MB."""
+
+    idle: int
+    idle_kind: str | None
+    available_mb: Figure | None  # MemAvailable at the end of the bench phase, idle sessions still open
+    available_drop_mb: Figure | None  # MemAvailable before the idle sessions opened less at the end
+    cached_mb: Figure | None
+    server_pss_mb: Figure | None  # all the server's processes, proportional set size
+    idle_backend_pss_mb: Figure | None  # mean per idle session's backend
+    blks_read_per_s: Figure | None
+    hit_pct: Figure | None
+    idle_open_s: Figure | None
+    max_connections: float | None  # the variant's own, after a restart
+
+
 POOLER_CPU_LIMIT = 85.0  # % of one core: pgbouncer is single-threaded
 
 
@@ -116,6 +133,7 @@ class Group:
     checks: tuple[tuple[int, tuple[ck.Check, ...]], ...]  # per rep
     noise_pct: float = NOISY_SPREAD_PCT  # TPS spread across repetitions above which the step is noisy
     pooler: PoolerRow | None = None
+    memory: MemoryRow | None = None
 
     @property
     def label(self) -> str:
@@ -247,6 +265,38 @@ def _pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
                      cpu_peak=f("cpu_peak"), server_backends=f("backends"), missing=missing)
 
 
+def _memory_row(data: RunData, done: Sequence[StepRecord]) -> MemoryRow | None:
+    if not done:
+        return None
+    per: dict[str, list[float]] = {}
+    for s in done:
+        f = data.facts.get(s.step_id, {})
+        pg = data.pgdb.get(s.step_id, {})
+        window = s.transactions / s.tps if s.transactions and s.tps else s.duration_s
+        values = {
+            "avail": f.get("end.mem.memavailable_kb"), "cached": f.get("end.mem.cached_kb"),
+            "pss": f.get("end.pss.server_kb"), "idle_pss": f.get("end.pss.idle_backend_mean_kb"),
+            "drop": (f["before_idle.mem.memavailable_kb"] - f["end.mem.memavailable_kb"]
+                     if "before_idle.mem.memavailable_kb" in f and "end.mem.memavailable_kb" in f else None),
+            "read": pg["blks_read"] / window if "blks_read" in pg and window else None,
+            "hit": (100.0 * pg["blks_hit"] / (pg["blks_hit"] + pg["blks_read"])
+                    if pg.get("blks_hit", 0) + pg.get("blks_read", 0) > 0 else None),
+            "open": f.get("idle.open_s"), "maxconn": f.get("setting.max_connections")}
+        for k, x in values.items():
+            if x is not None:
+                per.setdefault(k, []).append(x / 1024.0 if k in ("avail", "cached", "pss", "idle_pss", "drop") else x)
+
+    def fig(key: str) -> Figure | None:
+        return Figure.of(per.get(key, []))
+
+    if not per:
+        return None
+    return MemoryRow(idle=done[0].idle, idle_kind=done[0].idle_kind, available_mb=fig("avail"),
+                     available_drop_mb=fig("drop"), cached_mb=fig("cached"), server_pss_mb=fig("pss"),
+                     idle_backend_pss_mb=fig("idle_pss"), blks_read_per_s=fig("read"), hit_pct=fig("hit"),
+                     idle_open_s=fig("open"), max_connections=per["maxconn"][0] if "maxconn" in per else None)
+
+
 def _commits_per_txn(data: RunData, s: StepRecord) -> float:
     """Commits per logged transaction of a step: its scripts' own (recorded with the run),
     weighted by the transactions each ran. 1 when the run did not record them."""
@@ -318,7 +368,7 @@ def build(data: RunData, summary: str | None = None, noise_pct: float | None = N
             waits=tuple(wait_profile(_merge_counts([data.waits.get(s.step_id, []) for s in done]), n_snap)),
             waits_bg=tuple(wait_profile(_merge_counts([data.waits_bg.get(s.step_id, []) for s in done]), n_snap)),
             snapshots=n_snap, checks=tuple((s.rep, _step_checks(data, s)) for s in done), noise_pct=noise_pct,
-            pooler=_pooler_row(data, done)))
+            pooler=_pooler_row(data, done), memory=_memory_row(data, done)))
     view = RunView(data, tuple(groups), summary=summary)
     return RunView(data, tuple(groups), tuple(_warnings(view)), summary=summary)
 

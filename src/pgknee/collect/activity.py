@@ -6,6 +6,7 @@ between steps, never while pgbench runs."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -48,11 +49,23 @@ class ActivitySampler:
         self._conn: psycopg.Connection[Any] | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def _connect(self) -> None:
         self._conn = self.endpoint.connect("sampler")
         self._conn.execute("SET statement_timeout = '2s'")
         self._conn.execute(self.query, prepare=True)  # prepare once: planning costs more than running
         self.queries_run += 2
+
+    def reconnect(self) -> None:
+        """After a server restart, between steps (the thread samples only inside a step)."""
+        with self._lock:
+            assert self._current is None, "reconnect between steps only"
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+        self._connect()
+
+    def start(self) -> None:
+        self._connect()
         self._thread = threading.Thread(target=self._loop, name="pgknee-activity", daemon=True)
         self._thread.start()
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from pgknee.analyze.compare import Ratio, comparison_rows
-from pgknee.analyze.run import Figure, PoolerRow, RunView
+from pgknee.analyze.run import Figure, MemoryRow, PoolerRow, RunView
 from pgknee.analyze.waits import wait_profile
 
 FORMAT_VERSION = 1
@@ -27,7 +27,9 @@ def run_json(view: RunView) -> dict[str, Any]:
             "protocol": s.protocol, "status": s.status, "status_reason": s.status_reason,
             "pipeline": bool(s.pipeline), "connect_per_txn": bool(s.connect_per_txn), "rate": s.rate,
             "think_ms": s.think_ms, "pooler_kind": s.pooler_kind, "pool_mode": s.pool_mode,
-            "pool_size": s.pool_size,
+            "pool_size": s.pool_size, "idle": s.idle, "idle_kind": s.idle_kind,
+            "settings": json.loads(s.settings_json) if s.settings_json else None,
+            "facts": d.facts.get(s.step_id, {}),
             "duration_s": s.duration_s, "tps": s.tps, "tps_pgbench": s.tps_pgbench, "tps_db": s.tps_db,
             "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "retries": s.retries,
             "latency_ms": {"avg": s.lat_avg_ms, "stddev": s.lat_stddev_ms, "min": s.lat_min_ms, "p50": s.lat_p50_ms,
@@ -49,6 +51,7 @@ def run_json(view: RunView) -> dict[str, Any]:
                        "p99": _fig(g.p99), "max": _fig(g.lat_max)},
         "noisy": g.noisy, "tps_spread_pct": g.tps_spread_pct, "noise_threshold_pct": g.noise_pct,
         "pooler": _pooler(g.pooler),
+        "memory": _pooler(g.memory),
         "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
         "checks": [{"rep": rep, "name": c.name, "status": c.status, "detail": c.detail}
                    for rep, cs in g.checks for c in cs],
@@ -61,7 +64,7 @@ def run_json(view: RunView) -> dict[str, Any]:
             "warnings": list(view.warnings)}
 
 
-def _pooler(p: PoolerRow | None) -> dict[str, Any] | None:
+def _pooler(p: PoolerRow | MemoryRow | None) -> dict[str, Any] | None:
     if p is None:
         return None
     return {f.name: _fig(v) if isinstance(v := getattr(p, f.name), Figure) else v for f in dataclasses.fields(p)}

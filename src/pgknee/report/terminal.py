@@ -18,7 +18,7 @@ from pgknee.analyze.compare import Ratio, comparison_rows, headline, paired_rati
 from pgknee.analyze.run import Figure, Group, RunView
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
-from pgknee.plan import PoolerSpec
+from pgknee.plan import variant_from_dict
 from pgknee.types import WaitRow
 
 MAX_WAIT_ROWS = 20
@@ -70,14 +70,7 @@ def header(view: RunView) -> Text:
              f"{plan.get('duration_s')} s per step, {plan.get('reps')} rep(s), warm-up {plan.get('warmup_s')} s, "
              f"sampling every {plan.get('sample_interval_s', 0) * 1000:.0f} ms\n")
     variants = plan.get("variants") or []
-    t.append("variants: " + "; ".join(
-        f"{v['name']} = {v['protocol']}" + (" + pipeline" if v.get("pipeline") else "")
-        + (" + new connection per transaction (-C)" if v.get("connect_per_txn") else "")
-        + (f" + open loop at {v['rate']:g} TPS (latency from the scheduled start)" if v.get("rate") else "")
-        + (f" + {v['think_ms']:g} ms think time after each transaction (not in the latency figures)"
-           if v.get("think_ms") else "")
-        + (f" + {PoolerSpec(**v['pooler']).describe()}" if v.get("pooler") else "")
-        for v in variants)
+    t.append("variants: " + "; ".join(f"{v['name']} = {variant_from_dict(v).describe()}" for v in variants)
         + (" (interleaved per client count and repetition)" if len(variants) > 1 else ""))
     return t
 
@@ -173,7 +166,7 @@ def variant_comparison(view: RunView) -> Table | None:
                           + (("Failed",) if failures else ())
                           + (f"TPS vs {first}", f"Latency vs {first}", "TPS difference")
                           + (("Pooler: sv_active · waiting · wait ms",) if pooled else ())):
-        t.add_column(h, justify="left" if i < 2 else "right")
+        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold" if i == 1 else "ellipsis")
     last = None
     for row in comparison_rows(view):
         g = row.group
@@ -295,6 +288,46 @@ def pooler_table(view: RunView, variant: str) -> Table | None:
     return _matrix(title, ["Metric", *[g.label for g in groups]], rows)
 
 
+def idle_memory_table(view: RunView) -> Table | None:
+    """Articles 003 and 004's view: per client count, each variant's idle sessions, TPS and
+    its change against the first variant, p99, the machine's available memory and what the
+    server's processes hold (proportional set size), per idle backend, and the reads."""
+    if not any(g.memory is not None and (g.memory.idle or g.memory.max_connections) for g in view.groups):
+        return None
+    variants = view.variants()
+    first = variants[0]
+    t = Table(title=f"Idle sessions and memory (medians; memory at the end of the bench phase, idle sessions still "
+                    f"open; % vs {first})", box=box.SIMPLE_HEAVY, title_justify="left")
+    for i, h in enumerate(("Clients", "Variant", "Idle", "max_conn", "TPS", f"vs {first}", "p99 (ms)",
+                           "Mem avail (MB)", "Δ while idle open", "Server PSS (MB)", "PSS / idle backend",
+                           "Blocks read/s", "Hit %")):
+        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold" if i == 1 else "ellipsis")
+    by = {(g.variant, g.clients): g for g in view.groups}
+    last = None
+    for g in view.groups if len(variants) == 1 else [by[(v, c)] for c in dict.fromkeys(x.clients for x in view.groups)
+                                                     for v in variants if (v, c) in by]:
+        m, base = g.memory, by.get((first, g.clients))
+        if last is not None and g.clients != last:
+            t.add_section()
+        pct = ""
+        if base is not None and base is not g and g.tps and base.tps:
+            p = pct_change(g.tps.value, base.tps.value)
+            pct = f"{p:+.1f}%" if p is not None else ""
+
+        def f(x: Figure | None, digits: int = 0) -> str:
+            return _fmt(x.value if x else None, digits)
+
+        t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant,
+                  f"{m.idle} {m.idle_kind}" if m and m.idle else "0",
+                  f"{m.max_connections:.0f}" if m and m.max_connections else "",
+                  f(g.tps), pct, f(g.p99, 3), f(m.available_mb) if m else "-",
+                  f(m.available_drop_mb) if m and m.idle else "", f(m.server_pss_mb) if m else "-",
+                  f(m.idle_backend_pss_mb, 2) if m and m.idle else "", f(m.blks_read_per_s) if m else "-",
+                  f(m.hit_pct, 2) if m else "-")
+        last = g.clients
+    return t
+
+
 def _pooler_cell(g: Group) -> str:
     p = g.pooler
     if p is None:
@@ -383,6 +416,9 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
                     items.append(wait_table(f"Wait profile {g.label}" +
                                             (f" {variant}" if len(view.variants()) > 1 else "") +
                                             " (client backends, bench phase)", g.waits, g.snapshots, g.waits_bg))
+    idle = idle_memory_table(view)
+    if idle is not None:
+        items[2:2] = [idle]
     comparison = variant_comparison(view)
     if comparison is not None:
         items[2:2] = [comparison, *[Text("▶ " + h) for h in headlines(view)]]

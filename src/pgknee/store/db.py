@@ -112,14 +112,17 @@ class Store:
     def begin_step(self, run_id: str, *, seq: int, variant: str, clients: int, rep: int, threads: int,
                    protocol: str, duration_s: float, warmup_s: float, pipeline: bool = False,
                    connect_per_txn: bool = False, rate: float | None = None, think_ms: float = 0.0,
-                   pooler: tuple[str, str | None, int | None] | None = None) -> int:
+                   pooler: tuple[str, str | None, int | None] | None = None, idle: int = 0,
+                   idle_kind: str | None = None, settings: dict[str, str] | None = None) -> int:
         kind, mode, size = pooler if pooler is not None else (None, None, None)
         cur = self.db.execute(
             "INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, "
-            "status, started_at, pipeline, connect_per_txn, rate, think_ms, pooler_kind, pool_mode, pool_size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
+            "status, started_at, pipeline, connect_per_txn, rate, think_ms, pooler_kind, pool_mode, pool_size, "
+            "idle, idle_kind, settings_json) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, now_iso(), int(pipeline),
-             int(connect_per_txn), rate, think_ms, kind, mode, size))
+             int(connect_per_txn), rate, think_ms, kind, mode, size, idle, idle_kind if idle else None,
+             json.dumps(settings, sort_keys=True) if settings else None))
         assert cur.lastrowid is not None
         return cur.lastrowid
 
@@ -189,6 +192,9 @@ class Store:
         facts = dict(self.db.execute("SELECT name, value FROM step_pooler WHERE step_id = ?",
                                      (step.step_id,)).fetchall())
         return PoolerStep([PoolerSample(*r) for r in rows], facts)
+
+    def step_facts(self, step_id: int) -> dict[str, float]:
+        return dict(self.db.execute("SELECT name, value FROM step_facts WHERE step_id = ?", (step_id,)).fetchall())
 
     def pg_stat_database(self, step_id: int) -> dict[str, float]:
         return dict(self.db.execute("SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?",
@@ -283,4 +289,5 @@ def load_run(store: Store, ref: str) -> RunData:
         waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
         snaps={i: store.snapshot_stats([i], bench) for i in ids},
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
-        pooler={s.step_id: p for s in steps if (p := store.pooler_step(s)) is not None})
+        pooler={s.step_id: p for s in steps if (p := store.pooler_step(s)) is not None},
+        facts={i: f for i in ids if (f := store.step_facts(i))})

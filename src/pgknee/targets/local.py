@@ -27,6 +27,7 @@ SUPERUSER = "pgknee"
 BENCH_DB = "pgknee"
 # Settings pgknee sets unless the user overrides them: close to a small server,
 # durable (fsync, synchronous_commit on) so WAL waits look like production.
+VARIANT_CONF = "pgknee-variant.conf"
 DEFAULT_SETTINGS: dict[str, str] = {
     "max_connections": "100",
     "shared_buffers": "128MB",
@@ -136,6 +137,7 @@ class EmbeddedCluster:
         self._proc: subprocess.Popen[bytes] | None = None
         self.version = _version_of(bindir)
         self.kept = False
+        self.variant_settings: dict[str, str] = {}
 
     # ---- lifecycle -------------------------------------------------------------
     def start(self) -> None:
@@ -177,6 +179,7 @@ class EmbeddedCluster:
             f.write(f"unix_socket_directories = '{self.sock}'\n")
             for k, v in self.settings.items():
                 f.write(f"{k} = '{v}'\n")
+            f.write(f"include_if_exists = '{VARIANT_CONF}'\n")
         self._write_port()
 
     def _write_port(self) -> None:
@@ -225,16 +228,19 @@ class EmbeddedCluster:
                              autocommit=True, application_name="pgknee:setup") as c:
             c.execute(f'CREATE DATABASE "{BENCH_DB}"')
 
-    def restart(self, settings: dict[str, str]) -> None:
-        """Restart with changed settings (kept for later variants: max_connections)."""
+    def restart(self, variant_settings: dict[str, str]) -> None:
+        """Restart with a variant's settings on top of the run's own (max_connections = 5000,
+        ...): they live in a file of their own, included last, rewritten at each restart, so
+        the next variant starts from the run's settings again."""
         self._stop_server()
-        self.settings.update(settings)
-        conf = self.data / "postgresql.conf"
-        with conf.open("a") as f:
-            for k, v in settings.items():
-                f.write(f"{k} = '{v}'\n")
+        path = self.data / VARIANT_CONF
+        path.write_text("# written by pgknee: the current variant's settings\n" +
+                        "".join(f"{k} = '{v}'\n" for k, v in variant_settings.items()))
+        self._chown(path)
+        self.variant_settings = dict(variant_settings)
         if not self._start_once():
-            raise TargetError(f"the embedded server did not restart: {self._log_tail(1)}")
+            raise TargetError(f"the embedded server did not restart with {variant_settings}: {self._log_tail(1)}",
+                              "check the setting's value; the server log says why")
 
     def _stop_server(self) -> None:
         p = self._proc
@@ -280,6 +286,12 @@ class EmbeddedCluster:
     def endpoint(self) -> Endpoint:
         return Endpoint({"host": "127.0.0.1", "port": str(self.port), "user": SUPERUSER, "dbname": BENCH_DB},
                         self.password)
+
+    @property
+    def local_endpoint(self) -> Endpoint:
+        """The private Unix socket (trust): for pgknee's own many sessions (idle ones), which
+        would otherwise each pay a SCRAM key derivation on the client."""
+        return Endpoint({"host": str(self.sock), "port": str(self.port), "user": SUPERUSER, "dbname": BENCH_DB})
 
     def server_pid(self) -> int | None:
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None

@@ -1,0 +1,58 @@
+"""The server's memory picture when it runs on this machine: the machine's free and
+available memory and page cache (/proc/meminfo), and what the server's processes use,
+counted as proportional set size (/proc/PID/smaps_rollup): shared buffers, mapped by
+every backend, are divided among them instead of being counted once per backend."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from pathlib import Path
+
+from pgknee.collect.osproc import read_meminfo
+
+
+def pss_kb(pid: int) -> int | None:
+    """A process's proportional set size in kB, or None if it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def process_tree(root: int) -> list[int]:
+    """root and its direct children (a postmaster and its backends and workers)."""
+    out = [root]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == root:
+            out.append(int(entry.name))
+    return out
+
+
+def memory_picture(server_pid: int | None, idle_pids: Iterable[int] = (), prefix: str = "") -> dict[str, float]:
+    """Facts for the store: mem.* from /proc/meminfo (kB); with a local server, pss.* (kB):
+    the server's processes in all, their count, and the mean of the idle sessions' backends."""
+    mem = read_meminfo()
+    out: dict[str, float] = {f"{prefix}mem.{k.lower()}_kb": float(mem[k])
+                             for k in ("MemAvailable", "MemFree", "Cached", "Shmem") if k in mem}
+    if server_pid is None:
+        return out
+    sizes = [s for pid in process_tree(server_pid) if (s := pss_kb(pid)) is not None]
+    if sizes:
+        out[f"{prefix}pss.server_kb"] = float(sum(sizes))
+        out[f"{prefix}pss.server_processes"] = float(len(sizes))
+    idle = [s for pid in idle_pids if (s := pss_kb(pid)) is not None]
+    if idle:
+        out[f"{prefix}pss.idle_backend_mean_kb"] = statistics.fmean(idle)
+        out[f"{prefix}pss.idle_backends"] = float(len(idle))
+    return out
