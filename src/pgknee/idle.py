@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 import threading
 import time
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 
 from pgknee.errors import TargetError
 from pgknee.targets.base import Endpoint
@@ -72,8 +73,25 @@ class IdleHolder:
         self.open_seconds = time.monotonic() - t0
 
     def alive(self) -> int:
-        """How many sessions are still open (the server may have ended some)."""
-        return sum(1 for c in self.conns if not c.closed and not c.broken)
+        """How many sessions the server still holds. An idle client learns that its session
+        was ended only when it reads, so each socket is looked at: an idle session's has
+        nothing to read unless the server said goodbye (a FATAL message, then end of file).
+        A sleeping one is alive while its pg_sleep still runs."""
+        if self._loop is None:
+            return 0
+        return asyncio.run_coroutine_threadsafe(self._count_alive(), self._loop).result(timeout=60)
+
+    async def _count_alive(self) -> int:
+        if self._sleepers:
+            return sum(1 for t in self._sleepers if not t.done())
+        n = 0
+        for c in self.conns:
+            if c.closed or c.broken or c.pgconn.status != pq.ConnStatus.OK:
+                continue
+            readable, _, _ = select.select([c.pgconn.socket], [], [], 0)
+            if not readable:
+                n += 1
+        return n
 
     def close(self) -> None:
         loop, thread = self._loop, self._thread

@@ -334,7 +334,7 @@ def parse_variants(spec: str, base_protocol: str) -> list[Variant]:
     return out
 
 
-WORKLOADS = ("ewallet", "tpcb", "select-only", "custom")
+WORKLOADS = ("ewallet", "tpcb", "select-only", "read-heavy", "custom")
 
 
 def parse_script(text: str) -> tuple[str, int]:
@@ -357,7 +357,7 @@ def _check_workload(w: WorkloadSpec) -> None:
         raise UserError("--workload custom needs at least one --script FILE[@WEIGHT]")
     if w.name != "custom" and w.scripts:
         raise UserError("--script belongs to --workload custom", "add --workload custom")
-    if w.name in ("tpcb", "select-only") and (w.scale != int(w.scale) or w.scale < 1):
+    if w.name in ("tpcb", "select-only", "read-heavy") and (w.scale != int(w.scale) or w.scale < 1):
         raise UserError(f"--scale for {w.name} is pgbench's scale factor, a whole number of at least 1 "
                         f"(100,000 accounts each), got {w.scale:g}")
 
@@ -395,7 +395,7 @@ class TargetSpec:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    name: str = "ewallet"  # ewallet | tpcb | select-only | custom
+    name: str = "ewallet"  # ewallet | tpcb | select-only | read-heavy | custom
     scale: float = 1.0
     schema: str = "pgknee_ewallet"
     reinit: bool = False
@@ -492,7 +492,11 @@ class Plan:
 
     def estimated_seconds(self) -> float:
         per_step = self.duration_s + self.warmup_s + self.pre_s + self.post_s + 2.0
-        return per_step * len(self.clients) * self.reps * len(self.variants)
+        # opening idle sessions (measured on 2 cores: 0.003 s each, 0.35 s each touching the
+        # catalogue, then 11 s for their statistics), restarts for a variant's settings
+        extra = sum(v.idle * (0.35 if v.idle_kind == "catalog" else 0.003) + (11 if v.idle_kind == "catalog" else 0)
+                    + (3.0 if v.settings else 0.0) for v in self.variants)
+        return (per_step * len(self.variants) + extra) * len(self.clients) * self.reps
 
     def to_dict(self) -> dict[str, Any]:
         """For storing with the run; the DSN is stored without its password."""

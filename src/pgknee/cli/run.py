@@ -56,10 +56,11 @@ def add_parser(sub: Any) -> None:
     w = p.add_argument_group("workload")
     w.add_argument("--workload", choices=WORKLOADS,
                    help="ewallet (default; article 000), tpcb and select-only (pgbench's own, initialised by "
-                        "pgbench -i), or custom (your --script files against your own schema)")
+                        "pgbench -i), read-heavy (article 004's script on pgbench's tables), or custom (your "
+                        "--script files against your own schema)")
     w.add_argument("--scale", type=float,
-                   help="data size: ewallet 1 = 10k users, 100k transactions, about 40 MB; tpcb and select-only: "
-                        "pgbench's scale factor, 100k accounts each (default 1)")
+                   help="data size: ewallet 1 = 10k users, 100k transactions, about 40 MB; tpcb, select-only and "
+                        "read-heavy: pgbench's scale factor, 100k accounts (about 15 MB) each (default 1)")
     w.add_argument("--script", dest="scripts", action="append", default=None, metavar="FILE[@WEIGHT]",
                    help="a pgbench script of the custom workload, repeatable, with an optional weight")
     w.add_argument("--schema", help="schema holding the workload (default pgknee_ewallet)")

@@ -13,7 +13,7 @@ def get_workload(spec: WorkloadSpec) -> Workload:
         from pgknee.workloads.ewallet import EWallet
 
         return EWallet(spec)
-    if spec.name in ("tpcb", "select-only"):
+    if spec.name in ("tpcb", "select-only", "read-heavy"):
         from pgknee.workloads.pgbench_builtin import PgbenchBuiltin
 
         return PgbenchBuiltin(spec)
@@ -21,7 +21,7 @@ def get_workload(spec: WorkloadSpec) -> Workload:
         from pgknee.workloads.custom import Custom
 
         return Custom(spec)
-    raise UserError(f"unknown workload {spec.name!r}", "choose: ewallet, tpcb, select-only, custom")
+    raise UserError(f"unknown workload {spec.name!r}", "choose: ewallet, tpcb, select-only, read-heavy, custom")
 
 
 __all__ = ["Script", "Workload", "get_workload"]

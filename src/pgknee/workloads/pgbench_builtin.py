@@ -1,4 +1,5 @@
-"""pgbench's own workloads: TPC-B (sort of) and select-only, initialised by
+"""pgbench's own workloads: TPC-B (sort of) and select-only, and article 004's read-heavy
+script on the same tables, initialised by
 `pgbench -i` at a chosen scale (100,000 accounts per unit)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pgknee.plan import WorkloadSpec
 from pgknee.workloads.base import CheckResult, Script
 
 TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
-SCRIPTS = {"tpcb": "tpcb-like", "select-only": "select-only"}
+SCRIPTS = {"tpcb": "tpcb-like", "select-only": "select-only", "read-heavy": "read-heavy"}
 
 
 class PgbenchBuiltin:
