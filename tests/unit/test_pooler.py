@@ -126,7 +126,8 @@ def test_pooler_occupancy_takes_the_wait_out() -> None:
 
 def test_pooler_analysis_table_and_json() -> None:
     data = make_run_data()
-    steps = [dataclasses.replace(x, pooler_kind="managed", pool_mode="transaction", pool_size=4) for x in data.steps]
+    steps = [dataclasses.replace(x, pooler_kind="managed", pool_mode="transaction", pool_size=4, conn_time_ms=None)
+             for x in data.steps]
     pooler = {x.step_id: _pooled([(4, 6, 4), (4, 10, 4), (3, 2, 3)], 1000, 20_000_000, 12_000_000)
               for x in steps}
     os_rows = {x.step_id: [os_sample(pooler_cpu_pct=90.0), os_sample(epoch=1002.0, pooler_cpu_pct=95.0)]
@@ -145,6 +146,10 @@ def test_pooler_analysis_table_and_json() -> None:
     assert "Clients waiting, peak" in text and "  of it on a server connection (ms)" in text
     doc = run_json(view)
     assert doc["summary"][0]["pooler"]["wait_ms_per_txn"]["median"] == 12.0
+    # while pgbench opens its connections (1.5 s here) the pool fills: those samples are left out
+    slow = [dataclasses.replace(x, conn_time_ms=1500.0) for x in steps]
+    p2 = build(dataclasses.replace(data, steps=slow, pooler=pooler, os=os_rows)).groups[0].pooler
+    assert p2 is not None and p2.samples == 2 and p2.cl_waiting is not None and p2.cl_waiting.value == 2.0
     assert doc["steps"][0]["pooler_kind"] == "managed"
 
 

@@ -229,15 +229,18 @@ def _pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
         p = data.pooler.get(s.step_id)
         if p is None:
             continue
-        n += len(p.samples)
-        if p.samples:
-            add("cl_active", statistics.fmean(x.cl_active for x in p.samples))
-            add("cl_waiting", statistics.fmean(x.cl_waiting for x in p.samples))
-            add("cl_waiting_peak", max(x.cl_waiting for x in p.samples))
-            add("sv_active", statistics.fmean(x.sv_active for x in p.samples))
-            add("sv_active_peak", max(x.sv_active for x in p.samples))
-            add("sv_idle", statistics.fmean(x.sv_idle for x in p.samples))
-            add("maxwait", max(x.maxwait_us for x in p.samples) / 1000.0)
+        # while pgbench is still opening its connections the pool is filling: leave that out
+        start = (s.bench_start or 0.0) + (s.conn_time_ms or 0.0) / 1000.0
+        samples = [x for x in p.samples if x.epoch >= start] or p.samples
+        n += len(samples)
+        if samples:
+            add("cl_active", statistics.fmean(x.cl_active for x in samples))
+            add("cl_waiting", statistics.fmean(x.cl_waiting for x in samples))
+            add("cl_waiting_peak", max(x.cl_waiting for x in samples))
+            add("sv_active", statistics.fmean(x.sv_active for x in samples))
+            add("sv_active_peak", max(x.sv_active for x in samples))
+            add("sv_idle", statistics.fmean(x.sv_idle for x in samples))
+            add("maxwait", max(x.maxwait_us for x in samples) / 1000.0)
         xacts = p.delta("total_xact_count")
         if xacts:
             add("wait", (p.delta("total_wait_time") or 0.0) / xacts / 1000.0)
@@ -410,9 +413,11 @@ def _warnings(view: RunView) -> list[str]:
         slow = [s for s in g.done if s.conn_time_ms and s.conn_time_ms / 1000.0 > 0.2 * s.duration_s]
         if slow:
             worst = max(slow, key=lambda s: s.conn_time_ms or 0.0)
-            out.append(f"{name}: pgbench took {(worst.conn_time_ms or 0) / 1000:.1f} s of the {worst.duration_s:.0f} s "
-                       "step to open its connections; TPS counts the rest of the step (as pgbench's own does), "
-                       "a longer --duration measures more")
+            window = worst.transactions / worst.tps if worst.transactions and worst.tps else None
+            after = f"the {window:.1f} s after that" if window else "the time after that"
+            out.append(f"{name}: pgbench took {(worst.conn_time_ms or 0) / 1000:.1f} s to open its {worst.clients} "
+                       f"connections; TPS counts {after} (as pgbench's own does); the bench-phase samples include "
+                       "the connecting, and a longer --duration measures more")
         for rep, checks in g.checks:
             for c in checks:
                 if c.status == "warn":
