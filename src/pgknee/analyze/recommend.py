@@ -1,0 +1,193 @@
+"""From a sweep to an answer: how many connections, how sure, and why. Pure.
+
+The throughput curve of one variant is fitted with the Universal Scalability Law on the
+database-side concurrency (a pool caps it). When the fit identifies a peak, the
+recommendation is the smallest measured count whose throughput reaches a fraction of the
+modelled peak (95% by default) and whose measured p99 stays under a target, if given;
+its interval comes from the bootstrap fits. When the peak is not identified, it says so
+and proposes the counts to run next. Reasons are built from the run's own evidence."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pgknee.analyze.run import Group, RunView
+from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching
+from pgknee.analyze.waits import total_aas
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    variant: str
+    verdict: str  # 'recommended' | 'not-identified' | 'withheld' | 'not-enough-data' | 'no-count-meets-target'
+    connections: int | None  # the recommended (measured) count
+    interval: tuple[float, float] | None  # from the bootstrap fits
+    modelled_n: float | None  # the model's own smallest N reaching the fraction
+    fit: Fit | None
+    knee: int | None
+    heuristic: int  # (cores x 2) + spindles
+    cores: int
+    spindles: int
+    fraction: float
+    p99_target_ms: float | None
+    next_counts: tuple[int, ...] = ()
+    reasons: tuple[str, ...] = ()
+    checks: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (ok, warn)
+    concurrency: str = "clients"  # or 'pool size' when a pooler caps it
+
+    def headline(self) -> str:
+        v = self.variant
+        if self.verdict == "recommended" and self.connections is not None:
+            lo, hi = self.interval or (math.nan, math.nan)
+            return (f"{v}: use {self.connections} connections, the smallest count measured that reaches "
+                    f"{self.fraction:.0%} of the modelled peak"
+                    + (f" with p99 under {self.p99_target_ms:g} ms" if self.p99_target_ms else "")
+                    + (f" (the model crosses {self.fraction:.0%} at {self.modelled_n:.1f}, 95% interval "
+                       f"{lo:.1f}..{hi:.1f})" if self.modelled_n is not None else ""))
+        if self.verdict == "not-identified":
+            return (f"{v}: peak not reached — the sweep does not show where throughput stops growing; run "
+                    f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")
+        if self.verdict == "withheld":
+            return f"{v}: no recommendation — the client, not the database, was the bottleneck"
+        if self.verdict == "no-count-meets-target":
+            return f"{v}: no measured count meets both {self.fraction:.0%} of the peak and the p99 target"
+        return f"{v}: not enough data for a scalability model (needs at least three client counts)"
+
+
+def concurrency_of(g: Group) -> int:
+    """The database-side concurrency: a managed pool caps it."""
+    s = g.steps[0]
+    if s.pooler_kind == "managed" and s.pool_size:
+        return min(g.clients, s.pool_size)
+    return g.clients
+
+
+def knee(points: Sequence[tuple[int, float]]) -> int | None:
+    """The count where the curve bends most (the largest distance above the straight line
+    from the first point to the highest one, both axes scaled to 0..1)."""
+    if len(points) < 3:
+        return None
+    top = max(range(len(points)), key=lambda i: points[i][1])
+    rising = points[:top + 1]
+    if len(rising) < 3:
+        return rising[-1][0]
+    xs = np.array([p[0] for p in rising], dtype=float)
+    ys = np.array([p[1] for p in rising], dtype=float)
+    xn = (xs - xs[0]) / (xs[-1] - xs[0]) if xs[-1] > xs[0] else xs * 0
+    yn = (ys - ys[0]) / (ys[-1] - ys[0]) if ys[-1] > ys[0] else ys * 0
+    return int(xs[int(np.argmax(yn - xn))])
+
+
+def _client_bound(groups: Sequence[Group]) -> str | None:
+    for g in groups:
+        for _rep, checks in g.checks:
+            for c in checks:
+                if c.name == "client-cpu" and c.status == "warn":
+                    return (f"at c{g.clients} {c.detail}: add pgbench threads (--threads), a bigger client "
+                            "machine, or several load generators")
+    for g in groups:
+        client_read = sum(w.aas for w in g.waits if w.wait_event == "ClientRead")
+        if g.system.peak_cpu is not None and g.system.peak_cpu < 80 and client_read > 0.5 * g.clients:
+            return (f"at c{g.clients} sessions waited on the client (Client:ClientRead AAS {client_read:.2f}) while "
+                    f"the machine's CPU peaked at {g.system.peak_cpu:.0f}%: the load generator, not the server, set "
+                    "the pace")
+    return None
+
+
+def _reasons(groups: Sequence[Group], rec_n: int | None, cores: int, fraction: float = 0.95) -> list[str]:
+    out: list[str] = []
+    pts = [(g.clients, g.tps.value) for g in groups if g.tps]
+    if len(pts) >= 2:
+        best = max(pts, key=lambda p: p[1])
+        first = pts[0]
+        out.append(f"TPS grew from {first[1]:,.0f} at {first[0]} clients to {best[1]:,.0f} at {best[0]} "
+                   f"({100 * (best[1] / first[1] - 1):+.0f}%)"
+                   + (f", and at {pts[-1][0]} it was {pts[-1][1]:,.0f} ({100 * (pts[-1][1] / best[1] - 1):+.0f}% "
+                      "from the best)" if pts[-1][0] != best[0] else ""))
+    lat = [(g.clients, g.lat_avg.value, g.lat_stddev.value, g.p99.value) for g in groups
+           if g.lat_avg and g.lat_stddev and g.p99]
+    if len(lat) >= 2:
+        a, b = lat[0], lat[-1]
+        out.append(f"latency went from {a[1]:.2f} ms (stddev {a[2]:.2f}, p99 {a[3]:.2f}) at {a[0]} clients to "
+                   f"{b[1]:.2f} ms (stddev {b[2]:.2f}, p99 {b[3]:.2f}) at {b[0]}: past the peak, more connections "
+                   "add waiting, not throughput")
+    with_waits = [g for g in groups if g.snapshots]
+    if len(with_waits) >= 2:
+        last = with_waits[-1]
+        top = max(last.waits, key=lambda w: w.aas, default=None)
+        if top is not None:
+            first_aas = next((w.aas for w in with_waits[0].waits
+                              if (w.wait_event_type, w.wait_event) == (top.wait_event_type, top.wait_event)), 0.0)
+            above = f", more than the {cores} CPUs" if top.aas > cores else ""
+            out.append(f"at {last.clients} clients sessions waited most on {top.wait_event_type}:{top.wait_event}: "
+                       f"AAS {top.aas:.2f}{above}, against {first_aas:.2f} at {with_waits[0].clients} clients "
+                       f"(all client sessions: {total_aas(last.waits):.2f})")
+    sat = [g for g in groups if g.system.peak_cpu is not None and g.system.peak_cpu >= 90]
+    if sat:
+        g = sat[0]
+        out.append(f"the machine's CPU was saturated from {g.clients} clients (peak {g.system.peak_cpu:.0f}%, "
+                   f"system {g.system.peak_system or 0:.0f}%, load {g.system.peak_load1 or 0:.1f} on {cores} cores, "
+                   f"{g.system.ctx_per_s or 0:,.0f} context switches/s)")
+    if rec_n is not None:
+        out.append(f"beyond {rec_n} connections the model gains at most the last {100 * (1 - fraction):.0f}% of "
+                   "the peak")
+    return out
+
+
+def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.95,
+              p99_target_ms: float | None = None, spindles: int = 0) -> Recommendation:
+    variants = view.variants()
+    v = variant or variants[0]
+    groups = [g for g in view.groups if g.variant == v and g.tps is not None]
+    cores = int(view.data.env.get("host.cpus", "1") or 1)
+    heuristic = cores * 2 + spindles
+    checks: dict[str, tuple[int, int]] = {}
+    for g in groups:
+        for _rep, cs in g.checks:
+            for c in cs:
+                ok, warn = checks.get(c.name, (0, 0))
+                checks[c.name] = (ok + (c.status == "ok"), warn + (c.status == "warn"))
+    pooled = any(g.steps[0].pooler_kind == "managed" for g in groups)
+    conc = "pool size" if pooled else "clients"
+
+    def result(verdict: str, reasons: Sequence[str], *, fitted: Fit | None = None, kn: int | None = None,
+               connections: int | None = None, interval: tuple[float, float] | None = None,
+               modelled: float | None = None, nxt: Sequence[int] = ()) -> Recommendation:
+        return Recommendation(variant=v, verdict=verdict, connections=connections, interval=interval,
+                              modelled_n=modelled, fit=fitted, knee=kn, heuristic=heuristic, cores=cores,
+                              spindles=spindles, fraction=fraction, p99_target_ms=p99_target_ms,
+                              next_counts=tuple(nxt), reasons=tuple(reasons), checks=checks, concurrency=conc)
+
+    by_n: dict[int, list[float]] = {}
+    for g in groups:
+        by_n.setdefault(concurrency_of(g), []).extend(float(s.tps) for s in g.done if s.tps)
+    if len(by_n) < 3:
+        return result("not-enough-data", _reasons(groups, None, cores))
+    client = _client_bound(groups)
+    f = fit(sorted(by_n.items()))
+    kn = knee([(g.clients, g.tps.value) for g in groups if g.tps])
+    if client is not None:
+        return result("withheld", [client, *_reasons(groups, None, cores)], fitted=f, kn=kn)
+    if not f.identified:
+        return result("not-identified", _reasons(groups, None, cores), fitted=f, kn=kn,
+                      nxt=next_counts([g.clients for g in groups], cores))
+    ceiling = 2.0 * f.max_n
+    modelled = smallest_n_reaching(f.params, fraction, ceiling)
+    draws = [n for s in f.samples if (n := smallest_n_reaching(s, fraction, ceiling)) is not None]
+    interval = ((float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if draws else None)
+    target = fraction * f.params.peak_x
+    chosen = None
+    for g in sorted(groups, key=lambda g: g.clients):
+        n = concurrency_of(g)
+        tps = statistics.median(by_n[n])
+        if tps >= target and (p99_target_ms is None or (g.p99 is not None and g.p99.value <= p99_target_ms)):
+            chosen = g.clients
+            break
+    return result("recommended" if chosen is not None else "no-count-meets-target",
+                  _reasons(groups, chosen, cores, fraction), fitted=f, kn=kn, connections=chosen, interval=interval,
+                  modelled=modelled)

@@ -1,0 +1,156 @@
+"""pgknee recommend RUN: the connection count to use, with its interval and reasons; and
+pgknee size: the articles' back-of-envelope sizing (Little's law, (cores x 2) + spindles)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from pgknee.analyze.recommend import Recommendation, recommend
+from pgknee.analyze.run import build
+from pgknee.cli.common import add_store, print_items, write_text_file
+from pgknee.errors import UserError
+from pgknee.plan import parse_seconds
+from pgknee.report.jsonout import FORMAT_VERSION, dumps
+from pgknee.store.db import Store, load_run
+
+
+def _ms(text: str) -> float:
+    try:
+        return parse_seconds(text, "--p99-target") * 1000.0
+    except UserError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
+
+
+def _fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.5 <= v < 1.0:
+        raise argparse.ArgumentTypeError("--min-fraction must be at least 0.5 and below 1, e.g. 0.95")
+    return v
+
+
+def add_recommend_options(p: Any) -> None:
+    p.add_argument("--p99-target", type=_ms, metavar="DURATION",
+                   help="a latency target: the recommended count keeps its measured p99 under it (e.g. 20ms)")
+    p.add_argument("--min-fraction", type=_fraction, default=0.95,
+                   help="the share of the modelled peak throughput to reach (default 0.95)")
+    p.add_argument("--spindles", type=int, default=0, help="disks, for the (cores x 2) + spindles heuristic (0)")
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("recommend", help="the connection count to use, with its interval and the reasons")
+    p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
+    p.add_argument("--variant", help="the variant to recommend for (default: each of them)")
+    add_recommend_options(p)
+    p.add_argument("--json", metavar="PATH", help="also write it as JSON")
+    add_store(p)
+    p.set_defaults(func=cmd_recommend)
+
+    p = sub.add_parser("size", help="back-of-envelope sizing: Little's law and (cores x 2) + spindles")
+    p.add_argument("--tps", type=float, required=True, help="the arrival rate to serve, transactions per second")
+    p.add_argument("--latency", required=True, help="the time each spends in the database, e.g. 50ms")
+    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the server's cores (default: this "
+                                                                           "machine's)")
+    p.add_argument("--spindles", type=int, default=0, help="the server's disks (0 for SSDs)")
+    p.add_argument("--run", metavar="RUN_ID", help="also read how many connections the measured curve needs")
+    p.add_argument("--variant", help="the run's variant (default: the first)")
+    add_store(p)
+    p.set_defaults(func=cmd_size)
+
+
+def rendered(r: Recommendation) -> list[Any]:
+    items: list[Any] = [Text("▶ " + r.headline(), style="bold")]
+    t = Table(box=box.SIMPLE, show_header=False)
+    t.add_column("what")
+    t.add_column("value")
+    f = r.fit
+    if f is not None:
+        p = f.params
+        t.add_row("model", f"Universal Scalability Law on {r.concurrency}, {f.points} measurements, R² {f.r2:.3f}, "
+                           f"intervals by bootstrap over {f.method}")
+        t.add_row("σ contention", f"{p.sigma:.4f} [{f.sigma.lo:.4f}..{f.sigma.hi:.4f}]")
+        t.add_row("κ coherency", f"{p.kappa:.6f} [{f.kappa.lo:.6f}..{f.kappa.hi:.6f}]")
+        peak = "not identified" if not f.identified else f"{p.peak_n:.1f} [{f.peak_n.lo:.1f}..{f.peak_n.hi:.1f}]"
+        t.add_row("modelled peak N*", peak)
+        if f.identified:
+            t.add_row("modelled peak TPS", f"{p.peak_x:,.0f} [{f.peak_x.lo:,.0f}..{f.peak_x.hi:,.0f}]")
+        if r.modelled_n is not None:
+            t.add_row(f"model reaches {r.fraction:.0%} at", f"{r.modelled_n:.1f}")
+    if r.knee is not None:
+        t.add_row("knee of the measured curve", str(r.knee))
+    t.add_row("rule of thumb (cores x 2) + spindles", f"{r.heuristic} ({r.cores} cores, {r.spindles} spindles)")
+    if r.checks:
+        t.add_row("checks", "; ".join(f"{name} {ok} ok" + (f", {warn} WARN" if warn else "")
+                                      for name, (ok, warn) in r.checks.items()))
+    items.append(t)
+    if r.reasons:
+        items.append(Text("Why:\n" + "\n".join(f"  - {x}" for x in r.reasons)))
+    return items
+
+
+def as_json(r: Recommendation) -> dict[str, Any]:
+    f = r.fit
+    d = {k: v for k, v in dataclasses.asdict(r).items() if k != "fit"}
+    d["headline"] = r.headline()
+    if f is not None:
+        def num(x: float) -> float | None:
+            return None if math.isinf(x) or math.isnan(x) else x
+
+        d["model"] = {"lambda": f.params.lam, "sigma": f.params.sigma, "kappa": f.params.kappa,
+                      "sigma_interval": [f.sigma.lo, f.sigma.hi], "kappa_interval": [f.kappa.lo, f.kappa.hi],
+                      "peak_n": num(f.params.peak_n), "peak_n_interval": [num(f.peak_n.lo), num(f.peak_n.hi)],
+                      "peak_tps": num(f.params.peak_x), "peak_tps_interval": [num(f.peak_x.lo), num(f.peak_x.hi)],
+                      "r2": f.r2, "identified": f.identified, "points": f.points, "bootstrap": f.method}
+    return d
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    view = build(load_run(Store(args.store, create=False), args.run_id))
+    variants = view.variants()
+    if args.variant and args.variant not in variants:
+        raise UserError(f"run {view.data.run.run_id} has no variant {args.variant!r}",
+                        f"its variants: {', '.join(variants)}")
+    recs = [recommend(view, v, fraction=args.min_fraction, p99_target_ms=args.p99_target, spindles=args.spindles)
+            for v in ([args.variant] if args.variant else variants)]
+    items: list[Any] = [Text(f"run {view.data.run.run_id} ({view.data.run.workload})")]
+    for r in recs:
+        items.extend(rendered(r))
+    print_items(items)
+    if args.json:
+        write_text_file(args.json, dumps({"format_version": FORMAT_VERSION, "run": view.data.run.run_id,
+                                          "recommendations": [as_json(r) for r in recs]}))
+    return 0
+
+
+def cmd_size(args: argparse.Namespace) -> int:
+    latency_s = parse_seconds(args.latency, "--latency")
+    if args.tps <= 0 or args.cores < 1 or args.spindles < 0:
+        raise UserError("--tps must be above 0, --cores at least 1, --spindles 0 or more")
+    need = args.tps * latency_s
+    lines = [f"Little's law: {args.tps:g} transactions/s x {latency_s:g} s in the database = {need:g} connections busy "
+             f"on average (round up: {math.ceil(need)})",
+             f"rule of thumb (cores x 2) + spindles: ({args.cores} x 2) + {args.spindles} = "
+             f"{args.cores * 2 + args.spindles} connections doing work at once"]
+    if args.run:
+        view = build(load_run(Store(args.store, create=False), args.run))
+        v = args.variant or view.variants()[0]
+        pts = [(g.clients, g.tps.value) for g in view.groups if g.variant == v and g.tps]
+        reach = [c for c, tps in pts if tps >= args.tps]
+        best = max(pts, key=lambda p: p[1]) if pts else None
+        if reach:
+            lines.append(f"measured ({v}): {args.tps:g} TPS first reached at {min(reach)} clients")
+        elif best is not None:
+            lines.append(f"measured ({v}): the curve never reaches {args.tps:g} TPS; its best is {best[1]:,.0f} at "
+                         f"{best[0]} clients — more connections will not get there")
+    print_items([Text("\n".join(lines))])
+    return 0

@@ -1,0 +1,87 @@
+"""From a sweep to a recommendation, on synthetic sweeps whose curve is known."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import numpy as np
+from builders import make_run_data, os_sample, step
+
+from pgknee.analyze.recommend import knee, recommend
+from pgknee.analyze.run import build
+from pgknee.analyze.usl import Params
+from pgknee.cli.recommend import as_json
+from pgknee.types import RunData
+
+CURVE = Params(lam=1000.0, sigma=0.05, kappa=0.002)  # peak 7,397 TPS at 21.8 clients; 95% of it from 14.8
+
+
+def _sweep(counts: list[int], *, reps: int = 3, noise: float = 0.02, p99: Any = None, client_cpu: float = 20.0,
+           pool: int | None = None) -> RunData:
+    rng = np.random.default_rng(3)
+    steps, os_rows, seq = [], {}, 0
+    for c in counts:
+        conc = min(c, pool) if pool else c
+        for rep in range(1, reps + 1):
+            seq += 1
+            tps = CURVE.x(conc) * (1 + rng.normal(0, noise))
+            steps.append(step(step_id=seq, seq=seq, clients=c, rep=rep, tps=tps, tps_pgbench=tps, tps_db=tps,
+                              transactions=int(tps * 10), lat_avg_ms=1000.0 * c / tps,
+                              lat_p99_ms=(p99(c) if p99 else 3000.0 * c / tps), threads=2,
+                              pooler_kind="managed" if pool else None, pool_size=pool))
+            os_rows[seq] = [os_sample(epoch=1001.0, client_cpu_pct=client_cpu)]
+    data = make_run_data()
+    return dataclasses.replace(data, steps=steps, os=os_rows, scripts={}, failures={}, pgdb={}, waits={}, waits_bg={},
+                               snaps={}, env={**data.env, "host.cpus": "2"})
+
+
+def test_an_identified_peak_gives_the_smallest_count_near_it() -> None:
+    r = recommend(build(_sweep([1, 2, 4, 8, 12, 16, 24, 32, 48, 64])))
+    assert r.verdict == "recommended" and r.fit is not None and r.fit.identified
+    assert r.fit.peak_n.lo < CURVE.peak_n < r.fit.peak_n.hi
+    # the model reaches 95% of its peak at 14.8; 12 clients give 89% of it, 16 give 97%: 16 is the first measured
+    assert r.modelled_n is not None and 14 < r.modelled_n < 15.5
+    assert r.connections == 16
+    assert r.interval is not None and r.interval[0] <= r.modelled_n <= r.interval[1] < 16
+    assert r.heuristic == 4 and r.cores == 2
+    assert "use 16 connections" in r.headline()
+    doc = json.loads(json.dumps(as_json(r)))
+    assert doc["model"]["identified"] is True and doc["connections"] == 16
+
+
+def test_a_latency_target_moves_the_answer() -> None:
+    # p99 grows with the clients: under 2.0 ms only up to 8 clients, which do not reach 95% of the peak
+    r = recommend(build(_sweep([1, 2, 4, 8, 12, 16, 24, 32, 48, 64], p99=lambda c: 0.25 * c)), p99_target_ms=2.0)
+    assert r.verdict == "no-count-meets-target" and r.connections is None
+    relaxed = recommend(build(_sweep([1, 2, 4, 8, 12, 16, 24, 32, 48, 64], p99=lambda c: 0.25 * c)),
+                        p99_target_ms=4.0, fraction=0.9)
+    assert relaxed.verdict == "recommended" and relaxed.connections is not None and relaxed.connections <= 16
+
+
+def test_a_sweep_that_stops_early_proposes_counts() -> None:
+    r = recommend(build(_sweep([1, 2, 3, 4])))
+    assert r.verdict == "not-identified" and r.connections is None
+    assert r.next_counts == (8, 16, 32, 64) and "peak not reached" in r.headline()
+
+
+def test_a_saturated_client_withholds_the_answer() -> None:
+    r = recommend(build(_sweep([1, 2, 4, 8, 16, 32], client_cpu=190.0)))  # 95% of its 2 threads
+    assert r.verdict == "withheld" and r.reasons[0].startswith("at c1 pgbench used 190% CPU")
+    assert "--threads" in r.reasons[0]
+
+
+def test_a_pool_caps_the_concurrency_the_model_sees() -> None:
+    r = recommend(build(_sweep([4, 8, 16, 32, 64, 128], pool=16)))
+    assert r.concurrency == "pool size"
+    assert r.fit is not None and r.fit.max_n == 16
+
+
+def test_two_counts_are_not_enough() -> None:
+    assert recommend(build(_sweep([1, 2]))).verdict == "not-enough-data"
+
+
+def test_knee_of_a_measured_curve() -> None:
+    assert knee([(1, 100.0), (2, 200.0), (4, 390.0), (8, 450.0), (16, 460.0)]) == 4
+    assert knee([(1, 100.0), (2, 150.0)]) is None
