@@ -154,9 +154,9 @@ class Variant:
         if self.connect_per_txn:
             parts.append("new connection per transaction (-C)")
         if self.rate:
-            parts.append(f"open loop at {self.rate:g} TPS (--rate)")
+            parts.append(f"open loop at {self.rate:g} TPS (--rate; latency from the scheduled start)")
         if self.think_ms:
-            parts.append(f"think time {self.think_ms:g} ms after each transaction")
+            parts.append(f"think time {self.think_ms:g} ms after each transaction (not in the latency figures)")
         if self.pooler is not None:
             parts.append(self.pooler.describe())
         if self.idle:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-BOOTSTRAP = 300
+BOOTSTRAP = 200  # fits per bootstrap; each fit of a dozen points takes a few ms
 FAR_BEYOND = 2.0  # N* more than this times the largest N measured is an extrapolation
 
 
