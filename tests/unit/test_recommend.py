@@ -85,3 +85,18 @@ def test_two_counts_are_not_enough() -> None:
 def test_knee_of_a_measured_curve() -> None:
     assert knee([(1, 100.0), (2, 200.0), (4, 390.0), (8, 450.0), (16, 460.0)]) == 4
     assert knee([(1, 100.0), (2, 150.0)]) is None
+
+
+def test_a_plateau_without_a_decline_is_read_against_its_ceiling() -> None:
+    """Strong contention, no coherency cost: throughput levels off at λ/σ = 1,250 and never
+    falls. The peak N* does not exist, but 95% of the ceiling is reached inside the sweep."""
+    global CURVE
+    saved, CURVE = CURVE, Params(lam=1000.0, sigma=0.8, kappa=0.0)
+    try:
+        r = recommend(build(_sweep([1, 2, 4, 8, 16, 32])))
+    finally:
+        CURVE = saved
+    assert r.verdict == "recommended" and r.fit is not None and not r.fit.identified
+    assert r.reasons[0].startswith("throughput levels off rather than peaks")
+    # 95% of 1,250 = 1,187.5: X(4) = 1,176, X(8) = 1,212
+    assert r.connections == 8

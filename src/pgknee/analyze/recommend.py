@@ -173,7 +173,11 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     kn = knee([(g.clients, g.tps.value) for g in groups if g.tps])
     if client is not None:
         return result("withheld", [client, *_reasons(groups, None, cores)], fitted=f, kn=kn)
-    if not f.identified:
+    # no peak in the data, but a plateau: strong contention (σ) bounds the throughput at λ/σ,
+    # and the model reaches the fraction of that bound inside the measured range
+    plateau = (not f.identified and math.isfinite(f.peak_x.hi) and f.sigma.lo > 0.05
+               and smallest_n_reaching(f.params, fraction, f.max_n) is not None)
+    if not f.identified and not plateau:
         return result("not-identified", _reasons(groups, None, cores), fitted=f, kn=kn,
                       nxt=next_counts([g.clients for g in groups], cores))
     ceiling = 2.0 * f.max_n
@@ -188,6 +192,10 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
         if tps >= target and (p99_target_ms is None or (g.p99 is not None and g.p99.value <= p99_target_ms)):
             chosen = g.clients
             break
-    return result("recommended" if chosen is not None else "no-count-meets-target",
-                  _reasons(groups, chosen, cores, fraction), fitted=f, kn=kn, connections=chosen, interval=interval,
-                  modelled=modelled)
+    reasons = _reasons(groups, chosen, cores, fraction)
+    if plateau:
+        reasons.insert(0, f"throughput levels off rather than peaks: contention σ {f.params.sigma:.2f} "
+                          f"[{f.sigma.lo:.2f}..{f.sigma.hi:.2f}] bounds it near {f.params.peak_x:,.0f} TPS, and the "
+                          "sweep shows no decline, so the count is read against that bound")
+    return result("recommended" if chosen is not None else "no-count-meets-target", reasons, fitted=f, kn=kn,
+                  connections=chosen, interval=interval, modelled=modelled)

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from pgknee.analyze.run import build
 from pgknee.cli.common import add_noise_threshold, add_store, check_writable, print_items, write_text_file
+from pgknee.cli.recommend import add_recommend_options
 from pgknee.errors import Interrupted, StoreError, UserError
 from pgknee.plan import (
     DEFAULTS,
@@ -108,6 +109,9 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     o.add_argument("--no-waits", action="store_true", help="leave the per-step wait profiles out of the tables")
     o.add_argument("--quiet", action="store_true", help="no progress, only the tables")
+    o.add_argument("--recommend", action="store_true",
+                   help="end with a recommendation per variant (as 'pgknee recommend' gives)")
+    add_recommend_options(o)
     o.add_argument("--dry-run", action="store_true",
                    help="print the pgbench command lines and the estimated wall time, run nothing")
     p.set_defaults(func=cmd_run)
@@ -288,4 +292,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
     print_items(run_report(view, waits=not args.no_waits))
+    if args.recommend:
+        from pgknee.analyze.recommend import recommend
+        from pgknee.cli.recommend import rendered
+
+        items: list[Any] = []
+        for v in view.variants():
+            items.extend(rendered(recommend(view, v, fraction=args.min_fraction, p99_target_ms=args.p99_target,
+                                            spindles=args.spindles)))
+        print_items(items)
     return 0

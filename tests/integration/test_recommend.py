@@ -1,0 +1,38 @@
+"""A recommendation from a real sweep of the embedded cluster, and the sizing arithmetic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import pgknee
+
+
+def test_a_real_sweep_ends_with_a_recommendation(tmp_path: Path) -> None:
+    store, js = tmp_path / "r.db", tmp_path / "r.json"
+    r = pgknee("run", "--workload", "select-only", "--scale", "1", "--clients", "1,2,4,8,16", "--duration", "2s",
+               "--store", str(store), "--quiet", "--no-waits", "--recommend", cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert "▶ base: " in r.out and "rule of thumb (cores x 2) + spindles" in r.out and "Why:" in r.out
+    again = pgknee("recommend", "last", "--store", str(store), "--json", str(js), "--p99-target", "50ms")
+    assert again.code == 0, again.err
+    (rec,) = json.loads(js.read_text())["recommendations"]
+    assert rec["verdict"] in ("recommended", "not-identified", "no-count-meets-target", "withheld")
+    assert rec["model"]["points"] == 5 and 0 <= rec["model"]["sigma"] < 1 and rec["model"]["kappa"] >= 0
+    assert rec["p99_target_ms"] == 50.0 and rec["heuristic"] >= 2
+    if rec["verdict"] == "recommended":
+        assert rec["connections"] in (1, 2, 4, 8, 16)
+    elif rec["verdict"] == "not-identified":
+        assert rec["next_counts"][0] == 32
+    assert set(rec["checks"]) >= {"tps-vs-pgbench", "tps-vs-commits", "littles-law"}
+    bad = pgknee("recommend", "last", "--store", str(store), "--variant", "nope")
+    assert bad.code == 2 and "has no variant 'nope'" in bad.err
+
+
+def test_size_reproduces_the_articles_arithmetic() -> None:
+    r = pgknee("size", "--tps", "1000", "--latency", "50ms", "--cores", "2", "--spindles", "0")
+    assert r.code == 0, r.err
+    assert "1000 transactions/s x 0.05 s in the database = 50 connections busy" in r.out
+    assert "(2 x 2) + 0 = 4" in r.out
+    bad = pgknee("size", "--tps", "1000", "--latency", "soon")
+    assert bad.code == 2 and "not a duration" in bad.err
