@@ -141,13 +141,21 @@ class IdleHolder:
         self.catalog_queries += len(rows) + 1
 
     async def _close_all(self) -> None:
-        for conn in self.conns:
-            if self._sleepers:
-                with contextlib.suppress(Exception):
-                    conn.cancel()
-        for task in self._sleepers:
-            task.cancel()
+        """Sleeping sessions are cancelled first (a backend in pg_sleep would not notice its
+        client leaving until the sleep ends), a few dozen cancel requests at a time, without
+        blocking the loop; then every connection is closed."""
         if self._sleepers:
+            gate = asyncio.Semaphore(self.concurrency)
+
+            async def cancel(conn: psycopg.AsyncConnection[Any]) -> None:
+                async with gate:
+                    with contextlib.suppress(Exception):
+                        await conn.cancel_safe(timeout=10.0)
+
+            await asyncio.gather(*(cancel(c) for c in self.conns), return_exceptions=True)
+            done, pending = await asyncio.wait(self._sleepers, timeout=30)
+            for task in pending:  # a query the cancel did not reach: the close below ends it
+                task.cancel()
             await asyncio.gather(*self._sleepers, return_exceptions=True)
         await asyncio.gather(*(c.close() for c in self.conns), return_exceptions=True)
         self.conns = []

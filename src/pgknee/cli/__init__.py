@@ -4,6 +4,7 @@ turns every PgkneeError into one line and an exit code."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import traceback
@@ -40,6 +41,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
+    # psycopg logs warnings (a cancel that timed out, ...) that Python would print one per
+    # line: pgknee reports what matters itself
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    logging.getLogger("psycopg").propagate = False
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)

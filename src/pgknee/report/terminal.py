@@ -202,7 +202,9 @@ def headlines(view: RunView) -> list[str]:
             b = base_groups.get(g.clients)
             if g.variant == v and b is not None and (r := paired_ratio(b.done, g.done)) is not None:
                 ratios.append((g.clients, r))
-        out.append(headline(v, first, ratios, saturation_point(curve(v)), saturation_point(curve(first))))
+        several = len(curve(v)) > 1  # with one client count, where it saturates says nothing
+        out.append(headline(v, first, ratios, saturation_point(curve(v)) if several else None,
+                            saturation_point(curve(first)) if several else None))
     return out
 
 
@@ -297,11 +299,15 @@ def idle_memory_table(view: RunView) -> Table | None:
     variants = view.variants()
     first = variants[0]
     t = Table(title=f"Idle sessions and memory (medians; memory at the end of the bench phase, idle sessions still "
-                    f"open; % vs {first})", box=box.SIMPLE_HEAVY, title_justify="left")
-    for i, h in enumerate(("Clients", "Variant", "Idle", "max_conn", "TPS", f"vs {first}", "p99 (ms)",
-                           "Mem avail (MB)", "Δ while idle open", "Server PSS (MB)", "PSS / idle backend",
-                           "Blocks read/s", "Hit %")):
-        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold" if i == 1 else "ellipsis")
+                    f"open; TPS change vs {first}; Δ avail: how far MemAvailable fell while they were open; "
+                    "PSS: proportional set size, all server processes and per idle backend)",
+              box=box.SIMPLE_HEAVY, title_justify="left")
+    restarts = any(g.memory is not None and g.memory.max_connections for g in view.groups)
+    t.add_column("Clients")
+    t.add_column("Variant", overflow="fold")
+    for h in ("Idle", *(("max_conn",) if restarts else ()), "TPS", "TPS change", "p99 (ms)", "Avail (MB)",
+              "Δ avail (MB)", "PSS (MB)", "PSS/idle (MB)", "Reads/s", "Hit %"):
+        t.add_column(h, justify="right")
     by = {(g.variant, g.clients): g for g in view.groups}
     last = None
     for g in view.groups if len(variants) == 1 else [by[(v, c)] for c in dict.fromkeys(x.clients for x in view.groups)
@@ -319,7 +325,7 @@ def idle_memory_table(view: RunView) -> Table | None:
 
         t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant,
                   f"{m.idle} {m.idle_kind}" if m and m.idle else "0",
-                  f"{m.max_connections:.0f}" if m and m.max_connections else "",
+                  *((f"{m.max_connections:.0f}" if m and m.max_connections else "",) if restarts else ()),
                   f(g.tps), pct, f(g.p99, 3), f(m.available_mb) if m else "-",
                   f(m.available_drop_mb) if m and m.idle else "", f(m.server_pss_mb) if m else "-",
                   f(m.idle_backend_pss_mb, 2) if m and m.idle else "", f(m.blks_read_per_s) if m else "-",
