@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: setup
-	$(BIN)/pgknee run --clients 2,4,8,16,32 --duration 10s --store pgknee-demo.db
+	$(BIN)/pgknee run --clients 2,4,8,16,32 --duration 10s --store pgknee-demo.db --recommend
 	@echo
 	@echo "The run is stored in pgknee-demo.db: try '$(BIN)/pgknee show last --store pgknee-demo.db'"
 
