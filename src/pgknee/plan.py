@@ -177,6 +177,22 @@ def variant_from_dict(d: dict[str, Any]) -> Variant:
     return Variant(**fields)
 
 
+def plan_from_stored(d: dict[str, Any], clients: tuple[int, ...], dsn: str | None = None) -> Plan:
+    """A run's stored plan (JSON) with other client counts: what pgknee run --extend runs.
+    The stored DSN has no password; the environment or ~/.pgpass supplies it, or --dsn."""
+    known = {f.name for f in dataclasses.fields(Plan)}
+    fields = {k: v for k, v in d.items() if k in known}
+    t = d.get("target") or {}
+    fields["target"] = TargetSpec(dsn=dsn or t.get("dsn"), pg_bindir=t.get("pg_bindir"),
+                                  settings=tuple(tuple(s) for s in t.get("settings", ())), keep=False)
+    w = d.get("workload") or {}
+    fields["workload"] = WorkloadSpec(**{**w, "scripts": tuple(tuple(s) for s in w.get("scripts", ())),
+                                         "reinit": False})
+    fields["variants"] = tuple(variant_from_dict(v) for v in d.get("variants", ()))
+    fields["clients"] = clients
+    return Plan(**fields)
+
+
 # names a user can give alone: what each one changes from the base
 _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     "base": {}, "normal": {}, "direct": {},

@@ -6,6 +6,7 @@ keeps every completed step in the store, and marks the run."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
 import resource
@@ -124,7 +125,8 @@ class _StatsReader:
 
 
 class Runner:
-    def __init__(self, plan: Plan, store: Store | None, ui: UI, *, argv: list[str] | None = None) -> None:
+    def __init__(self, plan: Plan, store: Store | None, ui: UI, *, argv: list[str] | None = None,
+                 extend: tuple[str, dict[str, Any]] | None = None) -> None:
         self.plan = plan
         self._store = store
         self.ui = ui
@@ -138,6 +140,10 @@ class Runner:
         self.poolers: Poolers | None = Poolers(plan, ui.say) if plan.pooled() else None
         self.run_as: proc.RunAs | None = None  # who runs the processes pgknee serves (pgbouncer) when root
         self.settings_facts: dict[str, float] = {}  # what the server reported after the last restart
+        # pgknee run --extend: (the stored run's id, its plan with the new counts added)
+        self.extend = extend
+        if extend is not None:
+            self.run_id = extend[0]
 
     @property
     def store(self) -> Store:
@@ -221,9 +227,7 @@ class Runner:
                 meta = workload.install(stats_conn, created_by_pgknee=target.created_by_pgknee, say=self.ui.say,
                                         run_pgbench=run_pgbench)
                 scripts = {v.name: self._scripts_for(workload, v, work_dir) for v in self.plan.variants}
-                self.store.create_run(self.run_id, workload=workload.name, target_kind=target.kind,
-                                      target_label=target.endpoint.label, plan=self.plan.to_dict(),
-                                      steps_planned=len(self.steps))
+                self._create_or_extend_run(workload.name, target)
                 created = True
                 env = self._environment(target, server, pgbench, pg_version_text, meta) | self.extra_env
                 env.update({f"commits_per_txn.{name}.{s.name}": repr(commits_per_transaction(s.path.read_text()))
@@ -350,6 +354,18 @@ class Runner:
         return min(clients, v.pooler.pool_size + v.pooler.reserve) if v.pooler.mode != "statement" else \
             v.pooler.pool_size + v.pooler.reserve
 
+    def _create_or_extend_run(self, workload: str, target: Target) -> None:
+        if self.extend is None:
+            self.store.create_run(self.run_id, workload=workload, target_kind=target.kind,
+                                  target_label=target.endpoint.label, plan=self.plan.to_dict(),
+                                  steps_planned=len(self.steps))
+            return
+        last = self.store.extend_run(self.run_id, plan=self.extend[1], more_steps=len(self.steps))
+        self.steps = [dataclasses.replace(s, seq=s.seq + last) for s in self.steps]
+        self.extra_env[f"extended.{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"] = (
+            f"clients {','.join(map(str, self.plan.clients))} added on a new "
+            + ("embedded server" if target.kind == "embedded" else f"session to {target.endpoint.label}"))
+
     def _start_poolers(self, target: Target) -> None:
         """Log in through every pooler once; pin the embedded server when placement asks."""
         if self.poolers is None:
@@ -469,7 +485,7 @@ class Runner:
                                         connect_per_txn=v.connect_per_txn, rate=v.rate,
                                         think_ms=v.think_ms, pooler=pooler_cols, idle=v.idle, idle_kind=v.idle_kind,
                                         settings=dict(v.settings) or None)
-        self.ui.step_started(spec.seq, len(self.steps), v.name, spec.clients, spec.rep,
+        self.ui.step_started(self.steps.index(spec) + 1, len(self.steps), v.name, spec.clients, spec.rep,
                              plan.duration_s + plan.warmup_s)
         step_dir = work_dir / f"step-{spec.seq}"
         step_dir.mkdir(mode=0o700)

@@ -36,3 +36,26 @@ def test_size_reproduces_the_articles_arithmetic() -> None:
     assert "(2 x 2) + 0 = 4" in r.out
     bad = pgknee("size", "--tps", "1000", "--latency", "soon")
     assert bad.code == 2 and "not a duration" in bad.err
+
+
+def test_extend_adds_the_proposed_counts_to_the_same_run(tmp_path: Path) -> None:
+    from .conftest import sql
+
+    store = tmp_path / "e.db"
+    r = pgknee("run", "--workload", "select-only", "--scale", "1", "--clients", "1,2,3", "--duration", "2s",
+               "--store", str(store), "--quiet", "--no-waits", cwd=tmp_path)
+    assert r.code == 0, r.err
+    (run_id,) = sql(store, "SELECT run_id FROM runs")[0]
+    bad = pgknee("run", "--extend", str(run_id), "--duration", "5s", "--store", str(store), cwd=tmp_path)
+    assert bad.code == 2 and "only --clients and --dsn may be given" in bad.err
+    dup = pgknee("run", "--extend", str(run_id), "--clients", "3,6", "--store", str(store), cwd=tmp_path)
+    assert dup.code == 2 and "already has 3 clients" in dup.err
+    more = pgknee("run", "--extend", str(run_id), "--clients", "6", "--store", str(store), "--quiet", "--no-waits",
+                  cwd=tmp_path)
+    assert more.code == 0, more.err
+    assert sql(store, "SELECT run_id, status, steps_planned FROM runs") == [(run_id, "completed", 4)]
+    assert sql(store, "SELECT seq, clients, status FROM steps ORDER BY seq") == [
+        (1, 1, "completed"), (2, 2, "completed"), (3, 3, "completed"), (4, 6, "completed")]
+    plan = json.loads(str(sql(store, "SELECT plan_json FROM runs")[0][0]))
+    assert plan["clients"] == [1, 2, 3, 6] and plan["duration_s"] == 2
+    assert any(k.startswith("extended.") for (k,) in sql(store, "SELECT key FROM run_environment"))

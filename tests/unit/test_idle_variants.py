@@ -95,3 +95,16 @@ def test_memory_analysis_and_table() -> None:
     assert "1000 catalog" in text and "2,000" in text and "95.00" in text
     # TPS 200 (median of 180 and 220) against 100: +100.0% vs the variant without idle sessions
     assert "+100.0%" in text
+
+
+def test_a_stored_plan_comes_back_with_other_counts() -> None:
+    from pgknee.plan import WorkloadSpec, plan_from_stored
+
+    original = Plan(clients=(1, 2, 3), duration_s=7, reps=2, target=TargetSpec(settings=(("max_connections", "300"),)),
+                    workload=WorkloadSpec(name="select-only", scale=2, reinit=True),
+                    variants=(Variant("a"), Variant("b", "extended", pooler=PoolerSpec(pool_size=5), idle=4)))
+    stored = json.loads(json.dumps(original.to_dict()))
+    again = plan_from_stored(stored, (6, 12))
+    assert again.clients == (6, 12) and again.duration_s == 7 and again.reps == 2
+    assert again.variants == original.variants and again.target.settings == original.target.settings
+    assert again.workload.reinit is False and again.workload.scale == 2  # never reseeds what it extends

@@ -109,6 +109,9 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     o.add_argument("--no-waits", action="store_true", help="leave the per-step wait profiles out of the tables")
     o.add_argument("--quiet", action="store_true", help="no progress, only the tables")
+    o.add_argument("--extend", metavar="RUN_ID",
+                   help="run more client counts of a stored run (those its recommendation proposes, or --clients) "
+                        "and add them to it")
     o.add_argument("--recommend", action="store_true",
                    help="end with a recommendation per variant (as 'pgknee recommend' gives)")
     add_recommend_options(o)
@@ -253,8 +256,50 @@ class PlainUI:
         self.say("  " + text)
 
 
+def _extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]]]:
+    """pgknee run --extend RUN_ID: the stored run's plan, at the counts its recommendation
+    proposes (or --clients), to be added to the same run."""
+    import json
+
+    from pgknee.analyze.recommend import recommend
+    from pgknee.analyze.run import build
+    from pgknee.plan import parse_clients, plan_from_stored
+
+    others = [k for k in FLAG_KEYS if k not in ("clients", "dsn") and getattr(args, k, None) is not None]
+    if args.plan or args.scenario or others:
+        raise UserError("--extend runs the stored run's own plan; only --clients and --dsn may be given with it",
+                        f"drop {('--' + others[0].replace('_', '-')) if others else 'the plan file or --scenario'}")
+    store = Store(args.store, create=False)
+    view = build(load_run(store, args.extend))
+    run = view.data.run
+    if run.status == "running":
+        raise UserError(f"run {run.run_id} is still running (or was killed): it cannot be extended")
+    if args.clients:
+        clients = parse_clients(args.clients)
+    else:
+        proposals = [r.next_counts for v in view.variants() if (r := recommend(view, v)).verdict == "not-identified"]
+        if not proposals:
+            raise UserError(f"run {run.run_id} already shows its peak (see pgknee recommend {run.run_id})",
+                            "give --clients to extend it anyway")
+        clients = tuple(sorted({c for p in proposals for c in p}))
+    stored = json.loads(run.plan_json)
+    known = set(stored.get("clients", ()))
+    dup = [c for c in clients if c in known]
+    if dup:
+        raise UserError(f"run {run.run_id} already has {dup[0]} clients", "give counts it has not run")
+    dsn = args.dsn or os.environ.get("PGKNEE_DSN")
+    plan = plan_from_stored(stored, clients, dsn if stored.get("target", {}).get("dsn") else None)
+    merged = {**stored, "clients": [*stored.get("clients", ()), *clients]}
+    return plan, (run.run_id, merged)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    plan, source = plan_from_args(args)
+    extend = None
+    if args.extend:
+        plan, extend = _extension(args)
+        source = None
+    else:
+        plan, source = plan_from_args(args)
     if args.dry_run:
         for line in Runner(plan, None, PlainUI(quiet=True)).dry_run():
             print(line)
@@ -268,7 +313,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     interactive = sys.stderr.isatty() and not args.quiet
     ui: LiveUI | PlainUI = (LiveUI(Console(stderr=True), plan.estimated_seconds()) if interactive
                             else PlainUI(quiet=args.quiet))
-    runner = Runner(plan, store, ui, argv=["pgknee", *_redacted_argv(sys.argv[1:])])
+    runner = Runner(plan, store, ui, argv=["pgknee", *_redacted_argv(sys.argv[1:])], extend=extend)
     if source is not None:  # the plan file travels with the run, any password in it removed
         text = source.text
         for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):

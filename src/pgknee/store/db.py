@@ -97,6 +97,14 @@ class Store:
             (run_id, now_iso(), workload, target_kind, target_label, json.dumps(plan, sort_keys=True),
              steps_planned))
 
+    def extend_run(self, run_id: str, *, plan: dict[str, Any], more_steps: int) -> int:
+        """Reopen a stored run for more steps (pgknee run --extend); returns the last seq."""
+        self.db.execute("UPDATE runs SET status = 'running', status_reason = NULL, finished_at = NULL, "
+                        "plan_json = ?, steps_planned = steps_planned + ? WHERE run_id = ?",
+                        (json.dumps(plan, sort_keys=True), more_steps, run_id))
+        row = self.db.execute("SELECT coalesce(max(seq), 0) FROM steps WHERE run_id = ?", (run_id,)).fetchone()
+        return int(row[0]) if row else 0
+
     def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
         self.db.execute("UPDATE runs SET status = ?, status_reason = ?, finished_at = ? WHERE run_id = ?",
                         (status, reason, now_iso(), run_id))
