@@ -133,6 +133,11 @@ def _reasons(groups: Sequence[Group], rec_n: int | None, cores: int, fraction: f
         out.append(f"the machine's CPU was saturated from {g.clients} clients (peak {g.system.peak_cpu:.0f}%, "
                    f"system {g.system.peak_system or 0:.0f}%, load {g.system.peak_load1 or 0:.1f} on {cores} cores, "
                    f"{g.system.ctx_per_s or 0:,.0f} context switches/s)")
+    client = [(g.system.client_cpu / g.threads, g) for g in groups if g.system.client_cpu is not None and g.threads]
+    if client:
+        share, g = max(client, key=lambda x: x[0])
+        out.append(f"pgbench used at most {share:.0f}% of its threads' capacity (at {g.clients} clients): "
+                   + ("the client was not the bottleneck" if share < 85 else "the client neared its limit"))
     if rec_n is not None:
         out.append(f"beyond {rec_n} connections the model gains at most the last {100 * (1 - fraction):.0f}% of "
                    "the peak")
