@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from pgknee import proc
+from pgknee.collect.memory import process_tree
 from pgknee.collect.pooler import PoolerSampler
 from pgknee.errors import PoolerError, UserError
 from pgknee.plan import Plan, Variant
@@ -257,7 +258,7 @@ def pin_process_tree(root_pid: int, cpus: frozenset[int]) -> int:
     """Pin a process and its children (a postmaster and its backends); children forked
     later inherit the affinity. Returns how many processes were pinned."""
     pinned = 0
-    for pid in [root_pid, *_children(root_pid)]:
+    for pid in process_tree(root_pid):
         with contextlib.suppress(OSError):
             os.sched_setaffinity(pid, cpus)
             for tid in os.listdir(f"/proc/{pid}/task"):
@@ -266,16 +267,3 @@ def pin_process_tree(root_pid: int, cpus: frozenset[int]) -> int:
             pinned += 1
     return pinned
 
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out.append(int(entry.name))
-    return out

@@ -29,6 +29,7 @@ import psycopg
 from pgknee import proc
 from pgknee.errors import PoolerError
 from pgknee.targets.base import Endpoint
+from pgknee.targets.local import free_port, reachable_by_others
 
 CLIENT_USER = "pgknee_client"
 ADMIN_USER = "pgknee_admin"
@@ -131,12 +132,6 @@ class PoolerSettings:
         return "\n".join(lines) + "\n"
 
 
-def _reachable_by(path: Path) -> bool:
-    from pgknee.targets.local import reachable_by_others
-
-    return reachable_by_others(path)
-
-
 def _ini_value(v: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9_./:-]+", v):
         return v
@@ -173,7 +168,7 @@ class ManagedPgbouncer:
         self.run_as = run_as
         self.cpus = cpus
         base = Path(base_dir or tempfile.gettempdir())
-        if run_as is not None and not _reachable_by(base):
+        if run_as is not None and not reachable_by_others(base):
             raise PoolerError(f"pgbouncer runs as user {run_as.name}, which cannot reach {base}",
                               "set TMPDIR to a directory every user can traverse, such as /tmp")
         self.dir = Path(tempfile.mkdtemp(prefix="pgknee-pgbouncer-", dir=base_dir))
@@ -186,8 +181,6 @@ class ManagedPgbouncer:
     def start(self) -> None:
         """Write the files, start pgbouncer, wait until its console answers. A port taken
         between choosing and binding is retried on another port."""
-        from pgknee.targets.local import free_port
-
         self._write_private_files()
         for attempt in range(3):
             self.port = free_port()

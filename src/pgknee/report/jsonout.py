@@ -50,8 +50,8 @@ def run_json(view: RunView) -> dict[str, Any]:
         "latency_ms": {"avg": _fig(g.lat_avg), "stddev": _fig(g.lat_stddev), "p50": _fig(g.p50), "p95": _fig(g.p95),
                        "p99": _fig(g.p99), "max": _fig(g.lat_max)},
         "noisy": g.noisy, "tps_spread_pct": g.tps_spread_pct, "noise_threshold_pct": g.noise_pct,
-        "pooler": _pooler(g.pooler),
-        "memory": _pooler(g.memory),
+        "pooler": _row_json(g.pooler),
+        "memory": _row_json(g.memory),
         "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
         "checks": [{"rep": rep, "name": c.name, "status": c.status, "detail": c.detail}
                    for rep, cs in g.checks for c in cs],
@@ -64,7 +64,8 @@ def run_json(view: RunView) -> dict[str, Any]:
             "warnings": list(view.warnings)}
 
 
-def _pooler(p: PoolerRow | MemoryRow | None) -> dict[str, Any] | None:
+def _row_json(p: PoolerRow | MemoryRow | None) -> dict[str, Any] | None:
+    """A group's pooler or memory row: its fields, Figures as median/min/max/n."""
     if p is None:
         return None
     return {f.name: _fig(v) if isinstance(v := getattr(p, f.name), Figure) else v for f in dataclasses.fields(p)}
@@ -84,7 +85,7 @@ def comparison_json(view: RunView) -> list[dict[str, Any]]:
                                                    "p99": _fig(row.group.p99)},
         "noisy": row.group.noisy, "versus": row.base if row.tps_ratio is not None else None,
         "tps_ratio": _ratio(row.tps_ratio), "latency_ratio": _ratio(row.latency_ratio),
-        "pooler": _pooler(row.group.pooler),
+        "pooler": _row_json(row.group.pooler),
     } for row in comparison_rows(view)]
 
 
