@@ -99,6 +99,7 @@ def test_embedded_refuses_clients_above_max_connections_and_cleans_up(tmp_path: 
     assert "--set max_connections=" in r.err
     assert pgknee_processes() == []
     assert tmp_pgknee_dirs() - before == set()
+    assert not (tmp_path / "e.db").exists()  # refused before a run began: no store left behind
 
 
 def test_missing_pgbench(tmp_path: Path) -> None:

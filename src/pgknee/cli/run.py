@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -14,7 +15,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from pgknee.analyze.run import build
 from pgknee.cli.common import add_noise_threshold, add_store, check_writable, print_items, write_text_file
 from pgknee.cli.recommend import add_recommend_options
-from pgknee.errors import Interrupted, StoreError, UserError
+from pgknee.errors import Interrupted, PgkneeError, UserError
 from pgknee.plan import (
     DEFAULTS,
     PROTOCOLS,
@@ -293,6 +294,15 @@ def _extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
     return plan, (run.run_id, merged)
 
 
+def _plan_file_env(source: PlanFile) -> dict[str, str]:
+    """The plan file travels with the run, any password in it removed."""
+    text = source.text
+    for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
+        if source.values.get(key):
+            text = text.replace(source.values[key], _safe_redact(source.values[key]))
+    return {"plan.file": os.path.abspath(source.path), "plan.source": text}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     extend = None
     if args.extend:
@@ -307,19 +317,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:  # fail on an unwritable output before an hour of measuring, not after
         check_writable(args.json)
     # refusals before the store is created: a new store only once the plan can run
-    store = Store(args.store) if os.path.exists(args.store) else Store.check_new(args.store)
+    new_store = not os.path.exists(args.store)
+    store = Store(args.store) if not new_store else Store.check_new(args.store)
     Runner(plan, None, PlainUI(quiet=True)).preflight()
     store = store or Store(args.store)
     interactive = sys.stderr.isatty() and not args.quiet
     ui: LiveUI | PlainUI = (LiveUI(Console(stderr=True), plan.estimated_seconds()) if interactive
                             else PlainUI(quiet=args.quiet))
     runner = Runner(plan, store, ui, argv=["pgknee", *_redacted_argv(sys.argv[1:])], extend=extend)
-    if source is not None:  # the plan file travels with the run, any password in it removed
-        text = source.text
-        for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
-            if source.values.get(key):
-                text = text.replace(source.values[key], _safe_redact(source.values[key]))
-        runner.extra_env = {"plan.file": os.path.abspath(source.path), "plan.source": text}
+    if source is not None:
+        runner.extra_env = _plan_file_env(source)
     try:
         with ui:
             runner.run()
@@ -327,13 +334,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         ui.say(f"interrupted: run {runner.run_id} is kept as 'interrupted' with its completed steps "
                f"('pgknee show {runner.run_id}')")
         raise
+    except PgkneeError:
+        if new_store and not store.runs():  # refused before a run began (the server too small, ...)
+            store.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(args.store + suffix).unlink(missing_ok=True)
+        raise
     finally:
         if runner.kept_message:
             ui.say(runner.kept_message)
-    try:
-        view = build(load_run(store, runner.run_id))
-    except StoreError:
-        raise
+    view = build(load_run(store, runner.run_id))
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
     print_items(run_report(view, waits=not args.no_waits))
