@@ -205,3 +205,4 @@ class RunData:
     busy: dict[int, float] = field(default_factory=dict)
     pooler: dict[int, PoolerStep] = field(default_factory=dict)  # steps through a pooler
     facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings
+    progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)

@@ -60,6 +60,12 @@ class SystemRow:
     procs_running: float | None
     mem_available_mb: float | None
     client_cpu: float | None  # pgbench, % of one core
+    # means over the bench phase, % of all CPUs: where the time went (charts stack them)
+    mean_user: float | None = None
+    mean_system: float | None = None
+    mean_nice: float | None = None
+    mean_iowait: float | None = None
+    mean_other: float | None = None  # irq, softirq and steal
 
 
 @dataclass(frozen=True)
@@ -185,7 +191,13 @@ def _system(samples: Sequence[OsSample]) -> SystemRow:
         peak_load1=max(s.load1 for s in samples), ctx_per_s=statistics.fmean(s.ctx_per_s for s in samples),
         procs_running=statistics.fmean(s.procs_running for s in samples),
         mem_available_mb=min(s.mem_available_kb for s in samples) / 1024.0,
-        client_cpu=statistics.fmean(client) if client else None)
+        client_cpu=statistics.fmean(client) if client else None,
+        mean_user=statistics.fmean(s.cpu_user for s in samples),
+        mean_system=statistics.fmean(s.cpu_system for s in samples),
+        mean_nice=statistics.fmean(s.cpu_nice for s in samples),
+        mean_iowait=statistics.fmean(s.cpu_iowait for s in samples),
+        mean_other=statistics.fmean(max(0.0, busy(s) - s.cpu_user - s.cpu_system - s.cpu_nice - s.cpu_iowait)
+                                    for s in samples))
 
 
 def _merge_counts(lists: Sequence[Sequence[tuple[str, str, int]]]) -> list[tuple[str, str, int]]:

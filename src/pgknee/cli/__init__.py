@@ -17,6 +17,7 @@ from pgknee.errors import PgkneeError, UserError
 def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import compare as compare_cmd
     from pgknee.cli import recommend as recommend_cmd
+    from pgknee.cli import report as report_cmd
     from pgknee.cli import run as run_cmd
     from pgknee.cli import show as show_cmd
 
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     show_cmd.add_parsers(sub)
     compare_cmd.add_parser(sub)
     recommend_cmd.add_parsers(sub)
+    report_cmd.add_parser(sub)
     return p
 
 

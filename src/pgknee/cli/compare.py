@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from typing import Any
 
 from rich.text import Text
 
-from pgknee.analyze.run import RunView, build
+from pgknee.analyze.run import build
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, write_text_file
 from pgknee.errors import UserError
+from pgknee.report.document import combined
 from pgknee.report.jsonout import FORMAT_VERSION, comparison_json, dumps
 from pgknee.report.terminal import headlines, variant_comparison
 from pgknee.store.db import Store, load_run
@@ -39,17 +39,6 @@ def metadata_differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
     return [f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys]
 
 
-def combined(views: list[RunView]) -> RunView:
-    """Two runs as one view whose 'variants' are RUN:variant."""
-    groups = []
-    for letter, v in zip("AB", views, strict=False):
-        short = letter
-        for g in v.groups:
-            label = short if len(v.variants()) == 1 else f"{short}:{g.variant}"
-            groups.append(dataclasses.replace(g, variant=label))
-    return dataclasses.replace(views[0], groups=tuple(groups))
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.runs) > 2:
         raise UserError("compare takes one run (its variants) or two runs")
@@ -65,7 +54,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         if views[0].data.run.run_id == views[1].data.run.run_id:
             raise UserError("the two runs are the same run")
-        view = combined(views)
+        view = combined(views, "AB")
         diffs = metadata_differences(views[0].data.env, views[1].data.env)
     table = variant_comparison(view)
     assert table is not None

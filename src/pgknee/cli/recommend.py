@@ -9,8 +9,6 @@ import math
 import os
 from typing import Any
 
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from pgknee.analyze.recommend import Recommendation, recommend
@@ -19,6 +17,7 @@ from pgknee.cli.common import add_store, print_items, write_text_file
 from pgknee.errors import UserError
 from pgknee.plan import parse_seconds
 from pgknee.report.jsonout import FORMAT_VERSION, dumps
+from pgknee.report.terminal import recommendation_items
 from pgknee.store.db import Store, load_run
 
 
@@ -68,37 +67,6 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=cmd_size)
 
 
-def rendered(r: Recommendation) -> list[Any]:
-    items: list[Any] = [Text("▶ " + r.headline(), style="bold")]
-    t = Table(box=box.SIMPLE, show_header=False)
-    t.add_column("what")
-    t.add_column("value")
-    f = r.fit
-    if f is not None:
-        p = f.params
-        t.add_row("model", f"Universal Scalability Law on {r.concurrency}, {f.points} measurements, R² {f.r2:.3f}, "
-                           f"intervals by bootstrap over {f.method}")
-        t.add_row("σ contention", f"{p.sigma:.4f} [{f.sigma.lo:.4f}..{f.sigma.hi:.4f}]")
-        t.add_row("κ coherency", f"{p.kappa:.6f} [{f.kappa.lo:.6f}..{f.kappa.hi:.6f}]")
-        peak = "not identified" if not f.identified else f"{p.peak_n:.1f} [{f.peak_n.lo:.1f}..{f.peak_n.hi:.1f}]"
-        t.add_row("modelled peak N*", peak)
-        if math.isfinite(f.peak_x.hi):
-            t.add_row("modelled peak TPS" if f.identified else "modelled ceiling TPS (λ/σ)",
-                      f"{p.peak_x:,.0f} [{f.peak_x.lo:,.0f}..{f.peak_x.hi:,.0f}]")
-        if r.modelled_n is not None:
-            t.add_row(f"model reaches {r.fraction:.0%} at", f"{r.modelled_n:.1f}")
-    if r.knee is not None:
-        t.add_row("knee of the measured curve", str(r.knee))
-    t.add_row("rule of thumb (cores x 2) + spindles", f"{r.heuristic} ({r.cores} cores, {r.spindles} spindles)")
-    if r.checks:
-        t.add_row("checks", "; ".join(f"{name} {ok} ok" + (f", {warn} WARN" if warn else "")
-                                      for name, (ok, warn) in r.checks.items()))
-    items.append(t)
-    if r.reasons:
-        items.append(Text("Why:\n" + "\n".join(f"  - {x}" for x in r.reasons)))
-    return items
-
-
 def as_json(r: Recommendation) -> dict[str, Any]:
     f = r.fit
     d = {k: v for k, v in dataclasses.asdict(r).items() if k != "fit"}
@@ -125,7 +93,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             for v in ([args.variant] if args.variant else variants)]
     items: list[Any] = [Text(f"run {view.data.run.run_id} ({view.data.run.workload})")]
     for r in recs:
-        items.extend(rendered(r))
+        items.extend(recommendation_items(r))
     print_items(items)
     if args.json:
         write_text_file(args.json, dumps({"format_version": FORMAT_VERSION, "run": view.data.run.run_id,

@@ -6,13 +6,14 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from pgknee.analyze.run import build
+from pgknee.analyze.run import RunView, build
 from pgknee.cli.common import add_noise_threshold, add_store, check_writable, print_items, write_text_file
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.errors import Interrupted, PgkneeError, UserError
@@ -116,6 +117,9 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--recommend", action="store_true",
                    help="end with a recommendation per variant (as 'pgknee recommend' gives)")
     add_recommend_options(o)
+    o.add_argument("--report", metavar="PATH",
+                   help="also write a report with charts (report.html: one self-contained file; report.md: "
+                        "markdown with its charts in report_files/), as 'pgknee report' does")
     o.add_argument("--dry-run", action="store_true",
                    help="print the pgbench command lines and the estimated wall time, run nothing")
     p.set_defaults(func=cmd_run)
@@ -314,8 +318,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for line in Runner(plan, None, PlainUI(quiet=True)).dry_run():
             print(line)
         return 0
-    if args.json:  # fail on an unwritable output before an hour of measuring, not after
-        check_writable(args.json)
+    _check_outputs(args)
     # refusals before the store is created: a new store only once the plan can run
     new_store = not os.path.exists(args.store)
     store = Store(args.store) if not new_store else Store.check_new(args.store)
@@ -333,6 +336,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except Interrupted:
         ui.say(f"interrupted: run {runner.run_id} is kept as 'interrupted' with its completed steps "
                f"('pgknee show {runner.run_id}')")
+        if args.report and any(s.status == "completed" for s in store.steps(runner.run_id)):
+            _write_report(args, build(load_run(store, runner.run_id)), ui.say)  # what exists, marked
         raise
     except PgkneeError:
         if new_store and not store.runs():  # refused before a run began (the server too small, ...)
@@ -348,12 +353,34 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_text_file(args.json, dumps(run_json(view)))
     print_items(run_report(view, waits=not args.no_waits))
     if args.recommend:
-        from pgknee.analyze.recommend import recommend
-        from pgknee.cli.recommend import rendered
-
-        items: list[Any] = []
-        for v in view.variants():
-            items.extend(rendered(recommend(view, v, fraction=args.min_fraction, p99_target_ms=args.p99_target,
-                                            spindles=args.spindles)))
-        print_items(items)
+        _print_recommendations(args, view)
+    if args.report:
+        _write_report(args, view, ui.say)
     return 0
+
+
+def _print_recommendations(args: argparse.Namespace, view: RunView) -> None:
+    from pgknee.analyze.recommend import recommend
+    from pgknee.report.terminal import recommendation_items
+
+    items: list[Any] = []
+    for v in view.variants():
+        rec = recommend(view, v, fraction=args.min_fraction, p99_target_ms=args.p99_target, spindles=args.spindles)
+        items.extend(recommendation_items(rec))
+    print_items(items)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Fail on an unwritable output before an hour of measuring, not after."""
+    if args.json:
+        check_writable(args.json)
+    if args.report:
+        from pgknee.cli.report import check_output, output_format
+
+        check_output(args.report, output_format(args.report, None))
+
+
+def _write_report(args: argparse.Namespace, view: RunView, say: Callable[[str], None]) -> None:
+    from pgknee.cli.report import options_from, output_format, write
+
+    say(write(args.report, output_format(args.report, None), [view], options_from(args)))

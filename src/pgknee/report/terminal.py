@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -15,6 +16,7 @@ from rich.text import Text
 
 from pgknee.analyze.checks import Check
 from pgknee.analyze.compare import Ratio, comparison_rows, headline, paired_ratio, saturation_point
+from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.run import Figure, Group, RunView
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
@@ -436,6 +438,38 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
         items.append(Text("\nWarnings:", style="bold"))
         for w in view.warnings:
             items.append(Text(f"  ! {w}"))
+    return items
+
+
+def recommendation_items(r: Recommendation) -> list[RenderableType]:
+    """A recommendation as the terminal shows it: the headline, the model's figures, the reasons."""
+    items: list[RenderableType] = [Text("▶ " + r.headline(), style="bold")]
+    t = Table(box=box.SIMPLE, show_header=False)
+    t.add_column("what")
+    t.add_column("value")
+    f = r.fit
+    if f is not None:
+        p = f.params
+        t.add_row("model", f"Universal Scalability Law on {r.concurrency}, {f.points} measurements, R² {f.r2:.3f}, "
+                           f"intervals by bootstrap over {f.method}")
+        t.add_row("σ contention", f"{p.sigma:.4f} [{f.sigma.lo:.4f}..{f.sigma.hi:.4f}]")
+        t.add_row("κ coherency", f"{p.kappa:.6f} [{f.kappa.lo:.6f}..{f.kappa.hi:.6f}]")
+        peak = "not identified" if not f.identified else f"{p.peak_n:.1f} [{f.peak_n.lo:.1f}..{f.peak_n.hi:.1f}]"
+        t.add_row("modelled peak N*", peak)
+        if math.isfinite(f.peak_x.hi):
+            t.add_row("modelled peak TPS" if f.identified else "modelled ceiling TPS (λ/σ)",
+                      f"{p.peak_x:,.0f} [{f.peak_x.lo:,.0f}..{f.peak_x.hi:,.0f}]")
+        if r.modelled_n is not None:
+            t.add_row(f"model reaches {r.fraction:.0%} at", f"{r.modelled_n:.1f}")
+    if r.knee is not None:
+        t.add_row("knee of the measured curve", str(r.knee))
+    t.add_row("rule of thumb (cores x 2) + spindles", f"{r.heuristic} ({r.cores} cores, {r.spindles} spindles)")
+    if r.checks:
+        t.add_row("checks", "; ".join(f"{name} {ok} ok" + (f", {warn} WARN" if warn else "")
+                                      for name, (ok, warn) in r.checks.items()))
+    items.append(t)
+    if r.reasons:
+        items.append(Text("Why:\n" + "\n".join(f"  - {x}" for x in r.reasons)))
     return items
 
 

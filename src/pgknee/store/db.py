@@ -298,4 +298,5 @@ def load_run(store: Store, ref: str) -> RunData:
         snaps={i: store.snapshot_stats([i], bench) for i in ids},
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
         pooler={s.step_id: p for s in steps if (p := store.pooler_step(s)) is not None},
-        facts={i: f for i in ids if (f := store.step_facts(i))})
+        facts={i: f for i in ids if (f := store.step_facts(i))},
+        progress={i: pr for i in ids if (pr := store.progress(i))})

@@ -1,0 +1,338 @@
+"""What a report holds, in order, independent of its format: headings, paragraphs, the
+terminal's tables, the charts, the environment. html.py and markdown.py render it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rich.table import Table
+
+from pgknee.analyze.recommend import Recommendation, recommend
+from pgknee.analyze.run import RunView
+from pgknee.report import charts as ch
+from pgknee.report import terminal as tm
+from pgknee.types import StepRecord
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+    @property
+    def anchor(self) -> str:
+        return "".join(c if c.isalnum() else "-" for c in self.text.lower()).strip("-")
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+    kind: str = ""  # '', note, headline, warning, ok, bad
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: tuple[str, ...]
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class TableBlock:
+    table: Table
+
+
+@dataclass(frozen=True)
+class ChartBlock:
+    chart: ch.Chart
+
+
+@dataclass(frozen=True)
+class KeyValues:
+    title: str
+    rows: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+@dataclass(frozen=True)
+class Details:
+    summary: str
+    blocks: tuple[Block, ...]
+
+
+Block = Heading | Para | Bullets | TableBlock | ChartBlock | KeyValues | Code | Details
+
+
+@dataclass
+class Report:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def charts(self) -> list[ch.Chart]:
+        out = []
+        for b in _walk(self.blocks):
+            if isinstance(b, ChartBlock):
+                out.append(b.chart)
+        return out
+
+    def headings(self) -> list[Heading]:
+        return [b for b in self.blocks if isinstance(b, Heading) and b.level == 2]
+
+
+def _walk(blocks: Sequence[Block]) -> list[Block]:
+    out: list[Block] = []
+    for b in blocks:
+        out.append(b)
+        if isinstance(b, Details):
+            out.extend(_walk(b.blocks))
+    return out
+
+
+@dataclass(frozen=True)
+class Options:
+    fraction: float = 0.95
+    p99_target_ms: float | None = None
+    spindles: int = 0
+
+
+def missing_steps(view: RunView) -> list[tuple[str, int, int]]:
+    """Steps the run's plan asked for that the store has no record of: (variant, clients, rep)."""
+    plan = json.loads(view.run.plan_json) if view.run.plan_json else {}
+    names = [v.get("name") for v in plan.get("variants") or []] or sorted({s.variant for s in view.data.steps})
+    have = {(s.variant, s.clients, s.rep) for s in view.data.steps}
+    want = [(v, c, r) for c in plan.get("clients", []) for r in range(1, int(plan.get("reps", 1)) + 1) for v in names]
+    return [w for w in want if w not in have]
+
+
+def _steps_table(steps: Sequence[StepRecord], missing: Sequence[tuple[str, int, int]], several: bool) -> Table:
+    t = Table(title="Steps (in the order they ran; failed and missing ones marked)", show_lines=False)
+    for h in ("#", "Variant", "Clients", "Rep", "Status", "TPS", "Avg latency (ms)", "p99 (ms)", "What happened"):
+        t.add_column(h, justify="right" if h in ("#", "Clients", "Rep", "TPS", "Avg latency (ms)", "p99 (ms)")
+                     else "left")
+    for s in sorted(steps, key=lambda s: s.seq):
+        t.add_row(str(s.seq), s.variant if several else s.variant, str(s.clients), str(s.rep),
+                  s.status if s.status == "completed" else s.status.upper(),
+                  f"{s.tps:,.1f}" if s.tps else "-", f"{s.lat_avg_ms:,.3f}" if s.lat_avg_ms else "-",
+                  f"{s.lat_p99_ms:,.3f}" if s.lat_p99_ms else "-", s.status_reason or "")
+    for v, c, r in missing:
+        t.add_row("-", v, str(c), str(r), "NOT RUN", "-", "-", "-", "planned, but the run ended before it")
+    return t
+
+
+ENV_GROUPS = (("Client machine", "host."), ("PostgreSQL server", "server."), ("Server settings", "setting."),
+              ("Embedded cluster", "embedded."), ("pgbench", "pgbench."), ("Workload", "workload."),
+              ("Target", "target."), ("pgknee", "pgknee."))
+
+
+def _environment(view: RunView) -> list[Block]:
+    env = view.data.env
+    blocks: list[Block] = []
+    used: set[str] = set()
+    for title, prefix in ENV_GROUPS:
+        rows = tuple((k[len(prefix):], v) for k, v in sorted(env.items())
+                     if k.startswith(prefix) and k != "pgknee" and not k.startswith("check."))
+        used |= {prefix + k for k, _ in rows}
+        if rows:
+            blocks.append(KeyValues(title, rows))
+    cmd = env.get("pgknee")
+    if cmd:
+        blocks.append(Para("The pgknee command line of the run (no secrets: a password travels only in the "
+                           "environment or a passfile):", "note"))
+        blocks.append(Code(shlex.join(json.loads(cmd))))
+    source = env.get("plan.source")
+    if source:
+        blocks.append(Details(f"Plan file {env.get('plan.file', '')}", (Code(source),)))
+    blocks.append(Details("The validated plan (JSON)", (Code(json.dumps(json.loads(view.run.plan_json), indent=2,
+                                                                        sort_keys=True)),)))
+    first: dict[str, list[str]] = {}
+    steps = {s.step_id: s for s in view.data.steps}
+    for step_id, purpose, argv in view.data.commands:
+        s = steps.get(step_id) if step_id is not None else None
+        key = f"{purpose} ({s.variant})" if s is not None else purpose
+        first.setdefault(key, argv)
+    if first:
+        blocks.append(Para("The commands pgknee ran, the first of each kind (all are in the store's run_commands "
+                           "table):", "note"))
+        blocks.append(Code("\n".join(f"# {k}\n{shlex.join(a)}" for k, a in first.items())))
+    return blocks
+
+
+def recommendations(view: RunView, opts: Options) -> list[Recommendation]:
+    return [recommend(view, v, fraction=opts.fraction, p99_target_ms=opts.p99_target_ms, spindles=opts.spindles)
+            for v in view.variants()]
+
+
+def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts: dict[str, ch.Chart]
+                           ) -> list[Block]:
+    blocks: list[Block] = [Heading("Recommendation")]
+    for r in recs:
+        items = tm.recommendation_items(r)
+        blocks.append(Para(r.headline(), "headline"))
+        blocks.extend(TableBlock(x) for x in items if isinstance(x, Table))
+        if r.reasons:
+            blocks.append(Bullets(r.reasons))
+        chart = charts.get(f"scalability-{ch._slug(r.variant)}")
+        if chart is not None:
+            blocks.append(ChartBlock(chart))
+    return blocks
+
+
+def build(views: Sequence[RunView], opts: Options | None = None, *, labels: Sequence[str] = ()) -> Report:
+    """One run (its variants side by side), or several runs combined into one view whose
+    variants are the runs (labels A, B, ...)."""
+    opts = opts or Options()
+    view = views[0] if len(views) == 1 else combined(views, labels)
+    missing = missing_steps(view) if len(views) == 1 else []
+    recs = recommendations(view, opts)
+    lost: dict[str, list[int]] = {}
+    for v, c, _ in missing:
+        lost.setdefault(v, []).append(c)
+    charts = {c.key: c for c in ch.charts_for(view, recs, lost)}
+    r = view.run
+    title = (f"pgknee report — run {r.run_id}" if len(views) == 1
+             else "pgknee comparison — " + ", ".join(f"{lb} = {rv.run.run_id}"
+                                                    for lb, rv in zip(labels, views, strict=False)))
+    rep = Report(title)
+    rep.blocks += _introduction(view, views, labels, missing)
+    rep.blocks += _recommendation_blocks(view, recs, charts)
+    rep.blocks += _throughput(view, charts)
+    rep.blocks += _idle_and_pooler(view, charts)
+    rep.blocks += _system_and_waits(view, charts)
+    rep.blocks += _checks(view)
+    rep.blocks += [Heading("Steps"), TableBlock(_steps_table(view.data.steps, missing, len(view.variants()) > 1)),
+                   Heading("Environment")]
+    for lb, rv in zip(labels or [""], views, strict=False):
+        if len(views) > 1:
+            rep.blocks.append(Heading(f"{lb}: run {rv.run.run_id}", 3))
+        rep.blocks += _environment(rv)
+    return rep
+
+
+def _introduction(view: RunView, views: Sequence[RunView], labels: Sequence[str],
+                  missing: Sequence[tuple[str, int, int]]) -> list[Block]:
+    b: list[Block] = []
+    if len(views) == 1:
+        b.append(Para(tm.header(view).plain))
+    else:
+        for lb, rv in zip(labels, views, strict=False):
+            b.append(Para(f"{lb}: " + tm.header(rv).plain))
+        from pgknee.cli.compare import metadata_differences  # the rule that says what must match
+
+        diffs = [d for rv in views[1:] for d in metadata_differences(views[0].data.env, rv.data.env)]
+        if diffs:
+            b.append(Para("The runs differ in what matters for a comparison: " + "; ".join(diffs), "warning"))
+    failed = [s for s in view.data.steps if s.status != "completed"]
+    if failed or missing:
+        b.append(Para(f"{len(failed)} step(s) did not complete and {len(missing)} planned step(s) were never run: "
+                      "this report shows what exists; see Steps for what is missing.", "warning"))
+    return b
+
+
+def _throughput(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+    b: list[Block] = [Heading("Throughput and latency")]
+    b += [ChartBlock(charts[k]) for k in ("throughput-latency", "tps-stddev") if k in charts]
+    comparison = tm.variant_comparison(view)
+    if comparison is not None:
+        b.append(TableBlock(comparison))
+        b.extend(Para(h, "headline") for h in tm.headlines(view))
+    for v in view.variants():
+        b.append(TableBlock(tm.data_summary(view, v)))
+        scripts = tm.scripts_table(view, v)
+        if scripts is not None:
+            b.append(TableBlock(scripts))
+    how = "the best of the repetitions" if view.summary == "best" else "medians of the repetitions"
+    b.append(Para(f"% vs the first client count; figures are {how}; latency measured per transaction from "
+                  "pgbench's log; * = noisy step.", "note"))
+    if "timeline" in charts:
+        b += [Heading("Stability within each step"), ChartBlock(charts["timeline"])]
+    return b
+
+
+def _idle_and_pooler(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+    b: list[Block] = []
+    idle = tm.idle_memory_table(view)
+    if "idle-memory" in charts or idle is not None:
+        b.append(Heading("Idle sessions and memory"))
+        if "idle-memory" in charts:
+            b.append(ChartBlock(charts["idle-memory"]))
+        if idle is not None:
+            b.append(TableBlock(idle))
+    pooled = [t for v in view.variants() if (t := tm.pooler_table(view, v)) is not None]
+    if pooled:
+        b.append(Heading("Pooler"))
+        if "pooler" in charts:
+            b.append(ChartBlock(charts["pooler"]))
+        b.extend(TableBlock(t) for t in pooled)
+    return b
+
+
+def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+    several = len(view.variants()) > 1
+    b: list[Block] = [Heading("CPU and load")]
+    for v in view.variants():
+        if (c := charts.get(f"cpu-{ch._slug(v)}")) is not None:
+            b.append(ChartBlock(c))
+        b.append(TableBlock(tm.system_table(view, v)))
+    b += [Heading("Wait events"), Para(tm.WAIT_NOTE, "note")]
+    sampled = False
+    for v in view.variants():
+        if (c := charts.get(f"waits-{ch._slug(v)}")) is not None:
+            sampled = True
+            b.append(ChartBlock(c))
+        tables: list[Block] = [TableBlock(tm.wait_table(g.label + (f" {v}" if several else ""), g.waits,
+                                                        g.snapshots, g.waits_bg))
+                               for g in view.groups if g.variant == v and g.done and g.snapshots]
+        if tables:
+            b.append(Details("Wait profile per client count" + (f" — {v}" if several else ""), tuple(tables)))
+    if not sampled:
+        b.append(Para("No pg_stat_activity snapshots were taken in this run (--no-waits or --sample-interval 0), "
+                      "so there is no wait profile.", "note"))
+    return b
+
+
+def _checks(view: RunView) -> list[Block]:
+    b: list[Block] = [Heading("Checks and warnings"), TableBlock(tm.checks_table(view))]
+    money = view.data.env.get("check.money")
+    if money:
+        b.append(Para(money, "ok" if view.data.env.get("check.money.ok") == "true" else "bad"))
+    if view.warnings:
+        b.append(Bullets(tuple(view.warnings), "warning"))
+    return b
+
+
+def combined(views: Sequence[RunView], labels: Sequence[str]) -> RunView:
+    """Several runs as one view whose 'variants' are LABEL or LABEL:variant. Steps keep
+    their own records; the first run's environment stands for the machine."""
+    groups = []
+    steps: list[StepRecord] = []
+    progress: dict[int, list[tuple[float, float]]] = {}
+    seq = 0
+    cursor: float | None = None  # the runs' steps follow one another on the timeline, 10 s apart
+    for label, v in zip(labels, views, strict=True):
+        names = {name: (label if len(v.variants()) == 1 else f"{label}:{name}") for name in v.variants()}
+        groups += [dataclasses.replace(g, variant=names[g.variant]) for g in v.groups]
+        own = sorted(v.data.steps, key=lambda s: s.seq)
+        starts = [s.bench_start for s in own if s.bench_start]
+        shift = 0.0 if cursor is None or not starts else cursor - min(starts)
+        for s in own:
+            seq += 1
+            steps.append(dataclasses.replace(
+                s, variant=names.get(s.variant, s.variant), seq=seq,
+                bench_start=s.bench_start + shift if s.bench_start else None,
+                bench_end=s.bench_end + shift if s.bench_end else None))
+        ends = [s.bench_end + shift for s in own if s.bench_end]
+        if ends:
+            cursor = max(ends) + 10.0
+        progress.update(v.data.progress)
+    data = dataclasses.replace(views[0].data, steps=steps, progress=progress)
+    return dataclasses.replace(views[0], data=data, groups=tuple(groups),
+                               warnings=tuple(f"{lb}: {w}" for lb, v in zip(labels, views, strict=True)
+                                              for w in v.warnings))
