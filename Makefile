@@ -5,12 +5,16 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup system venv demo test unit integration lint bench clean
+.PHONY: setup system system-browsers venv demo test unit integration lint bench clean
 
 setup: system venv
 
 system:
 	@bash scripts/setup-system.sh
+
+# the tests also render the HTML report in Chromium and Firefox
+system-browsers:
+	@bash scripts/setup-system.sh --browsers
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,11 +25,13 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: setup
-	$(BIN)/pgknee run --clients 2,4,8,16,32 --duration 10s --store pgknee-demo.db --recommend
+	$(BIN)/pgknee run --clients 2,4,8,16,32 --duration 10s --store pgknee-demo.db --recommend \
+		--report pgknee-demo.html
 	@echo
 	@echo "The run is stored in pgknee-demo.db: try '$(BIN)/pgknee show last --store pgknee-demo.db'"
+	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
-test: setup
+test: system-browsers venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q

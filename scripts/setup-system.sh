@@ -2,7 +2,12 @@
 # Installs the system packages pgknee needs, with apt, only when they are missing:
 # PostgreSQL server and contrib, pgbench (in the client package), pgbouncer, and
 # pg_wait_sampling for the installed server version. Safe to run again.
+# --browsers (for the tests): also Chromium and Firefox, to render the HTML report in both,
+# and a font for the charts' text.
 set -euo pipefail
+
+browsers=0
+[ "${1:-}" = "--browsers" ] && browsers=1
 
 have_server() {
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || command -v postgres >/dev/null 2>&1
@@ -15,6 +20,11 @@ missing=()
 have_server || missing+=(postgresql postgresql-contrib)
 command -v pgbench >/dev/null 2>&1 || missing+=(postgresql-client)
 command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
+if [ "$browsers" -eq 1 ]; then
+  [ -x /usr/lib/chromium/chromium ] || missing+=(chromium)
+  command -v firefox-esr >/dev/null 2>&1 || missing+=(firefox-esr)
+  [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -55,4 +65,8 @@ for tool in pgbench pgbouncer; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || { echo "pgknee setup: $tool is still missing" >&2; exit 1; }
 done
 have_server || { echo "pgknee setup: the PostgreSQL server is still missing" >&2; exit 1; }
+if [ "$browsers" -eq 1 ]; then
+  [ -x /usr/lib/chromium/chromium ] || { echo "pgknee setup: chromium is still missing" >&2; exit 1; }
+  command -v firefox-esr >/dev/null 2>&1 || { echo "pgknee setup: firefox-esr is still missing" >&2; exit 1; }
+fi
 echo "pgknee setup: system packages ready (PostgreSQL $(pg_major), $(pgbench --version | awk '{print $3}'), pgbouncer $(pgbouncer --version 2>/dev/null | head -1 | awk '{print $NF}'))"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FuncFormatter, NullLocator
 
 from pgknee.analyze.recommend import Recommendation, concurrency_of
 from pgknee.analyze.run import Figure as Fig
@@ -65,7 +66,21 @@ def svg(chart: Chart) -> str:
     with matplotlib.rc_context({**STYLE, "svg.hashsalt": chart.key}):
         chart.figure.savefig(buf, format="svg", metadata={"Date": None, "Creator": "pgknee"})
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return _own_ids(text[text.index("<svg"):], chart.key)
+
+
+def _own_ids(text: str, prefix: str) -> str:
+    """matplotlib numbers its ids per figure (axes_1, line2d_1, ...): prefix them, and the
+    references to them, with the chart's key so that charts sharing a page keep unique ids."""
+    ids = {m for m in re.findall(r' id="([^"]+)"', text) if not m.startswith("data-")}
+    if not ids:
+        return text
+
+    def fix(m: re.Match[str]) -> str:
+        name = m.group(2)
+        return f"{m.group(1)}{prefix}-{name}{m.group(3)}" if name in ids else m.group(0)
+
+    return re.sub(r'( id="|url\(#|href="#)([^")]+)(["\)])', fix, text)
 
 
 def png(chart: Chart, dpi: int = 110) -> bytes:
@@ -93,7 +108,7 @@ def _groups(view: RunView, variant: str) -> list[Group]:
 def doubling(counts: Sequence[int]) -> bool:
     """A sweep that (roughly) doubles from step to step: drawn on a log-2 axis."""
     c = sorted(set(counts))
-    return len(c) >= 3 and c[0] > 0 and all(b / a >= 1.5 for a, b in zip(c, c[1:], strict=False))
+    return len(c) >= 3 and c[0] > 0 and all(b / a >= 1.8 for a, b in zip(c, c[1:], strict=False))
 
 
 def _client_axis(ax: Axes, counts: Sequence[int], label: str = "clients") -> None:
@@ -145,11 +160,13 @@ def throughput_latency(view: RunView, missing: dict[str, list[int]]) -> Chart:
     top.set_ylim(bottom=0)
     top.legend(loc="best")
     bottom.set_yscale("log")
+    bottom.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    bottom.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
     bottom.set_ylabel("latency (ms, log scale)")
     bottom.plot([], [], "o-", color="#555", label="mean")
     bottom.plot([], [], "s--", color="#555", label="p95")
     bottom.plot([], [], "^:", color="#555", label="p99")
-    bottom.legend(loc="upper left")
+    bottom.legend(loc="best")
     _client_axis(bottom, counts)
     return chart
 
@@ -393,47 +410,51 @@ def pooler(view: RunView) -> Chart | None:
 
 
 def idle_memory(view: RunView) -> Chart | None:
-    groups = [g for v in view.variants() for g in _groups(view, v)
-              if g.memory is not None and g.tps is not None]
-    if not any(g.memory and (g.memory.idle or g.memory.max_connections) for g in groups):
+    variants = [v for v in view.variants() if any(g.memory is not None and g.tps for g in _groups(view, v))]
+    groups = {(g.variant, g.clients): g for v in variants for g in _groups(view, v) if g.memory and g.tps}
+    if not any(g.memory and (g.memory.idle or g.memory.max_connections) for g in groups.values()):
         return None
-    several = len({g.clients for g in groups}) > 1
-    labels = [g.variant + (f"\nc{g.clients}" if several else "") for g in groups]
-    fig, (a, b, c) = _new(1, 3, size=(10.5, 4.2))
+    counts = sorted({c for _, c in groups})
+    fig, (a, b, c) = _new(1, 3, size=(10.5, 4.4))
     chart = Chart("idle-memory", "idle-memory", "Idle sessions: throughput and memory",
                   "Each idle session holds a backend process: memory available falls by about its PSS times the "
-                  "count, and the workers' TPS shows what that costs (articles 003 and 004).", fig)
-    xs = list(range(len(groups)))
-    colours = [_colour(view, g.variant) for g in groups]
-    tps = [g.tps.value if g.tps else 0.0 for g in groups]
-    err = [[t - (g.tps.lo if g.tps else t) for t, g in zip(tps, groups, strict=True)],
-           [(g.tps.hi if g.tps else t) - t for t, g in zip(tps, groups, strict=True)]]
-    chart.mark(a.bar(xs, tps, color=colours, width=0.6, yerr=err, capsize=3), len(groups))
-    a.set_ylabel("TPS of the workers")
-    a.set_title("throughput (min..max bars)")
-    avail = [g.memory.available_mb.value if g.memory and g.memory.available_mb else 0.0 for g in groups]
-    drop = [g.memory.available_drop_mb.value if g.memory and g.memory.available_drop_mb and g.memory.idle else 0.0
-            for g in groups]
-    chart.mark(b.bar(xs, avail, color=colours, width=0.6, label="available at the end"), len(groups))
-    b.bar(xs, drop, bottom=avail, color="none", edgecolor="#555", hatch="//", width=0.6,
-          label="fell while idle sessions were open")
-    b.set_ylabel("MemAvailable (MB)")
+                  "count (hollow markers: before the idle sessions opened), and the workers' TPS shows what that "
+                  "costs (articles 003 and 004).", fig)
+    width = 0.8 / len(variants)
+    per_idle = any(g.memory and g.memory.idle and g.memory.idle_backend_pss_mb for g in groups.values())
+    for i, v in enumerate(variants):
+        colour = _colour(view, v)
+        own = [(k, groups[(v, cl)]) for k, cl in enumerate(counts) if (v, cl) in groups]
+        xs = [k + (i - (len(variants) - 1) / 2) * width for k, _ in own]
+        tps = [g.tps for _, g in own if g.tps]
+        err = [[f.value - f.lo for f in tps], [f.hi - f.value for f in tps]]
+        chart.mark(a.bar(xs, [f.value for f in tps], width=width, color=colour, yerr=err, capsize=2, label=v),
+                   len(tps))
+        mem = [(x, g.memory) for x, (_, g) in zip(xs, own, strict=True) if g.memory and g.memory.available_mb]
+        if mem:
+            chart.mark(b.plot([x for x, _ in mem], [m.available_mb.value for _, m in mem if m.available_mb], "o-",
+                              color=colour)[0], len(mem))
+            before = [(x, m.available_mb.value + m.available_drop_mb.value) for x, m in mem
+                      if m.idle and m.available_mb and m.available_drop_mb]
+            if before:
+                b.plot([x for x, _ in before], [y for _, y in before], "o", mfc="none", color=colour)
+        if per_idle:
+            pss = [(x, g.memory.idle_backend_pss_mb.value) for x, (_, g) in zip(xs, own, strict=True)
+                   if g.memory and g.memory.idle and g.memory.idle_backend_pss_mb]
+        else:
+            pss = [(x, g.memory.server_pss_mb.value) for x, (_, g) in zip(xs, own, strict=True)
+                   if g.memory and g.memory.server_pss_mb]
+        if pss:
+            chart.mark(c.bar([x for x, _ in pss], [y for _, y in pss], width=width, color=colour), len(pss))
+    a.set_ylabel("TPS of the workers (min..max bars)")
+    a.set_title("throughput")
+    a.legend(loc="lower left", fontsize=7)
+    b.set_ylabel("MemAvailable (MB), end of the bench phase")
     b.set_title("memory available")
-    b.legend(loc="lower left", fontsize=7)
-    per = [g.memory.idle_backend_pss_mb.value if g.memory and g.memory.idle_backend_pss_mb and g.memory.idle else 0.0
-           for g in groups]
-    if any(per):
-        chart.mark(c.bar(xs, per, color=colours, width=0.6), len(groups))
-        c.set_ylabel("PSS per idle backend (MB)")
-        c.set_title("memory per idle session")
-    else:
-        server = [g.memory.server_pss_mb.value if g.memory and g.memory.server_pss_mb else 0.0 for g in groups]
-        chart.mark(c.bar(xs, server, color=colours, width=0.6), len(groups))
-        c.set_ylabel("server processes' PSS (MB)")
-        c.set_title("server memory")
+    c.set_ylabel("PSS per idle backend (MB)" if per_idle else "server processes' PSS (MB)")
+    c.set_title("memory per idle session" if per_idle else "server memory")
     for ax in (a, b, c):
-        _categorical(ax, labels, "")
-        ax.tick_params(axis="x", labelrotation=30 if len(groups) > 3 else 0, labelsize=7)
+        _categorical(ax, [f"c{x}" for x in counts])
     return chart
 
 

@@ -1,0 +1,224 @@
+"""The report from a real sweep, rendered in real browsers: headless Chromium driven by
+Playwright (Debian's chromium, no browser download), and Firefox's own headless screenshot."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from .conftest import SCALE, CliResult, pgknee
+
+CHROMIUM = "/usr/lib/chromium/chromium"  # the binary itself: /usr/bin/chromium is a shell wrapper
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync"]
+# every chart kind the sweep below has data for
+KINDS = {"throughput-latency", "tps-stddev", "scalability", "cpu", "waits", "timeline", "pooler", "idle-memory"}
+SHOTS = Path(os.environ.get("PGKNEE_SCREENSHOT_DIR", "")) if os.environ.get("PGKNEE_SCREENSHOT_DIR") else None
+
+
+def _colours(img: Any) -> set[tuple[int, int, int]]:
+    return {c for _, c in img.convert("RGB").getcolors(maxcolors=1 << 24)}
+
+
+def _need(path: str | None, what: str) -> None:
+    if path is None or not os.path.exists(path):
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} is missing: 'make test' installs it (scripts/setup-system.sh --browsers)")
+        pytest.skip(f"{what} is not installed (make system-browsers)")
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, CliResult]]:
+    """A sweep with a direct, a pooled and an idle-sessions variant over three client counts,
+    writing its report as it ends."""
+    d = tmp_path_factory.mktemp("report")
+    store, out = d / "r.db", d / "r.html"
+    r = pgknee("run", "--protocol", "extended", "--variant", "direct", "--variant", "pooled:transaction:pool=2",
+               "--variant", "idle=20", "--clients", "1,2,4", "--duration", "2s", "--scale", SCALE,
+               "--store", str(store), "--report", str(out), cwd=d, timeout=600)
+    assert r.code == 0, r.err
+    yield store, out, r
+
+
+def test_run_writes_a_self_contained_report(reported: tuple[Path, Path, CliResult]) -> None:
+    _, out, r = reported
+    assert re.search(r"wrote .*r\.html \(\d+\.\d MB, \d+ charts, self-contained\)", r.err + r.out)
+    text = out.read_text()
+    assert 50_000 < len(text) < 3_000_000
+    # nothing to fetch: no script, stylesheet, image or font from anywhere; references are in-page
+    assert not re.search(r"<script|<link|<img|@import|url\((?!#)|src=|href=\"(?!#)", text)
+    kinds = set(re.findall(r'data-chart="([a-z-]+)"', text))
+    assert kinds == KINDS
+    for title in ("Recommendation", "Throughput and latency", "Data Summary", "Variants side by side",
+                  "Pooler — pooled:transaction:pool=2", "Idle sessions and memory", "Wait events", "Checks",
+                  "Steps", "Environment", "Server settings", "max_connections"):
+        assert title in text, title
+    assert "pgknee run --protocol extended" in text  # the command line, to reproduce the run
+
+
+def _open(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    fetched: list[str] = []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            fetched.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(path.as_uri(), wait_until="load")
+    return page, errors, fetched
+
+
+# per chart: its drawn size, and for each data artist its drawn extent
+CHART_JS = """() => [...document.querySelectorAll('figure.chart')].map(f => {
+  const svg = f.querySelector('svg'); const r = svg.getBoundingClientRect();
+  const marks = [...svg.querySelectorAll('[id^="data-"]')].map(g => { const b = g.getBBox();
+      return [b.width, b.height, g.querySelectorAll('path, use').length]; });
+  return {key: f.id, kind: f.dataset.chart, points: +f.dataset.points, w: r.width, h: r.height, marks: marks,
+          caption: f.querySelector('figcaption').textContent};
+})"""
+
+
+def test_every_chart_is_drawn_with_data_in_chromium(reported: tuple[Path, Path, CliResult],
+                                                    tmp_path: Path) -> None:
+    _need(CHROMIUM, "Chromium")
+    from playwright.sync_api import sync_playwright
+
+    _, out, _ = reported
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        try:
+            page, errors, fetched = _open(browser, out)
+            charts = page.evaluate(CHART_JS)
+            assert {c["kind"] for c in charts} == KINDS
+            for c in charts:
+                assert c["w"] > 500 and c["h"] > 200, c["key"]
+                assert c["points"] > 0, c["key"]
+                assert c["marks"], f"{c['key']}: no data drawn"
+                # a data artist with an extent: a line through several points, a bar with a height
+                assert any(w > 0 and h > 0 and n > 0 for w, h, n in c["marks"]), (c["key"], c["marks"])
+                assert len(c["caption"]) > 40, c["key"]
+            # one screenshot of each kind (the first), kept with the test's files
+            shots = SHOTS or tmp_path
+            shots.mkdir(parents=True, exist_ok=True)
+            seen: set[str] = set()
+            for c in charts:
+                if c["kind"] not in seen:
+                    seen.add(c["kind"])
+                    page.locator(f"#{c['key']}").screenshot(path=str(shots / f"chart-{c['kind']}.png"))
+            page.screenshot(path=str(shots / "report-top.png"))
+            assert errors == [] and fetched == []
+        finally:
+            browser.close()
+    for kind in KINDS:
+        img = Image.open(shots / f"chart-{kind}.png")
+        assert img.width > 500 and len(_colours(img)) > 50, kind  # not a blank box
+
+
+def test_firefox_renders_it_too(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
+    _need(shutil.which("firefox-esr"), "Firefox")
+    _, out, _ = reported
+    shot, profile = tmp_path / "ff.png", tmp_path / "profile"
+    profile.mkdir()  # Firefox waits forever on a -profile folder that does not exist
+    subprocess.run(["firefox-esr", "--headless", "--no-remote", "-profile", str(profile),
+                    "--screenshot", str(shot), "--window-size=1280,2400", out.as_uri()],
+                   env={**os.environ, "HOME": str(tmp_path), "MOZ_HEADLESS": "1"}, capture_output=True, timeout=120,
+                   check=True)
+    img = Image.open(shot)
+    assert img.size == (1280, 2400)
+    # the recommendation's scalability chart and the throughput chart are in the first 2400 px:
+    # the page has the charts' colours, not just text
+    colours = _colours(img)
+    assert len(colours) > 200
+    assert any(abs(r - 0x1f) < 12 and abs(g - 0x77) < 12 and abs(b - 0xb4) < 12 for r, g, b in colours)
+
+
+def test_markdown_report_with_its_charts(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
+    store, _, _ = reported
+    md = tmp_path / "r.md"
+    r = pgknee("report", "last", "--store", str(store), "-o", str(md))
+    assert r.code == 0, r.err
+    text = md.read_text()
+    links = re.findall(r"!\[[^\]]*\]\((r_files/[^)]+\.png)\)", text)
+    assert {Path(x).stem.split("-")[0] for x in links} >= {"throughput", "tps", "cpu", "waits", "timeline",
+                                                         "pooler", "idle", "scalability"}
+    for link in links:
+        img = Image.open(tmp_path / link)
+        assert img.width > 500 and len(_colours(img)) > 20, link
+    assert "| Metric |" in text and "## Recommendation" in text
+    assert sorted(p.name for p in (tmp_path / "r_files").iterdir()) == sorted(Path(x).name for x in links)
+
+
+def test_comparison_report_of_two_runs(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
+    store, _, _ = reported
+    copy = tmp_path / "two.db"
+    shutil.copy(store, copy)
+    r = pgknee("run", "--clients", "1,2,4", "--duration", "2s", "--scale", SCALE, "--store", str(copy),
+               cwd=tmp_path, timeout=300)
+    assert r.code == 0, r.err
+    ids = [row[0] for row in sqlite3.connect(copy).execute("SELECT run_id FROM runs ORDER BY created_at")]
+    out = tmp_path / "c.html"
+    r = pgknee("report", *ids, "--store", str(copy), "-o", str(out))
+    assert r.code == 0, r.err
+    text = out.read_text()
+    assert f"A = {ids[0]}, B = {ids[1]}" in text
+    # the first run's three variants and the second run, aligned per client count
+    for label in ("A:direct", "A:pooled:transaction:pool=2", "A:idle=20", ">B<"):
+        assert label in text, label
+    assert "TPS vs A:direct" in text
+
+
+def test_bad_input_is_one_line_and_writes_nothing(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
+    store, _, _ = reported
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for args, message in (
+            (("report", "nope", "-o", str(tmp_path / "x.html")), "no run"),
+            (("report", "last", "-o", str(tmp_path / "no" / "x.html")), "cannot write"),
+            (("report", "last", "-o", str(tmp_path)), "it is a directory"),
+            (("report", "last", "last", "-o", str(tmp_path / "x.html")), "the same run is given twice"),
+            (("run", "--clients", "2", "--duration", "2s", "--report", str(tmp_path / "no" / "r.html"),
+              "--store", str(tmp_path / "new.db")), "cannot write")):
+        r = pgknee(*args, "--store", str(store)) if args[0] == "report" else pgknee(*args, cwd=tmp_path)
+        assert r.code != 0, args
+        assert message in r.err, (args, r.err)
+        assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err, r.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_run_with_failed_and_missing_steps_reports_what_exists(reported: tuple[Path, Path, CliResult],
+                                                                 tmp_path: Path) -> None:
+    """What an interrupted run leaves: the store as a crash or Ctrl-C leaves it (a step failed,
+    the last ones never started)."""
+    store, _, _ = reported
+    copy = tmp_path / "cut.db"
+    shutil.copy(store, copy)
+    with sqlite3.connect(copy) as db:
+        last = db.execute("SELECT max(seq) FROM steps").fetchone()[0]
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("DELETE FROM steps WHERE seq > ?", (last - 3,))
+        db.execute("UPDATE steps SET status = 'failed', status_reason = 'pgbench: server closed the connection', "
+                   "tps = NULL WHERE seq = 2")
+        db.execute("UPDATE runs SET status = 'interrupted'")
+    out = tmp_path / "cut.html"
+    r = pgknee("report", "last", "--store", str(copy), "-o", str(out))
+    assert r.code == 0, r.err
+    text = out.read_text()
+    assert "FAILED" in text and "pgbench: server closed the connection" in text
+    assert text.count(">NOT RUN<") == 3
+    assert "1 step(s) did not complete and 3 planned step(s) were never run" in text
+    assert 'data-chart="throughput-latency"' in text
