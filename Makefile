@@ -32,7 +32,7 @@ demo: setup
 	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
 test: system-browsers venv
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
@@ -40,7 +40,7 @@ unit: venv
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: venv
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy
 
 bench: setup

@@ -220,8 +220,8 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
     if f.identified:
         ax.axvspan(f.peak_n.lo, min(f.peak_n.hi, top), color="#999", alpha=0.15,
                    label=f"modelled peak N* {p.peak_n:.1f} [{f.peak_n.lo:.1f}..{f.peak_n.hi:.1f}]")
-    elif p.sigma > 0:
-        ax.axhline(p.lam / p.sigma, color="#999", linestyle="--", label=f"ceiling λ/σ {p.lam / p.sigma:,.0f} TPS")
+    elif math.isfinite(p.peak_x):  # no peak identified: the level the model approaches (λ/σ when κ is 0)
+        ax.axhline(p.peak_x, color="#999", linestyle="--", label=f"modelled ceiling {p.peak_x:,.0f} TPS")
     if rec.connections is not None:
         ax.axvline(rec.connections, color="#2ca02c", linewidth=2.2, label=f"recommended: {rec.connections}")
     if rec.knee is not None:

@@ -457,7 +457,7 @@ def recommendation_items(r: Recommendation) -> list[RenderableType]:
         peak = "not identified" if not f.identified else f"{p.peak_n:.1f} [{f.peak_n.lo:.1f}..{f.peak_n.hi:.1f}]"
         t.add_row("modelled peak N*", peak)
         if math.isfinite(f.peak_x.hi):
-            t.add_row("modelled peak TPS" if f.identified else "modelled ceiling TPS (λ/σ)",
+            t.add_row("modelled peak TPS" if f.identified else "modelled ceiling TPS",
                       f"{p.peak_x:,.0f} [{f.peak_x.lo:,.0f}..{f.peak_x.hi:,.0f}]")
         if r.modelled_n is not None:
             t.add_row(f"model reaches {r.fraction:.0%} at", f"{r.modelled_n:.1f}")
