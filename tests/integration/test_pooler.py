@@ -156,7 +156,7 @@ def test_the_users_own_pgbouncer(server: EmbeddedCluster, tmp_path: Path) -> Non
         store = tmp_path / "e.db"
         r = pgknee("run", "--protocol", "extended", "--variant", "direct", "--variant", "pooled-external",
                    "--clients", "6", "--duration", "3s", "--scale", SCALE, "--store", str(store), "--quiet",
-                   env=env, cwd=tmp_path)
+                   "--report", str(tmp_path / "e.html"), env=env, cwd=tmp_path)
         assert r.code == 0, r.err
         (sid,) = sql(store, "SELECT step_id FROM steps WHERE pooler_kind = 'external'")[0]
         facts = dict(sql(store, "SELECT name, value FROM step_pooler WHERE step_id = ?", sid))
@@ -168,8 +168,10 @@ def test_the_users_own_pgbouncer(server: EmbeddedCluster, tmp_path: Path) -> Non
         assert "through your pgbouncer" in r.out
         with open(store, "rb") as f:
             blob = f.read()
+        report = (tmp_path / "e.html").read_bytes()  # the report, with its command lines and environment
+        assert b"pooled-external" in report and b"Environment" in report
         for secret in (client.password, admin.password, APP_PASSWORD):
-            assert secret is not None and secret.encode() not in blob
+            assert secret is not None and secret.encode() not in blob and secret.encode() not in report
         # without the console: the run works, and says which figures are missing
         env.pop("PGKNEE_POOLER_ADMIN_DSN")
         r = pgknee("run", "--protocol", "extended", "--variant", "pooled-external", "--clients", "4",

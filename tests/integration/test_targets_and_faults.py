@@ -142,8 +142,8 @@ def test_sigterm_keeps_completed_steps_and_leaves_nothing(tmp_path: Path) -> Non
     before = tmp_pgknee_dirs()
     store = tmp_path / "i.db"
     p = subprocess.Popen([sys.executable, "-m", "pgknee", "run", "--clients", "2,2,2,2", "--duration", "3s",
-                          "--scale", SCALE, "--store", str(store)], cwd=tmp_path, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=ENV)
+                          "--scale", SCALE, "--store", str(store), "--report", "r.html"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
 
     def one_step_done() -> bool:
         try:
@@ -164,3 +164,7 @@ def test_sigterm_keeps_completed_steps_and_leaves_nothing(tmp_path: Path) -> Non
     shown = subprocess.run([sys.executable, "-m", "pgknee", "show", "last", "--store", str(store)],
                            capture_output=True, text=True, check=False)
     assert shown.returncode == 0 and "interrupted" in shown.stdout
+    # the report asked for is written all the same: what exists, the steps never run marked
+    report = (tmp_path / "r.html").read_text()
+    done = statuses.count("completed")
+    assert report.count(">NOT RUN<") == 4 - len(statuses) and f"({done}/4 steps)" in report

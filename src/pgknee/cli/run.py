@@ -336,14 +336,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     except Interrupted:
         ui.say(f"interrupted: run {runner.run_id} is kept as 'interrupted' with its completed steps "
                f"('pgknee show {runner.run_id}')")
-        if args.report and any(s.status == "completed" for s in store.steps(runner.run_id)):
-            _write_report(args, build(load_run(store, runner.run_id)), ui.say)  # what exists, marked
+        _partial_report(args, store, runner.run_id, ui.say)
         raise
     except PgkneeError:
         if new_store and not store.runs():  # refused before a run began (the server too small, ...)
             store.close()
             for suffix in ("", "-wal", "-shm"):
                 Path(args.store + suffix).unlink(missing_ok=True)
+        else:
+            _partial_report(args, store, runner.run_id, ui.say)
         raise
     finally:
         if runner.kept_message:
@@ -378,6 +379,13 @@ def _check_outputs(args: argparse.Namespace) -> None:
         from pgknee.cli.report import check_output, output_format
 
         check_output(args.report, output_format(args.report, None))
+
+
+def _partial_report(args: argparse.Namespace, store: Store, run_id: str, say: Callable[[str], None]) -> None:
+    """A run that ended early still gets its report when one was asked for: what exists, with
+    the failed and never-run steps marked."""
+    if args.report and any(s.status == "completed" for s in store.steps(run_id)):
+        _write_report(args, build(load_run(store, run_id)), say)
 
 
 def _write_report(args: argparse.Namespace, view: RunView, say: Callable[[str], None]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -107,18 +108,19 @@ def missing_steps(view: RunView) -> list[tuple[str, int, int]]:
     """Steps the run's plan asked for that the store has no record of: (variant, clients, rep)."""
     plan = json.loads(view.run.plan_json) if view.run.plan_json else {}
     names = [v.get("name") for v in plan.get("variants") or []] or sorted({s.variant for s in view.data.steps})
-    have = {(s.variant, s.clients, s.rep) for s in view.data.steps}
-    want = [(v, c, r) for c in plan.get("clients", []) for r in range(1, int(plan.get("reps", 1)) + 1) for v in names]
-    return [w for w in want if w not in have]
+    want = Counter((v, c, r) for c in plan.get("clients", []) for r in range(1, int(plan.get("reps", 1)) + 1)
+                   for v in names)
+    lost = want - Counter((s.variant, s.clients, s.rep) for s in view.data.steps)  # a count may repeat
+    return [k for k in want if k in lost for _ in range(lost[k])]
 
 
-def _steps_table(steps: Sequence[StepRecord], missing: Sequence[tuple[str, int, int]], several: bool) -> Table:
+def _steps_table(steps: Sequence[StepRecord], missing: Sequence[tuple[str, int, int]]) -> Table:
     t = Table(title="Steps (in the order they ran; failed and missing ones marked)", show_lines=False)
     for h in ("#", "Variant", "Clients", "Rep", "Status", "TPS", "Avg latency (ms)", "p99 (ms)", "What happened"):
         t.add_column(h, justify="right" if h in ("#", "Clients", "Rep", "TPS", "Avg latency (ms)", "p99 (ms)")
                      else "left")
     for s in sorted(steps, key=lambda s: s.seq):
-        t.add_row(str(s.seq), s.variant if several else s.variant, str(s.clients), str(s.rep),
+        t.add_row(str(s.seq), s.variant, str(s.clients), str(s.rep),
                   s.status if s.status == "completed" else s.status.upper(),
                   f"{s.tps:,.1f}" if s.tps else "-", f"{s.lat_avg_ms:,.3f}" if s.lat_avg_ms else "-",
                   f"{s.lat_p99_ms:,.3f}" if s.lat_p99_ms else "-", s.status_reason or "")
@@ -207,7 +209,7 @@ def build(views: Sequence[RunView], opts: Options | None = None, *, labels: Sequ
     rep.blocks += _idle_and_pooler(view, charts)
     rep.blocks += _system_and_waits(view, charts)
     rep.blocks += _checks(view)
-    rep.blocks += [Heading("Steps"), TableBlock(_steps_table(view.data.steps, missing, len(view.variants()) > 1)),
+    rep.blocks += [Heading("Steps"), TableBlock(_steps_table(view.data.steps, missing)),
                    Heading("Environment")]
     for lb, rv in zip(labels or [""], views, strict=False):
         if len(views) > 1:
