@@ -55,6 +55,10 @@ def test_svg_marks_data_and_ids_do_not_collide(run_data: RunData) -> None:
     svgs = {k: ch.svg(c) for k, c in charts.items()}
     assert all(s.startswith("<svg") for s in svgs.values())
     assert 'id="data-throughput-latency-0"' in svgs["throughput-latency"]
+    # hovering a line shows its values (an SVG title: no script)
+    assert ('<g id="data-throughput-latency-0"><title>base, TPS: c2 100 (100..100); c8 200 (180..220)</title>'
+            in svgs["throughput-latency"])
+    assert "<title>c8 Lock:transactionid AAS 1.50</title>" in svgs["waits"]  # 60 / 40 snapshots
     assert len(re.findall(r'id="data-waits-[^"]+"', svgs["waits"])) == 3 * 2  # one per bar
     ids = {k: set(re.findall(r'id="([^"]+)"', s)) for k, s in svgs.items()}
     kinds = list(ids)

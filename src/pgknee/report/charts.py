@@ -6,11 +6,12 @@ find it in the rendered page and check it was drawn with something in it."""
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import matplotlib
@@ -47,16 +48,22 @@ class Chart:
     caption: str  # what to look for
     figure: Figure
     points: int = 0  # measured values drawn
+    tips: dict[str, str] = field(default_factory=dict)  # artist id -> its values, shown on hover
 
-    def mark(self, artist: object, values: int) -> None:
-        """Tag an artist that carries data, so it can be found in the rendered SVG."""
+    def mark(self, artist: object, values: int, tips: str | Sequence[str] = "") -> None:
+        """Tag an artist that carries data, so it can be found in the rendered SVG; `tips`: its
+        values as text (one per bar for a bar chart), which the browser shows on hover."""
         gid = f"data-{self.key}-{self.points}"
         patches = getattr(artist, "patches", None)  # a bar chart: one rectangle per bar
         if patches is not None:
             for i, patch in enumerate(patches):
                 patch.set_gid(f"{gid}-{i}")
+                if not isinstance(tips, str) and i < len(tips):
+                    self.tips[f"{gid}-{i}"] = tips[i]
         else:
             artist.set_gid(gid)  # type: ignore[attr-defined]
+            if isinstance(tips, str) and tips:
+                self.tips[gid] = tips
         self.points += values
 
 
@@ -65,8 +72,10 @@ def svg(chart: Chart) -> str:
     buf = io.StringIO()
     with matplotlib.rc_context({**STYLE, "svg.hashsalt": chart.key}):
         chart.figure.savefig(buf, format="svg", metadata={"Date": None, "Creator": "pgknee"})
-    text = buf.getvalue()
-    return _own_ids(text[text.index("<svg"):], chart.key)
+    text = _own_ids(buf.getvalue()[buf.getvalue().index("<svg"):], chart.key)
+    for gid, tip in chart.tips.items():
+        text = text.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(tip)}</title>', 1)
+    return text
 
 
 def _own_ids(text: str, prefix: str) -> str:
@@ -126,6 +135,12 @@ def _band(ax: Axes, xs: Sequence[float], figs: Sequence[Fig], colour: str) -> No
         ax.fill_between(xs, [f.lo for f in figs], [f.hi for f in figs], color=colour, alpha=0.18, linewidth=0)
 
 
+def _tip(what: str, xs: Sequence[int], figs: Sequence[Fig], digits: int) -> str:
+    return f"{what}: " + "; ".join(f"c{x} {f.value:,.{digits}f}" + (f" ({f.lo:,.{digits}f}..{f.hi:,.{digits}f})"
+                                                                     if f.n > 1 else "")
+                                   for x, f in zip(xs, figs, strict=True))
+
+
 def _with(groups: Sequence[Group], get: Callable[[Group], Fig | None]) -> tuple[list[int], list[Fig]]:
     pairs = [(g.clients, f) for g in groups if (f := get(g)) is not None]
     return [p[0] for p in pairs], [p[1] for p in pairs]
@@ -143,12 +158,15 @@ def throughput_latency(view: RunView, missing: dict[str, list[int]]) -> Chart:
         counts += [g.clients for g in groups] + missing.get(v, [])
         xs, figs = _with(groups, lambda g: g.tps)
         if figs:
-            chart.mark(top.plot(xs, [f.value for f in figs], "o-", color=colour, label=v)[0], len(figs))
+            chart.mark(top.plot(xs, [f.value for f in figs], "o-", color=colour, label=v)[0], len(figs),
+                       _tip(f"{v}, TPS", xs, figs, 0))
             _band(top, xs, figs, colour)
-        for get, style in ((lambda g: g.lat_avg, "o-"), (lambda g: g.p95, "s--"), (lambda g: g.p99, "^:")):
+        for get, style, name in ((lambda g: g.lat_avg, "o-", "mean"), (lambda g: g.p95, "s--", "p95"),
+                                 (lambda g: g.p99, "^:", "p99")):
             xs, figs = _with(groups, get)
             if figs:
-                chart.mark(bottom.plot(xs, [f.value for f in figs], style, color=colour, markersize=4)[0], len(figs))
+                chart.mark(bottom.plot(xs, [f.value for f in figs], style, color=colour, markersize=4)[0], len(figs),
+                           _tip(f"{v}, {name} latency (ms)", xs, figs, 3))
                 if style == "o-":
                     _band(bottom, xs, figs, colour)
         lost = [g.clients for g in groups if not g.done] + missing.get(v, [])
@@ -181,7 +199,8 @@ def tps_stddev(view: RunView) -> Chart | None:
         if not pts:
             continue
         colour = _colour(view, v)
-        chart.mark(ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=colour, label=v)[0], len(pts))
+        chart.mark(ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=colour, label=v)[0], len(pts),
+                   f"{v}: " + "; ".join(f"c{c} {y:,.0f} TPS at stddev {x:.2f} ms" for x, y, c in pts))
         for x, y, c in pts:
             ax.annotate(f"c{c}", (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8, color=colour)
     if not chart.points:
@@ -270,7 +289,7 @@ def cpu(view: RunView, variant: str) -> Chart | None:
                                     strict=True):
         vals = np.array([getattr(g.system, attr) or 0.0 for g in groups])
         bars = top.bar(xs, vals, bottom=bottom_of, color=colour, label=name, width=0.6)
-        chart.mark(bars, len(groups))
+        chart.mark(bars, len(groups), [f"{g.label} {name} {x:.1f}%" for g, x in zip(groups, vals, strict=True)])
         bottom_of += vals
     peaks = [g.system.peak_cpu or 0.0 for g in groups]
     top.plot(xs, peaks, "_", color="#000", markersize=18, mew=2, label="peak second (total)")
@@ -317,7 +336,8 @@ def waits(view: RunView, variant: str) -> Chart | None:
                          for g in groups])
         colour = _shade(WAIT_COLOURS.get(wtype, "#7f7f7f"), shade.setdefault(wtype, 0))
         shade[wtype] += 1
-        chart.mark(ax.bar(xs, vals, bottom=base, color=colour, width=0.6, label=f"{wtype}:{event}"), len(groups))
+        chart.mark(ax.bar(xs, vals, bottom=base, color=colour, width=0.6, label=f"{wtype}:{event}"), len(groups),
+                   [f"{g.label} {wtype}:{event} AAS {x:.2f}" for g, x in zip(groups, vals, strict=True)])
         base += vals
     rest = np.array([sum(w.aas for w in g.waits if (w.wait_event_type, w.wait_event) not in events) for g in groups])
     if rest.any():
@@ -362,7 +382,10 @@ def timeline(view: RunView) -> Chart | None:
         colour = _colour(view, s.variant) if s.variant in view.variants() else "#555"
         label = s.variant if len(view.variants()) > 1 and s.variant not in labelled else None
         labelled.add(s.variant)
-        chart.mark(ax.plot(xs, [tps for _, tps in prog], "-", color=colour, linewidth=1.2, label=label)[0], len(prog))
+        vals = [tps for _, tps in prog]
+        chart.mark(ax.plot(xs, vals, "-", color=colour, linewidth=1.2, label=label)[0], len(prog),
+                   f"{s.variant} c{s.clients} rep {s.rep}: mean {sum(vals) / len(vals):,.0f} TPS, "
+                   f"min {min(vals):,.0f}, max {max(vals):,.0f} over {len(vals)} s")
         if s.status != "completed":
             ax.axvspan(xs[0], xs[-1], color="#d62728", alpha=0.12)
         if i % every == 0:
@@ -395,8 +418,10 @@ def pooler(view: RunView) -> Chart | None:
         counts += xs
         sv = [g.pooler.sv_active.value for g in groups if g.pooler and g.pooler.sv_active]
         cw = [g.pooler.cl_waiting.value if g.pooler and g.pooler.cl_waiting else 0.0 for g in groups]
-        chart.mark(ax.plot(xs, sv, "o-", color=colour, label=f"{v}: sv_active (mean)")[0], len(sv))
-        chart.mark(ax.plot(xs, cw, "s--", color=colour, label=f"{v}: cl_waiting (mean)")[0], len(cw))
+        chart.mark(ax.plot(xs, sv, "o-", color=colour, label=f"{v}: sv_active (mean)")[0], len(sv),
+                   f"{v} sv_active: " + "; ".join(f"c{x} {y:.1f}" for x, y in zip(xs, sv, strict=False)))
+        chart.mark(ax.plot(xs, cw, "s--", color=colour, label=f"{v}: cl_waiting (mean)")[0], len(cw),
+                   f"{v} cl_waiting: " + "; ".join(f"c{x} {y:.1f}" for x, y in zip(xs, cw, strict=False)))
         size = groups[0].pooler.pool_size if groups[0].pooler else None
         if size:
             ax.axhline(size, color=colour, linestyle=":", linewidth=1.2, label=f"{v}: pool size {size}")
@@ -429,7 +454,7 @@ def idle_memory(view: RunView) -> Chart | None:
         tps = [g.tps for _, g in own if g.tps]
         err = [[f.value - f.lo for f in tps], [f.hi - f.value for f in tps]]
         chart.mark(a.bar(xs, [f.value for f in tps], width=width, color=colour, yerr=err, capsize=2, label=v),
-                   len(tps))
+                   len(tps), [f"{v} c{g.clients}: {g.tps.value:,.0f} TPS" for _, g in own if g.tps])
         mem = [(x, g.memory) for x, (_, g) in zip(xs, own, strict=True) if g.memory and g.memory.available_mb]
         if mem:
             chart.mark(b.plot([x for x, _ in mem], [m.available_mb.value for _, m in mem if m.available_mb], "o-",
@@ -445,7 +470,8 @@ def idle_memory(view: RunView) -> Chart | None:
             pss = [(x, g.memory.server_pss_mb.value) for x, (_, g) in zip(xs, own, strict=True)
                    if g.memory and g.memory.server_pss_mb]
         if pss:
-            chart.mark(c.bar([x for x, _ in pss], [y for _, y in pss], width=width, color=colour), len(pss))
+            chart.mark(c.bar([x for x, _ in pss], [y for _, y in pss], width=width, color=colour), len(pss),
+                       [f"{v}: {y:,.2f} MB" for _, y in pss])
     a.set_ylabel("TPS of the workers (min..max bars)")
     a.set_title("throughput")
     a.legend(loc="lower left", fontsize=7)
