@@ -113,9 +113,16 @@ def _reasons(groups: Sequence[Group], rec_n: int | None, cores: int, fraction: f
            if g.lat_avg and g.lat_stddev and g.p99]
     if len(lat) >= 2:
         a, b = lat[0], lat[-1]
+        tps_of = dict(pts)
+        if len(pts) >= 2 and max(pts, key=lambda p: p[1])[0] != pts[-1][0]:
+            why = ": past the peak, more connections add waiting, not throughput"
+        elif tps_of.get(a[0]) and tps_of.get(b[0]) and b[1] / a[1] > tps_of[b[0]] / tps_of[a[0]]:
+            why = (f": ×{b[1] / a[1]:.1f} the latency for ×{tps_of[b[0]] / tps_of[a[0]]:.1f} the throughput, each "
+                   "added connection buys less throughput with more waiting")
+        else:
+            why = ""
         out.append(f"latency went from {a[1]:.2f} ms (stddev {a[2]:.2f}, p99 {a[3]:.2f}) at {a[0]} clients to "
-                   f"{b[1]:.2f} ms (stddev {b[2]:.2f}, p99 {b[3]:.2f}) at {b[0]}: past the peak, more connections "
-                   "add waiting, not throughput")
+                   f"{b[1]:.2f} ms (stddev {b[2]:.2f}, p99 {b[3]:.2f}) at {b[0]}{why}")
     with_waits = [g for g in groups if g.snapshots]
     if len(with_waits) >= 2:
         last = with_waits[-1]
