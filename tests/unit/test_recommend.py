@@ -100,3 +100,11 @@ def test_a_plateau_without_a_decline_is_read_against_its_ceiling() -> None:
     assert r.reasons[0].startswith("throughput levels off rather than peaks")
     # 95% of 1,250 = 1,187.5: X(4) = 1,176, X(8) = 1,212
     assert r.connections == 8
+
+
+def test_a_small_pool_caps_the_concurrency_and_says_to_sweep_the_pool_instead() -> None:
+    r = recommend(build(_sweep([2, 4, 8, 16, 32], pool=4)))
+    assert r.verdict == "not-enough-data" and r.measured == (2, 4)
+    assert "the sweep measured only 2, 4; sweep the pool size instead (e.g. pool=2,4,8,16)" in r.headline()
+    plain = recommend(build(_sweep([2, 4])))
+    assert plain.headline().endswith("(needs at least three client counts)")

@@ -39,6 +39,7 @@ class Recommendation:
     reasons: tuple[str, ...] = ()
     checks: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (ok, warn)
     concurrency: str = "clients"  # or 'pool size' when a pooler caps it
+    measured: tuple[int, ...] = ()  # the distinct database-side concurrencies measured
 
     def headline(self) -> str:
         v = self.variant
@@ -56,6 +57,10 @@ class Recommendation:
             return f"{v}: no recommendation — the client, not the database, was the bottleneck"
         if self.verdict == "no-count-meets-target":
             return f"{v}: no measured count meets both {self.fraction:.0%} of the peak and the p99 target"
+        if self.concurrency == "pool size" and len(self.measured) < 3:
+            return (f"{v}: not enough data for a scalability model — the pool caps the database-side concurrency, "
+                    f"so the sweep measured only {', '.join(map(str, self.measured))}; sweep the pool size "
+                    "instead (e.g. pool=2,4,8,16) to see which one serves best")
         return f"{v}: not enough data for a scalability model (needs at least three client counts)"
 
 
@@ -169,17 +174,19 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
 
     def result(verdict: str, reasons: Sequence[str], *, fitted: Fit | None = None, kn: int | None = None,
                connections: int | None = None, interval: tuple[float, float] | None = None,
-               modelled: float | None = None, nxt: Sequence[int] = ()) -> Recommendation:
+               modelled: float | None = None, nxt: Sequence[int] = (), measured: Sequence[int] = ()
+               ) -> Recommendation:
         return Recommendation(variant=v, verdict=verdict, connections=connections, interval=interval,
                               modelled_n=modelled, fit=fitted, knee=kn, heuristic=heuristic, cores=cores,
                               spindles=spindles, fraction=fraction, p99_target_ms=p99_target_ms,
-                              next_counts=tuple(nxt), reasons=tuple(reasons), checks=checks, concurrency=conc)
+                              next_counts=tuple(nxt), reasons=tuple(reasons), checks=checks, concurrency=conc,
+                              measured=tuple(measured))
 
     by_n: dict[int, list[float]] = {}
     for g in groups:
         by_n.setdefault(concurrency_of(g), []).extend(float(s.tps) for s in g.done if s.tps)
     if len(by_n) < 3:
-        return result("not-enough-data", _reasons(groups, None, cores))
+        return result("not-enough-data", _reasons(groups, None, cores), measured=sorted(by_n))
     client = _client_bound(groups)
     f = fit(sorted(by_n.items()))
     kn = knee([(g.clients, g.tps.value) for g in groups if g.tps])
