@@ -65,12 +65,17 @@ def check_writable(path: str) -> None:
 
 
 def write_text_file(path: str, text: str) -> None:
+    write_file(path, text.encode())
+
+
+def write_file(path: str | Path, data: bytes) -> None:
+    """Write all or nothing: through a temporary file beside it, renamed over it."""
     target = Path(path)
     if target.is_dir():
         raise UserError(f"cannot write {path}: it is a directory", "give a file name")
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(text)
+        tmp.write_bytes(data)
         os.replace(tmp, target)
     except OSError as e:
         tmp.unlink(missing_ok=True)

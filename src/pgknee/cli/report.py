@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.analyze.run import RunView, build
-from pgknee.cli.common import add_noise_threshold, add_store, check_writable
+from pgknee.cli.common import add_noise_threshold, add_store, check_writable, write_file
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.errors import UserError
 from pgknee.report import document, html, markdown
@@ -72,7 +72,7 @@ def write(path: str, fmt: str, views: Sequence[RunView], opts: document.Options,
     target = Path(path)
     if fmt == "html":
         text = html.render(rep)
-        _atomic_write(target, text.encode())
+        write_file(target, text.encode())
         return f"wrote {path} ({len(text) / 1e6:.1f} MB, {len(rep.charts)} charts, self-contained)"
     folder = chart_folder(path)
     text, files = markdown.render(rep, folder.name, image_format)
@@ -87,18 +87,8 @@ def write(path: str, fmt: str, views: Sequence[RunView], opts: document.Options,
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise UserError(f"cannot write the charts to {folder}: {e.strerror}", "choose a writable path") from None
-    _atomic_write(target, text.encode())
+    write_file(target, text.encode())
     return f"wrote {path} and {len(files)} charts in {folder}/"
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {target}: {e.strerror}", "choose a writable path") from None
 
 
 def options_from(args: argparse.Namespace) -> document.Options:
