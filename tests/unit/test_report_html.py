@@ -12,7 +12,7 @@ from builders import step, with_run
 from rich.table import Table
 
 from pgknee.analyze.run import build
-from pgknee.cli.report import chart_folder, check_output, output_format
+from pgknee.cli.report import chart_folder, check_output, output_format, write
 from pgknee.errors import UserError
 from pgknee.report import charts as ch
 from pgknee.report import document as doc
@@ -133,3 +133,15 @@ def test_output_paths(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot write"):
         check_output(str(tmp_path / "missing" / "r.html"), "html")
     assert list(tmp_path.iterdir()) == [tmp_path / "r_files"]  # nothing created
+
+
+def test_markdown_writes_its_charts_and_leaves_the_rest_of_the_folder_alone(run_data: RunData,
+                                                                              tmp_path: Path) -> None:
+    folder = tmp_path / "r_files"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    said = write(str(tmp_path / "r.md"), "md", [build(run_data)], doc.Options())
+    charts = sorted(p.name for p in folder.iterdir() if p.suffix == ".png")
+    assert said == f"wrote {tmp_path / 'r.md'} and {len(charts)} charts in {folder}/" and charts
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.rglob(".*tmp-*")]  # no temporary file left

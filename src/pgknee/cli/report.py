@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -71,22 +70,17 @@ def write(path: str, fmt: str, views: Sequence[RunView], opts: document.Options,
     say(f"writing {len(rep.charts)} charts")
     target = Path(path)
     if fmt == "html":
-        text = html.render(rep)
-        write_file(target, text.encode())
-        return f"wrote {path} ({len(text) / 1e6:.1f} MB, {len(rep.charts)} charts, self-contained)"
+        data = html.render(rep).encode()
+        write_file(target, data)
+        return f"wrote {path} ({len(data) / 1e6:.1f} MB, {len(rep.charts)} charts, self-contained)"
     folder = chart_folder(path)
     text, files = markdown.render(rep, folder.name, image_format)
-    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
-    try:
-        tmp.mkdir()
-        for name, data in files.items():
-            (tmp / name).write_bytes(data)
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
+    try:  # the charts first, each written whole; nothing else in the folder is touched
+        folder.mkdir(exist_ok=True)
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise UserError(f"cannot write the charts to {folder}: {e.strerror}", "choose a writable path") from None
+    for name, data in files.items():
+        write_file(folder / name, data)
     write_file(target, text.encode())
     return f"wrote {path} and {len(files)} charts in {folder}/"
 
