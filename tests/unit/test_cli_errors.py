@@ -126,3 +126,14 @@ def test_waits_bad_phase(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     rc, raised = _main(["waits", "last", "--phase", "bench,lunch", "--store", str(tmp_path / "missing.db")])
     _assert_one_error_line(capsys, rc, raised, "unknown phase 'lunch'")
     assert rc == 2
+
+
+@pytest.mark.parametrize("command", ["run", "runs", "show", "waits", "scenarios", "compare", "recommend", "size",
+                                     "report"])
+def test_every_subcommand_has_working_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse formats help with %: a bare % in a help text breaks --help (it did: '10% unless')."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: pgknee {command}") and "--store" in out or command in ("scenarios", "size")

@@ -35,7 +35,7 @@ def _noise_pct(text: str) -> float:
         raise argparse.ArgumentTypeError(e.message) from None
 
 
-def add_noise_threshold(p: Any, *, default_note: str = "the run's own, 10% unless it set one") -> None:
+def add_noise_threshold(p: Any, *, default_note: str = "the run's own, 10%% unless it set one") -> None:
     p.add_argument("--noise-threshold", type=_noise_pct, metavar="PCT",
                    help="flag a step as noisy when its repetitions' TPS spread, (max-min)/median, exceeds PCT "
                         f"percent (default: {default_note})")
