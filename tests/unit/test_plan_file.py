@@ -74,3 +74,32 @@ def test_bad_plan_files_name_the_key_and_line(tmp_path: Path, text: str, words: 
 def test_missing_plan_file(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot read the plan"):
         load_plan_file(str(tmp_path / "none.toml"))
+
+
+@pytest.mark.parametrize(("dsn_toml", "kept"), [
+    ('"postgresql://app:hunter2@db/x"', True),  # a URI: redacted in place
+    ('"host=db user=app password=hunter2"', True),  # a keyword: redacted in place
+    ('"host=db user=app password=hunt\\u0065r2"', True),  # an escape, behind password=: redacted in place
+    ('"""postgresql://app:\\\n    hunter2@db/x"""', False),  # a line continuation, likewise
+])
+def test_a_password_in_a_plan_file_never_travels_with_the_run(tmp_path: Path, dsn_toml: str, kept: bool) -> None:
+    from pgknee.cli.run import _plan_file_env
+
+    f = tmp_path / "p.toml"
+    f.write_text(f"[target]\ndsn = {dsn_toml}\n\n[sweep]\nclients = [2, 4]\n")
+    env = _plan_file_env(load_plan_file(str(f)))
+    import tomllib
+
+    text = env["plan.source"]
+    assert "hunter2" not in text and "hunter2" not in str(tomllib.loads(text) if kept else text)
+    assert ("clients = [2, 4]" in env["plan.source"]) is kept
+
+
+def test_abbreviated_options_are_refused_so_a_dsn_cannot_slip_past_redaction() -> None:
+    from pgknee.cli.run import _redacted_argv
+
+    assert _redacted_argv(["run", "--ds=postgresql://u:pw@h/db", "x password=pw"]) == [
+        "run", "--ds=postgresql://u:***@h/db", "x password=***"]
+    from pgknee import cli
+
+    assert cli.main(["run", "--ds", "postgresql://u:pw@h/db", "--dry-run"]) == 2

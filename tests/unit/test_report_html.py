@@ -145,3 +145,13 @@ def test_markdown_writes_its_charts_and_leaves_the_rest_of_the_folder_alone(run_
     assert said == f"wrote {tmp_path / 'r.md'} and {len(charts)} charts in {folder}/" and charts
     assert (folder / "notes.txt").read_text() == "mine"
     assert not [p for p in tmp_path.rglob(".*tmp-*")]  # no temporary file left
+
+
+def test_environment_shows_every_fact_and_no_password(run_data: RunData) -> None:
+    env = {**run_data.env, "pgknee": json.dumps(["pgknee", "run", "--dsn", "postgresql://u:pw9zz@h/db"]),
+           "plan.source": "[target]\ndsn = 'host=h password=pw9zz'\n", "plan.file": "/p.toml",
+           "pgbouncer.version": "1.18.0", "check.money": "money conserved"}
+    text = html.render(doc.build([build(replace(run_data, env=env))]))
+    assert "pw9zz" not in text
+    assert "postgresql://u:***@h/db" in text and "password=***" in text
+    assert "Other facts recorded with the run" in text and "pgbouncer.version" in text

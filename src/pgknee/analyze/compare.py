@@ -101,3 +101,16 @@ def headline(name: str, base_name: str, ratios: Sequence[tuple[int, Ratio]], sat
         text += (f"; reaches 95% of its best TPS at {sat} clients ({base_name}: {base_sat}), "
                  f"saturating at {when} connections")
     return text
+
+
+# what must match for a comparison across runs to mean something
+KEY_METADATA = ("server.version", "host.cpus", "host.mem_gb", "pgbench.version", "workload.workload",
+                "workload.users", "workload.scale", "target.endpoint")
+
+
+def metadata_differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    keys = [k for k in KEY_METADATA if a.get(k) != b.get(k)]
+    if a.get("target.kind") == b.get("target.kind") == "embedded":
+        keys = [k for k in keys if k != "target.endpoint"]  # a throwaway cluster gets a new port each time
+    keys += sorted(k for k in set(a) | set(b) if k.startswith("setting.") and a.get(k) != b.get(k))
+    return [f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys]

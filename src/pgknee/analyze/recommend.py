@@ -25,6 +25,7 @@ from pgknee.analyze.waits import total_aas
 class Recommendation:
     variant: str
     verdict: str  # 'recommended' | 'not-identified' | 'withheld' | 'not-enough-data' | 'no-count-meets-target'
+    # | 'open-loop'
     connections: int | None  # the recommended (measured) count
     interval: tuple[float, float] | None  # from the bootstrap fits
     modelled_n: float | None  # the model's own smallest N reaching the fraction
@@ -55,6 +56,9 @@ class Recommendation:
                     f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")
         if self.verdict == "withheld":
             return f"{v}: no recommendation — the client, not the database, was the bottleneck"
+        if self.verdict == "open-loop":
+            return (f"{v}: no recommendation — an open-loop variant (--rate) runs at its schedule, so its throughput "
+                    "does not show what more connections could do; read its latency and schedule lag instead")
         if self.verdict == "no-count-meets-target":
             return f"{v}: no measured count meets both {self.fraction:.0%} of the peak and the p99 target"
         if self.concurrency == "pool size" and len(self.measured) < 3:
@@ -62,6 +66,13 @@ class Recommendation:
                     f"so the sweep measured only {', '.join(map(str, self.measured))}; sweep the pool size "
                     "instead (e.g. pool=2,4,8,16) to see which one serves best")
         return f"{v}: not enough data for a scalability model (needs at least three client counts)"
+
+
+def recommend_all(view: RunView, variants: Sequence[str] | None = None, *, fraction: float = 0.95,
+                  p99_target_ms: float | None = None, spindles: int = 0) -> list[Recommendation]:
+    """One recommendation per variant (all of the run's by default)."""
+    return [recommend(view, v, fraction=fraction, p99_target_ms=p99_target_ms, spindles=spindles)
+            for v in (variants or view.variants())]
 
 
 def concurrency_of(g: Group) -> int:
@@ -185,11 +196,13 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     by_n: dict[int, list[float]] = {}
     for g in groups:
         by_n.setdefault(concurrency_of(g), []).extend(float(s.tps) for s in g.done if s.tps)
+    if any(s.rate for g in groups for s in g.steps):
+        return result("open-loop", _reasons(groups, None, cores), measured=sorted(by_n))
     if len(by_n) < 3:
         return result("not-enough-data", _reasons(groups, None, cores), measured=sorted(by_n))
     client = _client_bound(groups)
     f = fit(sorted(by_n.items()))
-    kn = knee([(g.clients, g.tps.value) for g in groups if g.tps])
+    kn = knee([(n, float(np.median(x))) for n, x in sorted(by_n.items()) if x])  # on the fit's axis
     if client is not None:
         return result("withheld", [client, *_reasons(groups, None, cores)], fitted=f, kn=kn)
     # no peak in the data, but a plateau: strong contention (σ) bounds the throughput at λ/σ,

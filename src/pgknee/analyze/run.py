@@ -4,6 +4,7 @@ a RunData and returns records for the renderers."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from collections.abc import Sequence
@@ -441,3 +442,33 @@ def _warnings(view: RunView) -> list[str]:
     if money is not None and data.env.get("check.money.ok") == "false":
         out.append(money)
     return out
+
+
+def combined(views: Sequence[RunView], labels: Sequence[str]) -> RunView:
+    """Several runs as one view whose 'variants' are LABEL or LABEL:variant. Steps keep
+    their own records; the first run's environment stands for the machine."""
+    groups = []
+    steps: list[StepRecord] = []
+    progress: dict[int, list[tuple[float, float]]] = {}
+    seq = 0
+    cursor: float | None = None  # the runs' steps follow one another on the timeline, 10 s apart
+    for label, v in zip(labels, views, strict=True):
+        names = {name: (label if len(v.variants()) == 1 else f"{label}:{name}") for name in v.variants()}
+        groups += [dataclasses.replace(g, variant=names[g.variant]) for g in v.groups]
+        own = sorted(v.data.steps, key=lambda s: s.seq)
+        starts = [s.bench_start for s in own if s.bench_start]
+        shift = 0.0 if cursor is None or not starts else cursor - min(starts)
+        for s in own:
+            seq += 1
+            steps.append(dataclasses.replace(
+                s, variant=names.get(s.variant, s.variant), seq=seq,
+                bench_start=s.bench_start + shift if s.bench_start else None,
+                bench_end=s.bench_end + shift if s.bench_end else None))
+        ends = [s.bench_end + shift for s in own if s.bench_end]
+        if ends:
+            cursor = max(ends) + 10.0
+        progress.update(v.data.progress)
+    data = dataclasses.replace(views[0].data, steps=steps, progress=progress)
+    return dataclasses.replace(views[0], data=data, groups=tuple(groups),
+                               warnings=tuple(f"{lb}: {w}" for lb, v in zip(labels, views, strict=True)
+                                              for w in v.warnings))

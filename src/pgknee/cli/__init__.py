@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 import traceback
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pgknee import __version__
 from pgknee.errors import PgkneeError, UserError
@@ -36,7 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Argument errors become one line and exit code 2, like every other bad input."""
+    """Argument errors become one line and exit code 2, like every other bad input. No
+    abbreviated options: '--ds URL' would pass for '--dsn' and escape its redaction."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UserError(f"{self.prog}: {message}", f"see '{self.prog} --help'")

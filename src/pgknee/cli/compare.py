@@ -8,17 +8,13 @@ from typing import Any
 
 from rich.text import Text
 
-from pgknee.analyze.run import build
+from pgknee.analyze.compare import metadata_differences
+from pgknee.analyze.run import build, combined
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, write_text_file
 from pgknee.errors import UserError
-from pgknee.report.document import combined
 from pgknee.report.jsonout import FORMAT_VERSION, comparison_json, dumps
 from pgknee.report.terminal import headlines, variant_comparison
 from pgknee.store.db import Store, load_run
-
-# what must match for a comparison across runs to mean something
-KEY_METADATA = ("server.version", "host.cpus", "host.mem_gb", "pgbench.version", "workload.workload",
-                "workload.users", "workload.scale", "target.endpoint")
 
 
 def add_parser(sub: Any) -> None:
@@ -29,14 +25,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
     add_store(p)
     p.set_defaults(func=cmd_compare)
-
-
-def metadata_differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
-    keys = [k for k in KEY_METADATA if a.get(k) != b.get(k)]
-    if a.get("target.kind") == b.get("target.kind") == "embedded":
-        keys = [k for k in keys if k != "target.endpoint"]  # a throwaway cluster gets a new port each time
-    keys += sorted(k for k in set(a) | set(b) if k.startswith("setting.") and a.get(k) != b.get(k))
-    return [f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys]
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

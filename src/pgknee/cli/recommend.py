@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from pgknee.analyze.recommend import Recommendation, recommend
+from pgknee.analyze.recommend import Recommendation, recommend_all
 from pgknee.analyze.run import build
 from pgknee.cli.common import add_store, print_items, write_text_file
 from pgknee.errors import UserError
@@ -89,8 +89,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if args.variant and args.variant not in variants:
         raise UserError(f"run {view.data.run.run_id} has no variant {args.variant!r}",
                         f"its variants: {', '.join(variants)}")
-    recs = [recommend(view, v, fraction=args.min_fraction, p99_target_ms=args.p99_target, spindles=args.spindles)
-            for v in ([args.variant] if args.variant else variants)]
+    recs = recommend_all(view, [args.variant] if args.variant else None, fraction=args.min_fraction,
+                         p99_target_ms=args.p99_target, spindles=args.spindles)
     items: list[Any] = [Text(f"run {view.data.run.run_id} ({view.data.run.workload})")]
     for r in recs:
         items.extend(recommendation_items(r))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from pgknee.runner import Runner
 from pgknee.scenarios import SMALL_MACHINE_CPUS
 from pgknee.scenarios import find as find_scenario
 from pgknee.store.db import Store, load_run
-from pgknee.targets.conninfo import redact_dsn
+from pgknee.targets.conninfo import parse_dsn, redact_dsn, scrub_secrets, split_secret
 from pgknee.types import ProgressPoint
 
 
@@ -174,7 +176,7 @@ def _redacted_argv(argv: list[str]) -> list[str]:
             out.append(flag + "=" + _safe_redact(tok.split("=", 1)[1]))
         else:
             out.append(tok)
-    return out
+    return [scrub_secrets(tok) for tok in out]  # whatever spelling carried a password
 
 
 def _safe_redact(dsn: str) -> str:
@@ -299,12 +301,33 @@ def _extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
 
 
 def _plan_file_env(source: PlanFile) -> dict[str, str]:
-    """The plan file travels with the run, any password in it removed."""
+    """The plan file travels with the run, any password in it removed; when one hides where
+    text cannot see it (a TOML escape, a line continuation), the file's text stays behind."""
     text = source.text
     for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
         if source.values.get(key):
             text = text.replace(source.values[key], _safe_redact(source.values[key]))
+    text = scrub_secrets(text)
+    passwords = [p for key in ("dsn", "pooler_dsn", "pooler_admin_dsn") if source.values.get(key)
+                 and (p := _password_of(source.values[key]))]
+    if passwords and any(p in json.dumps(_toml_or_empty(text)) or p in text for p in passwords):
+        text = ("(not kept: the plan file holds a password pgknee could not take out of it; keep passwords in "
+                "PGPASSWORD or a passfile)")
     return {"plan.file": os.path.abspath(source.path), "plan.source": text}
+
+
+def _password_of(dsn: str) -> str | None:
+    try:
+        return split_secret(parse_dsn(dsn))[1]
+    except UserError:
+        return None
+
+
+def _toml_or_empty(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -361,12 +384,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_recommendations(args: argparse.Namespace, view: RunView) -> None:
-    from pgknee.analyze.recommend import recommend
+    from pgknee.analyze.recommend import recommend_all
     from pgknee.report.terminal import recommendation_items
 
     items: list[Any] = []
-    for v in view.variants():
-        rec = recommend(view, v, fraction=args.min_fraction, p99_target_ms=args.p99_target, spindles=args.spindles)
+    for rec in recommend_all(view, fraction=args.min_fraction, p99_target_ms=args.p99_target, spindles=args.spindles):
         items.extend(recommendation_items(rec))
     print_items(items)
 

@@ -36,7 +36,7 @@ CPU_PARTS = (("user", "#1f77b4"), ("system", "#d62728"), ("nice", "#9467bd"), ("
 MAX_WAIT_EVENTS = 8
 STYLE: Any = {"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "axes.spines.right": False,
          "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8, "legend.framealpha": 0.85,
-         "svg.fonttype": "none", "font.family": "sans-serif",
+         "svg.fonttype": "none", "font.family": "sans-serif", "text.parse_math": False,  # '$' is just a character
          "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"]}
 
 
@@ -49,11 +49,13 @@ class Chart:
     figure: Figure
     points: int = 0  # measured values drawn
     tips: dict[str, str] = field(default_factory=dict)  # artist id -> its values, shown on hover
+    marked: int = 0  # artists tagged so far
 
     def mark(self, artist: object, values: int, tips: str | Sequence[str] = "") -> None:
         """Tag an artist that carries data, so it can be found in the rendered SVG; `tips`: its
         values as text (one per bar for a bar chart), which the browser shows on hover."""
-        gid = f"data-{self.key}-{self.points}"
+        gid = f"data-{self.key}-{self.marked}"
+        self.marked += 1
         patches = getattr(artist, "patches", None)  # a bar chart: one rectangle per bar
         if patches is not None:
             for i, patch in enumerate(patches):
@@ -152,7 +154,6 @@ def throughput_latency(view: RunView, missing: dict[str, list[int]]) -> Chart:
                   "Throughput should rise with clients and then flatten; past that point more connections only "
                   "queue, and p95/p99 climb while TPS does not. Bands: min..max over the repetitions.", fig)
     counts: list[int] = []
-    lost_label = True
     for v in view.variants():
         groups, colour = _groups(view, v), _colour(view, v)
         counts += [g.clients for g in groups] + missing.get(v, [])
@@ -171,9 +172,8 @@ def throughput_latency(view: RunView, missing: dict[str, list[int]]) -> Chart:
                     _band(bottom, xs, figs, colour)
         lost = [g.clients for g in groups if not g.done] + missing.get(v, [])
         if lost:
-            top.plot(lost, [0] * len(lost), "x", color="#d62728", markersize=10, mew=2,
-                     label="failed or not run" if lost_label else None, clip_on=False)
-            lost_label = False
+            top.plot(lost, [0] * len(lost), "x", color=colour, markersize=10, mew=2.5,
+                     label=f"{v}: failed or not run", clip_on=False)
     top.set_ylabel("TPS (transactions/s)")
     top.set_ylim(bottom=0)
     top.legend(loc="best")
@@ -219,7 +219,7 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
         return None
     p = f.params
     fig, (ax,) = _new(size=(9.0, 4.6))
-    chart = Chart(f"scalability-{_slug(rec.variant)}", "scalability",
+    chart = Chart(key_of("scalability", view, rec.variant), "scalability",
                   f"Scalability model — {rec.variant}" if len(view.variants()) > 1 else "Scalability model",
                   rec.headline(), fig)
     colour = _colour(view, rec.variant)
@@ -255,8 +255,10 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
     return chart
 
 
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in text).strip("-").lower() or "v"
+def key_of(kind: str, view: RunView, variant: str) -> str:
+    """A per-variant chart's key: unique by the variant's position, readable by its name."""
+    slug = "".join(ch if ch.isalnum() else "-" for ch in variant).strip("-").lower()[:40]
+    return f"{kind}-{view.variants().index(variant) + 1}" + (f"-{slug}" if slug else "")
 
 
 def _categorical(ax: Axes, labels: Sequence[str], xlabel: str = "clients") -> None:
@@ -279,7 +281,7 @@ def cpu(view: RunView, variant: str) -> Chart | None:
         return None
     fig, (top, bottom) = _new(2, 1, size=(9.0, 5.6), sharex=True, height_ratios=[3, 2])
     local = view.data.env.get("target.local") == "true"
-    chart = Chart(f"cpu-{_slug(variant)}", "cpu", "CPU and load per step" + _of(view, variant),
+    chart = Chart(key_of("cpu", view, variant), "cpu", "CPU and load per step" + _of(view, variant),
                   ("System time that grows faster than user time, and runnable processes above the CPU line, mean "
                    "the CPUs spend their time switching between too many busy connections. "
                    + ("This machine runs both server and client." if local else "The client machine only.")), fig)
@@ -324,7 +326,7 @@ def waits(view: RunView, variant: str) -> Chart | None:
             totals[(w.wait_event_type, w.wait_event)] = totals.get((w.wait_event_type, w.wait_event), 0.0) + w.aas
     events = sorted(totals, key=lambda k: -totals[k])[:MAX_WAIT_EVENTS]
     fig, (ax,) = _new(size=(9.0, 4.6))
-    chart = Chart(f"waits-{_slug(variant)}", "waits", "Average Active Sessions by wait event" + _of(view, variant),
+    chart = Chart(key_of("waits", view, variant), "waits", "Average Active Sessions by wait event" + _of(view, variant),
                   "Each bar is how many sessions were active on average, split by what they waited on. A single "
                   "event above the CPU line is the bottleneck; CPU:running near the line means the CPUs are "
                   "saturated; Client:ClientRead means the sessions waited on the client.", fig)

@@ -3,7 +3,6 @@ terminal's tables, the charts, the environment. html.py and markdown.py render i
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 from collections import Counter
@@ -12,10 +11,12 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from pgknee.analyze.recommend import Recommendation, recommend
-from pgknee.analyze.run import RunView
+from pgknee.analyze.compare import metadata_differences
+from pgknee.analyze.recommend import Recommendation, recommend_all
+from pgknee.analyze.run import RunView, combined
 from pgknee.report import charts as ch
 from pgknee.report import terminal as tm
+from pgknee.targets.conninfo import scrub_secrets
 from pgknee.types import StepRecord
 
 
@@ -135,25 +136,30 @@ ENV_GROUPS = (("Client machine", "host."), ("PostgreSQL server", "server."), ("S
 
 
 def _environment(view: RunView) -> list[Block]:
+    """What a reader needs to reproduce the run. Every text passes scrub_secrets once more:
+    nothing with a password reaches the store, and a report is where it would travel furthest."""
     env = view.data.env
     blocks: list[Block] = []
-    used: set[str] = set()
+    used = {"pgknee", "plan.source", "plan.file"}
     for title, prefix in ENV_GROUPS:
-        rows = tuple((k[len(prefix):], v) for k, v in sorted(env.items())
-                     if k.startswith(prefix) and k != "pgknee" and not k.startswith("check."))
+        rows = tuple((k[len(prefix):], scrub_secrets(v)) for k, v in sorted(env.items())
+                     if k.startswith(prefix) and k not in used)
         used |= {prefix + k for k, _ in rows}
         if rows:
             blocks.append(KeyValues(title, rows))
+    rest = tuple((k, scrub_secrets(v)) for k, v in sorted(env.items()) if k not in used and not k.startswith("check."))
+    if rest:
+        blocks.append(KeyValues("Other facts recorded with the run", rest))
     cmd = env.get("pgknee")
     if cmd:
         blocks.append(Para("The pgknee command line of the run (no secrets: a password travels only in the "
                            "environment or a passfile):", "note"))
-        blocks.append(Code(shlex.join(json.loads(cmd))))
+        blocks.append(Code(scrub_secrets(shlex.join(json.loads(cmd)))))
     source = env.get("plan.source")
     if source:
-        blocks.append(Details(f"Plan file {env.get('plan.file', '')}", (Code(source),)))
-    blocks.append(Details("The validated plan (JSON)", (Code(json.dumps(json.loads(view.run.plan_json), indent=2,
-                                                                        sort_keys=True)),)))
+        blocks.append(Details(f"Plan file {env.get('plan.file', '')}", (Code(scrub_secrets(source)),)))
+    blocks.append(Details("The validated plan (JSON)", (Code(scrub_secrets(json.dumps(
+        json.loads(view.run.plan_json), indent=2, sort_keys=True))),)))
     first: dict[str, list[str]] = {}
     steps = {s.step_id: s for s in view.data.steps}
     for step_id, purpose, argv in view.data.commands:
@@ -163,13 +169,12 @@ def _environment(view: RunView) -> list[Block]:
     if first:
         blocks.append(Para("The commands pgknee ran, the first of each kind (all are in the store's run_commands "
                            "table):", "note"))
-        blocks.append(Code("\n".join(f"# {k}\n{shlex.join(a)}" for k, a in first.items())))
+        blocks.append(Code(scrub_secrets("\n".join(f"# {k}\n{shlex.join(a)}" for k, a in first.items()))))
     return blocks
 
 
 def recommendations(view: RunView, opts: Options) -> list[Recommendation]:
-    return [recommend(view, v, fraction=opts.fraction, p99_target_ms=opts.p99_target_ms, spindles=opts.spindles)
-            for v in view.variants()]
+    return recommend_all(view, fraction=opts.fraction, p99_target_ms=opts.p99_target_ms, spindles=opts.spindles)
 
 
 def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts: dict[str, ch.Chart]
@@ -181,7 +186,7 @@ def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts
         blocks.extend(TableBlock(x) for x in items if isinstance(x, Table))
         if r.reasons:
             blocks.append(Bullets(r.reasons))
-        chart = charts.get(f"scalability-{ch._slug(r.variant)}")
+        chart = charts.get(ch.key_of("scalability", view, r.variant))
         if chart is not None:
             blocks.append(ChartBlock(chart))
     return blocks
@@ -226,8 +231,6 @@ def _introduction(view: RunView, views: Sequence[RunView], labels: Sequence[str]
     else:
         for lb, rv in zip(labels, views, strict=False):
             b.append(Para(f"{lb}: " + tm.header(rv).plain))
-        from pgknee.cli.compare import metadata_differences  # the rule that says what must match
-
         diffs = [d for rv in views[1:] for d in metadata_differences(views[0].data.env, rv.data.env)]
         if diffs:
             b.append(Para("The runs differ in what matters for a comparison: " + "; ".join(diffs), "warning"))
@@ -280,13 +283,13 @@ def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]
     several = len(view.variants()) > 1
     b: list[Block] = [Heading("CPU and load")]
     for v in view.variants():
-        if (c := charts.get(f"cpu-{ch._slug(v)}")) is not None:
+        if (c := charts.get(ch.key_of("cpu", view, v))) is not None:
             b.append(ChartBlock(c))
         b.append(TableBlock(tm.system_table(view, v)))
     b += [Heading("Wait events"), Para(tm.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():
-        if (c := charts.get(f"waits-{ch._slug(v)}")) is not None:
+        if (c := charts.get(ch.key_of("waits", view, v))) is not None:
             sampled = True
             b.append(ChartBlock(c))
         tables: list[Block] = [TableBlock(tm.wait_table(g.label + (f" {v}" if several else ""), g.waits,
@@ -308,33 +311,3 @@ def _checks(view: RunView) -> list[Block]:
     if view.warnings:
         b.append(Bullets(tuple(view.warnings), "warning"))
     return b
-
-
-def combined(views: Sequence[RunView], labels: Sequence[str]) -> RunView:
-    """Several runs as one view whose 'variants' are LABEL or LABEL:variant. Steps keep
-    their own records; the first run's environment stands for the machine."""
-    groups = []
-    steps: list[StepRecord] = []
-    progress: dict[int, list[tuple[float, float]]] = {}
-    seq = 0
-    cursor: float | None = None  # the runs' steps follow one another on the timeline, 10 s apart
-    for label, v in zip(labels, views, strict=True):
-        names = {name: (label if len(v.variants()) == 1 else f"{label}:{name}") for name in v.variants()}
-        groups += [dataclasses.replace(g, variant=names[g.variant]) for g in v.groups]
-        own = sorted(v.data.steps, key=lambda s: s.seq)
-        starts = [s.bench_start for s in own if s.bench_start]
-        shift = 0.0 if cursor is None or not starts else cursor - min(starts)
-        for s in own:
-            seq += 1
-            steps.append(dataclasses.replace(
-                s, variant=names.get(s.variant, s.variant), seq=seq,
-                bench_start=s.bench_start + shift if s.bench_start else None,
-                bench_end=s.bench_end + shift if s.bench_end else None))
-        ends = [s.bench_end + shift for s in own if s.bench_end]
-        if ends:
-            cursor = max(ends) + 10.0
-        progress.update(v.data.progress)
-    data = dataclasses.replace(views[0].data, steps=steps, progress=progress)
-    return dataclasses.replace(views[0], data=data, groups=tuple(groups),
-                               warnings=tuple(f"{lb}: {w}" for lb, v in zip(labels, views, strict=True)
-                                              for w in v.warnings))

@@ -75,3 +75,13 @@ def child_env(params: dict[str, str], password: str | None, private_dir: Path) -
             if var in os.environ and var not in env:
                 env[var] = os.environ[var]
     return env
+
+
+_URI_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@", re.IGNORECASE)
+_KEY_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s'\"]+)", re.IGNORECASE)
+
+
+def scrub_secrets(text: str) -> str:
+    """Any password in free text (a URI's user:password@, a password=... keyword) replaced by
+    ***: the last guard before a command line or a plan file is stored or shown."""
+    return _KEY_PASSWORD.sub(r"\1***", _URI_PASSWORD.sub(r"\1***@", text))
