@@ -155,3 +155,21 @@ def test_environment_shows_every_fact_and_no_password(run_data: RunData) -> None
     assert "pw9zz" not in text
     assert "postgresql://u:***@h/db" in text and "password=***" in text
     assert "Other facts recorded with the run" in text and "pgbouncer.version" in text
+
+
+def test_an_output_never_writes_over_a_store(tmp_path: Path) -> None:
+    from pgknee.store.db import Store
+
+    Store(tmp_path / "s.db").close()
+    before = (tmp_path / "s.db").read_bytes()
+    for fmt in ("html", "md"):
+        with pytest.raises(UserError, match="is a SQLite database"):
+            check_output(str(tmp_path / "s.db"), fmt)
+    assert (tmp_path / "s.db").read_bytes() == before
+
+
+def test_markdown_escapes_what_came_from_the_run() -> None:
+    assert markdown.esc("x<script>alert(1)</script> *a* [b](c) | d_e") == (
+        "x&lt;script&gt;alert(1)&lt;/script&gt; \\*a\\* \\[b\\](c) \\| d\\_e")
+    block = markdown._block(doc.Code("a\n```\nb"), "f", "png", {})
+    assert block.startswith("````\n") and block.endswith("\n````")

@@ -50,11 +50,24 @@ def print_items(items: list[RenderableType]) -> None:
     sys.stdout.flush()
 
 
+def _refuse_a_database(target: Path) -> None:
+    """An output never overwrites a SQLite file: it is most likely the collector database."""
+    try:
+        with target.open("rb") as f:
+            head = f.read(16)
+    except OSError:
+        return
+    if head == b"SQLite format 3\x00" or target.name.endswith(("-wal", "-shm")):
+        raise UserError(f"{target} is a SQLite database (a pgknee store?): pgknee does not write over one",
+                        "choose another output name")
+
+
 def check_writable(path: str) -> None:
     """Fail on an output path that cannot be written, without creating or changing it."""
     target = Path(path)
     if target.is_dir():
         raise UserError(f"cannot write {path}: it is a directory", "give a file name")
+    _refuse_a_database(target)
     if target.exists():
         ok = os.access(target, os.W_OK)
     else:
@@ -73,6 +86,7 @@ def write_file(path: str | Path, data: bytes) -> None:
     target = Path(path)
     if target.is_dir():
         raise UserError(f"cannot write {path}: it is a directory", "give a file name")
+    _refuse_a_database(target)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
         tmp.write_bytes(data)

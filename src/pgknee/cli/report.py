@@ -79,9 +79,18 @@ def write(path: str, fmt: str, views: Sequence[RunView], opts: document.Options,
         folder.mkdir(exist_ok=True)
     except OSError as e:
         raise UserError(f"cannot write the charts to {folder}: {e.strerror}", "choose a writable path") from None
-    for name, data in files.items():
-        write_file(folder / name, data)
-    write_file(target, text.encode())
+    written: list[Path] = []
+    try:
+        for name, data in files.items():
+            new = not (folder / name).exists()
+            write_file(folder / name, data)
+            if new:
+                written.append(folder / name)
+        write_file(target, text.encode())
+    except UserError:  # a full disk halfway: take back the charts this call added
+        for f in written:
+            f.unlink(missing_ok=True)
+        raise
     return f"wrote {path} and {len(files)} charts in {folder}/"
 
 

@@ -406,8 +406,15 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def _partial_report(args: argparse.Namespace, store: Store, run_id: str, say: Callable[[str], None]) -> None:
     """A run that ended early still gets its report when one was asked for: what exists, with
     the failed and never-run steps marked."""
-    if args.report and any(s.status == "completed" for s in store.steps(run_id)):
+    if not args.report:
+        return
+    if not any(s.status == "completed" for s in store.steps(run_id)):
+        say(f"no report written to {args.report}: no step completed")
+        return
+    try:  # the run's own error is what the user must see: a report that fails only says so
         _write_report(args, build(load_run(store, run_id)), say)
+    except Exception as e:
+        say(f"no report written to {args.report}: {e.one_line() if isinstance(e, PgkneeError) else repr(e)}")
 
 
 def _write_report(args: argparse.Namespace, view: RunView, say: Callable[[str], None]) -> None:

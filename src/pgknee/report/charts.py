@@ -73,7 +73,7 @@ def svg(chart: Chart) -> str:
     """The chart as an SVG document fragment, with ids of its own (several share a page)."""
     buf = io.StringIO()
     with matplotlib.rc_context({**STYLE, "svg.hashsalt": chart.key}):
-        chart.figure.savefig(buf, format="svg", metadata={"Date": None, "Creator": "pgknee"})
+        chart.figure.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     text = _own_ids(buf.getvalue()[buf.getvalue().index("<svg"):], chart.key)
     for gid, tip in chart.tips.items():
         text = text.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(tip)}</title>', 1)

@@ -105,10 +105,15 @@ class Options:
     spindles: int = 0
 
 
+def _planned(view: RunView) -> list[str]:
+    plan = json.loads(view.run.plan_json) if view.run.plan_json else {}
+    return [str(v.get("name")) for v in plan.get("variants") or []] or sorted({s.variant for s in view.data.steps})
+
+
 def missing_steps(view: RunView) -> list[tuple[str, int, int]]:
     """Steps the run's plan asked for that the store has no record of: (variant, clients, rep)."""
     plan = json.loads(view.run.plan_json) if view.run.plan_json else {}
-    names = [v.get("name") for v in plan.get("variants") or []] or sorted({s.variant for s in view.data.steps})
+    names = _planned(view)
     want = Counter((v, c, r) for c in plan.get("clients", []) for r in range(1, int(plan.get("reps", 1)) + 1)
                    for v in names)
     lost = want - Counter((s.variant, s.clients, s.rep) for s in view.data.steps)  # a count may repeat
@@ -197,7 +202,9 @@ def build(views: Sequence[RunView], opts: Options | None = None, *, labels: Sequ
     variants are the runs (labels A, B, ...)."""
     opts = opts or Options()
     view = views[0] if len(views) == 1 else combined(views, labels)
-    missing = missing_steps(view) if len(views) == 1 else []
+    missing = missing_steps(view) if len(views) == 1 else [
+        (lb if len(_planned(rv)) <= 1 else f"{lb}:{v}", c, r)
+        for lb, rv in zip(labels, views, strict=False) for v, c, r in missing_steps(rv)]
     recs = recommendations(view, opts)
     lost: dict[str, list[int]] = {}
     for v, c, _ in missing:
@@ -298,8 +305,10 @@ def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]
         if tables:
             b.append(Details("Wait profile per client count" + (f" — {v}" if several else ""), tuple(tables)))
     if not sampled:
-        b.append(Para("No pg_stat_activity snapshots were taken in this run (--no-waits or --sample-interval 0), "
-                      "so there is no wait profile.", "note"))
+        plan = json.loads(view.run.plan_json) if view.run.plan_json else {}
+        b.append(Para("pg_stat_activity sampling was off in this run (--sample-interval 0), so there is no wait "
+                      "profile." if plan.get("sample_interval_s") == 0 else
+                      "No completed step has pg_stat_activity snapshots, so there is no wait profile.", "note"))
     return b
 
 

@@ -36,7 +36,7 @@ def table_rows(t: Table) -> tuple[list[str], list[list[str]], list[bool]]:
 
 def _cell_class(text: str, right: bool) -> str:
     classes = ["r"] if right else []
-    if text.startswith(("WARN", "FAILED", "INTERRUPTED", "NOT RUN")):
+    if text.startswith(("WARN", "FAILED", "INTERRUPTED", "RUNNING", "NOT RUN")):
         classes.append("warn" if text.startswith("WARN") else "failed")
     return f' class="{" ".join(classes)}"' if classes else ""
 
