@@ -153,6 +153,8 @@ def throughput_latency(view: RunView, missing: dict[str, list[int]]) -> Chart:
     chart = Chart("throughput-latency", "throughput-latency", "Throughput and latency against clients",
                   "Throughput should rise with clients and then flatten; past that point more connections only "
                   "queue, and p95/p99 climb while TPS does not. Bands: min..max over the repetitions.", fig)
+    if any(s.rate for s in view.data.steps):
+        chart.caption += " An open-loop variant (--rate) runs at its schedule: its TPS is the rate; read its latency."
     counts: list[int] = []
     for v in view.variants():
         groups, colour = _groups(view, v), _colour(view, v)
