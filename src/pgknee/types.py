@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,11 @@ class RunRecord:
     target_label: str
     plan_json: str
     steps_planned: int
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        """The validated plan the run was made from (DSN without secrets)."""
+        return json.loads(self.plan_json) if self.plan_json else {}
 
 
 @dataclass(frozen=True, slots=True)

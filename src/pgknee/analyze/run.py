@@ -5,7 +5,6 @@ a RunData and returns records for the renderers."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -346,7 +345,7 @@ def build(data: RunData, summary: str | None = None, noise_pct: float | None = N
     """`summary`: 'median' of the repetitions (default), or 'best' of N (the repetition with the
     highest TPS, as article 002 reports); `noise_pct`: the TPS spread across repetitions above
     which a step is flagged noisy. By default both are what the run's plan asked for."""
-    plan = json.loads(data.run.plan_json) if data.run.plan_json else {}
+    plan = data.run.plan
     if summary is None:
         summary = plan.get("summary", "median")
     if noise_pct is None:
@@ -413,7 +412,7 @@ def _warnings(view: RunView) -> list[str]:
     for s in data.steps:
         if s.status == "failed":
             out.append(f"step c{s.clients} rep {s.rep} failed: {s.status_reason}")
-    plan = json.loads(run.plan_json) if run.plan_json else {}
+    plan = run.plan
     if plan.get("reps", 1) == 1 and len(done) > 1:
         out.append("one repetition per step: run-to-run noise (about ±15% on small shared machines) is not "
                    "visible; use --reps 3 before drawing conclusions")
@@ -444,6 +443,17 @@ def _warnings(view: RunView) -> list[str]:
     return out
 
 
+def planned_variants(view: RunView) -> list[str]:
+    """The variants the run's plan asked for (those that ran, for a plan without names)."""
+    return [str(v.get("name")) for v in view.run.plan.get("variants") or []] or view.variants()
+
+
+def combined_name(label: str, view: RunView, variant: str) -> str:
+    """A variant's name in several runs combined: the run's label, or LABEL:variant when the
+    run planned several."""
+    return label if len(planned_variants(view)) <= 1 else f"{label}:{variant}"
+
+
 def combined(views: Sequence[RunView], labels: Sequence[str]) -> RunView:
     """Several runs as one view whose 'variants' are LABEL or LABEL:variant. Steps keep
     their own records; the first run's environment stands for the machine."""
@@ -453,15 +463,14 @@ def combined(views: Sequence[RunView], labels: Sequence[str]) -> RunView:
     seq = 0
     cursor: float | None = None  # the runs' steps follow one another on the timeline, 10 s apart
     for label, v in zip(labels, views, strict=True):
-        names = {name: (label if len(v.variants()) == 1 else f"{label}:{name}") for name in v.variants()}
-        groups += [dataclasses.replace(g, variant=names[g.variant]) for g in v.groups]
+        groups += [dataclasses.replace(g, variant=combined_name(label, v, g.variant)) for g in v.groups]
         own = sorted(v.data.steps, key=lambda s: s.seq)
         starts = [s.bench_start for s in own if s.bench_start]
         shift = 0.0 if cursor is None or not starts else cursor - min(starts)
         for s in own:
             seq += 1
             steps.append(dataclasses.replace(
-                s, variant=names.get(s.variant, s.variant), seq=seq,
+                s, variant=combined_name(label, v, s.variant), seq=seq,
                 bench_start=s.bench_start + shift if s.bench_start else None,
                 bench_end=s.bench_end + shift if s.bench_end else None))
         ends = [s.bench_end + shift for s in own if s.bench_end]

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from pgknee.analyze.compare import metadata_differences
 from pgknee.analyze.recommend import Recommendation, recommend_all
-from pgknee.analyze.run import RunView, combined
+from pgknee.analyze.run import RunView, combined, combined_name, planned_variants
 from pgknee.report import charts as ch
 from pgknee.report import terminal as tm
 from pgknee.targets.conninfo import scrub_secrets
@@ -105,17 +105,11 @@ class Options:
     spindles: int = 0
 
 
-def _planned(view: RunView) -> list[str]:
-    plan = json.loads(view.run.plan_json) if view.run.plan_json else {}
-    return [str(v.get("name")) for v in plan.get("variants") or []] or sorted({s.variant for s in view.data.steps})
-
-
 def missing_steps(view: RunView) -> list[tuple[str, int, int]]:
     """Steps the run's plan asked for that the store has no record of: (variant, clients, rep)."""
-    plan = json.loads(view.run.plan_json) if view.run.plan_json else {}
-    names = _planned(view)
+    plan = view.run.plan
     want = Counter((v, c, r) for c in plan.get("clients", []) for r in range(1, int(plan.get("reps", 1)) + 1)
-                   for v in names)
+                   for v in planned_variants(view))
     lost = want - Counter((s.variant, s.clients, s.rep) for s in view.data.steps)  # a count may repeat
     return [k for k in want if k in lost for _ in range(lost[k])]
 
@@ -164,7 +158,7 @@ def _environment(view: RunView) -> list[Block]:
     if source:
         blocks.append(Details(f"Plan file {env.get('plan.file', '')}", (Code(scrub_secrets(source)),)))
     blocks.append(Details("The validated plan (JSON)", (Code(scrub_secrets(json.dumps(
-        json.loads(view.run.plan_json), indent=2, sort_keys=True))),)))
+        view.run.plan, indent=2, sort_keys=True))),)))
     first: dict[str, list[str]] = {}
     steps = {s.step_id: s for s in view.data.steps}
     for step_id, purpose, argv in view.data.commands:
@@ -203,8 +197,7 @@ def build(views: Sequence[RunView], opts: Options | None = None, *, labels: Sequ
     opts = opts or Options()
     view = views[0] if len(views) == 1 else combined(views, labels)
     missing = missing_steps(view) if len(views) == 1 else [
-        (lb if len(_planned(rv)) <= 1 else f"{lb}:{v}", c, r)
-        for lb, rv in zip(labels, views, strict=False) for v, c, r in missing_steps(rv)]
+        (combined_name(lb, rv, v), c, r) for lb, rv in zip(labels, views, strict=True) for v, c, r in missing_steps(rv)]
     recs = recommendations(view, opts)
     lost: dict[str, list[int]] = {}
     for v, c, _ in missing:
@@ -305,9 +298,8 @@ def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]
         if tables:
             b.append(Details("Wait profile per client count" + (f" — {v}" if several else ""), tuple(tables)))
     if not sampled:
-        plan = json.loads(view.run.plan_json) if view.run.plan_json else {}
         b.append(Para("pg_stat_activity sampling was off in this run (--sample-interval 0), so there is no wait "
-                      "profile." if plan.get("sample_interval_s") == 0 else
+                      "profile." if view.run.plan.get("sample_interval_s") == 0 else
                       "No completed step has pg_stat_activity snapshots, so there is no wait profile.", "note"))
     return b
 

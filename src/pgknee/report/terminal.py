@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -60,7 +59,7 @@ def _cell(fig: Figure | None, base: Figure | None, digits: int, show_pct: bool) 
 
 def header(view: RunView) -> Text:
     r, env = view.run, view.data.env
-    plan = json.loads(r.plan_json)
+    plan = r.plan
     done = sum(1 for s in view.data.steps if s.status == "completed")
     t = Text()
     t.append(f"Run {r.run_id}", style="bold")
