@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.run import RunView, build
 from pgknee.cli.common import add_noise_threshold, add_store, check_writable, write_file
 from pgknee.cli.recommend import add_recommend_options
@@ -62,11 +63,13 @@ def check_output(path: str, fmt: str) -> None:
 
 
 def write(path: str, fmt: str, views: Sequence[RunView], opts: document.Options,
-          say: Callable[[str], None] = lambda _: None, image_format: str = "png") -> str:
+          say: Callable[[str], None] = lambda _: None, image_format: str = "png",
+          recs: Sequence[Recommendation] | None = None) -> str:
     """Build and write the report; returns a one-line description of what was written."""
     labels = LABELS[:len(views)] if len(views) > 1 else ""
-    say("fitting the scalability model and drawing the charts" + (f" of {len(views)} runs" if len(views) > 1 else ""))
-    rep = document.build(views, opts, labels=labels)
+    say(("drawing the charts" if recs is not None else "fitting the scalability model and drawing the charts")
+        + (f" of {len(views)} runs" if len(views) > 1 else ""))
+    rep = document.build(views, opts, labels=labels, recs=recs)
     say(f"writing {len(rep.charts)} charts")
     target = Path(path)
     if fmt == "html":

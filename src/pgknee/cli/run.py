@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from pgknee.analyze.recommend import Recommendation, recommend, recommend_all
 from pgknee.analyze.run import RunView, build
 from pgknee.cli.common import add_noise_threshold, add_store, check_writable, print_items, write_text_file
 from pgknee.cli.recommend import add_recommend_options
@@ -29,7 +30,7 @@ from pgknee.plan import (
     plan_from_values,
 )
 from pgknee.report.jsonout import dumps, run_json
-from pgknee.report.terminal import run_report
+from pgknee.report.terminal import recommendation_items, run_report
 from pgknee.runner import Runner
 from pgknee.scenarios import SMALL_MACHINE_CPUS
 from pgknee.scenarios import find as find_scenario
@@ -266,10 +267,6 @@ class PlainUI:
 def _extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]]]:
     """pgknee run --extend RUN_ID: the stored run's plan, at the counts its recommendation
     proposes (or --clients), to be added to the same run."""
-    import json
-
-    from pgknee.analyze.recommend import recommend
-    from pgknee.analyze.run import build
     from pgknee.plan import parse_clients, plan_from_stored
 
     others = [k for k in FLAG_KEYS if k not in ("clients", "dsn") and getattr(args, k, None) is not None]
@@ -289,7 +286,7 @@ def _extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
             raise UserError(f"run {run.run_id} already shows its peak (see pgknee recommend {run.run_id})",
                             "give --clients to extend it anyway")
         clients = tuple(sorted({c for p in proposals for c in p}))
-    stored = json.loads(run.plan_json)
+    stored = run.plan
     known = set(stored.get("clients", ()))
     dup = [c for c in clients if c in known]
     if dup:
@@ -376,21 +373,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
     print_items(run_report(view, waits=not args.no_waits))
-    if args.recommend:
-        _print_recommendations(args, view)
+    recs = _recommendations(args, view) if args.recommend or args.report else None
+    if args.recommend and recs is not None:
+        items: list[Any] = []
+        for rec in recs:
+            items.extend(recommendation_items(rec))
+        print_items(items)
     if args.report:
-        _write_report(args, view, ui.say)
+        _write_report(args, view, ui.say, recs)
     return 0
 
 
-def _print_recommendations(args: argparse.Namespace, view: RunView) -> None:
-    from pgknee.analyze.recommend import recommend_all
-    from pgknee.report.terminal import recommendation_items
-
-    items: list[Any] = []
-    for rec in recommend_all(view, fraction=args.min_fraction, p99_target_ms=args.p99_target, spindles=args.spindles):
-        items.extend(recommendation_items(rec))
-    print_items(items)
+def _recommendations(args: argparse.Namespace, view: RunView) -> list[Recommendation]:
+    """Once, for the terminal and the report alike."""
+    return recommend_all(view, fraction=args.min_fraction, p99_target_ms=args.p99_target, spindles=args.spindles)
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -417,7 +413,8 @@ def _partial_report(args: argparse.Namespace, store: Store, run_id: str, say: Ca
         say(f"no report written to {args.report}: {e.one_line() if isinstance(e, PgkneeError) else repr(e)}")
 
 
-def _write_report(args: argparse.Namespace, view: RunView, say: Callable[[str], None]) -> None:
+def _write_report(args: argparse.Namespace, view: RunView, say: Callable[[str], None],
+                  recs: list[Recommendation] | None = None) -> None:
     from pgknee.cli.report import options_from, output_format, write
 
-    say(write(args.report, output_format(args.report, None), [view], options_from(args)))
+    say(write(args.report, output_format(args.report, None), [view], options_from(args), recs=recs))

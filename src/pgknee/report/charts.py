@@ -42,7 +42,7 @@ STYLE: Any = {"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "a
 
 @dataclass
 class Chart:
-    key: str  # unique within a report: kind, or kind-variant
+    key: str  # unique within a report: the kind, or kind-N-variant for a per-variant chart (key_of)
     kind: str  # throughput-latency | tps-stddev | scalability | cpu | waits | timeline | pooler | idle-memory
     title: str
     caption: str  # what to look for
@@ -222,7 +222,7 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
     p = f.params
     fig, (ax,) = _new(size=(9.0, 4.6))
     chart = Chart(key_of("scalability", view, rec.variant), "scalability",
-                  f"Scalability model — {rec.variant}" if len(view.variants()) > 1 else "Scalability model",
+                  "Scalability model" + _of(view, rec.variant),
                   rec.headline(), fig)
     colour = _colour(view, rec.variant)
     pts = [(concurrency_of(g), s.tps) for g in _groups(view, rec.variant) for s in g.done if s.tps]
@@ -420,12 +420,12 @@ def pooler(view: RunView) -> Chart | None:
         colour = _colour(view, v)
         xs = [g.clients for g in groups]
         counts += xs
-        sv = [g.pooler.sv_active.value for g in groups if g.pooler and g.pooler.sv_active]
-        cw = [g.pooler.cl_waiting.value if g.pooler and g.pooler.cl_waiting else 0.0 for g in groups]
-        chart.mark(ax.plot(xs, sv, "o-", color=colour, label=f"{v}: sv_active (mean)")[0], len(sv),
-                   f"{v} sv_active: " + "; ".join(f"c{x} {y:.1f}" for x, y in zip(xs, sv, strict=False)))
-        chart.mark(ax.plot(xs, cw, "s--", color=colour, label=f"{v}: cl_waiting (mean)")[0], len(cw),
-                   f"{v} cl_waiting: " + "; ".join(f"c{x} {y:.1f}" for x, y in zip(xs, cw, strict=False)))
+        rows = [g.pooler for g in groups if g.pooler]
+        sv = [p.sv_active.value if p.sv_active else 0.0 for p in rows]
+        cw = [p.cl_waiting.value if p.cl_waiting else 0.0 for p in rows]
+        for ys, style, what in ((sv, "o-", "sv_active"), (cw, "s--", "cl_waiting")):
+            chart.mark(ax.plot(xs, ys, style, color=colour, label=f"{v}: {what} (mean)")[0], len(ys),
+                       f"{v} {what}: " + "; ".join(f"c{x} {y:.1f}" for x, y in zip(xs, ys, strict=True)))
         size = groups[0].pooler.pool_size if groups[0].pooler else None
         if size:
             ax.axhline(size, color=colour, linestyle=":", linewidth=1.2, label=f"{v}: pool size {size}")

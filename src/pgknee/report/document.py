@@ -191,14 +191,16 @@ def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts
     return blocks
 
 
-def build(views: Sequence[RunView], opts: Options | None = None, *, labels: Sequence[str] = ()) -> Report:
+def build(views: Sequence[RunView], opts: Options | None = None, *, labels: Sequence[str] = (),
+          recs: Sequence[Recommendation] | None = None) -> Report:
     """One run (its variants side by side), or several runs combined into one view whose
-    variants are the runs (labels A, B, ...)."""
+    variants are the runs (labels A, B, ...). `recs`: the run's recommendations when the caller
+    already has them (the fit's bootstrap takes seconds)."""
     opts = opts or Options()
     view = views[0] if len(views) == 1 else combined(views, labels)
     missing = missing_steps(view) if len(views) == 1 else [
         (combined_name(lb, rv, v), c, r) for lb, rv in zip(labels, views, strict=True) for v, c, r in missing_steps(rv)]
-    recs = recommendations(view, opts)
+    recs = recommendations(view, opts) if recs is None else recs
     lost: dict[str, list[int]] = {}
     for v, c, _ in missing:
         lost.setdefault(v, []).append(c)
@@ -253,9 +255,7 @@ def _throughput(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
         scripts = tm.scripts_table(view, v)
         if scripts is not None:
             b.append(TableBlock(scripts))
-    how = "the best of the repetitions" if view.summary == "best" else "medians of the repetitions"
-    b.append(Para(f"% vs the first client count; figures are {how}; latency measured per transaction from "
-                  "pgbench's log; * = noisy step.", "note"))
+    b.append(Para(tm.summary_note(view, "the first client count"), "note"))
     if "timeline" in charts:
         b += [Heading("Stability within each step"), ChartBlock(charts["timeline"])]
     return b

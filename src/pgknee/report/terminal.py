@@ -399,16 +399,21 @@ def checks_table(view: RunView) -> Table:
     return t
 
 
+def summary_note(view: RunView, base: str) -> str:
+    """How to read a Data Summary."""
+    how = ("the best of the repetitions (the one with the highest TPS, as article 002 reports)"
+           if view.summary == "best" else "medians of the repetitions")
+    return (f"% vs baseline {base}; figures are {how}; latency measured per transaction from pgbench's log; "
+            "* = noisy step")
+
+
 def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
     items: list[RenderableType] = [header(view), Text("")]
     for variant in view.variants():
         items.append(data_summary(view, variant))
         base = next((g for g in view.groups if g.variant == variant), None)
         if base is not None:
-            how = ("the best of the repetitions (the one with the highest TPS, as article 002 reports)"
-                   if view.summary == "best" else "medians of the repetitions")
-            items.append(Text(f"% vs baseline {base.label}; figures are {how}; "
-                              "latency measured per transaction from pgbench's log; * = noisy step", style="dim"))
+            items.append(Text(summary_note(view, base.label), style="dim"))
         st = scripts_table(view, variant)
         if st is not None:
             items.append(st)
