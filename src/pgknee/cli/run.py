@@ -300,13 +300,12 @@ def _extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
 def _plan_file_env(source: PlanFile) -> dict[str, str]:
     """The plan file travels with the run, any password in it removed; when one hides where
     text cannot see it (a TOML escape, a line continuation), the file's text stays behind."""
+    dsns = [source.values[key] for key in ("dsn", "pooler_dsn", "pooler_admin_dsn") if source.values.get(key)]
     text = source.text
-    for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
-        if source.values.get(key):
-            text = text.replace(source.values[key], _safe_redact(source.values[key]))
+    for dsn in dsns:
+        text = text.replace(dsn, _safe_redact(dsn))
     text = scrub_secrets(text)
-    passwords = [p for key in ("dsn", "pooler_dsn", "pooler_admin_dsn") if source.values.get(key)
-                 and (p := _password_of(source.values[key]))]
+    passwords = [p for dsn in dsns if (p := _password_of(dsn))]
     if passwords and any(p in json.dumps(_toml_or_empty(text)) or p in text for p in passwords):
         text = ("(not kept: the plan file holds a password pgknee could not take out of it; keep passwords in "
                 "PGPASSWORD or a passfile)")
