@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import UserError
+from pgknee.serverconf import check_setting, parse_setting
 
 PROTOCOLS = ("simple", "extended", "prepared")
 DEFAULT_CLIENTS = (2, 4, 8, 16, 32)
@@ -83,16 +84,6 @@ def _parse_client_part(part: str, whole: str) -> list[int]:
     return list(range(start, stop + 1, inc))
 
 
-def parse_setting(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise UserError(f"server setting {text!r} must be NAME=VALUE", "for example --set shared_buffers=256MB")
-    name, value = text.split("=", 1)
-    name = name.strip()
-    if not re.fullmatch(r"[a-z_][a-z0-9_.]*", name):
-        raise UserError(f"{name!r} is not a PostgreSQL setting name", "for example --set max_connections=200")
-    return name, value.strip()
-
-
 POOL_MODES = ("session", "transaction", "statement")
 IDLE_KINDS = {
     "quiet": "connected, then nothing",
@@ -116,6 +107,20 @@ class PoolerSpec:
     reserve: int = 0  # reserve_pool_size: extra server connections after 5 s of waiting
     placement: str = "any"  # the CPUs it runs on: any, the server's, or the client's
     auth: str = "scram-sha-256"  # how clients log in to it; md5 costs the client far less CPU per login
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("managed", "external"):
+            raise UserError(f"unknown pooler kind {self.kind!r}",
+                            "pooled (a pgbouncer pgknee starts) or pooled-external")
+        if self.mode not in POOL_MODES:
+            raise UserError(f"unknown pool mode {self.mode!r}", f"choose one of {', '.join(POOL_MODES)}")
+        for what, n, low in (("pool", self.pool_size, 1), ("reserve", self.reserve, 0)):
+            if not _whole(n) or not low <= n <= MAX_POOL:
+                raise UserError(f"{what}={n!r} must be a whole number from {low} to {MAX_POOL}")
+        if self.placement not in PLACEMENTS:
+            raise UserError(f"unknown placement {self.placement!r}", "placement=server or placement=client")
+        if self.auth not in POOLER_AUTH:
+            raise UserError(f"unknown auth {self.auth!r}", "auth=scram (the default) or auth=md5")
 
     def describe(self) -> str:
         if self.kind == "external":
@@ -147,6 +152,32 @@ class Variant:
     idle_kind: str = "quiet"  # quiet: connected, nothing else; catalog: touched the catalogue; sleep: pg_sleep
     settings: tuple[tuple[str, str], ...] = ()  # embedded server settings for this variant's steps (a restart)
 
+    def __post_init__(self) -> None:
+        """Every variant passes here, from flags, a plan file or a stored plan alike."""
+        if not isinstance(self.name, str) or not 1 <= len(self.name) <= MAX_VARIANT_NAME \
+                or not self.name.isprintable():
+            raise UserError(f"variant name {str(self.name)[:MAX_VARIANT_NAME]!r} must be 1-{MAX_VARIANT_NAME} "
+                            "printable characters", "name it with --variant name=NAME:...")
+        if self.protocol not in PROTOCOLS:
+            raise UserError(f"unknown protocol {self.protocol!r}", f"choose one of {', '.join(PROTOCOLS)}")
+        if self.pooler is not None and not isinstance(self.pooler, PoolerSpec):
+            raise UserError(f"variant {self.name}: the pooler is not a pooler description")
+        if not _whole(self.idle) or not 0 <= self.idle <= MAX_IDLE:
+            raise UserError(f"variant {self.name}: idle={self.idle!r} must be a whole number from 0 to {MAX_IDLE}")
+        if self.idle_kind not in IDLE_KINDS:
+            raise UserError(f"variant {self.name}: unknown idle kind {self.idle_kind!r}",
+                            f"choose one of {', '.join(IDLE_KINDS)}")
+        if self.rate is not None and not (isinstance(self.rate, int | float) and self.rate > 0
+                                          and math.isfinite(self.rate)):
+            raise UserError(f"variant {self.name}: rate must be a positive number of TPS")
+        if not isinstance(self.think_ms, int | float) or not 0 <= self.think_ms <= MAX_THINK_MS:
+            raise UserError(f"variant {self.name}: think time must be between 0 and 60 s")
+        if not isinstance(self.settings, tuple) or any(not isinstance(s, tuple) or len(s) != 2
+                                                       for s in self.settings):
+            raise UserError(f"variant {self.name}: settings must be NAME=VALUE pairs")
+        for name, value in self.settings:
+            check_setting(name, value, where=f"variant {self.name}: ")
+
     def describe(self) -> str:
         parts = [self.protocol]
         if self.pipeline:
@@ -167,7 +198,8 @@ class Variant:
 
 
 def variant_from_dict(d: dict[str, Any]) -> Variant:
-    """A variant as stored in a run's plan (JSON), back; keys a newer pgknee added are ignored."""
+    """A variant as stored in a run's plan (JSON), back, through the same checks as a variant
+    given on the command line; keys a newer pgknee added are ignored."""
     known = {f.name for f in dataclasses.fields(Variant)}
     fields = {k: v for k, v in d.items() if k in known}
     if fields.get("pooler"):
@@ -177,20 +209,39 @@ def variant_from_dict(d: dict[str, Any]) -> Variant:
     return Variant(**fields)
 
 
-def plan_from_stored(d: dict[str, Any], clients: tuple[int, ...], dsn: str | None = None) -> Plan:
-    """A run's stored plan (JSON) with other client counts: what pgknee run --extend runs.
-    The stored DSN has no password; the environment or ~/.pgpass supplies it, or --dsn."""
-    known = {f.name for f in dataclasses.fields(Plan)}
-    fields = {k: v for k, v in d.items() if k in known}
-    t = d.get("target") or {}
-    fields["target"] = TargetSpec(dsn=dsn or t.get("dsn"), pg_bindir=t.get("pg_bindir"),
-                                  settings=tuple(tuple(s) for s in t.get("settings", ())), keep=False)
-    w = d.get("workload") or {}
-    fields["workload"] = WorkloadSpec(**{**w, "scripts": tuple(tuple(s) for s in w.get("scripts", ())),
-                                         "reinit": False})
-    fields["variants"] = tuple(variant_from_dict(v) for v in d.get("variants", ()))
-    fields["clients"] = clients
-    return Plan(**fields)
+# a stored plan gives the sweep's shape; the programs it ran are found again (or given as flags),
+# never taken from the store, where a path could have been changed to run something else
+_STORED_SWEEP_KEYS = ("duration_s", "reps", "summary", "noise_pct", "warmup_s", "threads", "max_tries",
+                      "sample_interval_s", "os_interval_s", "pre_s", "post_s", "log_sampling_rate",
+                      "pooler_dsn", "pooler_admin_dsn", "pooler_interval_s", "sample_all_databases",
+                      "query_text")
+
+
+def plan_from_stored(d: dict[str, Any], clients: tuple[int, ...], dsn: str | None = None,
+                     binaries: dict[str, str | None] | None = None) -> Plan:
+    """A run's stored plan (JSON) with other client counts: what pgknee run --extend runs. It
+    passes every check a plan from flags passes. The stored DSN has no password; the
+    environment or ~/.pgpass supplies it, or --dsn."""
+    try:
+        fields: dict[str, Any] = {k: d[k] for k in _STORED_SWEEP_KEYS if k in d}
+        t = d.get("target") or {}
+        fields["target"] = TargetSpec(dsn=dsn or t.get("dsn"), pg_bindir=(binaries or {}).get("pg_bindir"),
+                                      settings=tuple(tuple(s) for s in t.get("settings", ())), keep=False)
+        w = d.get("workload") or {}
+        fields["workload"] = WorkloadSpec(name=w.get("name", "ewallet"), scale=w.get("scale", 1.0),
+                                          schema=w.get("schema") or "", reinit=False,
+                                          scripts=tuple((str(p), int(wt)) for p, wt in w.get("scripts", ())))
+        if "variants" in d:
+            fields["variants"] = tuple(variant_from_dict(v) for v in d["variants"])
+        fields["clients"] = clients
+        fields.update({k: v for k, v in (binaries or {}).items() if k in ("pgbench", "pgbouncer")})
+        return Plan(**fields)
+    except UserError as e:
+        raise UserError(f"the stored plan does not pass pgknee's checks: {e.message}",
+                        "pgknee runs a stored plan only as far as it would run the same flags") from None
+    except (TypeError, ValueError, AttributeError, KeyError) as e:
+        raise UserError(f"the stored plan is not one pgknee wrote ({type(e).__name__})",
+                        "extend only runs made by pgknee; start a new run instead") from None
 
 
 # names a user can give alone: what each one changes from the base
@@ -207,6 +258,11 @@ _VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think", "po
                  "auth", "idle", "idle_kind", "max_connections", "set.NAME")
 _POOLER_FIELDS = ("pool_mode", "pool_size", "pool_reserve", "placement", "pool_auth")
 MAX_THINK_MS = 60_000.0
+MAX_VARIANT_NAME = 100
+
+
+def _whole(n: object) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool)
 
 
 def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> str | None:
@@ -351,6 +407,7 @@ def parse_variants(spec: str, base_protocol: str) -> list[Variant]:
 
 
 WORKLOADS = ("ewallet", "tpcb", "select-only", "read-heavy", "custom")
+PGBENCH_WORKLOADS = ("tpcb", "select-only", "read-heavy")
 
 
 def parse_script(text: str) -> tuple[str, int]:
@@ -408,14 +465,42 @@ class TargetSpec:
     settings: tuple[tuple[str, str], ...] = ()
     keep: bool = False
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.settings, tuple) or any(not isinstance(s, tuple) or len(s) != 2
+                                                       for s in self.settings):
+            raise UserError("server settings must be NAME=VALUE pairs")
+        for name, value in self.settings:
+            check_setting(name, value)
+
 
 @dataclass(frozen=True)
 class WorkloadSpec:
     name: str = "ewallet"  # ewallet | tpcb | select-only | read-heavy | custom
     scale: float = 1.0
-    schema: str = "pgknee_ewallet"
+    schema: str = ""  # '' : the workload's own (pgknee_ewallet, pgknee_pgbench)
     reinit: bool = False
     scripts: tuple[tuple[str, int], ...] = ()  # custom: (path, weight)
+
+    def __post_init__(self) -> None:
+        if not self.schema:
+            object.__setattr__(self, "schema", default_schema(self.name))
+        check_schema_name(self.schema)
+
+
+def default_schema(workload: str) -> str:
+    """Where a built-in workload lives: a schema pgknee creates and marks as its own."""
+    return "pgknee_pgbench" if workload in PGBENCH_WORKLOADS else "pgknee_ewallet"
+
+
+def check_schema_name(name: object) -> str:
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
+        shown = str(name)[:64]
+        raise UserError(f"schema name {shown!r} is not a plain lower-case identifier",
+                        "letters, digits and underscores, at most 63, e.g. --schema bench_a")
+    if name == "public" or name == "information_schema" or name.startswith("pg_"):
+        raise UserError(f"schema {name!r} is PostgreSQL's own or shared: pgknee keeps its workload apart",
+                        "choose a schema of pgknee's, e.g. --schema bench_a (the default is pgknee_ewallet)")
+    return name
 
 
 @dataclass(frozen=True)
@@ -441,8 +526,11 @@ class Plan:
     pooler_dsn: str | None = None  # a pgbouncer the user runs (pooled-external variants)
     pooler_admin_dsn: str | None = None  # its admin console, for SHOW POOLS / SHOW STATS
     pooler_interval_s: float = 0.25  # SHOW POOLS sampling
+    sample_all_databases: bool = False  # sample every database's sessions, not only the benchmark's
+    query_text: bool = True  # store the sampled sessions' query texts
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.duration_s < 1:
             raise UserError("--duration must be at least 1 second")
         if self.reps < 1:
@@ -470,8 +558,18 @@ class Plan:
         self._check_pooler()
         self._check_settings_variants()
         _check_workload(self.workload)
-        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", self.workload.schema):
-            raise UserError(f"schema name {self.workload.schema!r} is not a plain lower-case identifier")
+
+    def _check_types(self) -> None:
+        """A plan may come from a stored run: numbers must be numbers before they are compared."""
+        for name in ("duration_s", "reps", "warmup_s", "max_tries"):
+            if not _whole(getattr(self, name)):
+                raise UserError(f"{name} must be a whole number, got {getattr(self, name)!r}")
+        if not isinstance(self.clients, tuple) or not all(_whole(c) and c >= 1 for c in self.clients):
+            raise UserError("client counts must be whole numbers of at least 1")
+        for name in ("noise_pct", "sample_interval_s", "os_interval_s", "pre_s", "post_s", "log_sampling_rate",
+                     "pooler_interval_s"):
+            if not isinstance(getattr(self, name), int | float) or isinstance(getattr(self, name), bool):
+                raise UserError(f"{name} must be a number, got {getattr(self, name)!r}")
 
     def _check_pooler(self) -> None:
         external = [v.name for v in self.variants if v.pooler is not None and v.pooler.kind == "external"]
@@ -493,9 +591,6 @@ class Plan:
                 raise UserError(f"variant {v.name} changes server settings ({', '.join(k for k, _ in v.settings)}), "
                                 "which pgknee does only on its embedded server",
                                 "run once per setting against your server and compare: pgknee compare RUN_A RUN_B")
-            fixed = [k for k, _ in v.settings if k in ("port", "listen_addresses", "unix_socket_directories")]
-            if fixed:
-                raise UserError(f"variant {v.name} cannot change {fixed[0]}: pgknee needs it to reach the server")
 
     def pooled(self) -> list[Variant]:
         return [v for v in self.variants if v.pooler is not None]
@@ -538,15 +633,16 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
     "pooler": {"pgbouncer": "pgbouncer", "dsn": "pooler_dsn", "admin_dsn": "pooler_admin_dsn",
                "interval": "pooler_interval"},
     "collect": {"sample_interval": "sample_interval", "os_interval": "os_interval",
-                "log_sampling_rate": "log_sampling_rate"},
+                "log_sampling_rate": "log_sampling_rate", "sample_all_databases": "sample_all_databases",
+                "query_text": "query_text"},
 }
 DEFAULTS: dict[str, Any] = {
     "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
-    "schema": "pgknee_ewallet", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
+    "schema": "", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": "median", "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
     "log_sampling_rate": 1.0, "noise_threshold": 10.0, "pgbouncer": None, "pooler_dsn": None,
-    "pooler_admin_dsn": None, "pooler_interval": "250ms",
+    "pooler_admin_dsn": None, "pooler_interval": "250ms", "sample_all_databases": False, "query_text": True,
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
@@ -555,8 +651,11 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "protocol": (str,), "max_tries": (int,), "variants": (list,), "pgbench": (str,),
     "sample_interval": (str, int, float), "os_interval": (str, int, float), "log_sampling_rate": (int, float),
     "noise_threshold": (int, float), "pgbouncer": (str,), "pooler_dsn": (str,), "pooler_admin_dsn": (str,),
-    "pooler_interval": (str, int, float),
+    "pooler_interval": (str, int, float), "sample_all_databases": (bool,), "query_text": (bool,),
 }
+
+
+_SECRET_BEARING = ("dsn", "pooler_dsn", "pooler_admin_dsn")
 
 
 @dataclass(frozen=True)
@@ -622,7 +721,8 @@ def load_plan_file(path: str, *, small_machine: bool = False) -> PlanFile:
                 names = " or ".join(t.__name__.replace("str", "string").replace("int", "whole number")
                                     .replace("float", "number").replace("list", "list").replace("dict", "table")
                                     for t in _TYPES[flat])
-                raise UserError(f"{path}:{line}: [{section}] {key} must be a {names}, got {value!r}")
+                got = type(value).__name__ if flat in _SECRET_BEARING else repr(value)  # a DSN may hold a password
+                raise UserError(f"{path}:{line}: [{section}] {key} must be a {names}, got {got}")
             values[flat] = value
             lines[flat] = line
     return PlanFile(path, text, values, lines)
@@ -684,7 +784,8 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             os_interval_s=parse("os_interval", lambda x: parse_seconds(str(x), label("os_interval"), allow_zero=True)),
             log_sampling_rate=float(v["log_sampling_rate"]), pgbench=v["pgbench"], pgbouncer=v["pgbouncer"],
             pooler_dsn=v["pooler_dsn"] or None, pooler_admin_dsn=v["pooler_admin_dsn"] or None,
-            pooler_interval_s=parse("pooler_interval", lambda x: parse_seconds(str(x), label("pooler_interval"))))
+            pooler_interval_s=parse("pooler_interval", lambda x: parse_seconds(str(x), label("pooler_interval"))),
+            sample_all_databases=bool(v["sample_all_databases"]), query_text=bool(v["query_text"]))
     except UserError as e:
         if source is not None and not e.message.startswith(source.path):
             raise UserError(f"{source.path}: {e.message}", e.hint) from None

@@ -48,7 +48,7 @@ def test_settings_variants_need_the_embedded_server() -> None:
     v = parse_variant("max_connections=500", "prepared")
     with pytest.raises(UserError, match="which pgknee does only on its embedded server"):
         Plan(variants=(v,), target=TargetSpec(dsn="host=db"))
-    with pytest.raises(UserError, match="cannot change port"):
+    with pytest.raises(UserError, match="does not set port: it pgknee chooses the port"):
         Plan(variants=(parse_variant("set.port=1", "prepared"),))
     assert Plan(variants=(v,)).variants == (v,)
 

@@ -13,7 +13,6 @@ from pgknee.plan import (
     WorkloadSpec,
     parse_clients,
     parse_seconds,
-    parse_setting,
 )
 
 # ---- parse_clients --------------------------------------------------------------------------------
@@ -144,33 +143,6 @@ def test_parse_seconds_whole() -> None:
         parse_seconds("500ms", "--duration", whole=True)
 
 
-# ---- parse_setting --------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("shared_buffers=256MB", ("shared_buffers", "256MB")),
-    (" work_mem = 4MB ", ("work_mem", "4MB")),
-    ("max_connections=200", ("max_connections", "200")),
-    ("auto_explain.log_min_duration=0", ("auto_explain.log_min_duration", "0")),
-    ("search_path=a,b=c", ("search_path", "a,b=c")),  # only the first '=' splits
-    ("application_name=", ("application_name", "")),
-])
-def test_parse_setting(text: str, expected: tuple[str, str]) -> None:
-    assert parse_setting(text) == expected
-
-
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("badsetting", "NAME=VALUE"),
-    ("=5", "not a PostgreSQL setting name"),
-    ("1abc=5", "not a PostgreSQL setting name"),
-    ("shared buffers=1", "not a PostgreSQL setting name"),
-    ("x;drop=1", "not a PostgreSQL setting name"),
-])
-def test_parse_setting_errors(text: str, fragment: str) -> None:
-    with pytest.raises(UserError, match=fragment):
-        parse_setting(text)
-
-
 # ---- Plan -----------------------------------------------------------------------------------------
 
 
@@ -196,10 +168,6 @@ def test_plan_defaults_are_valid() -> None:
     ({"log_sampling_rate": 1.5}, "--log-sampling-rate"),
     ({"workload": WorkloadSpec(scale=0)}, "--scale"),
     ({"workload": WorkloadSpec(scale=float("inf"))}, "--scale"),
-    ({"variants": (Variant(protocol="binary"),)}, "unknown protocol 'binary'"),
-    ({"workload": WorkloadSpec(schema="Bad-Name")}, "schema name 'Bad-Name'"),
-    ({"workload": WorkloadSpec(schema="x; drop table y")}, "schema name"),
-    ({"workload": WorkloadSpec(schema="a" * 64)}, "schema name"),
 ])
 def test_plan_validation(kwargs: dict[str, object], fragment: str) -> None:
     with pytest.raises(UserError) as ei:
@@ -207,9 +175,28 @@ def test_plan_validation(kwargs: dict[str, object], fragment: str) -> None:
     assert fragment in ei.value.one_line()
 
 
+@pytest.mark.parametrize(("make", "fragment"), [
+    (lambda: Variant(protocol="binary"), "unknown protocol 'binary'"),
+    (lambda: WorkloadSpec(schema="Bad-Name"), "schema name 'Bad-Name'"),
+    (lambda: WorkloadSpec(schema="x; drop table y"), "schema name"),
+    (lambda: WorkloadSpec(schema="a" * 64), "schema name"),
+    (lambda: WorkloadSpec(schema="public"), "PostgreSQL's own or shared"),
+    (lambda: WorkloadSpec(schema="pg_temp"), "PostgreSQL's own or shared"),
+    (lambda: Variant(name="a\nb"), "printable"),
+    (lambda: Variant(idle=-1), "idle=-1"),
+    (lambda: Variant(settings=(("hba_file", "/etc/x"),)), "pgknee does not set hba_file"),
+    (lambda: TargetSpec(settings=(("work_mem", "4MB\nlisten_addresses='*'"),)), "control character"),
+])
+def test_records_check_themselves(make: object, fragment: str) -> None:
+    """Every plan record validates itself, whatever built it (flags, a file, a stored plan)."""
+    with pytest.raises(UserError) as ei:
+        make()  # type: ignore[operator]
+    assert fragment in ei.value.one_line()
+
+
 def test_plan_bad_protocol_hint_lists_the_choices() -> None:
     with pytest.raises(UserError) as ei:
-        Plan(variants=(Variant(protocol="binary"),))
+        Variant(protocol="binary")
     assert ei.value.hint == "choose one of simple, extended, prepared"
 
 
@@ -270,3 +257,4 @@ def test_plan_to_dict_without_dsn() -> None:
     assert d["target"]["dsn"] is None
     assert d["workload"] == {"name": "ewallet", "scale": 1.0, "schema": "pgknee_ewallet", "reinit": False,
                              "scripts": ()}
+    assert WorkloadSpec(name="tpcb").schema == "pgknee_pgbench"  # pgbench's tables in pgknee's own schema

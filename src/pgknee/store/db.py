@@ -3,16 +3,20 @@ A file written by a newer pgknee is refused, never downgraded."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pgknee.errors import StoreError
+from pgknee import safefs
+from pgknee.errors import StoreError, UserError
+from pgknee.plan import plan_from_stored
 from pgknee.types import OsSample, PoolerSample, PoolerStep, RunData, RunRecord, StepRecord
 
 
@@ -41,6 +45,7 @@ class Store:
     def check_new(path: str | Path) -> None:
         """Raise what creating a store at `path` would raise, without creating it."""
         p = Path(path)
+        _refuse_shared_dir(p)
         if not p.parent.exists():
             raise StoreError(f"cannot write the collector database {p}: directory {p.parent} does not exist",
                              "create it or choose another --store")
@@ -57,6 +62,8 @@ class Store:
             if create and not self.path.parent.exists():
                 raise StoreError(f"cannot write the collector database {self.path}: "
                                  f"directory {self.path.parent} does not exist", "create it or choose another --store")
+            _refuse_shared_dir(self.path)
+            _private_file(self.path)
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.db.execute("PRAGMA foreign_keys = ON")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -251,6 +258,48 @@ class Store:
         return [OsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
 
 
+def _check_plan(run: RunRecord) -> None:
+    try:
+        plan = json.loads(run.plan_json)
+        if not isinstance(plan, dict):
+            raise UserError("the stored plan is not one pgknee wrote")
+        clients = plan.get("clients") or [1]
+        plan_from_stored(plan, tuple(clients) if isinstance(clients, list) else (1,))
+    except (UserError, ValueError) as e:
+        raise StoreError(f"run {run.run_id} cannot be read: {getattr(e, 'message', 'its plan is not JSON')}",
+                         "this store was changed by something other than pgknee") from None
+
+
+def _refuse_shared_dir(path: Path) -> None:
+    """As root, never a store in a directory another user can write: they could put a link
+    where the store, its -wal or its -shm file is about to be opened."""
+    if os.geteuid() == 0 and safefs.writable_by_others(path.parent if str(path.parent) else Path(".")):
+        raise StoreError(f"as root, pgknee keeps its store out of {path.parent or '.'}, which other users can "
+                         "write (a link planted there would redirect root's writes)",
+                         "give --store a path in a directory only root can write")
+
+
+def _private_file(path: Path) -> None:
+    """The store is the user's alone (0600; SQLite gives its -wal and -shm the same mode): it
+    holds query texts and the server's settings. A new one is created so, never through a link;
+    an existing one of the user's is made so."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        return
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise StoreError(f"cannot write the collector database {path}: {e.strerror}",
+                         "choose another --store") from None
+    st = os.stat(path)
+    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+        for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            with contextlib.suppress(OSError):
+                if p.exists() and not p.is_symlink():
+                    os.chmod(p, 0o600)
+
+
 def _marks(seq: Sequence[Any]) -> str:
     return ", ".join("?" for _ in seq) or "NULL"
 
@@ -284,8 +333,10 @@ class _Tx:
 
 
 def load_run(store: Store, ref: str) -> RunData:
-    """Everything analysis needs about one run, read once."""
+    """Everything analysis needs about one run, read once. Its stored plan passes the checks a
+    plan from flags passes (a store is a file: it may have been changed since pgknee wrote it)."""
     run = store.resolve_run(ref)
+    _check_plan(run)
     steps = store.steps(run.run_id)
     ids = [s.step_id for s in steps]
     bench = ("bench",)
