@@ -46,6 +46,7 @@ from pgknee.collect.osproc import OsSampler
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, parse_progress_line, pgbench_version
 from pgknee.plan import WorkloadSpec, parse_seconds
 from pgknee.targets.local import EmbeddedCluster, find_bindir
+from pgknee.workloads.base import write_scripts
 from pgknee.workloads.ewallet import EWallet
 
 STEADY_SETTINGS = {"autovacuum": "off", "checkpoint_timeout": "1h", "max_wal_size": "16GB",
@@ -94,7 +95,8 @@ class Switch:
         self.on = on
 
 
-def one_run(kind: str, run: PgbenchRun, env: dict[str, str], switch: Switch, rng: random.Random) -> Pairs:
+def one_run(kind: str, run: PgbenchRun, env: dict[str, str], switch: Switch, rng: random.Random,
+            run_as: proc.RunAs | None) -> Pairs:
     """One pgbench run; seconds labelled in pairs; returns the per-pair log-ratios."""
     n_pairs = (run.duration_s - SKIP_SECONDS) // 2
     # per pair: which second (0 or 1) carries the first label ('on' for A/B, 'x' for A/A)
@@ -109,7 +111,7 @@ def one_run(kind: str, run: PgbenchRun, env: dict[str, str], switch: Switch, rng
     tps: dict[int, float] = {}
     switch.query_ms = []
     switch.set(False)
-    p = proc.spawn(run.argv(), env=env)
+    p = proc.spawn(run.argv(), env=env, run_as=run_as)
     with proc.guarded(p, first=signal.SIGINT):
         assert p.stderr is not None
         switch.set(state_for(1))
@@ -156,11 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             cluster.create_database()
             workload = EWallet(WorkloadSpec())
             with cluster.endpoint.connect("setup") as conn:
-                workload.install(conn, created_by_pgknee=True, say=lambda t: print(t, flush=True))
+                workload.install(conn, say=lambda t: print(t, flush=True), run_pgbench=lambda args, schema: None)
                 row = conn.execute("SHOW server_version_num").fetchone()
                 server_num = int(row[0]) if row else 150000
-            scripts = workload.render_scripts(Path(tmp))
-            env = cluster.endpoint.child_env(Path(tmp))
+            os.chmod(tmp, 0o711)  # pgbench runs as the server's user when this runs as root
+            scripts = write_scripts([(s, s.text) for s in workload.sources()], Path(tmp), cluster.run_as)
+            env = cluster.endpoint.child_env(Path(tmp), cluster.run_as)
             run = PgbenchRun(pgbench=pgbench, clients=2 * cpus, threads=cpus, duration_s=args.seconds,
                              protocol="prepared", scripts=tuple(scripts),
                              defines=tuple(workload.defines().items()), log_prefix=None, max_tries=3,
@@ -176,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 for i in range(args.runs):
                     for kind in ("A/B", "A/A") if i % 2 == 0 else ("A/A", "A/B"):
-                        r = one_run(kind, run, env, switch, rng)
+                        r = one_run(kind, run, env, switch, rng, cluster.run_as)
                         results.append(r)
                         print(f"run {len(results)}/{2 * args.runs} {kind}: {interval_text(r.log_ratios)}", flush=True)
             finally:

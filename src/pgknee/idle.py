@@ -109,11 +109,7 @@ class IdleHolder:
     # ---- on the loop -----------------------------------------------------------------------------
     async def _open_all(self) -> None:
         gate = asyncio.Semaphore(self.concurrency)
-        kwargs: dict[str, Any] = dict(self.endpoint.params)
-        if self.endpoint.password is not None:
-            kwargs["password"] = self.endpoint.password
-        kwargs["application_name"] = APP_NAME
-        kwargs.setdefault("connect_timeout", "30")
+        kwargs = self.endpoint.kwargs(APP_NAME, timeout=30)
 
         async def one() -> None:
             async with gate:

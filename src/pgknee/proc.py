@@ -1,6 +1,8 @@
 """The one place that starts child processes.
 
-Every child runs in its own session (so a terminal's Ctrl-C reaches only pgknee,
+A child gets the environment built for it (base_env when none is given: never pgknee's
+own, which may hold PGPASSWORD, a PGKNEE_*_DSN or a CI runner's secrets). Every child
+runs in its own session (so a terminal's Ctrl-C reaches only pgknee,
 which then stops the children in order), is tracked, and is stopped by
 escalating signals to its whole process group: TERM (or the signal given),
 then KILL. No child outlives pgknee, whatever the exit path.
@@ -46,7 +48,7 @@ def spawn(
     (and every thread it starts) to those CPUs."""
     p = subprocess.Popen(  # noqa: S603 - argv is built by pgknee, never a shell
         list(argv),
-        env=dict(env) if env is not None else None,
+        env=dict(env) if env is not None else base_env(),
         cwd=cwd,
         stdout=stdout,
         stderr=stderr,
@@ -59,6 +61,12 @@ def spawn(
     )
     _live.add(p)
     return p
+
+
+def base_env() -> dict[str, str]:
+    """What every child gets: a PATH (a \\shell in a pgbench script needs one) and the C locale
+    (pgknee parses what its children print)."""
+    return {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
 
 
 def _signal_group(p: subprocess.Popen[bytes], sig: int) -> None:

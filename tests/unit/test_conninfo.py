@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pgknee.errors import UserError
-from pgknee.targets.conninfo import child_env, parse_dsn, redact_dsn, split_secret
+from pgknee.targets.conninfo import child_env, parse_dsn, redact_dsn, split_secret, write_passfile
 
 PW = "s3cr:et\\Zq9"  # ':' and '\' must be escaped in a passfile
 
@@ -86,9 +86,9 @@ def _unescape(field: str) -> str:
 
 def test_child_env_passfile(tmp_path: Path) -> None:
     params = {"host": "db.example.com", "port": "5433", "user": "alice", "dbname": "shop", "sslmode": "require"}
-    env = child_env(params, PW, tmp_path)
-    passfile = Path(env["PGPASSFILE"])
-    assert passfile == tmp_path / "pgpass"
+    passfile = write_passfile(tmp_path, PW, owner=None)
+    env = child_env(params, passfile)
+    assert Path(env["PGPASSFILE"]) == passfile == tmp_path / "pgpass"
     assert stat.S_IMODE(passfile.stat().st_mode) == 0o600
     text = passfile.read_text()
     assert text == "*:*:*:*:s3cr\\:et\\\\Zq9\n"
@@ -101,37 +101,30 @@ def test_child_env_passfile(tmp_path: Path) -> None:
     assert "PGPASSWORD" not in env
     assert not any(PW in v for v in env.values())
     assert not any("s3cr" in v for v in env.values())
+    with pytest.raises(FileExistsError):  # never over an existing file (or through a link)
+        write_passfile(tmp_path, PW, owner=None)
 
 
-def test_child_env_drops_the_parents_pg_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PGHOST", "elsewhere")
-    monkeypatch.setenv("PGOPTIONS", "-c work_mem=1GB")
-    monkeypatch.setenv("PGKNEE_SOMETHING", "x")
-    monkeypatch.setenv("UNRELATED_VAR", "kept")
-    env = child_env({"host": "h"}, None, tmp_path)
-    assert env["PGHOST"] == "h"
-    assert "PGOPTIONS" not in env and "PGKNEE_SOMETHING" not in env
-    assert env["UNRELATED_VAR"] == "kept"
-    assert "PGPASSFILE" not in env
-    assert not (tmp_path / "pgpass").exists()
+def test_child_env_is_built_not_inherited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing of pgknee's own environment reaches a child but PATH: not the user's PG*
+    variables, not a PGKNEE_*_DSN, not a CI runner's secrets."""
+    for var, value in (("PGHOST", "elsewhere"), ("PGOPTIONS", "-c work_mem=1GB"), ("PGPASSWORD", "fromenv"),
+                       ("PGKNEE_DSN", "postgresql://u:pw@h/db"), ("CI_SECRET_TOKEN", "t0ken"),
+                       ("PGPASSFILE", "/home/u/.pgpass-custom")):
+        monkeypatch.setenv(var, value)
+    env = child_env({"host": "h"}, tmp_path / "none")
+    assert env == {"PATH": env["PATH"], "LC_ALL": "C", "PGHOST": "h", "PGPASSFILE": str(tmp_path / "none")}
 
 
-def test_child_env_pgpassword_goes_to_the_passfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PGPASSWORD", "fromenv")
-    env = child_env({"host": "h"}, None, tmp_path)
-    assert "PGPASSWORD" not in env
-    assert not any("fromenv" in v for v in env.values())
-    assert (tmp_path / "pgpass").read_text() == "*:*:*:*:fromenv\n"
+def test_child_env_uses_libpqs_own_variable_names(tmp_path: Path) -> None:
+    env = child_env({"host": "h", "sslrootcert": "/r.crt", "channel_binding": "require", "gssencmode": "disable",
+                     "krbsrvname": "pg"}, tmp_path / "none")
+    assert (env["PGSSLROOTCERT"], env["PGCHANNELBINDING"], env["PGGSSENCMODE"], env["PGKRBSRVNAME"]) == \
+        ("/r.crt", "require", "disable", "pg")
 
 
-def test_child_env_keeps_the_users_passfile_without_a_password(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PGPASSFILE", "/home/u/.pgpass-custom")
-    env = child_env({"host": "h"}, None, tmp_path)
-    assert env["PGPASSFILE"] == "/home/u/.pgpass-custom"
-
-
-def test_child_env_refuses_unknown_parameters(tmp_path: Path) -> None:
-    assert "PGAPPNAME" not in child_env({"host": "h", "application_name": "x"}, None, tmp_path)
+def test_child_env_refuses_what_a_child_cannot_be_given(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="'keepalives'"):
-        child_env({"host": "h", "keepalives": "1"}, None, tmp_path)
+        child_env({"host": "h", "keepalives": "1"}, tmp_path / "none")
+    with pytest.raises(UserError, match="'sslpassword'"):
+        child_env({"host": "h", "sslpassword": "x"}, tmp_path / "none")

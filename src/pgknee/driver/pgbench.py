@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
+from pgknee import proc
 from pgknee.analyze.summary import latency_stats
 from pgknee.errors import DriverError, UserError
 from pgknee.types import PgbenchSummary, ProgressPoint, ScriptResult, StepMeasurement
@@ -42,7 +43,7 @@ def find_pgbench(explicit: str | None = None, bindir: Path | None = None) -> str
 def pgbench_version(path: str) -> tuple[str, int]:
     """('15.18 (Debian ...)', 150018)"""
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+        out = proc.run([path, "--version"], timeout=10).stdout
     except OSError as e:
         raise DriverError(f"cannot run {path}: {e}") from None
     m = re.search(r"(\d+)(?:\.(\d+))?", out)
@@ -250,12 +251,14 @@ class TransactionLog:
 
 
 def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
-                          has_retries: bool | None = None) -> TransactionLog:
+                          has_retries: bool | None = None,
+                          opener: Callable[[Path], BinaryIO] | None = None) -> TransactionLog:
     """Parse 'client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries]'.
 
     time is the latency in microseconds (with --rate: from the scheduled start, lag included),
     or failed/serialization/deadlock/skipped. schedule_lag is there with --rate, retries with
-    --max-tries other than 1; when the caller does not say, a 7th column is taken for retries."""
+    --max-tries other than 1; when the caller does not say, a 7th column is taken for retries.
+    `opener` opens a log (pgbench's, written as another user: safefs.open_child_file)."""
     lat: list[int] = []
     lag: list[int] = []
     scr: list[int] = []
@@ -264,7 +267,7 @@ def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
     failures: dict[str, int] = {}
     skipped = 0
     for path in paths:
-        with open(path, "rb") as fh:
+        with (opener(path) if opener is not None else open(path, "rb")) as fh:
             for raw in fh:
                 parts = raw.split()
                 if len(parts) < 6:
@@ -318,4 +321,4 @@ def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float, *
 
 def log_files(prefix: Path) -> list[Path]:
     """pgbench writes PREFIX.PID for thread 0 and PREFIX.PID.N for the others."""
-    return sorted(p for p in prefix.parent.glob(prefix.name + ".*") if p.is_file())
+    return sorted(p for p in prefix.parent.glob(prefix.name + ".*") if not p.is_symlink() and p.is_file())

@@ -1,28 +1,38 @@
-"""Connection strings without secrets: parse, redact, and hand to children via
-the environment and a private passfile (never argv)."""
+"""Connection strings: parse, redact, resolve once, and hand to children.
+
+One connection truth: the DSN is resolved once, by libpq itself (a first connection through
+psycopg, which applies libpq's defaults, the PG* environment, a service file and the
+passfile), and every client pgknee starts (pgbench, the samplers, the idle sessions, a managed
+pgbouncer) is given the parameters that connection really used: the host and address it
+reached, the user, the database, the TLS settings. Children get them as libpq's own
+environment variables (libpq's list, read from PQconndefaults, not a hand-kept map) and the
+password in a 0600 passfile of pgknee's, never in argv or PGPASSWORD.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import psycopg.conninfo
+from psycopg import pq
 
+from pgknee import safefs
 from pgknee.errors import UserError
+from pgknee.proc import RunAs, base_env
 
-# libpq keyword -> environment variable (for children such as pgbench)
-_ENV_OF = {
-    "host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "dbname": "PGDATABASE",
-    "user": "PGUSER", "options": "PGOPTIONS", "sslmode": "PGSSLMODE", "sslcert": "PGSSLCERT",
-    "sslkey": "PGSSLKEY", "sslrootcert": "PGSSLROOTCERT", "sslcrl": "PGSSLCRL",
-    "sslnegotiation": "PGSSLNEGOTIATION", "requiressl": "PGREQUIRESSL", "gssencmode": "PGGSSENCMODE",
-    "krbsrvname": "PGKRBSRVNAME", "connect_timeout": "PGCONNECT_TIMEOUT",
-    "target_session_attrs": "PGTARGETSESSIONATTRS", "channel_binding": "PGCHANNELBINDING",
-    "service": "PGSERVICE", "passfile": "PGPASSFILE", "client_encoding": "PGCLIENTENCODING",
-    "load_balance_hosts": "PGLOADBALANCEHOSTS", "require_auth": "PGREQUIREAUTH",
-}
 _SECRET_KEYS = ("password", "sslpassword")
+# parameters that name files a child must read: copied for a child that runs as another user
+TLS_FILE_KEYS = ("sslrootcert", "sslcert", "sslkey", "sslcrl")
+# set per client, or resolved away: one host reached, its passfile read
+_NOT_PASSED = ("password", "passfile", "service", "application_name", "fallback_application_name",
+               "target_session_attrs", "load_balance_hosts", "connect_timeout")
+# what libpq reports for a parameter left at its default, where PQconndefaults lists none
+_IMPLICIT_DEFAULTS = {"sslcertmode": "allow"}
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
@@ -50,31 +60,113 @@ def split_secret(params: dict[str, str]) -> tuple[dict[str, str], str | None]:
     return clean, params.get("password")
 
 
-def child_env(params: dict[str, str], password: str | None, private_dir: Path) -> dict[str, str]:
-    """Environment for a libpq child: parameters as PG* variables, the password in a
-    0600 passfile inside `private_dir` (never in argv, never in PGPASSWORD)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    for key, value in params.items():
-        var = _ENV_OF.get(key)
-        if var is None:
-            if key in ("application_name", "fallback_application_name"):
-                continue
-            raise UserError(f"connection parameter {key!r} cannot be passed to pgbench safely",
-                            "remove it from the DSN or set it in a service file (PGSERVICEFILE)")
-        env[var] = value
-    pw = password if password is not None else os.environ.get("PGPASSWORD")
-    if pw is not None:
-        passfile = private_dir / "pgpass"
-        fd = os.open(passfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            esc = pw.replace("\\", "\\\\").replace(":", "\\:")
-            f.write(f"*:*:*:*:{esc}\n")
-        env["PGPASSFILE"] = str(passfile)
+@cache
+def _libpq_options() -> dict[str, tuple[str | None, str | None]]:
+    """keyword -> (environment variable, default value), as libpq itself lists them."""
+    out = {}
+    for o in pq.Conninfo.get_defaults():
+        out[o.keyword.decode()] = (o.envvar.decode() if o.envvar else None, o.val.decode() if o.val else None)
+    return out
+
+
+def effective_params(conn: psycopg.Connection[Any]) -> tuple[dict[str, str], str | None]:
+    """What a connection really used, without the password (returned apart): the host and
+    address it reached (one of several, if the DSN listed several), the user and database,
+    and every other parameter that differs from libpq's default."""
+    defaults = _libpq_options()
+    params: dict[str, str] = {}
+    for o in conn.pgconn.info:
+        key = o.keyword.decode()
+        if o.val is None or key in _NOT_PASSED:
+            continue
+        val = o.val.decode()
+        if val != (defaults.get(key, (None, None))[1] or _IMPLICIT_DEFAULTS.get(key, "")):
+            params[key] = val
+    info = conn.info
+    params.update(host=info.host, port=str(info.port), user=info.user, dbname=info.dbname)
+    if info.hostaddr:
+        params["hostaddr"] = info.hostaddr
     else:
-        for var in ("PGPASSFILE", "PGSERVICEFILE", "PGSYSCONFDIR", "PGSSLCERT", "PGSSLKEY"):
-            if var in os.environ and var not in env:
-                env[var] = os.environ[var]
+        params.pop("hostaddr", None)
+    _default_tls_files(params)
+    return params, info.password or None
+
+
+def _default_tls_files(params: dict[str, str]) -> None:
+    """The files libpq reads by default from ~/.postgresql, named: a child running as another
+    user would look in its own home."""
+    home = Path(os.path.expanduser("~")) / ".postgresql"
+    if params.get("sslmode") in ("verify-ca", "verify-full") and "sslrootcert" not in params \
+            and (home / "root.crt").is_file():
+        params["sslrootcert"] = str(home / "root.crt")
+    if "sslcert" not in params and (home / "postgresql.crt").is_file() and (home / "postgresql.key").is_file():
+        params["sslcert"] = str(home / "postgresql.crt")
+        params.setdefault("sslkey", str(home / "postgresql.key"))
+
+
+def env_neutral(params: Mapping[str, str]) -> dict[str, str]:
+    """libpq's built-in defaults for every parameter whose variable is set in pgknee's own
+    environment and that `params` does not give: a connection made inside pgknee then depends
+    on `params` alone, as a child's does."""
+    out = {}
+    for o in pq.Conninfo.get_defaults():
+        key = o.keyword.decode()
+        if o.envvar and key not in params and os.environ.get(o.envvar.decode()) is not None \
+                and key not in ("password", "passfile"):
+            out[key] = o.compiled.decode() if o.compiled else ""
+    return out
+
+
+def child_env(params: Mapping[str, str], passfile: Path) -> dict[str, str]:
+    """The environment a libpq child (pgbench) needs to log in, and nothing else: the
+    connection as libpq's environment variables, the passfile, a PATH and the C locale."""
+    env = base_env()
+    options = _libpq_options()
+    for key, value in params.items():
+        var = options.get(key, (None, None))[0]
+        if var is None or key in _NOT_PASSED:
+            raise UserError(f"connection parameter {key!r} cannot be passed to pgbench",
+                            "remove it from the DSN, or set it where libpq reads it for every client "
+                            "(a service file, PGSERVICEFILE)")
+        env[var] = value
+    env["PGPASSFILE"] = str(passfile)  # pgknee's: a child never reads a passfile of its own finding
     return env
+
+
+def write_passfile(directory: Path, password: str, *, owner: RunAs | None, name: str = "pgpass") -> Path:
+    """A passfile for every host, port, database and user (0600, in one of pgknee's private
+    directories, given to the child's user)."""
+    path = directory / name
+    safefs.create_file(path, f"*:*:*:*:{passfile_escape(password)}\n".encode(), owner=owner)
+    return path
+
+
+def passfile_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace(":", "\\:")
+
+
+def localize_files(params: Mapping[str, str], directory: Path, owner: RunAs | None) -> dict[str, str]:
+    """The TLS files a child must read, copied into `directory` for a child running as `owner`
+    (who cannot read the user's own, 0600 in their home); unchanged when the child runs as
+    pgknee's own user."""
+    out = dict(params)
+    if owner is None:
+        return out
+    for key in TLS_FILE_KEYS:
+        src = params.get(key)
+        if not src or src == "system":
+            continue
+        try:
+            data = Path(src).read_bytes()
+        except OSError as e:
+            raise UserError(f"cannot read the {key} file {src}: {e.strerror}", "check the path in the DSN") from None
+        dst = directory / f"{key}{Path(src).suffix}"
+        safefs.create_file(dst, data, owner=owner)
+        out[key] = str(dst)
+    if params.get("sslcrldir"):
+        raise UserError("sslcrldir cannot be handed to pgbench running as another user",
+                        "use sslcrl (one file), or run pgknee as an unprivileged user")
+    return out
 
 
 _URI_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@", re.IGNORECASE)

@@ -15,19 +15,21 @@ import signal
 import socket
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 
-from pgknee import proc
+from pgknee import proc, safefs
 from pgknee.errors import TargetError, UserError
+from pgknee.serverconf import check_setting, conf_line, conf_path_line
 from pgknee.targets.base import Endpoint
+from pgknee.targets.conninfo import passfile_escape
 
 SUPERUSER = "pgknee"
 BENCH_DB = "pgknee"
 # Settings pgknee sets unless the user overrides them: close to a small server,
 # durable (fsync, synchronous_commit on) so WAL waits look like production.
-VARIANT_CONF = "pgknee-variant.conf"
 DEFAULT_SETTINGS: dict[str, str] = {
     "max_connections": "100",
     "shared_buffers": "128MB",
@@ -39,8 +41,7 @@ DEFAULT_SETTINGS: dict[str, str] = {
 
 def _version_of(bindir: Path) -> tuple[int, int] | None:
     try:
-        out = subprocess.run([str(bindir / "postgres"), "--version"], capture_output=True, text=True,
-                             timeout=10, check=False).stdout
+        out = proc.run([str(bindir / "postgres"), "--version"], timeout=10).stdout
     except OSError:
         return None
     for tok in out.split():
@@ -69,8 +70,7 @@ def find_bindir(explicit: str | None = None) -> Path:
     pg_config = shutil.which("pg_config")
     if pg_config:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10,
-                                 check=False).stdout.strip()
+            out = proc.run([pg_config, "--bindir"], timeout=10).stdout.strip()
             if out:
                 candidates.append(Path(out))
     versioned = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
@@ -116,22 +116,31 @@ def reachable_by_others(path: Path) -> bool:
 
 
 class EmbeddedCluster:
+    """The throwaway server. Its directory is pgknee's own (root-owned when pgknee is root,
+    0711 so the server's user can reach what is inside by name): pgknee writes the
+    configuration, password and log files there, never in the data or socket directories,
+    which belong to the server's user. The server reads its configuration from
+    pgknee's file (config_file, outside the data directory), which includes initdb's."""
+
     kind = "embedded"
     created_by_pgknee = True
 
     def __init__(self, bindir: Path, settings: dict[str, str], *, base_dir: str | None = None) -> None:
         self.bindir = bindir
+        for name, value in settings.items():
+            check_setting(name, value)
         self.settings = {**DEFAULT_SETTINGS, **settings}
         self.run_as = server_user()
         base = Path(base_dir or tempfile.gettempdir())
         if self.run_as is not None and not reachable_by_others(base):
             raise TargetError(f"the embedded server runs as user {self.run_as.name}, which cannot reach {base}",
                               "set TMPDIR to a directory every user can traverse, such as /tmp")
-        self.root = Path(tempfile.mkdtemp(prefix="pgknee-cluster-", dir=base_dir))
+        self.root = safefs.private_dir("pgknee-cluster-", base=base_dir, reachable_by=self.run_as)
         self.data = self.root / "data"
         self.sock = self.root / "sock"
-        self.client_dir = Path(tempfile.mkdtemp(prefix="pgknee-client-", dir=base_dir))
+        self.conf = self.root / "postgresql.conf"
         self.logfile = self.root / "server.log"
+        self.passfile = self.root / "pgpass"
         self.port = 0
         self.password = secrets.token_urlsafe(24)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -151,41 +160,35 @@ class EmbeddedCluster:
         raise TargetError(f"the embedded PostgreSQL server did not start: {self._log_tail(1)}",
                           f"see {self.logfile}, or keep it with --keep")
 
-    def _chown(self, path: Path) -> None:
-        if self.run_as is not None:
-            os.chown(path, self.run_as.uid, self.run_as.gid)
-
     def _init(self) -> None:
-        os.chmod(self.root, 0o700)
-        self._chown(self.root)
-        self.sock.mkdir(mode=0o700)
-        self._chown(self.sock)
+        safefs.make_dir(self.data, owner=self.run_as)
+        safefs.make_dir(self.sock, owner=self.run_as)
         pwfile = self.root / "pwfile"
-        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(self.password + "\n")
-        self._chown(pwfile)
+        safefs.create_file(pwfile, (self.password + "\n").encode(), owner=self.run_as)
         argv = [str(self.bindir / "initdb"), "-D", str(self.data), "-U", SUPERUSER, "--pwfile", str(pwfile),
                 "-E", "UTF8", "--locale=C", "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync"]
-        r = proc.run(argv, run_as=self.run_as, timeout=180, cwd=str(self.root))
-        pwfile.unlink()
+        try:
+            r = proc.run(argv, run_as=self.run_as, timeout=180, cwd=str(self.root))
+        finally:
+            pwfile.unlink(missing_ok=True)
         if r.returncode != 0:
             raise TargetError(f"initdb failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}",
                               "check the PostgreSQL installation and free disk space")
-        conf = self.data / "postgresql.conf"
-        with conf.open("a") as f:
-            f.write("\n# --- pgknee ---\n")
-            f.write("listen_addresses = '127.0.0.1'\n")
-            f.write(f"unix_socket_directories = '{self.sock}'\n")
-            for k, v in self.settings.items():
-                f.write(f"{k} = '{v}'\n")
-            f.write(f"include_if_exists = '{VARIANT_CONF}'\n")
-        self._write_port()
+        os.close(safefs.open_log(self.logfile))
 
-    def _write_port(self) -> None:
-        (self.data / "postgresql.auto.conf").write_text(
-            "# written by pgknee at each start\n" + (f"port = {self.port}\n" if self.port else ""))
-        self._chown(self.data / "postgresql.auto.conf")
+    def _write_conf(self) -> None:
+        """pgknee's configuration file, written anew before every start (the port, a variant's
+        settings): initdb's file first, then where the server listens, the run's settings,
+        the variant's. Every value quoted and escaped (serverconf)."""
+        text = ("# written by pgknee before each start; the server's own file is included first\n"
+                + conf_path_line("include", str(self.data / "postgresql.conf"))
+                + "listen_addresses = '127.0.0.1'\n"
+                + f"port = {int(self.port)}\n"
+                + conf_path_line("unix_socket_directories", str(self.sock))
+                + "".join(conf_line(k, v) for k, v in self.settings.items())
+                + ("# the current variant's settings\n" if self.variant_settings else "")
+                + "".join(conf_line(k, v) for k, v in self.variant_settings.items()))
+        safefs.replace_file(self.conf, text.encode(), mode=0o644)
 
     def _log_tail(self, n: int = 5) -> str:
         try:
@@ -195,11 +198,11 @@ class EmbeddedCluster:
         return " | ".join(lines[-n:])
 
     def _start_once(self) -> bool:
-        self._write_port()
-        log = os.open(self.logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._chown(self.logfile)
+        self._write_conf()
+        log = os.open(self.logfile, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            self._proc = proc.spawn([str(self.bindir / "postgres"), "-D", str(self.data)],
+            self._proc = proc.spawn([str(self.bindir / "postgres"), "-D", str(self.data),
+                                     "-c", f"config_file={self.conf}"],
                                     run_as=self.run_as, stdout=log, stderr=log, cwd=str(self.root))
         finally:
             os.close(log)
@@ -228,19 +231,22 @@ class EmbeddedCluster:
                              autocommit=True, application_name="pgknee:setup") as c:
             c.execute(f'CREATE DATABASE "{BENCH_DB}"')
 
-    def restart(self, variant_settings: dict[str, str]) -> None:
+    def apply_settings(self, settings: dict[str, str], say: Callable[[str], None] = lambda _: None) -> bool:
         """Restart with a variant's settings on top of the run's own (max_connections = 5000,
-        ...): they live in a file of their own, included last, rewritten at each restart, so
-        the next variant starts from the run's settings again."""
+        ...) when they differ from what the server runs with; the next variant starts from the
+        run's settings again."""
+        if settings == self.variant_settings:
+            return False
+        for name, value in settings.items():
+            check_setting(name, value)
+        say("restarting the embedded server with " +
+            (", ".join(f"{k}={x}" for k, x in settings.items()) if settings else "the run's own settings"))
         self._stop_server()
-        path = self.data / VARIANT_CONF
-        path.write_text("# written by pgknee: the current variant's settings\n" +
-                        "".join(f"{k} = '{v}'\n" for k, v in variant_settings.items()))
-        self._chown(path)
-        self.variant_settings = dict(variant_settings)
+        self.variant_settings = dict(settings)
         if not self._start_once():
-            raise TargetError(f"the embedded server did not restart with {variant_settings}: {self._log_tail(1)}",
+            raise TargetError(f"the embedded server did not restart with {settings}: {self._log_tail(1)}",
                               "check the setting's value; the server log says why")
+        return True
 
     def _stop_server(self) -> None:
         p = self._proc
@@ -262,15 +268,19 @@ class EmbeddedCluster:
         self._stop_server()
 
     def keep(self) -> str:
-        """Leave the server running past pgknee's exit; return how to use and stop it."""
+        """Leave the server running past pgknee's exit; write the passfile it needs over TCP
+        (0600, in pgknee's directory) and return how to use and stop it."""
         self.kept = True
         if self._proc is not None:
             proc.release(self._proc)
+        safefs.create_file(self.passfile, "".join(
+            f"{host}:{self.port}:*:{SUPERUSER}:{passfile_escape(self.password)}\n"
+            for host in ("127.0.0.1", "localhost")).encode())
         as_user = f"runuser -u {self.run_as.name} -- " if self.run_as else ""
         return (f"kept the embedded server: psql \"host={self.sock} port={self.port} user={SUPERUSER} "
-                f"dbname={BENCH_DB}\"  (TCP: postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{BENCH_DB}, password in "
-                f"{self.client_dir / 'pgpass'}); stop it with: {as_user}{self.bindir / 'pg_ctl'} -D {self.data} "
-                f"stop && rm -rf {self.root} {self.client_dir}")
+                f"dbname={BENCH_DB}\"  (TCP: PGPASSFILE={self.passfile} psql "
+                f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{BENCH_DB}); stop it with: "
+                f"{as_user}{self.bindir / 'pg_ctl'} -D {self.data} stop && rm -rf {self.root}")
 
     def close(self) -> None:
         if self.kept:
@@ -278,17 +288,16 @@ class EmbeddedCluster:
         try:
             self._stop_server()
         finally:
-            shutil.rmtree(self.root, ignore_errors=True)
-            shutil.rmtree(self.client_dir, ignore_errors=True)
+            shutil.rmtree(self.root, ignore_errors=True)  # fd-based: links inside are not followed
 
-    # ---- what the runner needs -------------------------------------------------------
+    # ---- what the run needs -------------------------------------------------------------
     @property
     def endpoint(self) -> Endpoint:
         return Endpoint({"host": "127.0.0.1", "port": str(self.port), "user": SUPERUSER, "dbname": BENCH_DB},
                         self.password)
 
     @property
-    def local_endpoint(self) -> Endpoint:
+    def session_endpoint(self) -> Endpoint:
         """The private Unix socket (trust): for pgknee's own many sessions (idle ones), which
         would otherwise each pay a SCRAM key derivation on the client."""
         return Endpoint({"host": str(self.sock), "port": str(self.port), "user": SUPERUSER, "dbname": BENCH_DB})

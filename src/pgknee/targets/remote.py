@@ -1,12 +1,15 @@
-"""A server the user already runs, reached by DSN. pgknee only reads from it,
-except for the workload schema the user asked it to install."""
+"""A server the user already runs, reached by DSN. pgknee only reads from it, except for
+the workload schema of its own that it creates and marks (workloads/schema.py)."""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
+from pgknee.errors import TargetError
+from pgknee.proc import RunAs
 from pgknee.targets.base import Endpoint
-from pgknee.targets.conninfo import parse_dsn, split_secret
+from pgknee.targets.conninfo import parse_dsn
+from pgknee.targets.local import server_user
 
 
 class RemoteTarget:
@@ -14,18 +17,31 @@ class RemoteTarget:
     created_by_pgknee = False
 
     def __init__(self, dsn: str) -> None:
-        params, password = split_secret(parse_dsn(dsn))
-        if password is None and os.environ.get("PGPASSWORD"):
-            password = os.environ["PGPASSWORD"]
-        self.endpoint = Endpoint(params, password)
         self.password_in_dsn = "password" in parse_dsn(dsn)
+        self.endpoint = Endpoint.resolve(dsn)
+        self.session_endpoint = self.endpoint
+        # pgbench (and a managed pgbouncer) never run as root: as the server's usual user
+        self.run_as: RunAs | None = server_user()
 
     def server_pid(self) -> int | None:
         return None
 
+    def alive(self) -> bool:
+        return True
+
+    def apply_settings(self, settings: dict[str, str], say: Callable[[str], None] = lambda _: None) -> bool:
+        if settings:
+            raise TargetError("pgknee does not change a remote server's settings",
+                              "run once per setting against your server and compare: pgknee compare RUN_A RUN_B")
+        return False
+
+    def keep(self) -> str | None:
+        return None
+
     def describe(self) -> dict[str, str]:
         return {"target.kind": "remote", "target.endpoint": self.endpoint.label,
-                "target.local": str(self.endpoint.is_local()).lower()}
+                "target.local": str(self.endpoint.is_local()).lower(),
+                "target.tls": str(self.endpoint.tls).lower()}
 
     def close(self) -> None:
         pass

@@ -7,12 +7,41 @@ from typing import Any, Protocol
 
 import psycopg
 
+from pgknee import safefs
+from pgknee.proc import RunAs
+
+
+@dataclass(frozen=True)
+class ScriptSource:
+    """A pgbench script as a workload gives it: its text, before pgknee writes it out."""
+
+    name: str  # e.g. 'transfer'
+    filename: str  # the name pgbench shows in its messages: transfer.sql, or the user's own file's name
+    text: str
+    weight: int
+
 
 @dataclass(frozen=True)
 class Script:
+    """A script as pgbench reads it: a file pgknee wrote in its run directory."""
+
     name: str  # e.g. 'transfer'
-    path: Path  # the rendered file pgbench reads
+    path: Path
     weight: int
+
+
+def write_scripts(scripts: list[tuple[ScriptSource, str]], directory: Path, run_as: RunAs | None) -> list[Script]:
+    """Scripts (each with the text to run) written for pgbench into a new directory of pgknee's
+    under `directory`, one subdirectory each so a file keeps its own name in pgbench's messages;
+    readable by `run_as`, the user pgbench runs as."""
+    mode = 0o711 if run_as else 0o700
+    d = safefs.make_dir(directory / f"scripts-{len(list(directory.glob('scripts-*')))}", mode=mode)
+    out = []
+    for i, (src, text) in enumerate(scripts):
+        sd = safefs.make_dir(d / f"s{i}", mode=mode)
+        safefs.create_file(sd / src.filename, text.encode(), owner=run_as)
+        out.append(Script(src.name, sd / src.filename, src.weight))
+    return out
 
 
 @dataclass(frozen=True)
@@ -22,12 +51,16 @@ class CheckResult:
     details: dict[str, Any]
 
 
+# pgbench -i ARGS with search_path set to the workload's schema (pgbench creates its tables unqualified)
+RunPgbench = Callable[[list[str], str], None]
+
+
 class Workload(Protocol):
     name: str
 
-    def install(self, conn: psycopg.Connection[Any], *, created_by_pgknee: bool, say: Callable[[str], None],
-                run_pgbench: Callable[[list[str]], None]) -> dict[str, str]: ...
-    def render_scripts(self, into: Path) -> list[Script]: ...
+    def install(self, conn: psycopg.Connection[Any], *, say: Callable[[str], None],
+                run_pgbench: RunPgbench) -> dict[str, str]: ...
+    def sources(self) -> list[ScriptSource]: ...
     def defines(self) -> dict[str, str]: ...
     def check(self, conn: psycopg.Connection[Any]) -> CheckResult | None: ...
     def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]: ...
