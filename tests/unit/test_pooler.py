@@ -21,7 +21,6 @@ from pgknee.pooler.pgbouncer import PoolerSettings
 from pgknee.report.jsonout import run_json
 from pgknee.report.terminal import pooler_table, render
 from pgknee.types import PoolerSample, PoolerStep
-from pgknee.workloads.base import Script
 
 
 @pytest.mark.parametrize(("spec", "pooler"), [
@@ -154,9 +153,7 @@ def test_pooler_analysis_table_and_json() -> None:
 
 
 def test_refusals_before_anything_starts(tmp_path: Path) -> None:
-    script = tmp_path / "t.sql"
-    script.write_text("BEGIN;\nSELECT 1;\nCOMMIT;\n")
-    scripts = {"s": [Script("t", script, 1)]}
+    scripts = {"s": [("t", "BEGIN;\nSELECT 1;\nCOMMIT;\n")]}
 
     def check(v: Variant, clients: tuple[int, ...] = (10,), embedded: bool = True) -> None:
         Poolers(Plan(variants=(v,), clients=clients), lambda _: None).check_before_start(

@@ -10,14 +10,13 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psycopg
 
 from pgknee import proc
 from pgknee.collect.memory import process_tree
 from pgknee.collect.pooler import PoolerSampler
-from pgknee.errors import PoolerError, UserError
+from pgknee.errors import PgkneeError, PoolerError, UserError
 from pgknee.plan import Plan, Variant
 from pgknee.pooler.pgbouncer import (
     PREPARED_MIN_VERSION,
@@ -31,7 +30,6 @@ from pgknee.pooler.pgbouncer import (
 )
 from pgknee.targets.base import Endpoint
 from pgknee.targets.conninfo import parse_dsn, split_secret
-from pgknee.workloads import Script
 
 _TXN_RE = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)\b|^\s*\\startpipeline", re.IGNORECASE | re.MULTILINE)
 
@@ -73,7 +71,7 @@ class Poolers:
         return [v for v in self.plan.variants if v.pooler is not None and v.pooler.kind == "managed"]
 
     # ---- before anything starts --------------------------------------------------------------
-    def check_before_start(self, scripts: dict[str, list[Script]], *, embedded: bool) -> None:
+    def check_before_start(self, scripts: dict[str, list[tuple[str, str]]], *, embedded: bool) -> None:
         """Refusals that need no server: the binary and its version, prepared statements
         through a pool that cannot carry them, transactions in statement mode, placement."""
         if self.managed:
@@ -86,9 +84,9 @@ class Poolers:
                 assert self.version is not None
                 self._check_prepared(v, v.pooler.mode, self.version, self.version_text)
             if v.pooler.mode == "statement" and v.pooler.kind == "managed":
-                for s in scripts.get(v.name, []):
-                    if _TXN_RE.search(s.path.read_text()):
-                        raise UserError(f"variant {v.name}: statement mode cannot run {s.name}, which opens a "
+                for name, text in scripts.get(v.name, []):
+                    if _TXN_RE.search(text):
+                        raise UserError(f"variant {v.name}: statement mode cannot run {name}, which opens a "
                                         "transaction (pgbouncer closes such clients)",
                                         "use transaction mode, or a workload of single statements "
                                         "(--workload select-only)")
@@ -105,10 +103,8 @@ class Poolers:
                                 "run pgbouncer where you want it and use pooled-external, or drop placement")
         if any(v.pooler is not None and v.pooler.placement != "any" for v in self.plan.variants):
             self._split_cpus()
-        if self.plan.pooler_dsn:
-            self.external = _endpoint(self.plan.pooler_dsn)
-            if self.plan.pooler_admin_dsn:
-                self.external_admin = _endpoint(self.plan.pooler_admin_dsn)
+        if self.plan.pooler_admin_dsn:
+            self.external_admin = _endpoint(self.plan.pooler_admin_dsn)
 
     @staticmethod
     def _check_prepared(v: Variant, mode: str, version: tuple[int, int, int], version_text: str) -> None:
@@ -133,7 +129,12 @@ class Poolers:
         for v in self.managed:
             with self._managed(v, server, run_as, max_clients, 60) as pgb:
                 self._probe(pgb.client_endpoint, f"the pgbouncer of variant {v.name}", pgb.log_tail)
-        if self.external is not None:
+        if self.plan.pooler_dsn:
+            # resolved once, as the target is: pgbench reaches the pooler this login reached
+            try:
+                self.external = Endpoint.resolve(self.plan.pooler_dsn)
+            except PgkneeError as e:
+                raise PoolerError(f"cannot log in through your pooler: {e.message}", e.hint) from None
             self._probe(self.external, f"your pooler at {self.external.label}", lambda: "")
             if self.external_admin is not None:
                 self._read_external_console()
@@ -165,11 +166,8 @@ class Poolers:
 
     @staticmethod
     def _probe(endpoint: Endpoint, what: str, tail: Callable[[], str]) -> None:
-        kwargs: dict[str, Any] = dict(endpoint.params)
-        if endpoint.password is not None:
-            kwargs["password"] = endpoint.password
         try:
-            with psycopg.connect(connect_timeout="15", application_name="pgknee:probe", **kwargs) as c:
+            with psycopg.connect(**endpoint.kwargs("pgknee:probe", timeout=15)) as c:
                 c.execute("SELECT 1")
         except psycopg.Error as e:
             lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]

@@ -11,7 +11,6 @@ Three identities, none of them on a command line:
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import hmac
 import os
@@ -26,7 +25,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee import proc
+from pgknee import proc, safefs
 from pgknee.errors import PoolerError
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import free_port, reachable_by_others
@@ -81,8 +80,10 @@ class PoolerSettings:
     auth: str = "scram-sha-256"  # client logins
 
     def ini(self, *, server: dict[str, str], listen_port: int, private_dir: Path,
-            version: tuple[int, int, int]) -> str:
-        db = {k: v for k, v in server.items() if k in ("host", "port", "dbname", "user")}
+            version: tuple[int, int, int], tls: dict[str, str] | None = None) -> str:
+        """The whole pgbouncer.ini. Every value from outside pgknee (the server's host, port,
+        database and user) is checked and quoted: none can add a line or a setting."""
+        db = {k: server[k] for k in ("host", "port", "dbname", "user") if server.get(k)}
         db.update(pool_size=str(self.pool_size), pool_mode=self.mode, reserve_pool=str(self.reserve),
                   max_db_connections=str(self.pool_size + self.reserve))
         conn = " ".join(f"{k}={_ini_value(v)}" for k, v in db.items())
@@ -93,22 +94,22 @@ class PoolerSettings:
             "",
             "[pgbouncer]",
             "listen_addr = 127.0.0.1",
-            f"listen_port = {listen_port}",
-            f"unix_socket_dir = {private_dir}",
+            f"listen_port = {int(listen_port)}",
+            "unix_socket_dir =",  # no socket: pgknee connects over TCP, and writes nowhere else
             f"auth_type = {self.auth}",
-            f"auth_file = {private_dir / 'users.txt'}",
+            f"auth_file = {_ini_path(private_dir / 'users.txt')}",
             f"admin_users = {ADMIN_USER}",
             f"stats_users = {ADMIN_USER}",
             f"pool_mode = {self.mode}",
-            f"default_pool_size = {self.pool_size}",
+            f"default_pool_size = {int(self.pool_size)}",
             "min_pool_size = 0",
-            f"reserve_pool_size = {self.reserve}",
+            f"reserve_pool_size = {int(self.reserve)}",
             "reserve_pool_timeout = 5",
-            f"max_db_connections = {self.pool_size + self.reserve}",
+            f"max_db_connections = {int(self.pool_size + self.reserve)}",
             "max_user_connections = 0",
             # clients plus pgknee's own console connections, with room to spare
-            f"max_client_conn = {self.max_clients + 20}",
-            f"query_wait_timeout = {self.query_wait_timeout_s}",
+            f"max_client_conn = {int(self.max_clients) + 20}",
+            f"query_wait_timeout = {int(self.query_wait_timeout_s)}",
             "query_timeout = 0",
             "idle_transaction_timeout = 0",
             "client_idle_timeout = 0",
@@ -124,18 +125,73 @@ class PoolerSettings:
             "log_disconnections = 0",
             "log_pooler_errors = 1",
             "stats_period = 60",
-            f"logfile = {private_dir / 'pgbouncer.log'}",
-            f"pidfile = {private_dir / 'pgbouncer.pid'}",
+            # no logfile or pidfile: it logs to its standard error, a file of pgknee's
         ]
+        lines += [f"{k} = {v}" for k, v in (tls or {"server_tls_sslmode": "disable"}).items()]
         if version >= PREPARED_MIN_VERSION:
             lines.append(f"max_prepared_statements = {1000 if self.prepared_statements else 0}")
         return "\n".join(lines) + "\n"
 
 
 def _ini_value(v: str) -> str:
+    """A value of the [databases] connection string: plain, or single-quoted with quotes
+    doubled (pgbouncer's own rule). A control character (a newline would start a new line of
+    the file) is refused."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in v):
+        raise PoolerError("a connection parameter of the server holds a control character, which cannot go "
+                          "into pgbouncer's configuration", "check the DSN's host, database and user")
     if re.fullmatch(r"[A-Za-z0-9_./:-]+", v):
         return v
     return "'" + v.replace("'", "''") + "'"
+
+
+def _ini_path(p: Path) -> str:
+    text = str(p)
+    if not re.fullmatch(r"[A-Za-z0-9_./-]+", text):
+        raise PoolerError(f"pgknee's directory {text!r} has characters pgbouncer's configuration cannot hold",
+                          "set TMPDIR to a plain path such as /tmp")
+    return text
+
+
+# the DSN's TLS settings and what pgbouncer's server side calls them; others cannot be carried
+_TLS_FILES = {"sslrootcert": "server_tls_ca_file", "sslcert": "server_tls_cert_file",
+              "sslkey": "server_tls_key_file"}
+_TLS_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+_NOT_CARRIED = {"sslcrl": "a certificate revocation list", "sslcrldir": "a certificate revocation list",
+                "sslpassword": "a key password", "sslnegotiation": "direct TLS negotiation",
+                "require_auth": "a required authentication method", "gssencmode": "GSSAPI encryption",
+                "channel_binding": "channel binding", "sslcertmode": "a client certificate mode"}
+
+
+def server_tls(params: dict[str, str], tls_in_use: bool) -> dict[str, str]:
+    """pgbouncer's server-side TLS settings for the connection the target resolved to: the same
+    mode (at least require when the direct connection used TLS: never plaintext behind the
+    user's back) and the same files. A setting pgbouncer cannot carry refuses the variant."""
+    for key, what in _NOT_CARRIED.items():
+        value = params.get(key)
+        if value and not (key == "gssencmode" and value in ("disable", "prefer")) \
+                and not (key == "channel_binding" and value in ("disable", "prefer")) \
+                and not (key == "sslnegotiation" and value == "postgres") \
+                and not (key == "sslcertmode" and value in ("allow", "disable")):
+            raise PoolerError(f"the DSN sets {key}={value} ({what}), which pgbouncer cannot carry to the server: "
+                              "the pooled steps would connect differently from the direct ones",
+                              "drop it from the DSN, or run the pooled variant through your own pgbouncer "
+                              "(pooled-external)")
+    mode = params.get("sslmode", "prefer")
+    if mode not in _TLS_MODES:
+        raise PoolerError(f"unknown sslmode {mode!r} in the DSN")
+    if tls_in_use and _TLS_MODES.index(mode) < _TLS_MODES.index("require"):
+        mode = "require"
+    elif not tls_in_use and mode in ("allow", "prefer"):
+        mode = "disable"  # as the direct connection did: no TLS
+    out = {"server_tls_sslmode": mode}
+    for key, setting in _TLS_FILES.items():
+        if params.get(key):
+            path = "/etc/ssl/certs/ca-certificates.crt" if params[key] == "system" else params[key]
+            out[setting] = _ini_path(Path(path))
+    if params.get("ssl_min_protocol_version", "").lower() == "tlsv1.3":
+        out["server_tls_protocols"] = "tlsv1.3"
+    return out
 
 
 def _auth_line(user: str, password: str) -> str:
@@ -156,7 +212,10 @@ def scram_secret(password: str, *, iterations: int = 4096, salt: bytes | None = 
 
 
 class ManagedPgbouncer:
-    """One pgbouncer process in front of `server`, for one step."""
+    """One pgbouncer process in front of `server`, for one step. Its directory is pgknee's
+    own: the configuration (no secrets) root-owned, the auth file and TLS copies given to
+    pgbouncer's user through their descriptors, the log a file pgknee opened for its
+    standard error. pgbouncer itself writes nothing: no socket, no pidfile, no logfile."""
 
     def __init__(self, binary: str, version: tuple[int, int, int], server: Endpoint, settings: PoolerSettings,
                  *, run_as: proc.RunAs | None, base_dir: str | None = None,
@@ -167,11 +226,13 @@ class ManagedPgbouncer:
         self.settings = settings
         self.run_as = run_as
         self.cpus = cpus
+        self.tls = server_tls(server.params, server.tls)  # refused before anything is written
         base = Path(base_dir or tempfile.gettempdir())
         if run_as is not None and not reachable_by_others(base):
             raise PoolerError(f"pgbouncer runs as user {run_as.name}, which cannot reach {base}",
                               "set TMPDIR to a directory every user can traverse, such as /tmp")
-        self.dir = Path(tempfile.mkdtemp(prefix="pgknee-pgbouncer-", dir=base_dir))
+        self.dir = safefs.private_dir("pgknee-pgbouncer-", base=base_dir, reachable_by=run_as)
+        self.log = self.dir / "pgbouncer.log"
         self.client_password = secrets.token_urlsafe(18)
         self.admin_password = secrets.token_urlsafe(18)
         self.port = 0
@@ -184,9 +245,9 @@ class ManagedPgbouncer:
         self._write_private_files()
         for attempt in range(3):
             self.port = free_port()
-            (self.dir / "pgbouncer.ini").write_text(self.settings.ini(
-                server=self.server.params, listen_port=self.port, private_dir=self.dir, version=self.version))
-            self._own(self.dir / "pgbouncer.ini")
+            safefs.replace_file(self.dir / "pgbouncer.ini", self.settings.ini(
+                server=self._server_params(), listen_port=self.port, private_dir=self.dir, version=self.version,
+                tls=self._tls_files()).encode(), mode=0o644)
             if self._start_once():
                 return
             tail = self.log_tail()
@@ -195,9 +256,28 @@ class ManagedPgbouncer:
                 raise PoolerError(f"pgbouncer did not start: {tail or 'no message'}",
                                   "see the message; run 'pgbouncer --version' to check the installation")
 
+    def _server_params(self) -> dict[str, str]:
+        """host as the target resolved it: its address when known (the same server every other
+        client reached), its name when the certificate must match it."""
+        params = dict(self.server.params)
+        if params.get("hostaddr") and self.tls.get("server_tls_sslmode") != "verify-full":
+            params["host"] = params["hostaddr"]
+        return params
+
+    def _tls_files(self) -> dict[str, str]:
+        """The TLS settings, with the files copied where pgbouncer's user can read them."""
+        out = dict(self.tls)
+        if self.run_as is None:
+            return out
+        for setting in ("server_tls_ca_file", "server_tls_cert_file", "server_tls_key_file"):
+            if setting in out:
+                dst = self.dir / setting.removeprefix("server_tls_")
+                if not dst.exists():
+                    safefs.create_file(dst, Path(out[setting]).read_bytes(), owner=self.run_as)
+                out[setting] = str(dst)
+        return out
+
     def _write_private_files(self) -> None:
-        os.chmod(self.dir, 0o700)
-        self._own(self.dir)
         def secret(user: str, password: str) -> str:
             if self.settings.auth == "md5":
                 return "md5" + hashlib.md5((password + user).encode()).hexdigest()  # noqa: S324 - pgbouncer's md5
@@ -206,41 +286,27 @@ class ManagedPgbouncer:
         users = [_auth_line(CLIENT_USER, secret(CLIENT_USER, self.client_password)),
                  _auth_line(ADMIN_USER, secret(ADMIN_USER, self.admin_password))]
         server_user = self.server.params.get("user")
-        password = self.server.password if self.server.password is not None else os.environ.get("PGPASSWORD")
-        if server_user and password is not None:
-            users.append(_auth_line(server_user, password))
-        fd = os.open(self.dir / "users.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write("\n".join(users) + "\n")
-        self._own(self.dir / "users.txt")
-
-    def _own(self, path: Path) -> None:
-        os.chmod(path, 0o700 if path.is_dir() else 0o600)
-        if self.run_as is not None:
-            os.chown(path, self.run_as.uid, self.run_as.gid)
+        if server_user and self.server.password is not None:
+            users.append(_auth_line(server_user, self.server.password))
+        safefs.create_file(self.dir / "users.txt", ("\n".join(users) + "\n").encode(), owner=self.run_as)
+        os.close(safefs.open_log(self.log))
 
     def _start_once(self) -> bool:
-        log = self.dir / "pgbouncer.log"
-        with contextlib.suppress(FileNotFoundError):
-            log.unlink()
-        self._proc = proc.spawn([self.binary, str(self.dir / "pgbouncer.ini")], run_as=self.run_as,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(self.dir))
-        if self.cpus:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(self._proc.pid, self.cpus)
+        log = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            self._proc = proc.spawn([self.binary, str(self.dir / "pgbouncer.ini")], run_as=self.run_as,
+                                    stdout=subprocess.DEVNULL, stderr=log, cwd=str(self.dir), cpus=self.cpus)
+        finally:
+            os.close(log)
         p = self._proc
         ready = proc.wait_until(lambda: p.poll() is not None or self._answers(), timeout=15, interval=0.05)
         if p.poll() is not None:
-            err = p.stderr.read().decode(errors="replace") if p.stderr else ""
-            if err.strip():
-                with log.open("a") as f:
-                    f.write(err)
             proc.reap(p)
             self._proc = None
             return False
         if not ready:
             self.stop()
-            raise PoolerError("pgbouncer did not answer within 15 s", f"see {log}")
+            raise PoolerError("pgbouncer did not answer within 15 s", f"see {self.log}")
         return True
 
     def _answers(self) -> bool:
@@ -260,7 +326,7 @@ class ManagedPgbouncer:
 
     def log_tail(self, n: int = 3) -> str:
         try:
-            lines = [ln for ln in (self.dir / "pgbouncer.log").read_text(errors="replace").splitlines()
+            lines = [ln for ln in self.log.read_text(errors="replace").splitlines()
                      if ln.strip() and (" ERROR " in ln or " FATAL " in ln or " WARNING " in ln or "error" in ln)]
         except OSError:
             return ""
@@ -270,8 +336,6 @@ class ManagedPgbouncer:
         p, self._proc = self._proc, None
         if p is not None:
             proc.stop(p, grace=5.0)  # SIGTERM: pgbouncer exits at once, closing its connections
-            if p.stderr is not None:
-                p.stderr.close()
 
     def close(self) -> None:
         self.stop()
@@ -297,18 +361,15 @@ class ManagedPgbouncer:
         return {"pool_mode": s.mode, "pool_size": str(s.pool_size), "reserve_pool": str(s.reserve),
                 "max_client_conn": str(s.max_clients + 20), "max_db_connections": str(s.pool_size + s.reserve),
                 "query_wait_timeout": str(s.query_wait_timeout_s), "auth_type": s.auth,
-                "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any"}
+                "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any",
+                "server_tls_sslmode": self.tls["server_tls_sslmode"]}
 
 
 def admin_connect(endpoint: Endpoint, timeout: float = 5.0) -> psycopg.Connection[Any]:
     """The admin console: autocommit (it knows no BEGIN), simple queries only (psycopg
     sends parameterless queries that way, and never prepares them here)."""
-    kwargs: dict[str, Any] = dict(endpoint.params)
-    kwargs.setdefault("connect_timeout", str(max(1, int(timeout))))
-    if endpoint.password is not None:
-        kwargs["password"] = endpoint.password
     try:
-        conn = psycopg.connect(autocommit=True, **kwargs)
+        conn = psycopg.connect(autocommit=True, **endpoint.kwargs("pgknee:console", timeout=max(1.0, timeout)))
     except psycopg.OperationalError as e:
         lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
         raise PoolerError(f"cannot reach the pgbouncer console at {endpoint.label}: "
