@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import math
 import os
 import platform
 import resource
@@ -24,7 +26,7 @@ from typing import Any, Protocol
 
 import psycopg
 
-from pgknee import __version__, proc
+from pgknee import __version__, proc, safefs
 from pgknee.collect import pgstats
 from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
 from pgknee.collect.memory import memory_picture
@@ -54,6 +56,7 @@ from pgknee.targets.local import EmbeddedCluster, find_bindir, server_user
 from pgknee.targets.remote import RemoteTarget
 from pgknee.types import ProgressPoint, StepMeasurement
 from pgknee.workloads import Script, Workload, get_workload
+from pgknee.workloads.base import ScriptSource, write_scripts
 
 STATS_IDLE_FLUSH_S = 11.0  # a backend that idles reports its statistics within 10 s (PGSTAT_IDLE_INTERVAL)
 SERVER_SETTINGS = ("max_connections", "superuser_reserved_connections", "shared_buffers", "work_mem",
@@ -178,7 +181,8 @@ class Runner:
         if self.poolers is not None:
             lines += self.poolers.describe_managed(max(plan.clients), plan.duration_s + plan.warmup_s)
         with tempfile.TemporaryDirectory(prefix="pgknee-dry-") as tmp:
-            scripts = {v.name: self._scripts_for(workload, v, Path(tmp)) for v in plan.variants}
+            scripts = {v.name: [s for s, _ in self._scripts_for(workload, v, Path(tmp), None)]
+                       for v in plan.variants}
             for spec in self.steps:
                 threads = plan.threads_for(spec.clients, self.cpu_count)
                 run = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.duration_s, spec.variant,
@@ -207,31 +211,36 @@ class Runner:
         try:
             with proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))):
                 target = self._open_target(stack)
-                work_dir = Path(tempfile.mkdtemp(prefix="pgknee-run-"))
+                # pgknee's own (0711 when pgbench runs as another user): scripts, passfiles, step logs
+                work_dir = safefs.private_dir("pgknee-run-", reachable_by=target.run_as)
                 stack.callback(shutil.rmtree, work_dir, True)
-                os.chmod(work_dir, 0o700)
-                child_env = target.endpoint.child_env(work_dir)
+                child_env = target.endpoint.child_env(work_dir, target.run_as)
                 stats_conn = target.endpoint.connect("stats")
                 stack.callback(stats_conn.close)
                 server = self._server_info(stats_conn)
                 self._check_capacity(target, server)
                 self._start_poolers(target)
 
-                def run_pgbench(args: list[str]) -> None:
+                def run_pgbench(args: list[str], schema: str) -> None:
+                    """pgbench -i in the workload's schema: first (and only) on its search_path."""
                     self.store_later.append((None, "init", [pgbench, *args]))
-                    r = proc.run([pgbench, *args], env=child_env, timeout=6 * 3600)
+                    opts = f"{child_env.get('PGOPTIONS', '')} -c search_path={schema}".strip()
+                    r = proc.run([pgbench, *args], env={**child_env, "PGOPTIONS": opts}, timeout=6 * 3600,
+                                 run_as=target.run_as, cwd=str(work_dir))
                     if r.returncode != 0:
                         last = [ln for ln in r.stderr.splitlines() if ln.strip()][-1:]
                         raise TargetError(f"pgbench initialisation failed: {' '.join(last)}")
 
-                meta = workload.install(stats_conn, created_by_pgknee=target.created_by_pgknee, say=self.ui.say,
-                                        run_pgbench=run_pgbench)
-                scripts = {v.name: self._scripts_for(workload, v, work_dir) for v in self.plan.variants}
+                meta = workload.install(stats_conn, say=self.ui.say, run_pgbench=run_pgbench)
+                scripts = {v.name: self._scripts_for(workload, v, work_dir, target.run_as)
+                           for v in self.plan.variants}
                 self._create_or_extend_run(workload.name, target)
                 created = True
                 env = self._environment(target, server, pgbench, pg_version_text, meta) | self.extra_env
-                env.update({f"commits_per_txn.{name}.{s.name}": repr(commits_per_transaction(s.path.read_text()))
-                            for name, ss in scripts.items() for s in ss})
+                env.update({f"commits_per_txn.{name}.{s.name}": repr(commits_per_transaction(text))
+                            for name, ss in scripts.items() for s, text in ss})
+                env.update({f"workload.script.{s.filename}.sha256": hashlib.sha256(s.text.encode()).hexdigest()
+                            for s in workload.sources()})
                 env.update({f"workload.size.{k}": str(v) for k, v in workload.table_sizes(stats_conn).items()})
                 self.store.set_environment(self.run_id, env)
                 if self.argv:
@@ -245,16 +254,15 @@ class Runner:
                     stack.callback(os_sampler.close)
                 reader = _StatsReader(stats_conn)
                 for spec in self.steps:
-                    self._run_step(spec, pgbench, pg_version_num, scripts[spec.variant.name], workload.defines(),
-                                   child_env,
-                                   work_dir, sampler, os_sampler, reader, target)
+                    self._run_step(spec, pgbench, pg_version_num, [s for s, _ in scripts[spec.variant.name]],
+                                   workload.defines(), child_env, work_dir, sampler, os_sampler, reader, target)
                 check = workload.check(reader.conn)  # its connection is renewed by a restart
                 if check is not None:
                     self.store.set_environment(self.run_id, {
                         "check.money": check.summary, "check.money.ok": str(check.ok).lower(),
                         **{f"check.money.{k}": str(v) for k, v in check.details.items()}})
                     self.ui.say(("✓ " if check.ok else "✗ ") + check.summary)
-                if self.plan.target.keep and isinstance(target, EmbeddedCluster):
+                if self.plan.target.keep:
                     self.kept_message = target.keep()
                 status = "completed"
         except Interrupted as e:
@@ -297,6 +305,7 @@ class Runner:
             raise TargetError("--set changes the embedded server only; pgknee does not change a remote "
                               "server's settings", "set them on the server, or drop --dsn")
         target = RemoteTarget(spec.dsn)
+        stack.callback(target.close)
         if target.password_in_dsn and any(spec.dsn in a for a in sys.argv):  # the process list shows argv only
             self.ui.say("note: the DSN holds a password, which other users of this machine can read in the "
                         "process list; prefer PGPASSWORD or ~/.pgpass (pgknee never stores or passes it on)")
@@ -367,12 +376,12 @@ class Runner:
             + ("embedded server" if target.kind == "embedded" else f"session to {target.endpoint.label}"))
 
     def _start_poolers(self, target: Target) -> None:
-        """Log in through every pooler once; pin the embedded server when placement asks."""
+        """Log in through every pooler once; pin a local server when placement asks."""
         if self.poolers is None:
             return
-        self.run_as = target.run_as if isinstance(target, EmbeddedCluster) else server_user()
+        self.run_as = target.run_as
         self.poolers.check_through(target.endpoint, self.run_as, max(self.plan.clients))
-        if self.poolers.server_cpus is not None and isinstance(target, EmbeddedCluster):
+        if self.poolers.server_cpus is not None:
             pid = target.server_pid()
             if pid is not None:
                 self.poolers.pinned = pin_process_tree(pid, self.poolers.server_cpus)
@@ -380,9 +389,9 @@ class Runner:
     def _preflight_poolers(self, workload: Workload) -> None:
         if self.poolers is None:
             return
-        with tempfile.TemporaryDirectory(prefix="pgknee-preflight-") as tmp:
-            scripts = {v.name: self._scripts_for(workload, v, Path(tmp)) for v in self.plan.variants}
-            self.poolers.check_before_start(scripts, embedded=self.plan.target.dsn is None)
+        texts = {v.name: [(src.filename, text) for src, text in self._script_texts(workload, v)]
+                 for v in self.plan.variants}
+        self.poolers.check_before_start(texts, embedded=self.plan.target.dsn is None)
 
     def _check_open_files(self, clients: int) -> None:
         # pgbench holds a socket per client; a managed pgbouncer one per client plus its pool
@@ -416,24 +425,27 @@ class Runner:
                         version_num: int) -> ActivitySampler | None:
         if not self.plan.sample_interval_s:
             return None
-        sampler = ActivitySampler(endpoint, version_num, self.plan.sample_interval_s)
+        sampler = ActivitySampler(endpoint, version_num, self.plan.sample_interval_s,
+                                  all_databases=self.plan.sample_all_databases, query_text=self.plan.query_text)
         sampler.start()
         stack.callback(sampler.close)
         return sampler
 
     def _preflight_scripts(self, pgbench: str, version_num: int, workload: Workload) -> None:
         """pgbench parses every script (in every variant's form) before it connects: point it at a
-        server that cannot exist and keep what it says about the scripts, with file and line."""
-        with tempfile.TemporaryDirectory(prefix="pgknee-preflight-") as tmp:
-            for v in self.plan.variants:
-                d = Path(tmp) / f"v{self.plan.variants.index(v)}"
-                d.mkdir()
-                scripts = self._scripts_for(workload, v, d)
+        server that cannot exist and keep what it says about the scripts, with file and line. It
+        runs as the user it will run as for the sweep."""
+        run_as = server_user()
+        tmp = safefs.private_dir("pgknee-preflight-", reachable_by=run_as)
+        try:
+            for i, v in enumerate(self.plan.variants):
+                d = safefs.make_dir(tmp / f"v{i}", owner=None, mode=0o711 if run_as else 0o700)
+                scripts = [s for s, _ in self._scripts_for(workload, v, d, run_as)]
                 run = self._pgbench_run(pgbench, version_num, 1, 1, 1, v, scripts, workload.defines(), None, False)
                 argv = [a for a in run.argv() if not a.startswith("--time=")] + ["--transactions=1"]
-                env = {k: val for k, val in os.environ.items() if not k.startswith("PG")}
-                env.update(PGHOST=str(Path(tmp) / "no-server"), PGPORT="1", PGCONNECT_TIMEOUT="1")
-                r = proc.run(argv, env=env, timeout=30)
+                env = {**proc.base_env(), "PGHOST": str(tmp / "no-server"), "PGPORT": "1",
+                       "PGCONNECT_TIMEOUT": "1", "PGPASSFILE": str(tmp / "no-passfile")}
+                r = proc.run(argv, env=env, timeout=30, run_as=run_as, cwd=str(tmp))
                 for line in r.stderr.splitlines():
                     if line.startswith("pgbench: error:") and "connection" not in line and "connect" not in line:
                         msg = line.removeprefix("pgbench: error:").strip()
@@ -442,21 +454,28 @@ class Runner:
                         raise UserError(f"script error: {msg}" + (f" (in the {v.name} variant)"
                                                                   if len(self.plan.variants) > 1 else ""),
                                         "fix the script; pgbench's script syntax: \\set, \\sleep, SQL ending in ;")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     @staticmethod
-    def _scripts_for(workload: Workload, variant: Variant, work_dir: Path) -> list[Script]:
-        """The workload's scripts as this variant runs them (in pipeline form if asked)."""
-        d = work_dir / f"scripts-{len(list(work_dir.glob('scripts-*')))}"
-        d.mkdir(mode=0o700)
-        scripts = workload.render_scripts(d)
-        for s in scripts:
-            text = s.path.read_text()
+    def _script_texts(workload: Workload, variant: Variant) -> list[tuple[ScriptSource, str]]:
+        """The workload's scripts as this variant runs them (in pipeline form, with think time)."""
+        out = []
+        for src in workload.sources():
+            text = src.text
             if variant.pipeline:
-                text = pipeline_form(text, s.path.name)
+                text = pipeline_form(text, src.filename)
             if variant.think_ms:
                 text = with_think_time(text, round(variant.think_ms * 1000))
-            s.path.write_text(text)
-        return scripts
+            out.append((src, text))
+        return out
+
+    def _scripts_for(self, workload: Workload, variant: Variant, work_dir: Path,
+                     run_as: proc.RunAs | None) -> list[tuple[Script, str]]:
+        """The variant's scripts written for pgbench (read by `run_as`): one directory each, so
+        the file keeps its own name in pgbench's messages."""
+        texts = self._script_texts(workload, variant)
+        return list(zip(write_scripts(texts, work_dir, run_as), (t for _, t in texts), strict=True))
 
     # ---- one step ------------------------------------------------------------------------------
     def _pgbench_run(self, pgbench: str, version_num: int, clients: int, threads: int, seconds: int,
@@ -474,7 +493,7 @@ class Runner:
                   target: Target) -> None:
         plan = self.plan
         v = spec.variant
-        self._switch_settings(v, target, sampler, reader)
+        self._apply_settings(v, target, sampler, reader)
         threads = plan.threads_for(spec.clients, self.cpu_count)
         pooler_cols = (v.pooler.kind, v.pooler.mode if v.pooler.kind == "managed" else None,
                        v.pooler.pool_size if v.pooler.kind == "managed" else None) if v.pooler else None
@@ -487,16 +506,16 @@ class Runner:
                                         settings=dict(v.settings) or None)
         self.ui.step_started(self.steps.index(spec) + 1, len(self.steps), v.name, spec.clients, spec.rep,
                              plan.duration_s + plan.warmup_s)
-        step_dir = work_dir / f"step-{spec.seq}"
-        step_dir.mkdir(mode=0o700)
+        # pgbench's own (it writes its logs there): pgknee reads them with safefs.open_child_file
+        step_dir = safefs.make_dir(work_dir / f"step-{spec.seq}", owner=target.run_as)
         run = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.duration_s,
                                 v, scripts, defines, step_dir / "log", True)
         self.store.add_command(self.run_id, step_id, "bench", run.argv())
         with contextlib.ExitStack() as step_stack:
             pooled = self._enter_pooler(step_stack, spec, step_id, target, os_sampler)
             if pooled is not None:
-                child_env = pooled.endpoint.child_env(step_dir)
-            server_pid = target.server_pid() if isinstance(target, EmbeddedCluster) else None
+                child_env = pooled.endpoint.child_env(work_dir, target.run_as)
+            server_pid = target.server_pid()
             facts: dict[str, float] = dict(self.settings_facts)
             holder = self._enter_idle(step_stack, spec, step_id, target, pooled, server_pid, facts)
             if sampler:
@@ -508,14 +527,14 @@ class Runner:
                 warm = self._pgbench_run(pgbench, version_num, spec.clients, threads, plan.warmup_s,
                                          v, scripts, defines, None, False)
                 self.store.add_command(self.run_id, step_id, "warmup", warm.argv())
-                self._execute(warm, child_env, None, os_sampler)
+                self._execute(warm, child_env, None, os_sampler, target, step_dir)
             q0 = sampler.queries_run if sampler else 0
             r0 = reader.reads
             before = reader.snapshot()
             pool_before = self._pooler_totals(pooled)
             self._set_phase(sampler, os_sampler, "bench", pooled)
             bench_start = time.time()
-            rc, out, err, points = self._execute(run, child_env, self.ui, os_sampler)
+            rc, out, err, points = self._execute(run, child_env, self.ui, os_sampler, target, step_dir)
             bench_end = time.time()
             self._set_phase(sampler, os_sampler, "post", pooled)
             pool_after = self._pooler_totals(pooled)
@@ -541,8 +560,13 @@ class Runner:
             os_rows = os_sampler.end_step()
         summary = parse_summary(out)
         logs = log_files(step_dir / "log")
-        log = read_transaction_logs(logs, has_lag=bool(v.rate),
-                                    has_retries=version_num >= 150000 and plan.max_tries != 1) if logs else None
+        try:
+            log = read_transaction_logs(logs, has_lag=bool(v.rate),
+                                        has_retries=version_num >= 150000 and plan.max_tries != 1,
+                                        opener=lambda p: os.fdopen(safefs.open_child_file(p, target.run_as), "rb")
+                                        ) if logs else None
+        except OSError as e:  # a log that is a link, or not pgbench's: not read
+            log, err = None, f"{err}\npgbench's log could not be read safely: {e}"
         duration = measured_window(summary, plan.duration_s)
         m = (measure(log, scripts, max(duration, 1e-3), think_us=round(v.think_ms * 1000))
              if log is not None else None)
@@ -620,8 +644,7 @@ class Runner:
                    spec: StepSpec) -> IdleHolder:
         """The variant's idle sessions: through the pooler when there is one (as article 004 did),
         else to the server (the embedded one by its trusted socket: no SCRAM per session)."""
-        endpoint = (pooled.endpoint if pooled is not None
-                    else target.local_endpoint if isinstance(target, EmbeddedCluster) else target.endpoint)
+        endpoint = pooled.endpoint if pooled is not None else target.session_endpoint
         plan = self.plan
         hold_s = plan.duration_s + plan.warmup_s + plan.pre_s + plan.post_s + STATS_IDLE_FLUSH_S + 60
         holder = IdleHolder(endpoint, v.idle, v.idle_kind, sleep_s=hold_s,
@@ -635,16 +658,13 @@ class Runner:
             raise
         return holder
 
-    def _switch_settings(self, v: Variant, target: Target, sampler: ActivitySampler | None,
-                         reader: _StatsReader) -> None:
-        """Restart the embedded server when this step's variant wants other settings than the
-        server runs with; reconnect pgknee's own sessions."""
+    def _apply_settings(self, v: Variant, target: Target, sampler: ActivitySampler | None,
+                        reader: _StatsReader) -> None:
+        """Restart the server when this step's variant wants other settings than it runs with;
+        reconnect pgknee's own sessions."""
         want = dict(v.settings)
-        if not isinstance(target, EmbeddedCluster) or want == target.variant_settings:
+        if not target.apply_settings(want, say=self.ui.say):
             return
-        self.ui.say("restarting the embedded server with " +
-                    (", ".join(f"{k}={x}" for k, x in want.items()) if want else "the run's own settings"))
-        target.restart(want)
         reader.reconnect(target.endpoint.connect("stats"))
         if sampler is not None:
             sampler.reconnect()
@@ -652,7 +672,7 @@ class Runner:
         for name in want:
             row = reader.conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
             with contextlib.suppress(TypeError, ValueError):
-                self.settings_facts[f"setting.{name}"] = float(row[0])  # type: ignore[index]
+                self.settings_facts[f"setting.{name}"] = float(row[0]) if row is not None else math.nan
         reader.reads += len(want)
 
     @staticmethod
@@ -699,14 +719,16 @@ class Runner:
         causes = [ln for ln in lines if "aborted in command" in ln or "ERROR:" in ln or "FATAL:" in ln]
         why = (causes[0] if causes else lines[-1] if lines
                else err.strip().splitlines()[-1] if err.strip() else f"exit code {rc}")
-        if isinstance(target, EmbeddedCluster) and not target.alive():
+        if not target.alive():
             why = "the embedded server died: " + why
         return "failed", f"pgbench exit {rc}: {why}"
 
-    def _execute(self, run: PgbenchRun, env: dict[str, str], ui: UI | None,
-                 os_sampler: OsSampler) -> tuple[int, str, str, list[ProgressPoint]]:
-        """Run pgbench bounded in time; progress lines go to the UI as they come."""
-        p = proc.spawn(run.argv(), env=env, cpus=self.poolers.client_cpus if self.poolers else None)
+    def _execute(self, run: PgbenchRun, env: dict[str, str], ui: UI | None, os_sampler: OsSampler,
+                 target: Target, cwd: Path) -> tuple[int, str, str, list[ProgressPoint]]:
+        """Run pgbench bounded in time (as the target's unprivileged user when pgknee is root);
+        progress lines go to the UI as they come."""
+        p = proc.spawn(run.argv(), env=env, cpus=self.poolers.client_cpus if self.poolers else None,
+                       run_as=target.run_as, cwd=str(cwd))
         os_sampler.client_pid = p.pid
         points: list[ProgressPoint] = []
         err_lines: list[str] = []

@@ -36,9 +36,11 @@ class StepSamples:
 
 class ActivitySampler:
     def __init__(self, endpoint: Endpoint, server_version_num: int, interval_s: float, *,
-                 jitter: float = 0.2) -> None:
+                 jitter: float = 0.2, all_databases: bool = False, query_text: bool = True) -> None:
         self.endpoint = endpoint
         self.query = load("activity", server_version_num)
+        # the benchmark's database only unless asked; query texts unless asked not to keep them
+        self.params = {"all_databases": all_databases, "query_text": query_text}
         self.interval_s = interval_s
         self.jitter = jitter
         self.phase = "pre"
@@ -52,7 +54,7 @@ class ActivitySampler:
     def _connect(self) -> None:
         self._conn = self.endpoint.connect("sampler")
         self._conn.execute("SET statement_timeout = '2s'")
-        self._conn.execute(self.query, prepare=True)  # prepare once: planning costs more than running
+        self._conn.execute(self.query, self.params, prepare=True)  # prepare once: planning costs more than running
         self.queries_run += 2
 
     def reconnect(self) -> None:
@@ -98,7 +100,7 @@ class ActivitySampler:
         phase, epoch = self.phase, time.time()
         t0 = time.perf_counter()
         try:
-            rows = self._conn.execute(self.query, prepare=True).fetchall()
+            rows = self._conn.execute(self.query, self.params, prepare=True).fetchall()
         except psycopg.Error as e:
             with self._lock:
                 if self._current is not None:

@@ -1,9 +1,8 @@
-"""The user's own pgbench scripts against the user's own schema. pgknee runs them
-and never touches the tables: no install, no reseed, no check."""
+"""The user's own pgbench scripts against the user's own schema. pgknee runs them as the
+user wrote them and never touches the tables: no install, no reseed, no check, no DDL."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import psycopg
 
 from pgknee.errors import UserError
 from pgknee.plan import WorkloadSpec
-from pgknee.workloads.base import CheckResult, Script
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 
 
 class Custom:
@@ -20,26 +19,24 @@ class Custom:
 
     def __init__(self, spec: WorkloadSpec) -> None:
         self.spec = spec
-        self.sources = [(Path(p), w) for p, w in spec.scripts]
-        for p, _ in self.sources:
-            if not p.is_file():
-                raise UserError(f"script {p} does not exist or is not a file", "check the path given to --script")
+        self._sources: list[ScriptSource] = []
+        for p, w in spec.scripts:
+            path = Path(p)
+            try:
+                text = path.read_text(encoding="utf-8", errors="strict")
+            except (OSError, UnicodeDecodeError) as e:
+                why = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
+                raise UserError(f"script {p} cannot be read: {why}", "check the path given to --script") from None
+            self._sources.append(ScriptSource(path.stem, path.name, text, w))
 
-    def install(self, conn: psycopg.Connection[Any], *, created_by_pgknee: bool, say: Callable[[str], None],
-                run_pgbench: Callable[[list[str]], None]) -> dict[str, str]:
-        say(f"custom workload: {', '.join(f'{p.name}@{w}' for p, w in self.sources)}; pgknee leaves the "
-            "schema and data as they are")
-        return {"workload": "custom", "scripts": ", ".join(f"{p}@{w}" for p, w in self.sources)}
+    def install(self, conn: psycopg.Connection[Any], *, say: Callable[[str], None],
+                run_pgbench: RunPgbench) -> dict[str, str]:
+        say(f"custom workload: {', '.join(f'{s.filename}@{s.weight}' for s in self._sources)}; pgknee leaves "
+            "the schema and data as they are")
+        return {"workload": "custom", "scripts": ", ".join(f"{p}@{w}" for p, w in self.spec.scripts)}
 
-    def render_scripts(self, into: Path) -> list[Script]:
-        out = []
-        for i, (src, weight) in enumerate(self.sources):
-            d = into / f"s{i}"
-            d.mkdir(exist_ok=True)
-            dst = d / src.name  # keeps the user's file name in pgbench's messages
-            shutil.copyfile(src, dst)
-            out.append(Script(src.stem, dst, weight))
-        return out
+    def sources(self) -> list[ScriptSource]:
+        return list(self._sources)
 
     def defines(self) -> dict[str, str]:
         return {}

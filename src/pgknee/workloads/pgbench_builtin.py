@@ -1,75 +1,95 @@
 """pgbench's own workloads: TPC-B (sort of) and select-only, and article 004's read-heavy
-script on the same tables, initialised by
-`pgbench -i` at a chosen scale (100,000 accounts per unit)."""
+script on the same tables, initialised by `pgbench -i` at a chosen scale (100,000 accounts
+per unit), in pgknee's own schema (pgknee_pgbench unless --schema says otherwise): pgbench
+creates its tables in the first schema of its search_path, and pgknee's scripts name the
+schema in every statement, so nothing of the user's (a pgbench_accounts in public, say) is
+ever read, dropped or written."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from pgknee.errors import UserError
 from pgknee.plan import WorkloadSpec
-from pgknee.workloads.base import CheckResult, Script
+from pgknee.workloads import schema as wschema
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 
-TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
 SCRIPTS = {"tpcb": "tpcb-like", "select-only": "select-only", "read-heavy": "read-heavy"}
+FAMILY = "pgbench"  # the three share the tables, so they share a marked schema
+TABLES = wschema.TABLES[FAMILY]
 
 
 class PgbenchBuiltin:
     def __init__(self, spec: WorkloadSpec) -> None:
         self.spec = spec
         self.name = spec.name
+        self.schema = spec.schema
         self.scale = int(spec.scale)
 
-    def install(self, conn: psycopg.Connection[Any], *, created_by_pgknee: bool, say: Callable[[str], None],
-                run_pgbench: Callable[[list[str]], None]) -> dict[str, str]:
-        row = conn.execute("SELECT to_regclass('pgbench_branches') IS NOT NULL").fetchone()
-        if row and row[0]:
-            have = conn.execute("SELECT count(*) FROM pgbench_branches").fetchone()
-            scale_now = int(have[0]) if have else 0
+    def install(self, conn: psycopg.Connection[Any], *, say: Callable[[str], None],
+                run_pgbench: RunPgbench) -> dict[str, str]:
+        found = wschema.inspect(conn, self.schema)
+        wschema.refuse_foreign(found, self.schema)
+        if found.exists:
+            have = found.meta.get("scale") if found.meta.get("workload") == FAMILY else None
             if not self.spec.reinit:
-                if scale_now != self.scale:
-                    raise UserError(f"the pgbench tables here are at scale {scale_now}; pgknee will not "
-                                    "reinitialise them without --reinit", "add --reinit, or --scale "
-                                    f"{scale_now} to use them as they are")
-                say(f"reusing the pgbench tables at scale {scale_now} (--reinit reinitialises them)")
-                return {"workload": self.name, "scale": str(scale_now)}
-            say(f"--reinit: pgbench -i reinitialises the pgbench tables at scale {self.scale}")
-        say(f"initialising pgbench tables at scale {self.scale} ({100_000 * self.scale:,} accounts)")
-        # d: drop, t: create tables, G: generate server-side, v: vacuum analyze, p: primary keys
-        run_pgbench(["--initialize", f"--scale={self.scale}", "--init-steps=dtGvp", "--quiet"])
+                if have is None:
+                    raise UserError(f"schema {self.schema!r} is pgknee's, but holds no complete pgbench tables "
+                                    f"({found.meta.get('workload', 'an unfinished initialisation')})",
+                                    "add --reinit to initialise them again, or choose another --schema")
+                if have != str(self.scale):
+                    raise UserError(f"the pgbench tables in schema {self.schema!r} are at scale {have}; pgknee "
+                                    "will not reinitialise them without --reinit",
+                                    f"add --reinit, or --scale {have} to use them as they are")
+                say(f"reusing the pgbench tables in schema {self.schema} at scale {have} (--reinit "
+                    "reinitialises them)")
+                return {"workload": self.name, "scale": have, "schema": self.schema}
+            say(f"--reinit: dropping pgknee's schema {self.schema} and initialising it again")
+            wschema.drop(conn, self.schema)
+        with conn.transaction():
+            wschema.create(conn, self.schema, FAMILY)
+        say(f"initialising pgbench tables at scale {self.scale} ({100_000 * self.scale:,} accounts) in schema "
+            f"{self.schema}, created and marked as pgknee's")
+        # t: create tables, G: generate server-side, v: vacuum analyze, p: primary keys (no d: the schema is new)
+        run_pgbench(["--initialize", f"--scale={self.scale}", "--init-steps=tGvp", "--quiet"], self.schema)
+        wschema.write_meta(conn, self.schema, {"workload": FAMILY, "scale": str(self.scale),
+                                               "seeded_at": _now()})
         try:
             conn.execute("CHECKPOINT")
         except psycopg.errors.InsufficientPrivilege:
             say("note: CHECKPOINT after initialisation skipped (needs superuser or pg_checkpoint)")
-        return {"workload": self.name, "scale": str(self.scale)}
+        return {"workload": self.name, "scale": str(self.scale), "schema": self.schema}
 
-    def render_scripts(self, into: Path) -> list[Script]:
+    def sources(self) -> list[ScriptSource]:
         name = SCRIPTS[self.name]
-        p = into / f"{name}.sql"
-        p.write_text((resources.files(__package__) / "pgbench" / f"{name}.sql").read_text())
-        return [Script(name, p, 1)]
+        text = (resources.files(__package__) / "pgbench" / f"{name}.sql").read_text()
+        return [ScriptSource(name, f"{name}.sql", text.replace("{{schema}}", self.schema), 1)]
 
     def defines(self) -> dict[str, str]:
         return {"scale": str(self.scale)}
 
     def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:
-        rows = conn.execute("SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname = ANY(%s) "
-                            "AND relkind = 'r' AND pg_table_is_visible(oid)", (list(TABLES),)).fetchall()
+        rows = conn.execute("SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+                            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = ANY(%s) "
+                            "AND c.relkind = 'r'", (self.schema, list(TABLES))).fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
     def check(self, conn: psycopg.Connection[Any]) -> CheckResult | None:
         """TPC-B keeps books too: every delta lands once in accounts, tellers, branches and history."""
         if self.name != "tpcb":
             return None
-        row = conn.execute(
-            "SELECT (SELECT sum(abalance) FROM pgbench_accounts), (SELECT sum(tbalance) FROM pgbench_tellers), "
-            "(SELECT sum(bbalance) FROM pgbench_branches), (SELECT coalesce(sum(delta), 0) FROM pgbench_history), "
-            "(SELECT count(*) FROM pgbench_history)").fetchone()
+        q = sql.SQL("SELECT (SELECT sum(abalance) FROM {a}), (SELECT sum(tbalance) FROM {t}), "
+                    "(SELECT sum(bbalance) FROM {b}), (SELECT coalesce(sum(delta), 0) FROM {h}), "
+                    "(SELECT count(*) FROM {h})").format(
+            a=sql.Identifier(self.schema, "pgbench_accounts"), t=sql.Identifier(self.schema, "pgbench_tellers"),
+            b=sql.Identifier(self.schema, "pgbench_branches"), h=sql.Identifier(self.schema, "pgbench_history"))
+        row = conn.execute(q).fetchone()
         assert row is not None
         a, t, b, h, n = (int(x) for x in row)
         ok = a == t == b == h
@@ -78,3 +98,7 @@ class PgbenchBuiltin:
                    f"TPC-B BOOKS DO NOT BALANCE: accounts {a}, tellers {t}, branches {b}, history {h}")
         return CheckResult(ok, summary, {"accounts": a, "tellers": t, "branches": b, "history": h,
                                          "transactions": n})
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S%z")

@@ -4,18 +4,21 @@
 -- counted but not stored.
 WITH a AS (
     SELECT * FROM pg_stat_activity
-    WHERE pid <> pg_backend_pid() AND coalesce(application_name, '') NOT LIKE 'pgknee:%'
+    WHERE pid <> pg_backend_pid() AND left(coalesce(application_name, ''), 7) <> 'pgknee:'
+      -- the benchmark's database (and the server-wide processes, which belong to none) unless
+      -- every database was asked for
+      AND (%(all_databases)s OR datid IS NULL OR datname = current_database())
 )
 SELECT c.backends, c.client_backends, c.active, c.idle_in_xact,
        s.pid, s.leader_pid, s.datid::bigint, s.datname::text, s.usesysid::bigint, s.usename::text,
        s.application_name, host(s.client_addr), s.client_hostname, s.client_port,
        s.backend_start::text, s.xact_start::text, s.query_start::text, s.state_change::text,
        s.wait_event_type, s.wait_event, s.state, s.backend_xid::text, s.backend_xmin::text,
-       s.query_id, s.query, s.backend_type
+       s.query_id, CASE WHEN %(query_text)s THEN s.query END AS query, s.backend_type
 FROM (SELECT count(*) AS backends,
              count(*) FILTER (WHERE backend_type = 'client backend') AS client_backends,
              count(*) FILTER (WHERE state = 'active') AS active,
-             count(*) FILTER (WHERE state LIKE 'idle in transaction%') AS idle_in_xact
+             count(*) FILTER (WHERE state IN ('idle in transaction', 'idle in transaction (aborted)')) AS idle_in_xact
       FROM a) AS c
 LEFT JOIN a AS s ON s.state IS DISTINCT FROM 'idle'
                 AND s.wait_event_type IS DISTINCT FROM 'Activity'

@@ -6,15 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from pgknee.errors import TargetError, UserError
+from pgknee.errors import UserError
 from pgknee.plan import WorkloadSpec
-from pgknee.workloads.base import CheckResult, Script
+from pgknee.workloads import schema as wschema
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 
 # Scale 1 is close to the article's data set (section 6, about 35 MB): 10k users
 # and wallets, 100k transactions, 200k ledger entries.
@@ -22,7 +22,7 @@ USERS_PER_SCALE = 10_000
 TRANSACTIONS_PER_SCALE = 100_000
 OPENING_BALANCE = 1_000_000
 SCRIPTS = (("transfer", 60), ("balance", 25), ("history", 15))
-TABLES = ("users", "wallets", "transactions", "ledger_entries")
+TABLES = wschema.TABLES["ewallet"]
 
 
 def _sql(name: str) -> str:
@@ -44,27 +44,19 @@ class EWallet:
                 .replace("{{opening_balance}}", str(OPENING_BALANCE)))
 
     # ---- install ---------------------------------------------------------------------------
-    def _existing(self, conn: psycopg.Connection[Any]) -> dict[str, str] | None:
-        """None: no such schema. {}: the schema exists but is not pgknee's. Else its meta."""
-        row = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)).fetchone()
-        if row is None:
-            return None
-        has_meta = conn.execute("SELECT to_regclass(%s) IS NOT NULL",
-                                (f"{self.schema}.pgknee_meta",)).fetchone()
-        if not has_meta or not has_meta[0]:
-            return {}
-        rows = conn.execute(sql.SQL("SELECT key, value FROM {}.pgknee_meta").format(sql.Identifier(self.schema)))
-        return {k: v for k, v in rows.fetchall()}
-
-    def install(self, conn: psycopg.Connection[Any], *, created_by_pgknee: bool, say: Callable[[str], None],
-                run_pgbench: Callable[[list[str]], None] | None = None) -> dict[str, str]:
-        meta = self._existing(conn)
-        if meta is not None:
-            if meta == {} or meta.get("workload") != "ewallet":
-                raise UserError(f"schema {self.schema!r} already exists and was not made by pgknee's e-wallet "
-                                "workload; pgknee will not touch it", "choose another one with --schema NAME")
-            same = meta.get("users") == str(self.users) and meta.get("transactions_seeded") == str(self.transactions)
+    def install(self, conn: psycopg.Connection[Any], *, say: Callable[[str], None],
+                run_pgbench: RunPgbench | None = None) -> dict[str, str]:
+        found = wschema.inspect(conn, self.schema)
+        wschema.refuse_foreign(found, self.schema)
+        if found.exists:
+            meta = found.meta
+            same = meta.get("workload") == "ewallet" and meta.get("users") == str(self.users) \
+                and meta.get("transactions_seeded") == str(self.transactions)
             if not self.spec.reinit:
+                if meta.get("workload") != "ewallet":
+                    raise UserError(f"schema {self.schema!r} holds pgknee's {meta.get('workload', 'unfinished')} "
+                                    "workload, not the e-wallet", "add --reinit to replace it, or choose another "
+                                    "--schema")
                 if not same:
                     raise UserError(
                         f"schema {self.schema!r} holds e-wallet data at another scale "
@@ -73,30 +65,25 @@ class EWallet:
                 say(f"reusing the e-wallet data in schema {self.schema} (seeded {meta.get('seeded_at')}, "
                     f"{meta.get('users')} users); --reinit reseeds it")
                 return meta
-            say(f"--reinit: dropping schema {self.schema} and reseeding")
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(self.schema)))
+            say(f"--reinit: dropping pgknee's schema {self.schema} and reseeding")
+            wschema.drop(conn, self.schema)
         return self._seed(conn, say)
 
     def _seed(self, conn: psycopg.Connection[Any], say: Callable[[str], None]) -> dict[str, str]:
         t0 = time.monotonic()
         say(f"seeding e-wallet data: {self.users:,} users and wallets, {self.transactions:,} transactions, "
-            f"{2 * self.transactions:,} ledger entries (schema {self.schema})")
-        try:
-            with conn.transaction():
-                conn.execute(self._render(_sql("schema")).encode())
-                conn.execute(self._render(_sql("seed")).encode())
-                total = conn.execute(sql.SQL("SELECT sum(balance) FROM {}.wallets").format(
-                    sql.Identifier(self.schema))).fetchone()
-                meta = {"workload": "ewallet", "users": str(self.users),
-                        "transactions_seeded": str(self.transactions), "opening_balance": str(OPENING_BALANCE),
-                        "total_balance": str(total[0] if total else 0),
-                        "seeded_at": time.strftime("%Y-%m-%d %H:%M:%S%z"), "scale": str(self.spec.scale)}
-                with conn.cursor() as cur:
-                    cur.executemany(sql.SQL("INSERT INTO {}.pgknee_meta (key, value) VALUES (%s, %s)").format(
-                        sql.Identifier(self.schema)), list(meta.items()))
-        except psycopg.errors.InsufficientPrivilege as e:
-            raise TargetError(f"not allowed to create the workload schema: {str(e).strip()}",
-                              "connect as a user who may CREATE in this database") from None
+            f"{2 * self.transactions:,} ledger entries (schema {self.schema}, created and marked as pgknee's)")
+        with conn.transaction():
+            wschema.create(conn, self.schema, "ewallet")
+            conn.execute(self._render(_sql("schema")).encode())
+            conn.execute(self._render(_sql("seed")).encode())
+            total = conn.execute(sql.SQL("SELECT sum(balance) FROM {}.wallets").format(
+                sql.Identifier(self.schema))).fetchone()
+            meta = {"workload": "ewallet", "users": str(self.users),
+                    "transactions_seeded": str(self.transactions), "opening_balance": str(OPENING_BALANCE),
+                    "total_balance": str(total[0] if total else 0),
+                    "seeded_at": time.strftime("%Y-%m-%d %H:%M:%S%z"), "scale": str(self.spec.scale)}
+            wschema.write_meta(conn, self.schema, meta)
         for t in TABLES:
             conn.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(self.schema), sql.Identifier(t)))
         try:
@@ -112,13 +99,8 @@ class EWallet:
         return meta
 
     # ---- scripts -------------------------------------------------------------------------------
-    def render_scripts(self, into: Path) -> list[Script]:
-        out = []
-        for name, weight in SCRIPTS:
-            p = into / f"{name}.sql"
-            p.write_text(self._render(_sql(name)))
-            out.append(Script(name, p, weight))
-        return out
+    def sources(self) -> list[ScriptSource]:
+        return [ScriptSource(name, f"{name}.sql", self._render(_sql(name)), weight) for name, weight in SCRIPTS]
 
     def defines(self) -> dict[str, str]:
         return {"n_users": str(self.users)}

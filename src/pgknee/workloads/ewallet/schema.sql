@@ -1,5 +1,5 @@
--- The e-wallet workload (article 000, section 5), in its own schema.
-CREATE SCHEMA {{schema}};
+-- The e-wallet workload (article 000, section 5), in pgknee's own schema (created and
+-- marked by workloads/schema.py in the same transaction).
 
 CREATE TABLE {{schema}}.users (
     id   bigint PRIMARY KEY,
@@ -28,10 +28,4 @@ CREATE TABLE {{schema}}.ledger_entries (
     amount         bigint      NOT NULL CHECK (amount > 0),
     direction      text        NOT NULL CHECK (direction IN ('debit', 'credit')),
     created_at     timestamptz NOT NULL DEFAULT now()
-);
-
--- what pgknee knows about this schema: who made it, at what scale, the money in it
-CREATE TABLE {{schema}}.pgknee_meta (
-    key   text PRIMARY KEY,
-    value text NOT NULL
 );

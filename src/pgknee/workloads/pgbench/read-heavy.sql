@@ -6,5 +6,5 @@
 \set aid random(1, :naccounts)
 \set bid random(1, :nbranches)
 BEGIN;
-SELECT * FROM pgbench_accounts WHERE aid >= :aid AND aid < (:aid + 5000) AND bid = :bid LIMIT 1;
+SELECT * FROM {{schema}}.pgbench_accounts WHERE aid >= :aid AND aid < (:aid + 5000) AND bid = :bid LIMIT 1;
 END;

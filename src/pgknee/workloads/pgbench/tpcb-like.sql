@@ -4,10 +4,10 @@
 \set tid random(1, 10 * :scale)
 \set delta random(-5000, 5000)
 BEGIN;
-UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
-SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
-UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
-UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
-INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+UPDATE {{schema}}.pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM {{schema}}.pgbench_accounts WHERE aid = :aid;
+UPDATE {{schema}}.pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
+UPDATE {{schema}}.pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
+INSERT INTO {{schema}}.pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
 END;
 

@@ -1,0 +1,133 @@
+"""The schema a built-in workload lives in: created by pgknee, marked as pgknee's, and the
+only thing pgknee ever changes on a user's server.
+
+The mark is the schema's comment (MARK ...) and a pgknee_meta table inside it (what was
+seeded, at what scale). A schema of the same name without the mark is refused, with or
+without --reinit, before anything is changed. --reinit drops the workload's own tables and
+then the schema, both RESTRICT, in one transaction with a lock_timeout: if anything outside
+depends on them (a user's view, a foreign key) or the schema holds anything pgknee did not
+put there, PostgreSQL refuses, the transaction rolls back and pgknee says what is in the way.
+Never CASCADE; never a wait behind the user's own traffic.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from pgknee import __version__
+from pgknee.errors import TargetError, UserError
+
+MARK = "pgknee workload schema"
+# every table a built-in workload creates, by the workload its meta records (one schema may hold one)
+TABLES: dict[str, tuple[str, ...]] = {
+    "ewallet": ("users", "wallets", "transactions", "ledger_entries"),
+    "pgbench": ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history"),
+}
+META_TABLE = "pgknee_meta"
+LOCK_TIMEOUT = "5s"
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a schema of the workload's name holds: nothing (absent), pgknee's marked schema
+    (with its meta), or something of someone else's."""
+
+    exists: bool
+    marked: bool
+    meta: dict[str, str]
+    tables: tuple[str, ...]  # its tables, whoever made them
+
+
+def inspect(conn: psycopg.Connection[Any], schema: str) -> Found:
+    row = conn.execute("SELECT oid, coalesce(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace "
+                       "WHERE nspname = %s", (schema,)).fetchone()
+    if row is None:
+        return Found(False, False, {}, ())
+    oid, comment = row
+    tables = tuple(r[0] for r in conn.execute(
+        "SELECT relname FROM pg_class WHERE relnamespace = %s AND relkind IN ('r', 'p', 'v', 'm', 'f') "
+        "ORDER BY relname", (oid,)).fetchall())
+    meta: dict[str, str] = {}
+    if META_TABLE in tables:
+        try:
+            rows = conn.execute(sql.SQL("SELECT key, value FROM {}.{}").format(
+                sql.Identifier(schema), sql.Identifier(META_TABLE))).fetchall()
+            meta = {str(k): str(v) for k, v in rows}
+        except psycopg.Error:
+            meta = {}
+    # pgknee before the comment mark: its e-wallet schema carried the meta table alone
+    marked = str(comment).startswith(MARK) or ("workload" in meta and "seeded_at" in meta)
+    return Found(True, marked, meta, tables)
+
+
+def refuse_foreign(found: Found, schema: str) -> None:
+    """A schema of this name that pgknee did not make: one line, nothing touched."""
+    if found.exists and not found.marked:
+        held = (f"it holds {len(found.tables)} table{'s' if len(found.tables) != 1 else ''} "
+                f"({', '.join(found.tables[:4])}{', ...' if len(found.tables) > 4 else ''})"
+                if found.tables else "it is empty")
+        raise UserError(f"schema {schema!r} already exists and was not created by pgknee ({held}); "
+                        "pgknee does not touch it, with or without --reinit",
+                        "choose another schema for the workload with --schema NAME")
+
+
+def create(conn: psycopg.Connection[Any], schema: str, workload: str) -> None:
+    """The schema, its mark and its meta table, in the caller's transaction."""
+    ident = sql.Identifier(schema)
+    try:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
+    except psycopg.errors.DuplicateSchema:
+        raise UserError(f"schema {schema!r} was created by someone else just now",
+                        "choose another schema with --schema NAME") from None
+    except psycopg.errors.InsufficientPrivilege as e:
+        raise TargetError(f"not allowed to create the workload schema: {str(e).strip().splitlines()[0]}",
+                          "connect as a user who may CREATE in this database") from None
+    comment = (f"{MARK} ({workload}): created by pgknee {__version__} at {time.strftime('%Y-%m-%d %H:%M:%S%z')}; "
+               "pgknee run --reinit drops it")
+    conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(ident, sql.Literal(comment)))
+    conn.execute(sql.SQL("CREATE TABLE {}.{} (key text PRIMARY KEY, value text NOT NULL)").format(
+        ident, sql.Identifier(META_TABLE)))
+
+
+def write_meta(conn: psycopg.Connection[Any], schema: str, meta: dict[str, str]) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(sql.SQL("INSERT INTO {}.{} (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                                "SET value = excluded.value").format(sql.Identifier(schema),
+                                                                     sql.Identifier(META_TABLE)),
+                        list(meta.items()))
+
+
+def drop(conn: psycopg.Connection[Any], schema: str) -> None:
+    """--reinit: pgknee's tables of the workload, then the schema, RESTRICT, at once or not at
+    all. Refused (nothing changed) when something else depends on them or lives there, or
+    when a session holds a lock on them for longer than the lock_timeout."""
+    found = inspect(conn, schema)
+    refuse_foreign(found, schema)
+    if not found.exists:
+        return
+    made = TABLES.get(found.meta.get("workload", ""), tuple(t for ts in TABLES.values() for t in ts))
+    ours = [t for t in (*made, META_TABLE) if t in found.tables]
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
+            if ours:
+                conn.execute(sql.SQL("DROP TABLE {} RESTRICT").format(
+                    sql.SQL(", ").join(sql.Identifier(schema, t) for t in ours)))
+            conn.execute(sql.SQL("DROP SCHEMA {} RESTRICT").format(sql.Identifier(schema)))
+    except psycopg.errors.LockNotAvailable:
+        raise TargetError(f"--reinit: another session holds a lock on the tables of schema {schema!r} (waited "
+                          f"{LOCK_TIMEOUT}); pgknee changed nothing",
+                          "run again when that session is done, or use another --schema") from None
+    except psycopg.errors.DependentObjectsStillExist as e:
+        detail = (e.diag.message_detail or str(e)).strip().replace("\n", "; ")
+        raise UserError(f"--reinit: schema {schema!r} is pgknee's, but objects pgknee did not create depend on "
+                        f"it or live in it ({detail[:300]}); pgknee changed nothing",
+                        "drop or move those objects yourself, or choose another --schema") from None
+    except psycopg.errors.InsufficientPrivilege as e:
+        raise TargetError(f"--reinit: not allowed to drop schema {schema!r}: {str(e).strip().splitlines()[0]}",
+                          "connect as the user who created it, or choose another --schema") from None
