@@ -47,7 +47,7 @@ def test_extend_adds_the_proposed_counts_to_the_same_run(tmp_path: Path) -> None
     assert r.code == 0, r.err
     (run_id,) = sql(store, "SELECT run_id FROM runs")[0]
     bad = pgknee("run", "--extend", str(run_id), "--duration", "5s", "--store", str(store), cwd=tmp_path)
-    assert bad.code == 2 and "only --clients and --dsn may be given" in bad.err
+    assert bad.code == 2 and "only --clients, --dsn and the programs" in bad.err
     dup = pgknee("run", "--extend", str(run_id), "--clients", "3,6", "--store", str(store), cwd=tmp_path)
     assert dup.code == 2 and "already has 3 clients" in dup.err
     more = pgknee("run", "--extend", str(run_id), "--clients", "6", "--store", str(store), "--quiet", "--no-waits",

@@ -54,7 +54,7 @@ def test_remote_dsn_installs_own_schema_and_keeps_secrets(server: EmbeddedCluste
     # and never touches a schema that is not its own, even with --reinit
     foreign = pgknee("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "1s", "--schema", "userdata",
                      "--reinit", "--store", str(store), env=env, cwd=tmp_path)
-    assert foreign.code == 2 and "was not made by pgknee" in foreign.err
+    assert foreign.code == 2 and "was not created by pgknee" in foreign.err
     assert _orders_checksum(server) == before
 
 

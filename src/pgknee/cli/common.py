@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import RenderableType
 
+from pgknee import safefs
 from pgknee.errors import UserError
 from pgknee.report.terminal import render
 
@@ -45,9 +46,20 @@ def width() -> int:
     return max(100, shutil.get_terminal_size((140, 40)).columns)
 
 
-def print_items(items: list[RenderableType]) -> None:
-    sys.stdout.write(render(items, width=width(), color=sys.stdout.isatty() and not os.environ.get("NO_COLOR")))
-    sys.stdout.flush()
+def print_items(items: list[RenderableType], *, to_stderr: bool = False) -> None:
+    """The tables, on standard output (or standard error, when a JSON or report output was asked
+    for on standard output)."""
+    out = sys.stderr if to_stderr else sys.stdout
+    out.write(render(items, width=width(), color=out.isatty() and not os.environ.get("NO_COLOR")))
+    out.flush()
+
+
+def stdout_outputs(*paths: str | None) -> bool:
+    """Whether an output goes to standard output ('-'); at most one may."""
+    taken = [p for p in paths if p == safefs.STDOUT]
+    if len(taken) > 1:
+        raise UserError("only one output can go to standard output ('-')", "give the others a file name")
+    return bool(taken)
 
 
 def _refuse_a_database(target: Path) -> None:
@@ -63,13 +75,15 @@ def _refuse_a_database(target: Path) -> None:
 
 
 def check_writable(path: str) -> None:
-    """Fail on an output path that cannot be written, without creating or changing it."""
+    """Fail on an output path that cannot be written, without creating or changing it (and
+    without opening it: a FIFO would block)."""
+    kind = safefs.output_kind(path)
+    if kind != "file":
+        return
     target = Path(path)
-    if target.is_dir():
-        raise UserError(f"cannot write {path}: it is a directory", "give a file name")
-    _refuse_a_database(target)
     if target.exists():
-        ok = os.access(target, os.W_OK)
+        _refuse_a_database(target)
+        ok = os.access(target, os.W_OK) and os.access(target.resolve().parent, os.W_OK | os.X_OK)
     else:
         parent = target.parent if str(target.parent) else Path(".")
         ok = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
@@ -82,15 +96,9 @@ def write_text_file(path: str, text: str) -> None:
 
 
 def write_file(path: str | Path, data: bytes) -> None:
-    """Write all or nothing: through a temporary file beside it, renamed over it."""
+    """All or nothing (safefs.write_output): '-' is standard output, a device is written in
+    place, a file through a temporary name beside it; a FIFO, socket or directory is refused."""
     target = Path(path)
-    if target.is_dir():
-        raise UserError(f"cannot write {path}: it is a directory", "give a file name")
-    _refuse_a_database(target)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {e.strerror}", "choose a writable path") from None
+    if str(path) != safefs.STDOUT and safefs.output_kind(str(path)) == "file":
+        _refuse_a_database(target)
+    safefs.write_output(str(path), data)

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from pgknee.analyze.compare import metadata_differences
 from pgknee.analyze.run import build, combined
-from pgknee.cli.common import add_noise_threshold, add_store, print_items, write_text_file
+from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
 from pgknee.report.jsonout import FORMAT_VERSION, comparison_json, dumps
 from pgknee.report.terminal import headlines, variant_comparison
@@ -53,7 +53,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     items.extend(Text("▶ " + h) for h in headlines(view))
     if diffs:
         items.append(Text("Warning: the runs differ in what matters for a comparison:\n  " + "\n  ".join(diffs)))
-    print_items(items)
+    print_items(items, to_stderr=stdout_outputs(args.json))
     if args.json:
         write_text_file(args.json, dumps({"format_version": FORMAT_VERSION, "runs": [v.data.run.run_id for v in views],
                                           "summary": view.summary, "rows": comparison_json(view),

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from pgknee.analyze.recommend import Recommendation, recommend_all
 from pgknee.analyze.run import build
-from pgknee.cli.common import add_store, print_items, write_text_file
+from pgknee.cli.common import add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
 from pgknee.plan import parse_seconds
 from pgknee.report.jsonout import FORMAT_VERSION, dumps
@@ -94,7 +94,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     items: list[Any] = [Text(f"run {view.data.run.run_id} ({view.data.run.workload})")]
     for r in recs:
         items.extend(recommendation_items(r))
-    print_items(items)
+    print_items(items, to_stderr=stdout_outputs(args.json))
     if args.json:
         write_text_file(args.json, dumps({"format_version": FORMAT_VERSION, "run": view.data.run.run_id,
                                           "recommendations": [as_json(r) for r in recs]}))

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pgknee import safefs
 from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.run import RunView, build
 from pgknee.cli.common import add_noise_threshold, add_store, check_writable, write_file
@@ -27,7 +28,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_ID",
                    help="a run (its variants side by side), or several runs to compare (A, B, ... in order)")
     p.add_argument("-o", "--output", required=True, metavar="PATH",
-                   help="the file to write (report.html, or report.md with its charts in report_files/)")
+                   help="the file to write (report.html, or report.md with its charts in report_files/; "
+                        "'-': HTML to standard output)")
     p.add_argument("--format", choices=FORMATS, help="html or md (default: from the file's extension, else html)")
     p.add_argument("--image-format", choices=markdown.IMAGE_FORMATS, default="png",
                    help="the chart files of a markdown report (default png)")
@@ -53,8 +55,14 @@ def chart_folder(path: str) -> Path:
 def check_output(path: str, fmt: str) -> None:
     """Refuse an output that cannot be written, before any work and without creating anything."""
     check_writable(path)
+    if fmt == "md" and path == "-":
+        raise UserError("a markdown report keeps its charts in files beside it, so it cannot go to standard "
+                        "output", "give it a file name, or write HTML ('-' with --format html)")
     if fmt == "md":
         folder = chart_folder(path)
+        if folder.is_symlink() and os.geteuid() == 0 and safefs.writable_by_others(folder.parent):
+            raise UserError(f"{folder} is a symbolic link in a directory other users can write: as root, pgknee "
+                            "does not follow it", "remove it, or write the report in a directory of root's")
         if folder.exists() and not folder.is_dir():
             raise UserError(f"cannot write the charts to {folder}: a file of that name exists",
                             "move it, or choose another output name")
@@ -74,8 +82,9 @@ def write(path: str, fmt: str, views: Sequence[RunView], opts: document.Options,
     target = Path(path)
     if fmt == "html":
         data = html.render(rep).encode()
-        write_file(target, data)
-        return f"wrote {path} ({len(data) / 1e6:.1f} MB, {len(rep.charts)} charts, self-contained)"
+        write_file(path, data)
+        where = "the report to standard output" if path == "-" else path
+        return f"wrote {where} ({len(data) / 1e6:.1f} MB, {len(rep.charts)} charts, self-contained)"
     folder = chart_folder(path)
     text, files = markdown.render(rep, folder.name, image_format)
     try:  # the charts first, each written whole; nothing else in the folder is touched
@@ -116,5 +125,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(f"pgknee: {text} ...", file=sys.stderr, flush=True)
 
-    print(write(args.output, fmt, views, options_from(args), say, args.image_format))
+    print(write(args.output, fmt, views, options_from(args), say, args.image_format),
+          file=sys.stderr if args.output == "-" else sys.stdout)
     return 0

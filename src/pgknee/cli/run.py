@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -17,7 +18,14 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from pgknee.analyze.recommend import Recommendation, recommend, recommend_all
 from pgknee.analyze.run import RunView, build
-from pgknee.cli.common import add_noise_threshold, add_store, check_writable, print_items, write_text_file
+from pgknee.cli.common import (
+    add_noise_threshold,
+    add_store,
+    check_writable,
+    print_items,
+    stdout_outputs,
+    write_text_file,
+)
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.errors import Interrupted, PgkneeError, UserError
 from pgknee.plan import (
@@ -109,9 +117,13 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--os-interval", help="OS sampling interval; 0 switches it off (default 1s)")
     c.add_argument("--log-sampling-rate", type=float,
                    help="fraction of transactions pgbench logs for latency (default 1: all)")
+    c.add_argument("--sample-all-databases", action="store_true", default=None,
+                   help="sample the sessions of every database on the server (default: the benchmark's only)")
+    c.add_argument("--no-query-text", dest="query_text", action="store_const", const=False, default=None,
+                   help="do not store the sampled sessions' query texts (the wait profile needs none)")
     o = p.add_argument_group("output")
     add_store(o)
-    o.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    o.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-': to standard output)")
     o.add_argument("--no-waits", action="store_true", help="leave the per-step wait profiles out of the tables")
     o.add_argument("--quiet", action="store_true", help="no progress, only the tables")
     o.add_argument("--extend", metavar="RUN_ID",
@@ -122,7 +134,8 @@ def add_parser(sub: Any) -> None:
     add_recommend_options(o)
     o.add_argument("--report", metavar="PATH",
                    help="also write a report with charts (report.html: one self-contained file; report.md: "
-                        "markdown with its charts in report_files/), as 'pgknee report' does")
+                        "markdown with its charts in report_files/; '-': HTML to standard output), as 'pgknee "
+                        "report' does")
     o.add_argument("--dry-run", action="store_true",
                    help="print the pgbench command lines and the estimated wall time, run nothing")
     p.set_defaults(func=cmd_run)
@@ -269,9 +282,11 @@ def _extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
     proposes (or --clients), to be added to the same run."""
     from pgknee.plan import parse_clients, plan_from_stored
 
-    others = [k for k in FLAG_KEYS if k not in ("clients", "dsn") and getattr(args, k, None) is not None]
+    others = [k for k in FLAG_KEYS if k not in ("clients", "dsn", *_EXTEND_BINARIES)
+              and getattr(args, k, None) is not None]
     if args.plan or args.scenario or others:
-        raise UserError("--extend runs the stored run's own plan; only --clients and --dsn may be given with it",
+        raise UserError("--extend runs the stored run's own plan; only --clients, --dsn and the programs "
+                        "(--pgbench, --pg-bindir, --pgbouncer) may be given with it",
                         f"drop {('--' + others[0].replace('_', '-')) if others else 'the plan file or --scenario'}")
     store = Store(args.store, create=False)
     view = build(load_run(store, args.extend))
@@ -292,9 +307,28 @@ def _extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
     if dup:
         raise UserError(f"run {run.run_id} already has {dup[0]} clients", "give counts it has not run")
     dsn = args.dsn or os.environ.get("PGKNEE_DSN")
-    plan = plan_from_stored(stored, clients, dsn if stored.get("target", {}).get("dsn") else None)
+    plan = plan_from_stored(stored, clients, dsn if stored.get("target", {}).get("dsn") else None,
+                            binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
+    _same_scripts(plan, view.data.env)
     merged = {**stored, "clients": [*stored.get("clients", ()), *clients]}
     return plan, (run.run_id, merged)
+
+
+_EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer")
+
+
+def _same_scripts(plan: Plan, env: dict[str, str]) -> None:
+    """A custom workload is extended with the scripts it ran, byte for byte: a script file
+    changed (or swapped) since is refused."""
+    for path, _ in plan.workload.scripts:
+        recorded = env.get(f"workload.script.{Path(path).name}.sha256")
+        try:
+            now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError as e:
+            raise UserError(f"the run's script {path} cannot be read: {e.strerror}") from None
+        if recorded is not None and recorded != now:
+            raise UserError(f"the script {path} has changed since the run measured it",
+                            "start a new run with the changed script, or restore the one the run used")
 
 
 def _plan_file_env(source: PlanFile) -> dict[str, str]:
@@ -371,13 +405,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     view = build(load_run(store, runner.run_id))
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
-    print_items(run_report(view, waits=not args.no_waits))
+    to_stderr = stdout_outputs(args.json, args.report)
+    print_items(run_report(view, waits=not args.no_waits), to_stderr=to_stderr)
     recs = _recommendations(args, view) if args.recommend or args.report else None
     if args.recommend and recs is not None:
         items: list[Any] = []
         for rec in recs:
             items.extend(recommendation_items(rec))
-        print_items(items)
+        print_items(items, to_stderr=to_stderr)
     if args.report:
         _write_report(args, view, ui.say, recs)
     return 0
@@ -390,6 +425,7 @@ def _recommendations(args: argparse.Namespace, view: RunView) -> list[Recommenda
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Fail on an unwritable output before an hour of measuring, not after."""
+    stdout_outputs(args.json, args.report)
     if args.json:
         check_writable(args.json)
     if args.report:

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from pgknee.analyze.run import build
 from pgknee.analyze.waits import wait_profile
-from pgknee.cli.common import add_noise_threshold, add_store, print_items, write_text_file
+from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
 from pgknee.report.jsonout import dumps, run_json
 from pgknee.report.terminal import run_report, runs_table, wait_table
@@ -94,7 +94,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     view = build(load_run(_open(args.store), args.run_id), args.summary, args.noise_threshold)
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
-    print_items(run_report(view, waits=not args.no_waits))
+    print_items(run_report(view, waits=not args.no_waits), to_stderr=stdout_outputs(args.json))
     return 0
 
 
