@@ -34,17 +34,19 @@ demo: setup
 	@echo "The run is stored in pgknee-demo.db: try '$(BIN)/pgknee show last --store pgknee-demo.db'"
 	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
-test: system-browsers venv
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/mypy
+test: system-browsers venv lint
 	$(BIN)/python -m pytest -q
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit
 
+# style and types, the architecture contract (.importlinter) and the size limits (functions <= 50
+# lines, modules <= 500, mccabe <= 10)
 lint: venv
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/check_sizes.py src/pgknee
 
 bench: setup
 	$(BIN)/python bench/sampler_overhead.py

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import UserError
+from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, SUMMARIES, check_noise_pct
 from pgknee.serverconf import check_setting, parse_setting
 
 PROTOCOLS = ("simple", "extended", "prepared")
@@ -451,13 +452,6 @@ def _check_variants(variants: tuple[Variant, ...]) -> None:
                             "choose one: think=... (closed loop) or rate=... (open loop)")
 
 
-def check_noise_pct(pct: float) -> float:
-    if not (0 < pct <= 1000 and math.isfinite(pct)):
-        raise UserError(f"the noise threshold must be a percentage above 0, got {pct:g}",
-                        "for example --noise-threshold 10 (a TPS spread (max-min)/median over 10% is noisy)")
-    return pct
-
-
 @dataclass(frozen=True)
 class TargetSpec:
     dsn: str | None = None  # None: the embedded throwaway cluster
@@ -510,8 +504,8 @@ class Plan:
     clients: tuple[int, ...] = DEFAULT_CLIENTS
     duration_s: int = 60
     reps: int = 1
-    summary: str = "median"  # over repetitions: 'median' or 'best' (of N, as article 002)
-    noise_pct: float = 10.0  # a step whose repetitions' TPS spread exceeds this is flagged noisy
+    summary: str = DEFAULT_SUMMARY  # over repetitions: rules.SUMMARIES
+    noise_pct: float = DEFAULT_NOISE_PCT  # a step whose repetitions' TPS spread exceeds this is flagged noisy
     warmup_s: int = 0
     threads: int | None = None  # None: chosen per step
     max_tries: int = 3
@@ -535,8 +529,8 @@ class Plan:
             raise UserError("--duration must be at least 1 second")
         if self.reps < 1:
             raise UserError("--reps must be at least 1")
-        if self.summary not in ("median", "best"):
-            raise UserError(f"unknown summary {self.summary!r}", "choose median or best")
+        if self.summary not in SUMMARIES:
+            raise UserError(f"unknown summary {self.summary!r}", f"choose {' or '.join(SUMMARIES)}")
         check_noise_pct(self.noise_pct)
         if self.warmup_s < 0:
             raise UserError("--warmup cannot be negative")
@@ -639,9 +633,9 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
 DEFAULTS: dict[str, Any] = {
     "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
     "schema": "", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
-    "duration": "60s", "reps": 1, "summary": "median", "warmup": "0", "threads": None, "protocol": "prepared",
+    "duration": "60s", "reps": 1, "summary": DEFAULT_SUMMARY, "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
-    "log_sampling_rate": 1.0, "noise_threshold": 10.0, "pgbouncer": None, "pooler_dsn": None,
+    "log_sampling_rate": 1.0, "noise_threshold": DEFAULT_NOISE_PCT, "pgbouncer": None, "pooler_dsn": None,
     "pooler_admin_dsn": None, "pooler_interval": "250ms", "sample_all_databases": False, "query_text": True,
 }
 _TYPES: dict[str, tuple[type, ...]] = {

@@ -116,6 +116,7 @@ class StepRecord:
     idle: int = 0  # sessions held open beside the workers
     idle_kind: str | None = None
     settings_json: str | None = None  # the variant's server settings, if it restarted the server
+    pool_reserve: int = 0  # a managed pgbouncer's reserve_pool_size
 
 
 @dataclass(frozen=True, slots=True)

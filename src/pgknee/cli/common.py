@@ -24,7 +24,7 @@ def add_store(p: argparse.ArgumentParser) -> None:
 
 
 def _noise_pct(text: str) -> float:
-    from pgknee.plan import check_noise_pct
+    from pgknee.rules import check_noise_pct
 
     try:
         value = float(text.rstrip("%"))

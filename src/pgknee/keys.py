@@ -1,0 +1,148 @@
+"""Every name a fact is stored under, and every check's identifier: one module that writers
+(the run loop, the collectors, the pooler) and readers (analysis, reports) both import, so a
+key is spelled once. Facts are three kinds of key/value rows in the store:
+
+- Env: the run's environment (run_environment): machine, server, settings, workload, checks
+  after the run, the plan file.
+- StepFact: numbers per step (step_facts): memory, idle sessions, a variant's settings.
+- PoolerFact: per step through a pooler (step_pooler): its kind, settings, SHOW STATS deltas.
+
+Keys with a variable part are built by the functions here, never by f-strings elsewhere.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Env(StrEnum):
+    PGKNEE_VERSION = "pgknee.version"
+    HOST_NAME = "host.name"
+    HOST_OS = "host.os"
+    HOST_CPUS = "host.cpus"
+    HOST_MEM_GB = "host.mem_gb"
+    HOST_PYTHON = "host.python"
+    PGBENCH_PATH = "pgbench.path"
+    PGBENCH_VERSION = "pgbench.version"
+    SERVER_VERSION = "server.version"
+    SERVER_VERSION_NUM = "server.version_num"
+    SERVER_IS_SUPERUSER = "server.is_superuser"
+    TARGET_KIND = "target.kind"
+    TARGET_ENDPOINT = "target.endpoint"
+    TARGET_LOCAL = "target.local"
+    TARGET_TLS = "target.tls"
+    TARGET_BINDIR = "target.bindir"
+    TARGET_SERVER_USER = "target.server_user"
+    PGBOUNCER_PATH = "pgbouncer.path"
+    PGBOUNCER_VERSION = "pgbouncer.version"
+    POOLER_EXTERNAL = "pooler.external"
+    PLACEMENT_SERVER_CPUS = "placement.server_cpus"
+    PLACEMENT_CLIENT_CPUS = "placement.client_cpus"
+    PLACEMENT_PINNED = "placement.server_processes_pinned"
+    PLAN_FILE = "plan.file"
+    PLAN_SOURCE = "plan.source"
+    CHECK_MONEY = "check.money"
+    CHECK_MONEY_OK = "check.money.ok"
+    SAMPLE_ALL_DATABASES = "collect.sample_all_databases"
+    QUERY_TEXT = "collect.query_text"
+
+
+# prefixes of the environment's keyed families
+SETTING = "setting."  # setting.NAME: the server's setting as pgknee read it
+EMBEDDED_SETTING = "embedded.setting."  # what pgknee configured on its embedded server
+WORKLOAD = "workload."  # workload.KEY: what the workload reported when installed
+POOLER_EXTERNAL_FACT = "pooler.external."
+EXTENDED = "extended."  # extended.TIME: a run --extend
+
+
+def setting(name: str) -> str:
+    return f"{SETTING}{name}"
+
+
+def embedded_setting(name: str) -> str:
+    return f"{EMBEDDED_SETTING}{name}"
+
+
+def workload_fact(key: str) -> str:
+    return f"{WORKLOAD}{key}"
+
+
+def workload_size(table: str) -> str:
+    return f"{WORKLOAD}size.{table}"
+
+
+def script_sha256(filename: str) -> str:
+    return f"{WORKLOAD}script.{filename}.sha256"
+
+
+def commits_per_txn(variant: str, script: str) -> str:
+    return f"commits_per_txn.{variant}.{script}"
+
+
+def check_detail(check: str, key: str) -> str:
+    return f"check.{check}.{key}"
+
+
+def extended_at(stamp: str) -> str:
+    return f"{EXTENDED}{stamp}"
+
+
+class StepFact(StrEnum):
+    IDLE_OPENED = "idle.opened"
+    IDLE_OPEN_S = "idle.open_s"
+    IDLE_OPEN_AT_END = "idle.open_at_end"
+
+
+# memory pictures taken during a step, each under a prefix (collect.memory.memory_picture)
+BEFORE_IDLE = "before_idle."
+AT_END = "end."
+MEM_AVAILABLE = "mem.memavailable_kb"
+MEM_CACHED = "mem.cached_kb"
+PSS_SERVER = "pss.server_kb"
+PSS_IDLE_MEAN = "pss.idle_backend_mean_kb"
+
+
+def memory_fact(prefix: str, key: str) -> str:
+    return f"{prefix}{key}"
+
+
+class PoolerFact(StrEnum):
+    KIND = "kind"
+    VERSION = "version"
+    MISSING = "missing"
+    SAMPLER_ERRORS = "sampler_errors"
+
+
+POOLER_SETTING = "setting."  # setting.NAME: what a managed pgbouncer was told
+POOLER_DELTA = "delta."  # delta.NAME: a SHOW STATS total's change over the bench phase
+POOLER_EXTERNAL = "external."  # external.NAME: what the user's own pooler's console reported
+
+
+def pooler_setting(name: str) -> str:
+    return f"{POOLER_SETTING}{name}"
+
+
+def pooler_delta(name: str) -> str:
+    return f"{POOLER_DELTA}{name}"
+
+
+def pooler_external(name: str) -> str:
+    return f"{POOLER_EXTERNAL}{name}"
+
+
+class CheckId(StrEnum):
+    """The checks that say which numbers to trust (analyze/checks.py), as the tables name them."""
+
+    TPS_VS_PGBENCH = "tps-vs-pgbench"
+    TPS_VS_COMMITS = "tps-vs-commits"
+    LITTLES_LAW = "littles-law"
+    AAS_VS_ACTIVE_TIME = "aas-vs-active-time"
+    CLIENT_CPU = "client-cpu"
+    FAILURES = "failures"
+    POOLER_OCCUPANCY = "pooler-occupancy"
+
+
+class CheckStatus(StrEnum):
+    OK = "ok"
+    WARN = "warn"
+    NA = "n/a"

@@ -1,0 +1,62 @@
+"""Rules that several layers apply, each defined once: what a repeated step's figure is, when a
+step is noisy, how many sessions a step holds on the database, over which seconds its TPS
+counts. Pure; the plan, the run loop, analysis and the reports all import them from here."""
+
+from __future__ import annotations
+
+import math
+
+from pgknee.errors import UserError
+
+# the figure shown for a repeated step: the median of the repetitions, or the best of N (the
+# repetition with the highest TPS, as article 002 reports)
+SUMMARIES = ("median", "best")
+DEFAULT_SUMMARY = "median"
+
+# a step whose repetitions' TPS spread, (max - min) / median, exceeds this percentage is noisy
+DEFAULT_NOISE_PCT = 10.0
+
+
+def check_noise_pct(pct: float) -> float:
+    if not (0 < pct <= 1000 and math.isfinite(pct)):
+        raise UserError(f"the noise threshold must be a percentage above 0, got {pct:g}",
+                        "for example --noise-threshold 10 (a TPS spread (max-min)/median over 10% is noisy)")
+    return pct
+
+
+def spread_pct(values: list[float] | tuple[float, ...]) -> float:
+    """(max - min) / median, in %: how much repetitions disagree."""
+    if len(values) < 2:
+        return 0.0
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return 100.0 * (max(values) - min(values)) / median if median else 0.0
+
+
+def is_noisy(values: list[float] | tuple[float, ...], threshold_pct: float) -> bool:
+    return len(values) > 1 and spread_pct(values) > threshold_pct
+
+
+def database_concurrency(clients: int, pooler_kind: str | None, pool_size: int | None, reserve: int = 0) -> int:
+    """How many sessions a step holds on the database at once: its clients, or, through a pool
+    pgknee manages, no more than the pool's server connections.
+
+    The reserve pool counts. pgbouncer opens reserve_pool_size more server connections once a
+    client has waited reserve_pool_timeout (5 s here); a pool smaller than its clients has
+    clients waiting all step, so the reserve is in use within seconds of the start and stays in
+    use. Counting pool + reserve is therefore both the capacity the server must have room for
+    and the concurrency the step ran at. Through the user's own pooler (external) pgknee does not
+    know the pool, and counts the clients."""
+    if pooler_kind == "managed" and pool_size:
+        return min(clients, pool_size + reserve)
+    return clients
+
+
+def measured_window(transactions: int | None, tps: float | None, fallback_s: float) -> float:
+    """The seconds a step's TPS counts over: its transactions divided by its TPS (what pgbench
+    itself divides by: its run time less the clients' initial connection time, which -T does not
+    leave out); `fallback_s` when there is no TPS to divide by."""
+    if transactions and tps:
+        return transactions / tps
+    return fallback_s
