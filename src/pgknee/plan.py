@@ -213,7 +213,8 @@ def variant_from_dict(d: dict[str, Any]) -> Variant:
 # a stored plan gives the sweep's shape; the programs it ran are found again (or given as flags),
 # never taken from the store, where a path could have been changed to run something else
 _STORED_SWEEP_KEYS = ("duration_s", "reps", "summary", "noise_pct", "warmup_s", "threads", "max_tries",
-                      "sample_interval_s", "os_interval_s", "pre_s", "post_s", "log_sampling_rate",
+                      "sample_interval_s", "os_interval_s", "pre_s", "post_s", "settle_s", "idle_flush_s",
+                      "log_sampling_rate",
                       "pooler_dsn", "pooler_admin_dsn", "pooler_interval_s", "sample_all_databases",
                       "query_text")
 
@@ -512,8 +513,10 @@ class Plan:
     variants: tuple[Variant, ...] = (Variant(),)
     sample_interval_s: float = 0.1  # 0: no pg_stat_activity sampling
     os_interval_s: float = 1.0
-    pre_s: float = 1.0
-    post_s: float = 1.0
+    pre_s: float = 1.0  # sampled before pgbench starts, in each step
+    post_s: float = 1.0  # sampled after it ends
+    settle_s: float = 3.0  # the longest wait for pg_stat_database to stop moving after a step
+    idle_flush_s: float = 11.0  # idle sessions that read the catalogue report to pg_stat_database within 10 s
     log_sampling_rate: float = 1.0
     pgbench: str | None = None
     pgbouncer: str | None = None  # the binary for managed pooled variants (default: from PATH)
@@ -560,7 +563,8 @@ class Plan:
                 raise UserError(f"{name} must be a whole number, got {getattr(self, name)!r}")
         if not isinstance(self.clients, tuple) or not all(_whole(c) and c >= 1 for c in self.clients):
             raise UserError("client counts must be whole numbers of at least 1")
-        for name in ("noise_pct", "sample_interval_s", "os_interval_s", "pre_s", "post_s", "log_sampling_rate",
+        for name in ("noise_pct", "sample_interval_s", "os_interval_s", "pre_s", "post_s", "settle_s", "idle_flush_s",
+                     "log_sampling_rate",
                      "pooler_interval_s"):
             if not isinstance(getattr(self, name), int | float) or isinstance(getattr(self, name), bool):
                 raise UserError(f"{name} must be a number, got {getattr(self, name)!r}")
@@ -598,9 +602,10 @@ class Plan:
     def estimated_seconds(self) -> float:
         per_step = self.duration_s + self.warmup_s + self.pre_s + self.post_s + 2.0
         # opening idle sessions (measured on 2 cores: 0.003 s each, 0.35 s each touching the
-        # catalogue, then 11 s for their statistics), restarts for a variant's settings
-        extra = sum(v.idle * (0.35 if v.idle_kind == "catalog" else 0.003) + (11 if v.idle_kind == "catalog" else 0)
-                    + (3.0 if v.settings else 0.0) for v in self.variants)
+        # catalogue, then the wait for their statistics), restarts for a variant's settings
+        extra = sum(v.idle * (0.35 if v.idle_kind == "catalog" else 0.003)
+                    + (self.idle_flush_s if v.idle_kind == "catalog" else 0) + (3.0 if v.settings else 0.0)
+                    for v in self.variants)
         return (per_step * len(self.variants) + extra) * len(self.clients) * self.reps
 
     def to_dict(self) -> dict[str, Any]:
@@ -628,7 +633,8 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
                "interval": "pooler_interval"},
     "collect": {"sample_interval": "sample_interval", "os_interval": "os_interval",
                 "log_sampling_rate": "log_sampling_rate", "sample_all_databases": "sample_all_databases",
-                "query_text": "query_text"},
+                "query_text": "query_text", "pre": "pre", "post": "post", "settle": "settle",
+                "idle_flush": "idle_flush"},
 }
 DEFAULTS: dict[str, Any] = {
     "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
@@ -637,6 +643,7 @@ DEFAULTS: dict[str, Any] = {
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
     "log_sampling_rate": 1.0, "noise_threshold": DEFAULT_NOISE_PCT, "pgbouncer": None, "pooler_dsn": None,
     "pooler_admin_dsn": None, "pooler_interval": "250ms", "sample_all_databases": False, "query_text": True,
+    "pre": "1s", "post": "1s", "settle": "3s", "idle_flush": "11s",
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
@@ -646,6 +653,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "sample_interval": (str, int, float), "os_interval": (str, int, float), "log_sampling_rate": (int, float),
     "noise_threshold": (int, float), "pgbouncer": (str,), "pooler_dsn": (str,), "pooler_admin_dsn": (str,),
     "pooler_interval": (str, int, float), "sample_all_databases": (bool,), "query_text": (bool,),
+    "pre": (str, int, float), "post": (str, int, float), "settle": (str, int, float), "idle_flush": (str, int, float),
 }
 
 
@@ -779,7 +787,9 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             log_sampling_rate=float(v["log_sampling_rate"]), pgbench=v["pgbench"], pgbouncer=v["pgbouncer"],
             pooler_dsn=v["pooler_dsn"] or None, pooler_admin_dsn=v["pooler_admin_dsn"] or None,
             pooler_interval_s=parse("pooler_interval", lambda x: parse_seconds(str(x), label("pooler_interval"))),
-            sample_all_databases=bool(v["sample_all_databases"]), query_text=bool(v["query_text"]))
+            sample_all_databases=bool(v["sample_all_databases"]), query_text=bool(v["query_text"]),
+            **{f"{k}_s": parse(k, lambda x, k=k: parse_seconds(str(x), label(k), allow_zero=True))
+               for k in ("pre", "post", "settle", "idle_flush")})
     except UserError as e:
         if source is not None and not e.message.startswith(source.path):
             raise UserError(f"{source.path}: {e.message}", e.hint) from None

@@ -58,7 +58,6 @@ from pgknee.types import ProgressPoint, StepMeasurement
 from pgknee.workloads import Script, Workload, get_workload
 from pgknee.workloads.base import ScriptSource, write_scripts
 
-STATS_IDLE_FLUSH_S = 11.0  # a backend that idles reports its statistics within 10 s (PGSTAT_IDLE_INTERVAL)
 SERVER_SETTINGS = ("max_connections", "superuser_reserved_connections", "shared_buffers", "work_mem",
                    "effective_cache_size", "synchronous_commit", "fsync", "full_page_writes", "wal_level",
                    "wal_buffers", "max_wal_size", "checkpoint_timeout", "commit_delay", "huge_pages",
@@ -101,9 +100,10 @@ class _StatsReader:
     """pg_stat_database reads on pgknee's own connection; each read is a commit in
     the benchmark database, counted so it can be taken out of the check."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], settle_s: float) -> None:
         self.conn = conn
         self.reads = 0
+        self.settle_s = settle_s
 
     def reconnect(self, conn: psycopg.Connection[Any]) -> None:
         with contextlib.suppress(psycopg.Error):
@@ -115,7 +115,7 @@ class _StatsReader:
         return pgstats.snapshot(self.conn)
 
     def settled(self) -> dict[str, float]:
-        deadline = time.monotonic() + 3.0
+        deadline = time.monotonic() + self.settle_s
         prev = self.snapshot()
         while time.monotonic() < deadline:
             time.sleep(0.25)
@@ -252,7 +252,7 @@ class Runner:
                 if self.plan.os_interval_s:
                     os_sampler.start()
                     stack.callback(os_sampler.close)
-                reader = _StatsReader(stats_conn)
+                reader = _StatsReader(stats_conn, self.plan.settle_s)
                 for spec in self.steps:
                     self._run_step(spec, pgbench, pg_version_num, [s for s, _ in scripts[spec.variant.name]],
                                    workload.defines(), child_env, work_dir, sampler, os_sampler, reader, target)
@@ -637,7 +637,7 @@ class Runner:
         if v.idle_kind == "catalog":
             # their catalogue queries report to pg_stat_database once they have idled up to 10 s:
             # let that happen before the measured window
-            time.sleep(STATS_IDLE_FLUSH_S)
+            time.sleep(self.plan.idle_flush_s)
         return holder
 
     def _open_idle(self, v: Variant, target: Target, pooled: StepPooler | None, step_id: int,
@@ -646,7 +646,7 @@ class Runner:
         else to the server (the embedded one by its trusted socket: no SCRAM per session)."""
         endpoint = pooled.endpoint if pooled is not None else target.session_endpoint
         plan = self.plan
-        hold_s = plan.duration_s + plan.warmup_s + plan.pre_s + plan.post_s + STATS_IDLE_FLUSH_S + 60
+        hold_s = plan.duration_s + plan.warmup_s + plan.pre_s + plan.post_s + plan.idle_flush_s + 60
         holder = IdleHolder(endpoint, v.idle, v.idle_kind, sleep_s=hold_s,
                             timeout_s=max(120.0, v.idle * (1.0 if v.idle_kind == "catalog" else 0.1)))
         self.ui.say(f"opening {v.idle} idle sessions ({v.idle_kind})")

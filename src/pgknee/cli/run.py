@@ -117,6 +117,12 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--os-interval", help="OS sampling interval; 0 switches it off (default 1s)")
     c.add_argument("--log-sampling-rate", type=float,
                    help="fraction of transactions pgbench logs for latency (default 1: all)")
+    c.add_argument("--pre", help="seconds sampled before pgbench starts in each step (default 1s)")
+    c.add_argument("--post", help="seconds sampled after it ends (default 1s)")
+    c.add_argument("--settle", help="the longest wait after a step for the server's statistics to stop moving "
+                                    "(default 3s)")
+    c.add_argument("--idle-flush", help="the wait after opening idle sessions that read the catalogue, for "
+                                        "their statistics to reach pg_stat_database (default 11s)")
     c.add_argument("--sample-all-databases", action="store_true", default=None,
                    help="sample the sessions of every database on the server (default: the benchmark's only)")
     c.add_argument("--no-query-text", dest="query_text", action="store_const", const=False, default=None,
