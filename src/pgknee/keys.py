@@ -83,6 +83,10 @@ def check_detail(check: str, key: str) -> str:
     return f"check.{check}.{key}"
 
 
+def pooler_external_env(key: str) -> str:
+    return f"{POOLER_EXTERNAL_FACT}{key}"
+
+
 def extended_at(stamp: str) -> str:
     return f"{EXTENDED}{stamp}"
 
@@ -97,9 +101,13 @@ class StepFact(StrEnum):
 BEFORE_IDLE = "before_idle."
 AT_END = "end."
 MEM_AVAILABLE = "mem.memavailable_kb"
+MEM_FREE = "mem.memfree_kb"
 MEM_CACHED = "mem.cached_kb"
+MEM_SHMEM = "mem.shmem_kb"
 PSS_SERVER = "pss.server_kb"
+PSS_SERVER_PROCESSES = "pss.server_processes"
 PSS_IDLE_MEAN = "pss.idle_backend_mean_kb"
+PSS_IDLE_BACKENDS = "pss.idle_backends"
 
 
 def memory_fact(prefix: str, key: str) -> str:

@@ -214,3 +214,47 @@ class RunData:
     pooler: dict[int, PoolerStep] = field(default_factory=dict)  # steps through a pooler
     facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)
+
+
+# ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class ActivitySamples:
+    """A step's pg_stat_activity snapshots: one row per snapshot (its counts, the empty ones too:
+    the denominator of AAS) and one per sampled session, in collect.activity's column order."""
+
+    snapshots: tuple[Row, ...]
+    rows: tuple[Row, ...]
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PoolerResult:
+    """A step through a pooler: SHOW POOLS samples (collect.pooler's column order) and its facts
+    (keys.PoolerFact and the setting./delta./external. families)."""
+
+    samples: tuple[Row, ...]
+    facts: dict[str, str]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Everything one step measured, frozen: what the store writer writes, and nothing else."""
+
+    step_id: int
+    status: str  # 'completed' | 'failed'
+    reason: str | None
+    pgbench_exit: int
+    bench_start: float
+    bench_end: float
+    summary: PgbenchSummary
+    measurement: StepMeasurement | None
+    tps_db: float | None
+    pg_delta: dict[str, float]
+    progress: tuple[ProgressPoint, ...]
+    activity: ActivitySamples | None
+    os_rows: tuple[Row, ...]
+    facts: dict[str, float]
+    pooler: PoolerResult | None

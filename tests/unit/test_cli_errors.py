@@ -26,7 +26,7 @@ def _hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("PGKNEE_STORE", "PGKNEE_DSN", "PGKNEE_DEBUG"):
         monkeypatch.delenv(var, raising=False)
     _RunnerSentinel.built = []
-    monkeypatch.setattr("pgknee.cli.run.Runner", _RunnerSentinel)
+    monkeypatch.setattr("pgknee.run.Sweep", _RunnerSentinel)
 
 
 def _main(argv: list[str]) -> tuple[int, bool]:

@@ -9,16 +9,14 @@ import numpy as np
 import pytest
 from builders import DATA
 
+from pgknee.driver.measure import TransactionLog, measure, read_transaction_logs
 from pgknee.driver.pgbench import (
     PgbenchRun,
-    TransactionLog,
     find_pgbench,
     log_files,
-    measure,
     parse_progress_line,
     parse_summary,
     pgbench_version,
-    read_transaction_logs,
 )
 from pgknee.errors import DriverError, UserError
 from pgknee.types import PgbenchSummary, ProgressPoint
@@ -316,10 +314,10 @@ def test_commits_per_transaction(script: str, commits: float) -> None:
 def test_measured_window_is_pgbenchs_own() -> None:
     """5000 clients through pgbouncer: 25.3 s of connecting; pgbench's TPS counts 6030
     transactions over the 14.6 s left of its elapsed time."""
-    from pgknee.driver.pgbench import measured_window
+    from pgknee.driver.pgbench import window_of
     from pgknee.types import PgbenchSummary
 
     s = PgbenchSummary(transactions=6030, tps=413.087489, conn_time_ms=25328.445, duration_s=30.0)
-    assert measured_window(s, 30.0) == pytest.approx(14.597, abs=0.001)
-    assert measured_window(PgbenchSummary(duration_s=30.0, conn_time_ms=2500.0), 10.0) == 27.5
-    assert measured_window(PgbenchSummary(), 10.0) == 10.0
+    assert window_of(s, 30.0) == pytest.approx(14.597, abs=0.001)
+    assert window_of(PgbenchSummary(duration_s=30.0, conn_time_ms=2500.0), 10.0) == 27.5
+    assert window_of(PgbenchSummary(), 10.0) == 10.0

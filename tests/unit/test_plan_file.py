@@ -83,7 +83,7 @@ def test_missing_plan_file(tmp_path: Path) -> None:
     ('"""postgresql://app:\\\n    hunter2@db/x"""', False),  # a line continuation, likewise
 ])
 def test_a_password_in_a_plan_file_never_travels_with_the_run(tmp_path: Path, dsn_toml: str, kept: bool) -> None:
-    from pgknee.cli.run import _plan_file_env
+    from pgknee.cli.run_plan import plan_file_env as _plan_file_env
 
     f = tmp_path / "p.toml"
     f.write_text(f"[target]\ndsn = {dsn_toml}\n\n[sweep]\nclients = [2, 4]\n")
@@ -96,7 +96,7 @@ def test_a_password_in_a_plan_file_never_travels_with_the_run(tmp_path: Path, ds
 
 
 def test_abbreviated_options_are_refused_so_a_dsn_cannot_slip_past_redaction() -> None:
-    from pgknee.cli.run import _redacted_argv
+    from pgknee.cli.run_plan import redacted_argv as _redacted_argv
 
     assert _redacted_argv(["run", "--ds=postgresql://u:pw@h/db", "x password=pw"]) == [
         "run", "--ds=postgresql://u:***@h/db", "x password=***"]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from pgknee.plan import Plan, Variant
-from pgknee.runner import schedule
+from pgknee.run.schedule import schedule
 
 
 def test_schedule_single_variant() -> None:

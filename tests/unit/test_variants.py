@@ -149,7 +149,7 @@ def test_think_time_variant() -> None:
 
 def test_transaction_log_with_schedule_lag(tmp_path: Path) -> None:
     """With --rate the log has schedule_lag after time_us, then retries (with --max-tries != 1)."""
-    from pgknee.driver.pgbench import measure, read_transaction_logs
+    from pgknee.driver.measure import measure, read_transaction_logs
 
     log = tmp_path / "log.1"
     log.write_text("0 1 1500 0 1700000000 100 200 0\n"

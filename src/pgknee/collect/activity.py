@@ -1,8 +1,8 @@
 """pg_stat_activity sampler: a thread with its own autocommit connection and a
 prepared statement, sampling at ~10 Hz with jitter (fixed periods alias with
 periodic work), leaving pgknee's own sessions out. Rows are buffered in memory
-and handed to the runner at the end of each step, so the store is written
-between steps, never while pgbench runs."""
+and handed over at the end of each step (ActivitySamples), so the store is
+written between steps, never while pgbench runs."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from typing import Any
 
 import psycopg
 
+from pgknee.clock import iso_of
 from pgknee.collect.queries import load
-from pgknee.store.db import iso_of
 from pgknee.targets.base import Endpoint
+from pgknee.types import ActivitySamples
 
 ACTIVITY_COLUMNS = (
     "pid", "leader_pid", "datid", "datname", "usesysid", "usename", "application_name", "client_addr",
@@ -76,10 +77,12 @@ class ActivitySampler:
             self._current = StepSamples(step_id)
             self.phase = "pre"
 
-    def end_step(self) -> StepSamples | None:
+    def end_step(self) -> ActivitySamples | None:
         with self._lock:
             cur, self._current = self._current, None
-        return cur
+        if cur is None:
+            return None
+        return ActivitySamples(tuple(cur.snapshots), tuple(cur.rows), tuple(cur.errors))
 
     def _loop(self) -> None:
         assert self._conn is not None

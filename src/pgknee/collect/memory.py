@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Iterable
 from pathlib import Path
 
+from pgknee import keys
 from pgknee.collect.osproc import read_meminfo
 
 
@@ -43,16 +44,20 @@ def memory_picture(server_pid: int | None, idle_pids: Iterable[int] = (), prefix
     """Facts for the store: mem.* from /proc/meminfo (kB); with a local server, pss.* (kB):
     the server's processes in all, their count, and the mean of the idle sessions' backends."""
     mem = read_meminfo()
-    out: dict[str, float] = {f"{prefix}mem.{k.lower()}_kb": float(mem[k])
-                             for k in ("MemAvailable", "MemFree", "Cached", "Shmem") if k in mem}
+    out: dict[str, float] = {keys.memory_fact(prefix, key): float(mem[field])
+                             for field, key in _MEMINFO.items() if field in mem}
     if server_pid is None:
         return out
     sizes = [s for pid in process_tree(server_pid) if (s := pss_kb(pid)) is not None]
     if sizes:
-        out[f"{prefix}pss.server_kb"] = float(sum(sizes))
-        out[f"{prefix}pss.server_processes"] = float(len(sizes))
+        out[keys.memory_fact(prefix, keys.PSS_SERVER)] = float(sum(sizes))
+        out[keys.memory_fact(prefix, keys.PSS_SERVER_PROCESSES)] = float(len(sizes))
     idle = [s for pid in idle_pids if (s := pss_kb(pid)) is not None]
     if idle:
-        out[f"{prefix}pss.idle_backend_mean_kb"] = statistics.fmean(idle)
-        out[f"{prefix}pss.idle_backends"] = float(len(idle))
+        out[keys.memory_fact(prefix, keys.PSS_IDLE_MEAN)] = statistics.fmean(idle)
+        out[keys.memory_fact(prefix, keys.PSS_IDLE_BACKENDS)] = float(len(idle))
     return out
+
+
+_MEMINFO = {"MemAvailable": keys.MEM_AVAILABLE, "MemFree": keys.MEM_FREE, "Cached": keys.MEM_CACHED,
+            "Shmem": keys.MEM_SHMEM}

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pgknee.store.db import iso_of
+from pgknee.clock import iso_of
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

@@ -3,6 +3,8 @@ that a server version lacks (active_time before 14, ...) are simply absent."""
 
 from __future__ import annotations
 
+import contextlib
+import time
 from typing import Any
 
 import psycopg
@@ -28,3 +30,36 @@ def snapshot(conn: psycopg.Connection[Any]) -> dict[str, float]:
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {k: after[k] - before[k] for k in after if k in before}
+
+
+class StatsReader:
+    """pg_stat_database reads on pgknee's own connection; each read is a commit in the benchmark
+    database, counted so that the check of commits against transactions can take them out."""
+
+    def __init__(self, conn: psycopg.Connection[Any], settle_s: float) -> None:
+        self.conn = conn
+        self.reads = 0
+        self.settle_s = settle_s
+
+    def reconnect(self, conn: psycopg.Connection[Any]) -> None:
+        with contextlib.suppress(psycopg.Error):
+            self.conn.close()
+        self.conn = conn
+
+    def snapshot(self) -> dict[str, float]:
+        self.reads += 1
+        return snapshot(self.conn)
+
+    def settled(self) -> dict[str, float]:
+        """The counters once they stop moving (backends flush them as they go idle), or after
+        settle_s at the most."""
+        deadline = time.monotonic() + self.settle_s
+        prev = self.snapshot()
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            cur = self.snapshot()
+            if cur.get("xact_commit", 0) - prev.get("xact_commit", 0) <= 1 and \
+                    cur.get("active_time") == prev.get("active_time"):
+                return cur
+            prev = cur
+        return prev

@@ -3,7 +3,9 @@ through the step (clients active and waiting, server connections active and idle
 the longest wait), and SHOW STATS totals read at the start and end of the bench
 phase, whose deltas give transactions, transaction time, query time and the time
 clients waited for a server. The avg_* columns refresh only every stats_period,
-so they are never used. Columns are read by name: they change between versions."""
+so they are never used. Columns are read by name: they change between versions. The console
+client (admin_connect, show) lives here too: pgbouncer's management uses it to know when a
+pgbouncer it started answers."""
 
 from __future__ import annotations
 
@@ -15,9 +17,32 @@ from typing import Any
 
 import psycopg
 
-from pgknee.pooler.pgbouncer import admin_connect, show
-from pgknee.store.db import iso_of
+from pgknee.clock import iso_of
+from pgknee.errors import PoolerError
 from pgknee.targets.base import Endpoint
+
+
+def admin_connect(endpoint: Endpoint, timeout: float = 5.0) -> psycopg.Connection[Any]:
+    """The admin console: autocommit (it knows no BEGIN), simple queries only (psycopg
+    sends parameterless queries that way, and never prepares them here)."""
+    try:
+        conn = psycopg.connect(autocommit=True, **endpoint.kwargs("pgknee:console", timeout=max(1.0, timeout)))
+    except psycopg.OperationalError as e:
+        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+        raise PoolerError(f"cannot reach the pgbouncer console at {endpoint.label}: "
+                          f"{lines[-1] if lines else 'connection failed'}",
+                          "check the admin DSN: the user must be in admin_users or stats_users") from None
+    # psycopg prepares a query run 5 times; the console speaks the simple protocol only
+    conn.prepare_threshold = None
+    return conn
+
+
+def show(conn: psycopg.Connection[Any], what: str) -> list[dict[str, Any]]:
+    """SHOW POOLS / STATS / ... as dicts by column name (columns differ between versions)."""
+    cur = conn.execute(f"SHOW {what}")
+    names = [d.name for d in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
 
 POOL_COLUMNS = ("cl_active", "cl_waiting", "sv_active", "sv_idle", "sv_used", "sv_login", "maxwait_us")
 SAMPLE_COLUMNS = ("_collected_at", "_phase", "epoch", *POOL_COLUMNS)

@@ -9,17 +9,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
-
-import numpy as np
 
 from pgknee import proc
-from pgknee.analyze.summary import latency_stats
 from pgknee.errors import DriverError, UserError
-from pgknee.types import PgbenchSummary, ProgressPoint, ScriptResult, StepMeasurement
+from pgknee.rules import measured_window
+from pgknee.types import PgbenchSummary, ProgressPoint
 from pgknee.workloads.base import Script
 
 
@@ -134,19 +130,42 @@ def pipeline_form(text: str, source: str) -> str:
     return "\n".join(out) + "\n"
 
 
+class _CommitCounter:
+    """Counts commits statement by statement through BEGIN/COMMIT blocks and pipelines."""
+
+    def __init__(self) -> None:
+        self.commits = 0
+        self.in_block = self.in_pipeline = self.pipeline_has_sql = False
+
+    def statement(self, stmt: str) -> None:
+        word = stmt.split()[0].upper()
+        if word in ("BEGIN", "START"):
+            self.in_block = True
+        elif word in ("COMMIT", "END") and self.in_block:
+            self.commits += 1
+            self.in_block = False
+        elif word in ("ROLLBACK", "ABORT"):
+            self.in_block = False
+        elif not self.in_block:
+            if self.in_pipeline:
+                self.pipeline_has_sql = True
+            else:
+                self.commits += 1
+
+    def meta(self, command: str) -> None:
+        if command == "startpipeline":
+            self.in_pipeline, self.pipeline_has_sql = True, False
+        elif command == "endpipeline":
+            self.commits += 1 if self.pipeline_has_sql else 0
+            self.in_pipeline = False
+
+
 def commits_per_transaction(text: str) -> float:
     """How many commits one run of a script makes in pg_stat_database.xact_commit: a
     BEGIN ... COMMIT block one, every statement outside a block one (autocommit, reads
     included), a pipeline without BEGIN one (its statements form one implicit transaction)."""
-    commits = 0
-    in_block = in_pipeline = pipeline_has_sql = False
+    count = _CommitCounter()
     sql: list[str] = []
-
-    def statements() -> list[str]:
-        joined = " ".join(sql)
-        sql.clear()
-        return [s.strip() for s in joined.split(";") if s.strip()]
-
     for raw in [*text.splitlines(), "\\end-of-script"]:
         line = raw.strip()
         if not line or line.startswith("--"):
@@ -155,27 +174,14 @@ def commits_per_transaction(text: str) -> float:
             sql.append(line.split("--", 1)[0])
             if not line.endswith(";"):
                 continue
-        for stmt in statements():
-            word = stmt.split()[0].upper()
-            if word in ("BEGIN", "START"):
-                in_block = True
-            elif word in ("COMMIT", "END") and in_block:
-                commits += 1
-                in_block = False
-            elif word in ("ROLLBACK", "ABORT"):
-                in_block = False
-            elif not in_block:
-                if in_pipeline:
-                    pipeline_has_sql = True
-                else:
-                    commits += 1
+        for stmt in (s.strip() for s in " ".join(sql).split(";")):
+            if stmt:
+                count.statement(stmt)
+        sql.clear()
         meta = _META_RE.match(line)
-        if meta and meta.group(1) == "startpipeline":
-            in_pipeline, pipeline_has_sql = True, False
-        elif meta and meta.group(1) == "endpipeline":
-            commits += 1 if pipeline_has_sql else 0
-            in_pipeline = False
-    return float(commits)
+        if meta:
+            count.meta(meta.group(1))
+    return float(count.commits)
 
 
 def with_think_time(text: str, think_us: int) -> str:
@@ -224,99 +230,13 @@ def parse_summary(stdout: str) -> PgbenchSummary:
     )
 
 
-def measured_window(summary: PgbenchSummary, planned_s: float) -> float:
-    """The seconds in which transactions ran, as pgbench counts them for its own TPS: its
-    elapsed time less the clients' initial connection time (which -T does not leave out:
-    5000 clients took 25 s of a 30 s step to connect here). pgbench prints no elapsed time,
-    but its TPS and transaction count give it back; without them, -T less the connection time."""
-    if summary.transactions and summary.tps:
-        return summary.transactions / summary.tps
-    return (summary.duration_s or planned_s) - (summary.conn_time_ms or 0.0) / 1000.0
-
-
-_FAILURE_WORDS = {"failed": "other", "serialization": "serialization", "deadlock": "deadlock"}
-
-
-@dataclass
-class TransactionLog:
-    """Columns of pgbench's per-transaction log(s), as arrays."""
-
-    latency_us: np.ndarray  # int64; -1 where the transaction failed
-    script_no: np.ndarray  # int16
-    end_epoch: np.ndarray  # float64 seconds
-    retries: np.ndarray  # int32
-    failures: dict[str, int]
-    skipped: int
-    lag_us: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # with --rate
-
-
-def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
-                          has_retries: bool | None = None,
-                          opener: Callable[[Path], BinaryIO] | None = None) -> TransactionLog:
-    """Parse 'client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries]'.
-
-    time is the latency in microseconds (with --rate: from the scheduled start, lag included),
-    or failed/serialization/deadlock/skipped. schedule_lag is there with --rate, retries with
-    --max-tries other than 1; when the caller does not say, a 7th column is taken for retries.
-    `opener` opens a log (pgbench's, written as another user: safefs.open_child_file)."""
-    lat: list[int] = []
-    lag: list[int] = []
-    scr: list[int] = []
-    end: list[float] = []
-    ret: list[int] = []
-    failures: dict[str, int] = {}
-    skipped = 0
-    for path in paths:
-        with (opener(path) if opener is not None else open(path, "rb")) as fh:
-            for raw in fh:
-                parts = raw.split()
-                if len(parts) < 6:
-                    continue
-                t = parts[2]
-                if t.isdigit():
-                    lat.append(int(t))
-                elif t == b"skipped":
-                    skipped += 1
-                    continue
-                else:
-                    kind = _FAILURE_WORDS.get(t.decode(errors="replace"), t.decode(errors="replace"))
-                    failures[kind] = failures.get(kind, 0) + 1
-                    lat.append(-1)
-                scr.append(int(parts[3]))
-                end.append(int(parts[4]) + int(parts[5]) / 1e6)
-                lag_col = 6 if has_lag else None
-                ret_col = (7 if has_lag else 6) if has_retries or (has_retries is None and not has_lag) else None
-                if lag_col is not None and len(parts) > lag_col:
-                    lag.append(int(parts[lag_col]))
-                ret.append(int(parts[ret_col]) if ret_col is not None and len(parts) > ret_col else 0)
-    return TransactionLog(np.asarray(lat, dtype=np.int64), np.asarray(scr, dtype=np.int16),
-                          np.asarray(end, dtype=np.float64), np.asarray(ret, dtype=np.int32), failures, skipped,
-                          np.asarray(lag, dtype=np.int64))
-
-
-def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float, *,
-            think_us: int = 0) -> StepMeasurement:
-    """TPS and latency from the log: successful transactions / duration; latency over successes.
-    With think time, the pause pgbench counted in each transaction is taken out (what
-    remains of a sleep's overshoot, some microseconds, stays in)."""
-    ok = log.latency_us >= 0
-    net_us = np.where(ok, np.maximum(log.latency_us - think_us, 0), log.latency_us)
-    lat_ms = net_us[ok] / 1000.0
-    per_script = []
-    for i, s in enumerate(scripts):
-        sel = log.script_no == i
-        s_ok = sel & ok
-        n_ok = int(s_ok.sum())
-        per_script.append(ScriptResult(
-            script_no=i, name=s.name, weight=s.weight, transactions=n_ok, failed=int((sel & ~ok).sum()),
-            retried=int((log.retries[sel] > 0).sum()), tps=n_ok / duration_s,
-            latency=latency_stats(net_us[s_ok] / 1000.0)))
-    n_ok = int(ok.sum())
-    return StepMeasurement(
-        transactions=n_ok, failed=int((~ok).sum()), retried=int((log.retries > 0).sum()),
-        retries=int(log.retries.sum()), tps=n_ok / duration_s, latency=latency_stats(lat_ms),
-        scripts=tuple(per_script), failures=dict(log.failures),
-        lag=latency_stats(log.lag_us / 1000.0) if log.lag_us.size else None, skipped=log.skipped)
+def window_of(summary: PgbenchSummary, planned_s: float) -> float:
+    """The seconds pgbench's own TPS counts over (rules.measured_window): its run time less the
+    clients' initial connection time, which -T does not leave out (5000 clients took 25 s of a
+    30 s step to connect here). pgbench prints no elapsed time, but its TPS and transaction count
+    give it back; without them, -T less the connection time."""
+    return measured_window(summary.transactions, summary.tps,
+                           (summary.duration_s or planned_s) - (summary.conn_time_ms or 0.0) / 1000.0)
 
 
 def log_files(prefix: Path) -> list[Path]:

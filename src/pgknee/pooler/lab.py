@@ -13,23 +13,22 @@ from pathlib import Path
 
 import psycopg
 
-from pgknee import proc
+from pgknee import keys, proc
 from pgknee.collect.memory import process_tree
-from pgknee.collect.pooler import PoolerSampler
+from pgknee.collect.pooler import PoolerSampler, admin_connect, show
+from pgknee.dsn import parse_dsn, split_secret
 from pgknee.errors import PgkneeError, PoolerError, UserError
-from pgknee.plan import Plan, Variant
+from pgknee.keys import Env, PoolerFact
+from pgknee.plan import Plan, PoolerSpec, Variant
 from pgknee.pooler.pgbouncer import (
     PREPARED_MIN_VERSION,
     VIRTUAL_DB,
     ManagedPgbouncer,
     PoolerSettings,
-    admin_connect,
     find_pgbouncer,
     pgbouncer_version,
-    show,
 )
 from pgknee.targets.base import Endpoint
-from pgknee.targets.conninfo import parse_dsn, split_secret
 
 _TXN_RE = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)\b|^\s*\\startpipeline", re.IGNORECASE | re.MULTILINE)
 
@@ -78,33 +77,35 @@ class Poolers:
             self.binary = find_pgbouncer(self.plan.pgbouncer)
             self.version_text, self.version = pgbouncer_version(self.binary)
         for v in self.plan.variants:
-            if v.pooler is None:
-                continue
-            if v.pooler.kind == "managed":
-                assert self.version is not None
-                self._check_prepared(v, v.pooler.mode, self.version, self.version_text)
-            if v.pooler.mode == "statement" and v.pooler.kind == "managed":
-                for name, text in scripts.get(v.name, []):
-                    if _TXN_RE.search(text):
-                        raise UserError(f"variant {v.name}: statement mode cannot run {name}, which opens a "
-                                        "transaction (pgbouncer closes such clients)",
-                                        "use transaction mode, or a workload of single statements "
-                                        "(--workload select-only)")
-            if v.pooler.kind == "managed" and v.pooler.mode == "session" and not v.connect_per_txn and \
-                    max(self.plan.clients) > v.pooler.pool_size + v.pooler.reserve:
-                raise UserError(f"variant {v.name}: in session mode each client keeps its server connection, so "
-                                f"{max(self.plan.clients)} clients on a pool of "
-                                f"{v.pooler.pool_size + v.pooler.reserve} would leave the rest waiting all step",
-                                "add connect (-C, a session per transaction), use transaction mode, or a pool at "
-                                "least as large as the clients")
-            if v.pooler.placement != "any" and not embedded:
-                raise UserError(f"variant {v.name}: placement pins pgbouncer beside the embedded server or the "
-                                "client; a remote server's CPUs are not pgknee's to share",
-                                "run pgbouncer where you want it and use pooled-external, or drop placement")
+            if v.pooler is not None:
+                self._check_variant(v, v.pooler, scripts.get(v.name, []), embedded)
         if any(v.pooler is not None and v.pooler.placement != "any" for v in self.plan.variants):
             self._split_cpus()
         if self.plan.pooler_admin_dsn:
             self.external_admin = _endpoint(self.plan.pooler_admin_dsn)
+
+    def _check_variant(self, v: Variant, pooler: PoolerSpec, scripts: list[tuple[str, str]], embedded: bool) -> None:
+        managed = pooler.kind == "managed"
+        if managed:
+            assert self.version is not None
+            self._check_prepared(v, pooler.mode, self.version, self.version_text)
+        if managed and pooler.mode == "statement":
+            for name, text in scripts:
+                if _TXN_RE.search(text):
+                    raise UserError(f"variant {v.name}: statement mode cannot run {name}, which opens a transaction "
+                                    "(pgbouncer closes such clients)",
+                                    "use transaction mode, or a workload of single statements (--workload select-only)")
+        if managed and pooler.mode == "session" and not v.connect_per_txn and \
+                max(self.plan.clients) > pooler.pool_size + pooler.reserve:
+            raise UserError(f"variant {v.name}: in session mode each client keeps its server connection, so "
+                            f"{max(self.plan.clients)} clients on a pool of {pooler.pool_size + pooler.reserve} "
+                            "would leave the rest waiting all step",
+                            "add connect (-C, a session per transaction), use transaction mode, or a pool at least "
+                            "as large as the clients")
+        if pooler.placement != "any" and not embedded:
+            raise UserError(f"variant {v.name}: placement pins pgbouncer beside the embedded server or the client; "
+                            "a remote server's CPUs are not pgknee's to share",
+                            "run pgbouncer where you want it and use pooled-external, or drop placement")
 
     @staticmethod
     def _check_prepared(v: Variant, mode: str, version: tuple[int, int, int], version_text: str) -> None:
@@ -203,7 +204,8 @@ class Poolers:
                 sampler.start()
             try:
                 yield StepPooler(self.external, sampler, None, lambda: True, lambda: "", lambda: None,
-                                 {"kind": "external", **{f"external.{k}": x for k, x in self.external_facts.items()}})
+                                 {PoolerFact.KIND: "external",
+                                  **{keys.pooler_external(k): x for k, x in self.external_facts.items()}})
             finally:
                 if sampler is not None:
                     sampler.close()
@@ -213,8 +215,8 @@ class Poolers:
             sampler.start()
             try:
                 yield StepPooler(pgb.client_endpoint, sampler, pgb.pid, pgb.alive, pgb.log_tail, pgb.stop,
-                                 {"kind": "managed", "version": self.version_text,
-                                  **{f"setting.{k}": x for k, x in pgb.describe().items()}})
+                                 {PoolerFact.KIND: "managed", PoolerFact.VERSION: self.version_text,
+                                  **{keys.pooler_setting(k): x for k, x in pgb.describe().items()}})
             finally:
                 sampler.close()
 
@@ -241,14 +243,14 @@ class Poolers:
     def environment(self) -> dict[str, str]:
         env: dict[str, str] = {}
         if self.binary:
-            env.update({"pgbouncer.path": self.binary, "pgbouncer.version": self.version_text})
+            env.update({Env.PGBOUNCER_PATH: self.binary, Env.PGBOUNCER_VERSION: self.version_text})
         if self.external is not None:
-            env["pooler.external"] = self.external.label
-            env.update({f"pooler.external.{k}": x for k, x in self.external_facts.items()})
+            env[Env.POOLER_EXTERNAL] = self.external.label
+            env.update({keys.pooler_external_env(k): x for k, x in self.external_facts.items()})
         if self.server_cpus is not None and self.client_cpus is not None:
-            env["placement.server_cpus"] = ",".join(map(str, sorted(self.server_cpus)))
-            env["placement.client_cpus"] = ",".join(map(str, sorted(self.client_cpus)))
-            env["placement.server_processes_pinned"] = str(self.pinned)
+            env[Env.PLACEMENT_SERVER_CPUS] = ",".join(map(str, sorted(self.server_cpus)))
+            env[Env.PLACEMENT_CLIENT_CPUS] = ",".join(map(str, sorted(self.client_cpus)))
+            env[Env.PLACEMENT_PINNED] = str(self.pinned)
         return env
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import psycopg
 
 from pgknee import proc, safefs
+from pgknee.collect.pooler import admin_connect
 from pgknee.errors import PoolerError
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import free_port, reachable_by_others
@@ -106,31 +107,24 @@ class PoolerSettings:
             f"reserve_pool_size = {int(self.reserve)}",
             "reserve_pool_timeout = 5",
             f"max_db_connections = {int(self.pool_size + self.reserve)}",
-            "max_user_connections = 0",
             # clients plus pgknee's own console connections, with room to spare
             f"max_client_conn = {int(self.max_clients) + 20}",
             f"query_wait_timeout = {int(self.query_wait_timeout_s)}",
-            "query_timeout = 0",
-            "idle_transaction_timeout = 0",
-            "client_idle_timeout = 0",
-            "client_login_timeout = 300",
-            "server_idle_timeout = 600",
-            "server_lifetime = 3600",
-            "server_login_retry = 1",
-            "server_connect_timeout = 15",
-            "server_round_robin = 0",
-            "listen_backlog = 4096",
-            "ignore_startup_parameters = extra_float_digits",
-            "log_connections = 0",
-            "log_disconnections = 0",
-            "log_pooler_errors = 1",
-            "stats_period = 60",
-            # no logfile or pidfile: it logs to its standard error, a file of pgknee's
+            *_FIXED,
         ]
         lines += [f"{k} = {v}" for k, v in (tls or {"server_tls_sslmode": "disable"}).items()]
         if version >= PREPARED_MIN_VERSION:
             lines.append(f"max_prepared_statements = {1000 if self.prepared_statements else 0}")
         return "\n".join(lines) + "\n"
+
+
+# every other setting that shapes a sweep, explicit (pgbouncer's defaults distort it: NOTES.md);
+# no logfile or pidfile: it logs to its standard error, a file of pgknee's
+_FIXED = ("max_user_connections = 0", "query_timeout = 0", "idle_transaction_timeout = 0", "client_idle_timeout = 0",
+          "client_login_timeout = 300", "server_idle_timeout = 600", "server_lifetime = 3600",
+          "server_login_retry = 1", "server_connect_timeout = 15", "server_round_robin = 0", "listen_backlog = 4096",
+          "ignore_startup_parameters = extra_float_digits", "log_connections = 0", "log_disconnections = 0",
+          "log_pooler_errors = 1", "stats_period = 60")
 
 
 def _ini_value(v: str) -> str:
@@ -363,25 +357,3 @@ class ManagedPgbouncer:
                 "query_wait_timeout": str(s.query_wait_timeout_s), "auth_type": s.auth,
                 "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any",
                 "server_tls_sslmode": self.tls["server_tls_sslmode"]}
-
-
-def admin_connect(endpoint: Endpoint, timeout: float = 5.0) -> psycopg.Connection[Any]:
-    """The admin console: autocommit (it knows no BEGIN), simple queries only (psycopg
-    sends parameterless queries that way, and never prepares them here)."""
-    try:
-        conn = psycopg.connect(autocommit=True, **endpoint.kwargs("pgknee:console", timeout=max(1.0, timeout)))
-    except psycopg.OperationalError as e:
-        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
-        raise PoolerError(f"cannot reach the pgbouncer console at {endpoint.label}: "
-                          f"{lines[-1] if lines else 'connection failed'}",
-                          "check the admin DSN: the user must be in admin_users or stats_users") from None
-    # psycopg prepares a query run 5 times; the console speaks the simple protocol only
-    conn.prepare_threshold = None
-    return conn
-
-
-def show(conn: psycopg.Connection[Any], what: str) -> list[dict[str, Any]]:
-    """SHOW POOLS / STATS / ... as dicts by column name (columns differ between versions)."""
-    cur = conn.execute(f"SHOW {what}")
-    names = [d.name for d in cur.description or ()]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

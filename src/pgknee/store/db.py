@@ -9,12 +9,12 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pgknee import safefs
+from pgknee.clock import now_iso
 from pgknee.errors import StoreError, UserError
 from pgknee.plan import plan_from_stored
 from pgknee.types import OsSample, PoolerSample, PoolerStep, RunData, RunRecord, StepRecord
@@ -30,14 +30,6 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 SCHEMA_VERSION = max(v for v, _ in _migrations())
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(sep=" ", timespec="milliseconds")
-
-
-def iso_of(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(sep=" ", timespec="milliseconds")
 
 
 class Store:

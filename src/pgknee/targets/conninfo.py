@@ -12,7 +12,6 @@ password in a 0600 passfile of pgknee's, never in argv or PGPASSWORD.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -22,10 +21,13 @@ import psycopg.conninfo
 from psycopg import pq
 
 from pgknee import safefs
+from pgknee.dsn import parse_dsn as parse_dsn  # re-exported until every caller imports pgknee.dsn
+from pgknee.dsn import redact_dsn as redact_dsn
+from pgknee.dsn import scrub_secrets as scrub_secrets
+from pgknee.dsn import split_secret as split_secret
 from pgknee.errors import UserError
 from pgknee.proc import RunAs, base_env
 
-_SECRET_KEYS = ("password", "sslpassword")
 # parameters that name files a child must read: copied for a child that runs as another user
 TLS_FILE_KEYS = ("sslrootcert", "sslcert", "sslkey", "sslcrl")
 # set per client, or resolved away: one host reached, its passfile read
@@ -33,31 +35,6 @@ _NOT_PASSED = ("password", "passfile", "service", "application_name", "fallback_
                "target_session_attrs", "load_balance_hosts", "connect_timeout")
 # what libpq reports for a parameter left at its default, where PQconndefaults lists none
 _IMPLICIT_DEFAULTS = {"sslcertmode": "allow"}
-
-
-def parse_dsn(dsn: str) -> dict[str, str]:
-    try:
-        return {k: str(v) for k, v in psycopg.conninfo.conninfo_to_dict(dsn).items()}
-    except psycopg.ProgrammingError as e:
-        # libpq's message may quote parts of the DSN (a password included): keep only its
-        # unquoted words
-        reason = re.sub(r'"[^"]*"?', "", str(e).strip().splitlines()[0]).strip(" :")
-        for secret in re.findall(r"[:=]([^@\s]+)@", dsn) + re.findall(r"password\s*=\s*(\S+)", dsn):
-            reason = reason.replace(secret, "***")
-        raise UserError(f"the DSN cannot be parsed: {reason}",
-                        "use postgresql://user@host:port/dbname or 'host=... dbname=...', with special "
-                        "characters percent-encoded") from None
-
-
-def redact_dsn(dsn: str) -> str:
-    """The DSN as it may be shown and stored: every secret removed."""
-    params = {k: v for k, v in parse_dsn(dsn).items() if k not in _SECRET_KEYS}
-    return psycopg.conninfo.make_conninfo(**params)
-
-
-def split_secret(params: dict[str, str]) -> tuple[dict[str, str], str | None]:
-    clean = {k: v for k, v in params.items() if k not in _SECRET_KEYS}
-    return clean, params.get("password")
 
 
 @cache
@@ -167,13 +144,3 @@ def localize_files(params: Mapping[str, str], directory: Path, owner: RunAs | No
         raise UserError("sslcrldir cannot be handed to pgbench running as another user",
                         "use sslcrl (one file), or run pgknee as an unprivileged user")
     return out
-
-
-_URI_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@", re.IGNORECASE)
-_KEY_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s'\"]+)", re.IGNORECASE)
-
-
-def scrub_secrets(text: str) -> str:
-    """Any password in free text (a URI's user:password@, a password=... keyword) replaced by
-    ***: the last guard before a command line or a plan file is stored or shown."""
-    return _KEY_PASSWORD.sub(r"\1***", _URI_PASSWORD.sub(r"\1***@", text))

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import psycopg
 
-from pgknee import proc, safefs
+from pgknee import keys, proc, safefs
 from pgknee.errors import TargetError, UserError
+from pgknee.keys import Env
 from pgknee.serverconf import check_setting, conf_line, conf_path_line
 from pgknee.targets.base import Endpoint
 from pgknee.targets.conninfo import passfile_escape
@@ -309,7 +310,7 @@ class EmbeddedCluster:
         return self.server_pid() is not None
 
     def describe(self) -> dict[str, str]:
-        return {"target.kind": "embedded", "target.endpoint": self.endpoint.label, "target.local": "true",
-                "target.bindir": str(self.bindir),
-                "target.server_user": self.run_as.name if self.run_as else pwd.getpwuid(os.geteuid()).pw_name,
-                **{f"embedded.setting.{k}": v for k, v in self.settings.items()}}
+        return {Env.TARGET_KIND: "embedded", Env.TARGET_ENDPOINT: self.endpoint.label, Env.TARGET_LOCAL: "true",
+                Env.TARGET_BINDIR: str(self.bindir),
+                Env.TARGET_SERVER_USER: self.run_as.name if self.run_as else pwd.getpwuid(os.geteuid()).pw_name,
+                **{keys.embedded_setting(k): v for k, v in self.settings.items()}}

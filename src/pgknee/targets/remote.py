@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pgknee.dsn import parse_dsn
 from pgknee.errors import TargetError
+from pgknee.keys import Env
 from pgknee.proc import RunAs
 from pgknee.targets.base import Endpoint
-from pgknee.targets.conninfo import parse_dsn
 from pgknee.targets.local import server_user
 
 
@@ -39,9 +40,8 @@ class RemoteTarget:
         return None
 
     def describe(self) -> dict[str, str]:
-        return {"target.kind": "remote", "target.endpoint": self.endpoint.label,
-                "target.local": str(self.endpoint.is_local()).lower(),
-                "target.tls": str(self.endpoint.tls).lower()}
+        return {Env.TARGET_KIND: "remote", Env.TARGET_ENDPOINT: self.endpoint.label,
+                Env.TARGET_LOCAL: str(self.endpoint.is_local()).lower(), Env.TARGET_TLS: str(self.endpoint.tls).lower()}
 
     def close(self) -> None:
         pass

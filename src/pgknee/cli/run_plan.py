@@ -1,0 +1,185 @@
+"""pgknee run's plan: a plan file, a scenario or a stored run (--extend), with the flags on top,
+the environment's DSNs, and what of it travels with the run (the command line and the plan
+file, every password taken out)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pgknee.dsn import parse_dsn, redact_dsn, scrub_secrets, split_secret
+from pgknee.errors import UserError
+from pgknee.plan import DEFAULTS, Plan, PlanFile, load_plan_file, plan_from_values
+from pgknee.scenarios import SMALL_MACHINE_CPUS
+from pgknee.scenarios import find as find_scenario
+
+FLAG_KEYS = tuple(DEFAULTS)
+
+
+def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
+    """The plan file (if one is given) with the flags given on top; then the environment's DSN."""
+    if a.plan and a.scenario:
+        raise UserError("give a plan file or --scenario, not both")
+    source = None
+    if a.scenario:
+        scenario = find_scenario(a.scenario)
+        small = (os.cpu_count() or 1) < SMALL_MACHINE_CPUS
+        source = load_plan_file(str(scenario.path), small_machine=small)
+        if small and scenario.small_note:
+            print(f"scenario {scenario.name}: {scenario.small_note} (this machine has {os.cpu_count()})",
+                  file=sys.stderr)
+    elif a.plan:
+        source = load_plan_file(a.plan)
+    flags = {k: getattr(a, k) for k in FLAG_KEYS if getattr(a, k, None) is not None}
+    flags.update(_dsns_from_environment(flags, source))
+    for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
+        dsn = flags.get(key) or (source.values.get(key) if source else None)
+        if dsn:
+            redact_dsn(dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
+    return plan_from_values(flags, source), source
+
+
+def _dsns_from_environment(flags: dict[str, Any], source: PlanFile | None) -> dict[str, str]:
+    """PGKNEE_DSN, and the pooler's variables when a pooled-external variant needs them, unless
+    a flag or the plan file gives the DSN."""
+    def given(key: str) -> bool:
+        return key in flags or bool(source and key in source.values)
+
+    out = {}
+    if not given("dsn") and os.environ.get("PGKNEE_DSN"):
+        out["dsn"] = os.environ["PGKNEE_DSN"]
+    specs = flags.get("variants") or (source.values.get("variants") if source else None) or []
+    if any("pooled-external" in str(s) for s in specs):  # the variables matter only to such a variant
+        for key, var in (("pooler_dsn", "PGKNEE_POOLER_DSN"), ("pooler_admin_dsn", "PGKNEE_POOLER_ADMIN_DSN")):
+            if not given(key) and os.environ.get(var):
+                out[key] = os.environ[var]
+    return out
+
+
+def password_note(plan: Plan, argv: list[str]) -> str | None:
+    """A DSN given on the command line with its password in it: other users of this machine can
+    read it in the process list."""
+    dsn = plan.target.dsn
+    if dsn and _password_of(dsn) and any(dsn in a for a in argv):
+        return ("note: the DSN holds a password, which other users of this machine can read in the process "
+                "list; prefer PGPASSWORD or ~/.pgpass (pgknee never stores or passes it on)")
+    return None
+
+
+_DSN_FLAGS = ("--dsn", "--pooler-dsn", "--pooler-admin-dsn")
+
+
+def redacted_argv(argv: list[str]) -> list[str]:
+    out, skip_next = [], False
+    for i, tok in enumerate(argv):
+        if skip_next:
+            skip_next = False
+            continue
+        flag = tok.split("=", 1)[0]
+        if flag in _DSN_FLAGS and "=" not in tok and i + 1 < len(argv):
+            out += [tok, _safe_redact(argv[i + 1])]
+            skip_next = True
+        elif flag in _DSN_FLAGS and "=" in tok:
+            out.append(flag + "=" + _safe_redact(tok.split("=", 1)[1]))
+        else:
+            out.append(tok)
+    return [scrub_secrets(tok) for tok in out]  # whatever spelling carried a password
+
+
+def _safe_redact(dsn: str) -> str:
+    try:
+        return redact_dsn(dsn)
+    except UserError:
+        return "<unparseable DSN>"
+
+
+def extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]]]:
+    """pgknee run --extend RUN_ID: the stored run's plan, at the counts its recommendation
+    proposes (or --clients), to be added to the same run."""
+    from pgknee.analyze.recommend import recommend
+    from pgknee.analyze.run import build
+    from pgknee.plan import parse_clients, plan_from_stored
+    from pgknee.store.db import Store, load_run
+
+    others = [k for k in FLAG_KEYS if k not in ("clients", "dsn", *_EXTEND_BINARIES)
+              and getattr(args, k, None) is not None]
+    if args.plan or args.scenario or others:
+        raise UserError("--extend runs the stored run's own plan; only --clients, --dsn and the programs "
+                        "(--pgbench, --pg-bindir, --pgbouncer) may be given with it",
+                        f"drop {('--' + others[0].replace('_', '-')) if others else 'the plan file or --scenario'}")
+    store = Store(args.store, create=False)
+    view = build(load_run(store, args.extend))
+    run = view.data.run
+    if run.status == "running":
+        raise UserError(f"run {run.run_id} is still running (or was killed): it cannot be extended")
+    if args.clients:
+        clients = parse_clients(args.clients)
+    else:
+        proposals = [r.next_counts for v in view.variants() if (r := recommend(view, v)).verdict == "not-identified"]
+        if not proposals:
+            raise UserError(f"run {run.run_id} already shows its peak (see pgknee recommend {run.run_id})",
+                            "give --clients to extend it anyway")
+        clients = tuple(sorted({c for p in proposals for c in p}))
+    stored = run.plan
+    known = set(stored.get("clients", ()))
+    dup = [c for c in clients if c in known]
+    if dup:
+        raise UserError(f"run {run.run_id} already has {dup[0]} clients", "give counts it has not run")
+    dsn = args.dsn or os.environ.get("PGKNEE_DSN")
+    plan = plan_from_stored(stored, clients, dsn if stored.get("target", {}).get("dsn") else None,
+                            binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
+    _same_scripts(plan, view.data.env)
+    merged = {**stored, "clients": [*stored.get("clients", ()), *clients]}
+    return plan, (run.run_id, merged)
+
+
+_EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer")
+
+
+def _same_scripts(plan: Plan, env: dict[str, str]) -> None:
+    """A custom workload is extended with the scripts it ran, byte for byte: a script file
+    changed (or swapped) since is refused."""
+    for path, _ in plan.workload.scripts:
+        recorded = env.get(f"workload.script.{Path(path).name}.sha256")
+        try:
+            now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError as e:
+            raise UserError(f"the run's script {path} cannot be read: {e.strerror}") from None
+        if recorded is not None and recorded != now:
+            raise UserError(f"the script {path} has changed since the run measured it",
+                            "start a new run with the changed script, or restore the one the run used")
+
+
+def plan_file_env(source: PlanFile) -> dict[str, str]:
+    """The plan file travels with the run, any password in it removed; when one hides where
+    text cannot see it (a TOML escape, a line continuation), the file's text stays behind."""
+    dsns = [source.values[key] for key in ("dsn", "pooler_dsn", "pooler_admin_dsn") if source.values.get(key)]
+    text = source.text
+    for dsn in dsns:
+        text = text.replace(dsn, _safe_redact(dsn))
+    text = scrub_secrets(text)
+    passwords = [p for dsn in dsns if (p := _password_of(dsn))]
+    if passwords and any(p in json.dumps(_toml_or_empty(text)) or p in text for p in passwords):
+        text = ("(not kept: the plan file holds a password pgknee could not take out of it; keep passwords in "
+                "PGPASSWORD or a passfile)")
+    return {"plan.file": os.path.abspath(source.path), "plan.source": text}
+
+
+def _password_of(dsn: str) -> str | None:
+    try:
+        return split_secret(parse_dsn(dsn))[1]
+    except UserError:
+        return None
+
+
+def _toml_or_empty(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}

@@ -1,0 +1,48 @@
+"""DSNs as text: parse, take the secrets out, and scrub a password from any text. Pure
+(libpq's own parser through psycopg); the resolution of a DSN against a server, and what its
+clients get, is targets/conninfo.py."""
+
+from __future__ import annotations
+
+import re
+
+import psycopg.conninfo
+
+from pgknee.errors import UserError
+
+_SECRET_KEYS = ("password", "sslpassword")
+
+
+def parse_dsn(dsn: str) -> dict[str, str]:
+    try:
+        return {k: str(v) for k, v in psycopg.conninfo.conninfo_to_dict(dsn).items()}
+    except psycopg.ProgrammingError as e:
+        # libpq's message may quote parts of the DSN (a password included): keep only its
+        # unquoted words
+        reason = re.sub(r'"[^"]*"?', "", str(e).strip().splitlines()[0]).strip(" :")
+        for secret in re.findall(r"[:=]([^@\s]+)@", dsn) + re.findall(r"password\s*=\s*(\S+)", dsn):
+            reason = reason.replace(secret, "***")
+        raise UserError(f"the DSN cannot be parsed: {reason}",
+                        "use postgresql://user@host:port/dbname or 'host=... dbname=...', with special "
+                        "characters percent-encoded") from None
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN as it may be shown and stored: every secret removed."""
+    params = {k: v for k, v in parse_dsn(dsn).items() if k not in _SECRET_KEYS}
+    return psycopg.conninfo.make_conninfo(**params)
+
+
+def split_secret(params: dict[str, str]) -> tuple[dict[str, str], str | None]:
+    clean = {k: v for k, v in params.items() if k not in _SECRET_KEYS}
+    return clean, params.get("password")
+
+
+_URI_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@", re.IGNORECASE)
+_KEY_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s'\"]+)", re.IGNORECASE)
+
+
+def scrub_secrets(text: str) -> str:
+    """Any password in free text (a URI's user:password@, a password=... keyword) replaced by
+    ***: the last guard before a command line or a plan file is stored or shown."""
+    return _KEY_PASSWORD.sub(r"\1***", _URI_PASSWORD.sub(r"\1***@", text))

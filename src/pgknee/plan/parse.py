@@ -1,0 +1,90 @@
+"""The small languages of a plan's values: durations (180s, 3m, 500ms), client lists and
+ranges (2,4,8; 50:1000:50; 2:64:x2) and script files with weights (read_heavy.sql@100)."""
+
+from __future__ import annotations
+
+import re
+
+from pgknee.errors import UserError
+
+DEFAULT_CLIENTS = (2, 4, 8, 16, 32)
+MAX_STEPS = 1000
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
+_UNIT_S = {None: 1.0, "us": 1e-6, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_seconds(text: str, what: str, *, allow_zero: bool = False, whole: bool = False) -> float:
+    """'180s', '3m', '500ms', '10' (seconds) -> seconds."""
+    m = _DURATION_RE.match(str(text))
+    if not m:
+        raise UserError(f"{what} {text!r} is not a duration", "write it like 30s, 3m, 500ms or a number of seconds")
+    value = float(m.group(1)) * _UNIT_S[(m.group(2) or "").lower() or None]
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UserError(f"{what} must be greater than zero, got {text!r}")
+    if whole and value != int(value):
+        raise UserError(f"{what} must be a whole number of seconds (pgbench -T counts seconds), got {text!r}")
+    return value
+
+
+def parse_clients(text: str) -> tuple[int, ...]:
+    """'2,4,8' or ranges: '50:1000:50' (linear) and '2:32:x2' (doubling); kept in the order given."""
+    out: list[int] = []
+    parts = [p.strip() for p in str(text).split(",")]
+    if not any(parts):
+        raise UserError("the client list is empty", "give client counts like --clients 2,4,8,16,32")
+    for part in parts:
+        if not part:
+            raise UserError(f"empty entry in the client list {text!r}", "separate counts with single commas")
+        out.extend(_parse_client_part(part, text))
+    if len(out) > MAX_STEPS:
+        raise UserError(f"the client list {text!r} expands to {len(out)} steps", "use a coarser step")
+    return tuple(out)
+
+
+def _positive_int(token: str, whole: str) -> int:
+    try:
+        n = int(token)
+    except ValueError:
+        raise UserError(f"client count {token!r} in {whole!r} is not a whole number",
+                        "give client counts like --clients 2,4,8,16,32") from None
+    if n < 1:
+        raise UserError(f"client count {n} in {whole!r} must be at least 1")
+    return n
+
+
+def _parse_client_part(part: str, whole: str) -> list[int]:
+    if ":" not in part:
+        return [_positive_int(part, whole)]
+    pieces = part.split(":")
+    if len(pieces) != 3:
+        raise UserError(f"range {part!r} must be START:STOP:STEP (linear) or START:STOP:xFACTOR (doubling)")
+    start, stop = _positive_int(pieces[0], whole), _positive_int(pieces[1], whole)
+    step = pieces[2].strip().lower()
+    if stop < start:
+        raise UserError(f"range {part!r} runs backwards", "put the smaller count first")
+    if step.startswith("x"):
+        factor = _positive_int(step[1:], whole)
+        if factor < 2:
+            raise UserError(f"range {part!r}: the factor must be 2 or more")
+        vals, n = [], start
+        while n <= stop:
+            vals.append(n)
+            n *= factor
+        return vals
+    inc = _positive_int(step, whole)
+    if (stop - start) // inc + 1 > MAX_STEPS:
+        raise UserError(f"range {part!r} expands to more than {MAX_STEPS} steps", "use a coarser step")
+    return list(range(start, stop + 1, inc))
+
+
+def parse_script(text: str) -> tuple[str, int]:
+    """'read_heavy.sql@100' -> ('read_heavy.sql', 100); the weight defaults to 1."""
+    path, sep, weight = text.rpartition("@")
+    if not sep:
+        return text, 1
+    if not weight.isdigit() or int(weight) < 1:
+        raise UserError(f"the weight in --script {text!r} must be a positive whole number",
+                        "write it like --script read_heavy.sql@100")
+    if not path:
+        raise UserError(f"--script {text!r} has no file name")
+    return path, int(weight)

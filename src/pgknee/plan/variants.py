@@ -1,0 +1,197 @@
+"""Variant specs as users write them (pipeline, connect, pooled:transaction:pool=20,
+idle=0,256,1024:idle_kind=sleep, name=np:pipeline=on:protocol=extended, rate=500, think=50ms),
+parsed into Variant records; a list of values for pool, idle or max_connections expands
+into one variant per value."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Any
+
+from pgknee.errors import UserError
+from pgknee.plan.model import (
+    IDLE_KINDS,
+    MAX_IDLE,
+    MAX_POOL,
+    MAX_THINK_MS,
+    PLACEMENTS,
+    POOL_MODES,
+    POOLER_AUTH,
+    PROTOCOLS,
+    PoolerSpec,
+    Variant,
+)
+from pgknee.plan.parse import parse_seconds
+from pgknee.serverconf import parse_setting
+
+_VARIANT_TOKENS: dict[str, dict[str, Any]] = {
+    "base": {}, "normal": {}, "direct": {},
+    "pipeline": {"pipeline": True},
+    "connect": {"connect_per_txn": True}, "connect-per-txn": {"connect_per_txn": True},
+    **{p: {"protocol": p} for p in PROTOCOLS},
+    "pooled": {"pooler_kind": "managed"}, "pgbouncer": {"pooler_kind": "managed"},
+    "pooled-external": {"pooler_kind": "external"},
+    **{m: {"pool_mode": m} for m in POOL_MODES},
+}
+_VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think", "pool", "mode", "reserve", "placement",
+                 "auth", "idle", "idle_kind", "max_connections", "set.NAME")
+_POOLER_FIELDS = ("pool_mode", "pool_size", "pool_reserve", "placement", "pool_auth")
+
+
+def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> str | None:
+    """One key=value part of a variant spec into `fields`; returns the name if it is one."""
+    if key in ("idle", "idle_kind", "max_connections") or key.startswith("set."):
+        _idle_or_setting(key, value, spec, fields)
+        return None
+    if key not in _VARIANT_KEYS:
+        raise UserError(f"unknown key {key!r} in variant {spec!r}", f"variant keys: {', '.join(_VARIANT_KEYS)}")
+    if key == "name":
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]{1,40}", value):
+            raise UserError(f"variant name {value!r} must be 1-40 letters, digits or _.+-")
+        return value
+    if key in ("pool", "reserve", "mode", "placement", "auth"):
+        _pooler_value(key, value, spec, fields)
+    else:
+        _VALUE_PARSERS[key](value, spec, fields)
+    return None
+
+
+def _rate(value: str, spec: str, fields: dict[str, Any]) -> None:
+    try:
+        rate = float(value)
+    except ValueError:
+        rate = -1.0
+    if not (rate > 0 and math.isfinite(rate)):
+        raise UserError(f"rate={value!r} in variant {spec!r} must be a positive number of TPS",
+                        "for example --variant rate=1000")
+    fields["rate"] = rate
+
+
+def _think(value: str, spec: str, fields: dict[str, Any]) -> None:
+    think_us = round(parse_seconds(value, f"think time in variant {spec!r}") * 1e6)
+    if not 1 <= think_us <= MAX_THINK_MS * 1000:
+        raise UserError(f"think={value!r} in variant {spec!r} must be between 1us and 60s",
+                        "for example --variant think=50ms")
+    fields["think_ms"] = think_us / 1000.0
+
+
+def _protocol(value: str, spec: str, fields: dict[str, Any]) -> None:
+    if value not in PROTOCOLS:
+        raise UserError(f"unknown protocol {value!r} in variant {spec!r}", f"choose one of {', '.join(PROTOCOLS)}")
+    fields["protocol"] = value
+
+
+def _on_off(field_name: str) -> Any:
+    def parse(value: str, spec: str, fields: dict[str, Any]) -> None:
+        if value.lower() not in ("on", "off", "true", "false", "1", "0", "yes", "no"):
+            raise UserError(f"{value!r} in variant {spec!r} must be on or off")
+        fields[field_name] = value.lower() in ("on", "true", "1", "yes")
+    return parse
+
+
+_VALUE_PARSERS = {"rate": _rate, "think": _think, "protocol": _protocol, "pipeline": _on_off("pipeline"),
+                  "connect": _on_off("connect_per_txn")}
+
+
+def _idle_or_setting(key: str, value: str, spec: str, fields: dict[str, Any]) -> None:
+    if key == "idle":
+        if not value.isdigit() or int(value) > MAX_IDLE:
+            raise UserError(f"idle={value!r} in variant {spec!r} must be a whole number from 0 to {MAX_IDLE}",
+                            "for example --variant idle=1024")
+        fields["idle"] = int(value)
+    elif key == "idle_kind":
+        if value not in IDLE_KINDS:
+            raise UserError(f"unknown idle kind {value!r} in variant {spec!r}",
+                            "idle_kind=quiet (connected, nothing else), catalog (after touching the catalogue, "
+                            "article 004) or sleep (running pg_sleep, article 003)")
+        fields["idle_kind"] = value
+    else:
+        name = key.removeprefix("set.")
+        setting = parse_setting(f"{name}={value}")
+        fields["settings"] = (*[s for s in fields.get("settings", ()) if s[0] != setting[0]], setting)
+
+
+def _pooler_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> None:
+    if key in ("pool", "reserve"):
+        if not value.isdigit() or not (1 if key == "pool" else 0) <= int(value) <= MAX_POOL:
+            raise UserError(f"{key}={value!r} in variant {spec!r} must be a whole number "
+                            f"{'from 1' if key == 'pool' else 'from 0'} to {MAX_POOL}",
+                            "for example pooled:transaction:pool=20")
+        fields["pool_size" if key == "pool" else "pool_reserve"] = int(value)
+    elif key == "auth":
+        if value not in (*POOLER_AUTH, "scram"):
+            raise UserError(f"unknown auth {value!r} in variant {spec!r}",
+                            "auth=scram (the default, as PostgreSQL) or auth=md5 (cheaper logins)")
+        fields["pool_auth"] = "scram-sha-256" if value == "scram" else value
+    elif key == "mode":
+        if value not in POOL_MODES:
+            raise UserError(f"unknown pool mode {value!r} in variant {spec!r}",
+                            f"choose one of {', '.join(POOL_MODES)}")
+        fields["pool_mode"] = value
+    else:
+        if value not in PLACEMENTS:
+            raise UserError(f"unknown placement {value!r} in variant {spec!r}",
+                            "placement=server (pgbouncer on the server's CPUs) or placement=client (on pgbench's)")
+        fields["placement"] = value
+
+
+def parse_variant(spec: str, base_protocol: str) -> Variant:
+    """'pipeline', 'simple', 'connect', 'pipeline:extended', 'name=np:pipeline=on:protocol=extended',
+    'rate=500' (open loop), 'think=50ms' (a pause after each transaction)."""
+    fields: dict[str, Any] = {"protocol": base_protocol}
+    name = None
+    tokens = [t.strip() for t in spec.split(":")]
+    if not spec.strip() or any(not t for t in tokens):
+        raise UserError(f"variant {spec!r} is empty or has an empty part", "for example --variant pipeline")
+    for tok in tokens:
+        if "=" in tok:
+            key, value = (x.strip() for x in tok.split("=", 1))
+            name = _variant_value(key, value, spec, fields) or name
+        elif tok in _VARIANT_TOKENS:
+            fields.update(_VARIANT_TOKENS[tok])
+        else:
+            raise UserError(f"unknown variant {tok!r} in {spec!r}",
+                            f"known: {', '.join(_VARIANT_TOKENS)}, or key=value with keys "
+                            f"{', '.join(_VARIANT_KEYS)}")
+    v = Variant(name=name or spec, **_with_pooler(fields, spec))
+    if v.pipeline and v.protocol == "simple":
+        raise UserError(f"variant {spec!r}: pipeline mode needs the extended or prepared protocol "
+                        "(pgbench aborts pipelines under the simple protocol)",
+                        "drop 'simple' or use --protocol prepared")
+    return v
+
+
+def _with_pooler(fields: dict[str, Any], spec: str) -> dict[str, Any]:
+    """The flat pooler keys of a spec folded into a PoolerSpec. A mode or pool size
+    alone means a managed pgbouncer."""
+    out = {k: v for k, v in fields.items() if k not in (*_POOLER_FIELDS, "pooler_kind")}
+    given = {k: fields[k] for k in _POOLER_FIELDS if k in fields}
+    kind = fields.get("pooler_kind") or ("managed" if given else None)
+    if kind is None:
+        return out
+    if kind == "external" and given:
+        keys = {"pool_mode": "mode", "pool_size": "pool", "pool_reserve": "reserve", "placement": "placement",
+                "pool_auth": "auth"}
+        raise UserError(f"variant {spec!r}: {', '.join(keys[k] for k in given)} set a pgbouncer that pgknee starts; "
+                        "your own pooler's settings apply as they are",
+                        "drop them, or use 'pooled' for a pgbouncer pgknee manages")
+    out["pooler"] = PoolerSpec(kind=kind, mode=given.get("pool_mode", "transaction"),
+                               pool_size=given.get("pool_size", 20), reserve=given.get("pool_reserve", 0),
+                               placement=given.get("placement", "any"), auth=given.get("pool_auth", "scram-sha-256"))
+    return out
+
+
+def parse_variants(spec: str, base_protocol: str) -> list[Variant]:
+    """parse_variant, with a list of values for pool, idle or max_connections (pool=A,B,C)
+    expanded into one variant per value: a sweep dimension."""
+    m = re.search(r"(^|:)\s*(pool|idle|max_connections)\s*=\s*([0-9]+(?:\s*,\s*[0-9]+)+)\s*(?=:|$)", spec)
+    if not m:
+        return [parse_variant(spec, base_protocol)]
+    out: list[Variant] = []
+    for value in (s.strip() for s in m.group(3).split(",")):
+        one = spec[:m.start(3)] + value + spec[m.end(3):]
+        out.extend(dataclasses.replace(v, name=f"{v.name}-{m.group(2)}{value}")
+                   if re.search(r"(^|:)\s*name\s*=", spec) else v for v in parse_variants(one, base_protocol))
+    return out

@@ -1,0 +1,93 @@
+"""The whole run: the session opened in order, the steps in their order (interleaved variants,
+repetitions), each result handed to the store writer, the checks after the run; signals turned
+into an orderly stop; and however it ends, everything started is stopped, every completed step
+kept, and the run marked with how it ended."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from typing import Any
+
+import psycopg
+
+from pgknee import keys, proc
+from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
+from pgknee.keys import Env
+from pgknee.plan import Plan
+from pgknee.run.preflight import Prepared
+from pgknee.run.schedule import StepSpec, new_run_id, schedule
+from pgknee.run.session import RunRecordPlan, RunSession, open_session
+from pgknee.run.step import ends_the_run, finished_line, run_step
+from pgknee.run.ui import UI
+from pgknee.store.db import Store
+from pgknee.store.writer import RunWriter
+
+
+class Sweep:
+    """One run of a plan into a store. `extend`: (a stored run's id, its plan with the new client
+    counts added), for pgknee run --extend."""
+
+    def __init__(self, plan: Plan, store: Store, ui: UI, prepared: Prepared, *, argv: list[str] | None = None,
+                 extend: tuple[str, dict[str, Any]] | None = None, extra_env: dict[str, str] | None = None) -> None:
+        self.plan, self.store, self.ui, self.prepared = plan, store, ui, prepared
+        self.run_id = extend[0] if extend is not None else new_run_id()
+        self.record = RunRecordPlan(self.run_id, argv or [], extra_env or {},
+                                    extend[1] if extend is not None else None)
+        self.kept_message: str | None = None  # how to use and stop a server kept with --keep
+
+    def run(self) -> str:
+        writer = RunWriter(self.store, self.run_id)
+        status, reason = "failed", None
+        stack = contextlib.ExitStack()
+        try:
+            with proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))):
+                session, steps = open_session(stack, self.plan, self.ui, self.prepared, writer, self.record,
+                                              schedule(self.plan))
+                self._steps(session, steps)
+                self._check_after(session)
+                if self.plan.target.keep:
+                    self.kept_message = session.target.keep()
+                status = "completed"
+        except Interrupted as e:
+            status, reason = "interrupted", e.message
+            raise
+        except PgkneeError as e:
+            reason = e.message
+            raise
+        except psycopg.OperationalError as e:
+            reason = f"lost the connection to the server: {str(e).strip().splitlines()[0]}"
+            raise TargetError(reason, "check the server log; completed steps are kept") from None
+        except psycopg.Error as e:
+            reason = f"the server refused: {str(e).strip().splitlines()[0]}"
+            raise TargetError(reason, "check the user's privileges on the target") from None
+        finally:
+            with proc.signals(signal.SIG_IGN):  # the cleanup's bounded steps are not cut short
+                try:
+                    stack.close()
+                finally:
+                    if writer.recorded:
+                        writer.finish_run(status, reason)
+        return self.run_id
+
+    def _steps(self, session: RunSession, steps: list[StepSpec]) -> None:
+        several = len(self.plan.variants) > 1
+        for i, spec in enumerate(steps, 1):
+            result = run_step(session, spec, i, len(steps))
+            session.writer.write_step(result)
+            self.ui.step_finished(finished_line(spec, result, several))
+            if ends_the_run(result):
+                raise DriverError(f"pgbench failed at {spec.clients} clients: "
+                                  f"{result.reason or 'no transaction completed in the step'}",
+                                  "see the message above; completed steps are kept in the store")
+
+    def _check_after(self, session: RunSession) -> None:
+        """The workload's own check (money conserved, books balanced), on pgknee's statistics
+        session (renewed by any restart)."""
+        check = session.prepared.workload.check(session.reader.conn)
+        if check is None:
+            return
+        session.writer.set_environment({
+            Env.CHECK_MONEY: check.summary, Env.CHECK_MONEY_OK: str(check.ok).lower(),
+            **{keys.check_detail("money", k): str(v) for k, v in check.details.items()}})
+        self.ui.say(("✓ " if check.ok else "✗ ") + check.summary)

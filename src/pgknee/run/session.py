@@ -1,0 +1,159 @@
+"""What lives for the whole run: the target, pgknee's private directory, the child environment,
+pgknee's own sessions (statistics, the samplers), the scripts, the store writer. Opened in order
+on an ExitStack, so whatever was started is stopped however the run ends."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgknee import keys, proc, safefs
+from pgknee.collect.activity import ActivitySampler
+from pgknee.collect.osproc import OsSampler
+from pgknee.collect.pgstats import StatsReader
+from pgknee.collect.serverfacts import ServerFacts, read_server
+from pgknee.errors import TargetError
+from pgknee.plan import Plan
+from pgknee.pooler.lab import Poolers, pin_process_tree
+from pgknee.run.facts import run_environment
+from pgknee.run.preflight import Prepared, check_capacity
+from pgknee.run.schedule import StepSpec
+from pgknee.run.scripts import scripts_for
+from pgknee.run.ui import UI
+from pgknee.store.writer import RunWriter
+from pgknee.targets import Target, open_target
+from pgknee.workloads import Script
+
+
+@dataclass
+class RunSession:
+    plan: Plan
+    ui: UI
+    prepared: Prepared
+    target: Target
+    writer: RunWriter
+    work_dir: Path
+    child_env: dict[str, str]
+    reader: StatsReader
+    activity: ActivitySampler | None
+    os: OsSampler
+    scripts: dict[str, list[Script]]
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
+    settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
+
+    @property
+    def poolers(self) -> Poolers | None:
+        return self.prepared.poolers
+
+
+@dataclass(frozen=True)
+class RunRecordPlan:
+    """How the run's row is made: a new run, or a stored one extended (its id and merged plan)."""
+
+    run_id: str
+    argv: list[str]
+    extra_env: dict[str, str]
+    extend_plan: dict[str, object] | None = None
+
+
+def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prepared, writer: RunWriter,
+                 record: RunRecordPlan, steps: list[StepSpec]) -> tuple[RunSession, list[StepSpec]]:
+    """Start and check everything the steps need; returns the session and the steps (numbered
+    after the stored ones when extending)."""
+    target = open_target(plan.target, ui.say)
+    stack.callback(target.close)
+    # pgknee's own (0711 when pgbench runs as another user): scripts, passfiles, step logs
+    work_dir = safefs.private_dir("pgknee-run-", reachable_by=target.run_as)
+    stack.callback(shutil.rmtree, work_dir, True)
+    child_env = target.endpoint.child_env(work_dir, target.run_as)
+    stats_conn = target.endpoint.connect("stats")
+    stack.callback(stats_conn.close)
+    server = read_server(stats_conn)
+    check_capacity(plan, target, server)
+    _start_poolers(plan, prepared.poolers, target)
+    commands: list[tuple[str, list[str]]] = []
+    meta = _install(plan, prepared, target, stats_conn, child_env, work_dir, commands, ui)
+    texts = {v.name: scripts_for(prepared.workload, v, work_dir, target.run_as) for v in plan.variants}
+    steps = _record_run(plan, writer, record, target, prepared, steps)
+    env = run_environment(plan, target, server, prepared.pgbench, prepared.workload, meta, prepared.poolers,
+                          {name: [(s.name, text) for s, text in pairs] for name, pairs in texts.items()})
+    env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
+    writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target)})
+    if record.argv:
+        writer.add_command(None, "pgknee", record.argv)
+    for purpose, argv in commands:
+        writer.add_command(None, purpose, argv)
+    activity, os_sampler = _start_samplers(stack, plan, target, server)
+    session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env,
+                         StatsReader(stats_conn, plan.settle_s), activity, os_sampler,
+                         {name: [s for s, _ in pairs] for name, pairs in texts.items()})
+    return session, steps
+
+
+def _start_poolers(plan: Plan, poolers: Poolers | None, target: Target) -> None:
+    """Log in through every pooler once; pin a local server when placement asks."""
+    if poolers is None:
+        return
+    poolers.check_through(target.endpoint, target.run_as, max(plan.clients))
+    pid = target.server_pid() if poolers.server_cpus is not None else None
+    if pid is not None and poolers.server_cpus is not None:
+        poolers.pinned = pin_process_tree(pid, poolers.server_cpus)
+
+
+def _install(plan: Plan, prepared: Prepared, target: Target, conn: psycopg.Connection[Any], child_env: dict[str, str],
+             work_dir: Path, commands: list[tuple[str, list[str]]], ui: UI) -> dict[str, str]:
+    """The workload in its schema; pgbench -i (when the workload asks) as pgbench's user, with
+    the schema first (and only) on its search_path."""
+    pgbench = prepared.pgbench.path
+
+    def run_pgbench(args: list[str], schema: str) -> None:
+        commands.append(("init", [pgbench, *args]))
+        opts = f"{child_env.get('PGOPTIONS', '')} -c search_path={schema}".strip()
+        r = proc.run([pgbench, *args], env={**child_env, "PGOPTIONS": opts}, timeout=6 * 3600,
+                     run_as=target.run_as, cwd=str(work_dir))
+        if r.returncode != 0:
+            last = [ln for ln in r.stderr.splitlines() if ln.strip()][-1:]
+            raise TargetError(f"pgbench initialisation failed: {' '.join(last)}")
+
+    return prepared.workload.install(conn, say=ui.say, run_pgbench=run_pgbench)
+
+
+def _record_run(plan: Plan, writer: RunWriter, record: RunRecordPlan, target: Target, prepared: Prepared,
+                steps: list[StepSpec]) -> list[StepSpec]:
+    if record.extend_plan is None:
+        writer.create_run(workload=prepared.workload.name, target_kind=target.kind,
+                          target_label=target.endpoint.label, plan=plan.to_dict(), steps_planned=len(steps))
+        return steps
+    last = writer.extend_run(plan=record.extend_plan, more_steps=len(steps))
+    return [dataclasses.replace(s, seq=s.seq + last) for s in steps]
+
+
+def _extension_note(plan: Plan, record: RunRecordPlan, target: Target) -> dict[str, str]:
+    if record.extend_plan is None:
+        return {}
+    where = "embedded server" if target.created_by_pgknee else f"session to {target.endpoint.label}"
+    return {keys.extended_at(time.strftime("%Y%m%d-%H%M%S", time.gmtime())):
+            f"clients {','.join(map(str, plan.clients))} added on a new {where}"}
+
+
+def _start_samplers(stack: contextlib.ExitStack, plan: Plan, target: Target,
+                    server: ServerFacts) -> tuple[ActivitySampler | None, OsSampler]:
+    activity = None
+    if plan.sample_interval_s:
+        activity = ActivitySampler(target.endpoint, server.version_num, plan.sample_interval_s,
+                                   all_databases=plan.sample_all_databases, query_text=plan.query_text)
+        activity.start()
+        stack.callback(activity.close)
+    os_sampler = OsSampler(plan.os_interval_s)
+    if plan.os_interval_s:
+        os_sampler.start()
+        stack.callback(os_sampler.close)
+    return activity, os_sampler

@@ -1,0 +1,319 @@
+"""One step: its variant's server settings, its pooler and idle sessions, the samplers through
+pre, (warmup,) bench and post phases, pgbench, and then what it measured, judged, as a frozen
+StepResult. The step writes nothing itself but its 'running' row and its command lines; the
+orchestrator hands the result to the store writer."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import psycopg
+
+from pgknee import keys, safefs
+from pgknee.collect import pgstats
+from pgknee.collect.memory import memory_picture
+from pgknee.driver.execute import Execution, execute
+from pgknee.driver.measure import measure, read_transaction_logs
+from pgknee.driver.pgbench import PgbenchRun, log_files, parse_summary, window_of
+from pgknee.errors import PgkneeError
+from pgknee.idle import IdleHolder
+from pgknee.keys import PoolerFact, StepFact
+from pgknee.pooler.lab import StepPooler
+from pgknee.run.schedule import StepSpec
+from pgknee.run.scripts import pgbench_run
+from pgknee.run.session import RunSession
+from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Sampled:
+    """What the phases around pgbench gathered, before it is judged."""
+
+    execution: Execution
+    bench_start: float
+    bench_end: float
+    pg_delta: dict[str, float]
+    own_commits: int  # pgknee's own reads of the statistics, commits in the benchmark database
+    activity_samples: ActivitySamples | None
+    os_rows: tuple[tuple[object, ...], ...]
+    facts: dict[str, float]
+    pooler: PoolerResult | None
+    pooler_died: str | None  # pgbouncer's last words, if it died
+    idle_lost: int  # idle sessions the server ended during the step
+
+
+def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResult:
+    plan, v = s.plan, spec.variant
+    _apply_settings(s, spec)
+    threads = plan.threads_for(spec.clients, s.cpus)
+    step_id = s.writer.begin_step(_step_row(s, spec, threads))
+    s.ui.step_started(index, total, v.name, spec.clients, spec.rep, plan.duration_s + plan.warmup_s)
+    # pgbench's own (it writes its logs there): read back with safefs.open_child_file
+    step_dir = safefs.make_dir(s.work_dir / f"step-{spec.seq}", owner=s.target.run_as)
+    run = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
+                      clients=spec.clients, threads=threads, seconds=plan.duration_s, log_prefix=step_dir / "log",
+                      progress=True)
+    s.writer.add_command(step_id, "bench", run.argv())
+    try:
+        with contextlib.ExitStack() as stack:
+            pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec))
+            facts = dict(s.settings_facts)
+            holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
+            sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts)
+        return _judge(s, spec, step_id, run, step_dir, sampled)
+    finally:
+        shutil.rmtree(step_dir, ignore_errors=True)
+
+
+def _step_row(s: RunSession, spec: StepSpec, threads: int) -> dict[str, object]:
+    v, plan = spec.variant, s.plan
+    managed = v.pooler is not None and v.pooler.kind == "managed"
+    return {"seq": spec.seq, "variant": v.name, "clients": spec.clients, "rep": spec.rep, "threads": threads,
+            "protocol": v.protocol, "duration_s": plan.duration_s, "warmup_s": plan.warmup_s,
+            "pipeline": int(v.pipeline), "connect_per_txn": int(v.connect_per_txn), "rate": v.rate,
+            "think_ms": v.think_ms, "pooler_kind": v.pooler.kind if v.pooler else None,
+            "pool_mode": v.pooler.mode if v.pooler and managed else None,
+            "pool_size": v.pooler.pool_size if v.pooler and managed else None,
+            "pool_reserve": v.pooler.reserve if v.pooler and managed else 0, "idle": v.idle,
+            "idle_kind": v.idle_kind if v.idle else None,
+            "settings_json": _json(dict(v.settings)) if v.settings else None}
+
+
+def _json(d: dict[str, str]) -> str:
+    return json.dumps(d, sort_keys=True)
+
+
+def _apply_settings(s: RunSession, spec: StepSpec) -> None:
+    """Restart the server when this step's variant wants other settings than it runs with, and
+    reconnect pgknee's own sessions; read back what the server took."""
+    want = dict(spec.variant.settings)
+    if not s.target.apply_settings(want, say=s.ui.say):
+        return
+    s.reader.reconnect(s.target.endpoint.connect("stats"))
+    if s.activity is not None:
+        s.activity.reconnect()
+    s.settings_facts = {}
+    for name in want:
+        row = s.reader.conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
+        with contextlib.suppress(TypeError, ValueError):
+            s.settings_facts[keys.setting(name)] = float(row[0]) if row is not None else math.nan
+    s.reader.reads += len(want)
+
+
+def _enter(s: RunSession, spec: StepSpec, step_id: int, start: Callable[[], T]) -> T:
+    """Start a step's pooler or idle sessions; if they will not start, the step fails with why."""
+    try:
+        return start()
+    except PgkneeError as e:
+        s.writer.fail_step(step_id, e.message)
+        s.ui.step_finished(f"c{spec.clients} rep {spec.rep} {spec.variant.name}: FAILED: {e.message}")
+        raise
+
+
+def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec) -> StepPooler | None:
+    """The step's pooler, if its variant has one, stopped when `stack` closes."""
+    v = spec.variant
+    if v.pooler is None:
+        return None
+    assert s.poolers is not None
+    plan = s.plan
+    pooled = stack.enter_context(s.poolers.step(v, s.target.endpoint, s.target.run_as, spec.clients,
+                                                plan.duration_s + plan.warmup_s))
+    s.os.pooler_pid = pooled.pid
+    stack.callback(setattr, s.os, "pooler_pid", None)
+    return pooled
+
+
+def _idle(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, pooled: StepPooler | None,
+          facts: dict[str, float]) -> IdleHolder | None:
+    """The step's idle sessions, if its variant has any, closed when `stack` closes: through the
+    pooler when there is one (as article 004 did), else to the server (the embedded one by its
+    private socket: no SCRAM per session)."""
+    v, plan = spec.variant, s.plan
+    if not v.idle:
+        return None
+    facts.update(memory_picture(s.target.server_pid(), prefix=keys.BEFORE_IDLE))
+    endpoint = pooled.endpoint if pooled is not None else s.target.session_endpoint
+    hold_s = plan.duration_s + plan.warmup_s + plan.pre_s + plan.post_s + plan.idle_flush_s + 60
+    holder = IdleHolder(endpoint, v.idle, v.idle_kind, sleep_s=hold_s,
+                        timeout_s=max(120.0, v.idle * (1.0 if v.idle_kind == "catalog" else 0.1)))
+    s.ui.say(f"opening {v.idle} idle sessions ({v.idle_kind})")
+    holder.open()
+    stack.callback(holder.close)
+    facts.update({StepFact.IDLE_OPENED: float(len(holder.conns)), StepFact.IDLE_OPEN_S: holder.open_seconds})
+    if v.idle_kind == "catalog":
+        # their catalogue queries report to pg_stat_database once they have idled up to 10 s:
+        # let that happen before the measured window
+        time.sleep(plan.idle_flush_s)
+    return holder
+
+
+def _set_phase(s: RunSession, phase: str, pooled: StepPooler | None) -> None:
+    if s.activity is not None:
+        s.activity.phase = phase
+    s.os.phase = phase
+    if pooled is not None and pooled.sampler is not None:
+        pooled.sampler.phase = phase
+
+
+def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path, *, progress: bool) -> Execution:
+    def started(pid: int) -> None:
+        s.os.client_pid = pid
+
+    try:
+        return execute(run, env=env, run_as=s.target.run_as, cwd=cwd,
+                       cpus=s.poolers.client_cpus if s.poolers else None,
+                       on_progress=s.ui.step_progress if progress else None, on_start=started)
+    finally:
+        s.os.client_pid = None
+
+
+def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_dir: Path,
+            pooled: StepPooler | None, holder: IdleHolder | None, facts: dict[str, float]) -> _Sampled:
+    """The phases: pre (samplers only), warmup (unmeasured pgbench), bench, post."""
+    plan = s.plan
+    env = pooled.endpoint.child_env(s.work_dir, s.target.run_as) if pooled is not None else s.child_env
+    if s.activity is not None:
+        s.activity.begin_step(step_id)
+    s.os.begin_step()
+    time.sleep(plan.pre_s)
+    if plan.warmup_s:
+        _set_phase(s, "warmup", pooled)
+        warm = pgbench_run(plan, s.prepared.pgbench, spec.variant, s.scripts[spec.variant.name],
+                           s.prepared.workload.defines(), clients=spec.clients, threads=run.threads,
+                           seconds=plan.warmup_s, log_prefix=None, progress=False)
+        s.writer.add_command(step_id, "warmup", warm.argv())
+        _run_pgbench(s, warm, env, step_dir, progress=False)
+    q0, r0 = (s.activity.queries_run if s.activity else 0), s.reader.reads
+    before, pool_before = s.reader.snapshot(), _pooler_totals(pooled)
+    _set_phase(s, "bench", pooled)
+    bench_start = time.time()
+    execution = _run_pgbench(s, run, env, step_dir, progress=True)
+    bench_end = time.time()
+    _set_phase(s, "post", pooled)
+    pooler, died = _pooler_after(pooled, pool_before)
+    server_pid = s.target.server_pid()
+    facts.update(memory_picture(server_pid, holder.backend_pids if holder and pooled is None else (),
+                                prefix=keys.AT_END))
+    idle_alive = holder.alive() if holder is not None else 0
+    if holder is not None:
+        facts[StepFact.IDLE_OPEN_AT_END] = float(idle_alive)
+    after = s.reader.settled()
+    own = (s.activity.queries_run - q0 if s.activity else 0) + (s.reader.reads - r0)
+    rest = plan.post_s - (time.time() - bench_end)
+    if rest > 0:
+        time.sleep(rest)
+    return _Sampled(execution, bench_start, bench_end, pgstats.delta(before, after), own,
+                    s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
+                    spec.variant.idle - idle_alive if holder is not None else 0)
+
+
+def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:
+    if pooled is None or pooled.sampler is None or not pooled.alive():
+        return None
+    try:
+        return pooled.sampler.totals()
+    except (PgkneeError, psycopg.Error):
+        return None
+
+
+def _pooler_after(pooled: StepPooler | None, before: dict[str, float] | None) -> tuple[PoolerResult | None,
+                                                                                        str | None]:
+    """SHOW STATS at the end, the SHOW POOLS samples, and whether pgbouncer died (its last words)."""
+    if pooled is None:
+        return None, None
+    after = _pooler_totals(pooled)
+    died = None if pooled.alive() else (pooled.log_tail() or "no message in its log")
+    rows = tuple(pooled.sampler.close()) if pooled.sampler is not None else ()
+    # the pool's server connections would sit idle and flush their statistics only after up to
+    # 10 s: close them so pg_stat_database counts the step now
+    pooled.release()
+    facts = dict(pooled.facts)
+    if before is not None and after is not None:
+        facts.update({keys.pooler_delta(k): repr(after[k] - before.get(k, 0.0)) for k in after})
+    elif pooled.sampler is None:
+        facts[PoolerFact.MISSING] = "no admin console (give --pooler-admin-dsn)"
+    else:
+        facts[PoolerFact.MISSING] = "the console did not answer at the end of the step"
+    if pooled.sampler is not None and pooled.sampler.errors:
+        facts[PoolerFact.SAMPLER_ERRORS] = " | ".join(pooled.sampler.errors)
+    return PoolerResult(rows, facts), died
+
+
+def _judge(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_dir: Path,
+           x: _Sampled) -> StepResult:
+    """What the step measured, from pgbench's log and summary, and whether it counts."""
+    plan, v, ex = s.plan, spec.variant, x.execution
+    summary = parse_summary(ex.stdout)
+    window = window_of(summary, plan.duration_s)
+    m, err = _measurement(s, spec, run, step_dir, window, ex.stderr)
+    tps_db = ((x.pg_delta["xact_commit"] - x.own_commits) / window
+              if "xact_commit" in x.pg_delta and window > 0 else None)
+    status, reason = _verdict(s, ex.exit_code, err, m)
+    if status == "completed" and m is not None and m.transactions == 0 and window <= 0.5:
+        status, reason = "failed", (f"pgbench spent the whole {summary.duration_s or plan.duration_s:.0f} s step "
+                                    f"opening its {spec.clients} connections "
+                                    f"({(summary.conn_time_ms or 0) / 1000:.1f} s); lengthen --duration")
+    if status == "completed" and x.idle_lost > 0:
+        status, reason = "failed", f"the server ended {x.idle_lost} of the {v.idle} idle sessions during the step"
+    if status == "failed" and x.pooler_died is not None:
+        reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
+    return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
+                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler)
+
+
+def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
+                 err: str) -> tuple[StepMeasurement | None, str]:
+    """The transaction log, read only where pgbench's user wrote plain files of its own."""
+    plan, v = s.plan, spec.variant
+    logs = log_files(step_dir / "log")
+    if not logs:
+        return None, err
+    try:
+        log = read_transaction_logs(logs, has_lag=bool(v.rate),
+                                    has_retries=run.version_num >= 150000 and plan.max_tries != 1,
+                                    opener=lambda p: os.fdopen(safefs.open_child_file(p, s.target.run_as), "rb"))
+    except OSError as e:  # a log that is a link, or not pgbench's
+        return None, f"{err}\npgbench's log could not be read safely: {e}"
+    return measure(log, run.scripts, max(window, 1e-3), think_us=round(v.think_ms * 1000)), err
+
+
+def _verdict(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> tuple[str, str | None]:
+    if rc == 0 and m is not None:
+        return "completed", None
+    lines = [ln.strip() for ln in err.splitlines()
+             if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
+    # "Run was aborted; the above results are incomplete" says only that something went wrong:
+    # the line naming the cause (a client aborted in a command, with the server's ERROR) comes first
+    causes = [ln for ln in lines if "aborted in command" in ln or "ERROR:" in ln or "FATAL:" in ln]
+    why = (causes[0] if causes else lines[-1] if lines
+           else err.strip().splitlines()[-1] if err.strip() else f"exit code {rc}")
+    if not s.target.alive():
+        why = "the embedded server died: " + why
+    return "failed", f"pgbench exit {rc}: {why}"
+
+
+def finished_line(spec: StepSpec, r: StepResult, several_variants: bool) -> str:
+    """What the person watching is told when a step ends."""
+    m = r.measurement
+    if r.status == "completed" and m is not None and m.latency is not None:
+        return (f"c{spec.clients} rep {spec.rep}{' ' + spec.variant.name if several_variants else ''}: "
+                f"{m.tps:,.1f} tps, latency {m.latency.mean_ms:.2f} ms (p99 {m.latency.p99_ms:.2f}), {m.failed} failed")
+    return f"c{spec.clients} rep {spec.rep}: FAILED: {r.reason or 'no transaction completed in the step'}"
+
+
+def ends_the_run(r: StepResult) -> bool:
+    """A failed step whose pgbench could not run at all, or ran nothing: the next would not either."""
+    m = r.measurement
+    return r.status != "completed" and (r.pgbench_exit == 1 or m is None or m.transactions == 0)

@@ -1,0 +1,1 @@
+UPDATE runs SET status = :status, status_reason = :reason, finished_at = :finished_at WHERE run_id = :run_id

@@ -1,0 +1,1 @@
+INSERT INTO step_pg_stat_database (step_id, name, delta) VALUES (:step_id, :name, :delta)

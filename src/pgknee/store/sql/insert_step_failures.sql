@@ -1,0 +1,1 @@
+INSERT INTO step_failures (step_id, kind, count) VALUES (:step_id, :kind, :count)

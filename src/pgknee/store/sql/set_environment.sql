@@ -1,0 +1,1 @@
+INSERT OR REPLACE INTO run_environment (run_id, key, value) VALUES (:run_id, :key, :value)
