@@ -166,11 +166,11 @@ def signals(handler: Handler, which: tuple[int, ...] = STOP_SIGNALS) -> Iterator
             signal.signal(s, h)
 
 
-def wait_until(predicate: object, *, timeout: float, interval: float = 0.05) -> bool:
+def wait_until(predicate: Callable[[], object], *, timeout: float, interval: float = 0.05) -> bool:
     """Poll `predicate()` until true or timeout; no bare sleeps in callers."""
     deadline = time.monotonic() + timeout
     while True:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return True
         if time.monotonic() >= deadline:
             return False

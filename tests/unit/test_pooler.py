@@ -156,7 +156,7 @@ def test_refusals_before_anything_starts(tmp_path: Path) -> None:
     scripts = {"s": [("t", "BEGIN;\nSELECT 1;\nCOMMIT;\n")]}
 
     def check(v: Variant, clients: tuple[int, ...] = (10,), embedded: bool = True) -> None:
-        Poolers(Plan(variants=(v,), clients=clients), lambda _: None).check_before_start(
+        Poolers(Plan(variants=(v,), clients=clients)).check_before_start(
             {v.name: scripts["s"]}, embedded=embedded)
 
     with pytest.raises(UserError, match="statement mode cannot run t"):

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from pgknee.cli.common import add_noise_threshold, add_store, check_writable, print_items, stdout_outputs
 from pgknee.cli.recommend import add_recommend_options
-from pgknee.cli.run_plan import extension, password_note, plan_file_env, plan_from_args, redacted_argv
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.plan import PROTOCOLS, WORKLOADS
 from pgknee.rules import SUMMARIES
@@ -148,6 +147,7 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from pgknee.cli.run_plan import plan_file_env
     from pgknee.run import dry_run, preflight
 
     plan, extend, source = _plan(args)
@@ -170,6 +170,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]] | None, PlanFile | None]:
     """The plan: a stored run's (--extend), or a plan file's or a scenario's with the flags on top."""
+    from pgknee.cli.run_plan import extension, plan_from_args
+
     if args.extend:
         plan, extend = extension(args)
         return plan, extend, None
@@ -182,6 +184,7 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
     """The run, with progress; however it ends, the user learns how (and gets the report of what
     exists, when one was asked for)."""
     from pgknee.cli.progress import make_ui
+    from pgknee.cli.run_plan import password_note, redacted_argv
     from pgknee.run import Sweep
 
     ui = make_ui(args.quiet, plan.estimated_seconds())

@@ -52,9 +52,9 @@ class StepPooler:
 
 
 class Poolers:
-    def __init__(self, plan: Plan, say: Callable[[str], None]) -> None:
+    def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.say = say
+        self.say: Callable[[str], None] = lambda _: None  # the run's, from check_through on
         self.binary: str | None = None
         self.version: tuple[int, int, int] | None = None
         self.version_text = ""
@@ -124,9 +124,11 @@ class Poolers:
         self.server_cpus, self.client_cpus = frozenset(cpus[:half]), frozenset(cpus[half:])
 
     # ---- once the target is up -----------------------------------------------------------------
-    def check_through(self, server: Endpoint, run_as: proc.RunAs | None, max_clients: int) -> None:
+    def check_through(self, server: Endpoint, run_as: proc.RunAs | None, max_clients: int,
+                      say: Callable[[str], None]) -> None:
         """Log in through every pooler once, so that a wrong password or a refused login
         stops the run before the first step, not in it."""
+        self.say = say
         for v in self.managed:
             with self._managed(v, server, run_as, max_clients, 60) as pgb:
                 self._probe(pgb.client_endpoint, f"the pgbouncer of variant {v.name}", pgb.log_tail)

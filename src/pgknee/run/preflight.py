@@ -7,7 +7,6 @@ from __future__ import annotations
 import resource
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,13 +33,13 @@ class Prepared:
     poolers: Poolers | None
 
 
-def preflight(plan: Plan, say: Callable[[str], None] = lambda _: None) -> Prepared:
+def preflight(plan: Plan) -> Prepared:
     path = find_pgbench(plan.pgbench)
     pgbench = Pgbench(path, *pgbench_version(path))
     check_open_files(plan)
     workload = get_workload(plan.workload)  # a missing script file is bad input: say so now
     check_scripts(plan, pgbench, workload)
-    poolers = Poolers(plan, say) if plan.pooled() else None
+    poolers = Poolers(plan) if plan.pooled() else None
     if poolers is not None:
         texts = {v.name: [(src.filename, text) for src, text in script_texts(workload, v)] for v in plan.variants}
         poolers.check_before_start(texts, embedded=plan.target.dsn is None)

@@ -78,7 +78,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stack.callback(stats_conn.close)
     server = read_server(stats_conn)
     check_capacity(plan, target, server)
-    _start_poolers(plan, prepared.poolers, target)
+    _start_poolers(plan, prepared.poolers, target, ui)
     commands: list[tuple[str, list[str]]] = []
     meta = _install(plan, prepared, target, stats_conn, child_env, work_dir, commands, ui)
     texts = {v.name: scripts_for(prepared.workload, v, work_dir, target.run_as) for v in plan.variants}
@@ -98,11 +98,11 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     return session, steps
 
 
-def _start_poolers(plan: Plan, poolers: Poolers | None, target: Target) -> None:
+def _start_poolers(plan: Plan, poolers: Poolers | None, target: Target, ui: UI) -> None:
     """Log in through every pooler once; pin a local server when placement asks."""
     if poolers is None:
         return
-    poolers.check_through(target.endpoint, target.run_as, max(plan.clients))
+    poolers.check_through(target.endpoint, target.run_as, max(plan.clients), ui.say)
     pid = target.server_pid() if poolers.server_cpus is not None else None
     if pid is not None and poolers.server_cpus is not None:
         poolers.pinned = pin_process_tree(pid, poolers.server_cpus)
