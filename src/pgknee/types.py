@@ -32,6 +32,26 @@ class ScriptResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ScriptRow:
+    """One script's results in one step, as the store holds them (step_scripts); the field
+    names are the table's columns."""
+
+    script_no: int
+    script: str
+    weight: int
+    transactions: int
+    failed: int
+    retried: int
+    tps: float | None
+    lat_avg_ms: float | None
+    lat_stddev_ms: float | None
+    lat_p50_ms: float | None
+    lat_p95_ms: float | None
+    lat_p99_ms: float | None
+    lat_max_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class ProgressPoint:
     t_s: float
     tps: float
@@ -202,7 +222,7 @@ class RunData:
     env: dict[str, str]
     commands: list[tuple[int | None, str, list[str]]]
     steps: list[StepRecord]
-    scripts: dict[int, list[tuple[object, ...]]]
+    scripts: dict[int, list[ScriptRow]]
     failures: dict[int, dict[str, int]]
     pgdb: dict[int, dict[str, float]]
     os: dict[int, list[OsSample]]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pgknee.analyze import checks as ck
 from pgknee.analyze.summary import spread_pct
 from pgknee.analyze.waits import total_aas, wait_profile
-from pgknee.types import OsSample, RunData, RunRecord, StepRecord, WaitRow
+from pgknee.types import OsSample, RunData, RunRecord, ScriptRow, StepRecord, WaitRow
 
 NOISY_SPREAD_PCT = 10.0
 
@@ -27,7 +27,7 @@ class Figure:
     n: int
 
     @staticmethod
-    def of(values: Sequence[float]) -> Figure | None:
+    def of(values: Iterable[float | None]) -> Figure | None:
         vals = [v for v in values if v is not None]
         if not vals:
             return None
@@ -35,7 +35,9 @@ class Figure:
 
 
 @dataclass(frozen=True)
-class ScriptRow:
+class ScriptSummary:
+    """One script of one client count, over the repetitions."""
+
     name: str
     weight: int
     transactions: int
@@ -132,7 +134,7 @@ class Group:
     retried: int
     threads: int
     system: SystemRow
-    scripts: tuple[ScriptRow, ...]
+    scripts: tuple[ScriptSummary, ...]
     waits: tuple[WaitRow, ...]
     waits_bg: tuple[WaitRow, ...]
     snapshots: int
@@ -208,20 +210,19 @@ def _merge_counts(lists: Sequence[Sequence[tuple[str, str, int]]]) -> list[tuple
     return [(t, e, n) for (t, e), n in acc.items()]
 
 
-def _scripts(data: RunData, done: Sequence[StepRecord]) -> tuple[ScriptRow, ...]:
-    by_no: dict[int, list[tuple[object, ...]]] = {}
+def _scripts(data: RunData, done: Sequence[StepRecord]) -> tuple[ScriptSummary, ...]:
+    by_no: dict[int, list[ScriptRow]] = {}
     for s in done:
         for row in data.scripts.get(s.step_id, []):
-            by_no.setdefault(int(row[0]), []).append(row)  # type: ignore[call-overload]
+            by_no.setdefault(row.script_no, []).append(row)
     out = []
     for _no, rows in sorted(by_no.items()):
         r0 = rows[0]
-        out.append(ScriptRow(
-            name=str(r0[1]), weight=int(r0[2]),  # type: ignore[call-overload]
-            transactions=int(statistics.median(int(r[3]) for r in rows)),  # type: ignore[call-overload]
-            failed=sum(int(r[4]) for r in rows), retried=sum(int(r[5]) for r in rows),  # type: ignore[call-overload]
-            tps=Figure.of([r[6] for r in rows]), lat_avg=Figure.of([r[7] for r in rows]),  # type: ignore[misc]
-            p95=Figure.of([r[10] for r in rows]), p99=Figure.of([r[11] for r in rows])))  # type: ignore[misc]
+        out.append(ScriptSummary(
+            name=r0.script, weight=r0.weight, transactions=int(statistics.median(r.transactions for r in rows)),
+            failed=sum(r.failed for r in rows), retried=sum(r.retried for r in rows),
+            tps=Figure.of([r.tps for r in rows]), lat_avg=Figure.of([r.lat_avg_ms for r in rows]),
+            p95=Figure.of([r.lat_p95_ms for r in rows]), p99=Figure.of([r.lat_p99_ms for r in rows])))
     return tuple(out)
 
 
@@ -317,10 +318,10 @@ def _commits_per_txn(data: RunData, s: StepRecord) -> float:
     weighted by the transactions each ran. 1 when the run did not record them."""
     num = den = 0.0
     for row in data.scripts.get(s.step_id, []):
-        per = data.env.get(f"commits_per_txn.{s.variant}.{row[1]}")
+        per = data.env.get(f"commits_per_txn.{s.variant}.{row.script}")
         if per is None:
             return 1.0
-        tx = float(row[3])  # type: ignore[arg-type]
+        tx = float(row.transactions)
         num, den = num + tx * float(per), den + tx
     return num / den if den else 1.0
 

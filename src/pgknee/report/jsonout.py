@@ -36,9 +36,10 @@ def run_json(view: RunView) -> dict[str, Any]:
                            "p95": s.lat_p95_ms, "p99": s.lat_p99_ms, "max": s.lat_max_ms},
             "schedule_lag_ms": None if s.lag_avg_ms is None else {"avg": s.lag_avg_ms, "p99": s.lag_p99_ms,
                                                                   "max": s.lag_max_ms},
-            "scripts": [{"script": r[1], "weight": r[2], "transactions": r[3], "failed": r[4], "retried": r[5],
-                         "tps": r[6], "latency_ms": {"avg": r[7], "stddev": r[8], "p50": r[9], "p95": r[10],
-                                                     "p99": r[11], "max": r[12]}}
+            "scripts": [{"script": r.script, "weight": r.weight, "transactions": r.transactions, "failed": r.failed,
+                         "retried": r.retried, "tps": r.tps,
+                         "latency_ms": {"avg": r.lat_avg_ms, "stddev": r.lat_stddev_ms, "p50": r.lat_p50_ms,
+                                        "p95": r.lat_p95_ms, "p99": r.lat_p99_ms, "max": r.lat_max_ms}}
                         for r in d.scripts.get(s.step_id, [])],
             "pg_stat_database_delta": d.pgdb.get(s.step_id, {}),
             "snapshots": n,

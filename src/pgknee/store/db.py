@@ -17,7 +17,7 @@ from typing import Any
 from pgknee import safefs
 from pgknee.errors import StoreError, UserError
 from pgknee.plan import plan_from_stored
-from pgknee.types import OsSample, PoolerSample, PoolerStep, RunData, RunRecord, StepRecord
+from pgknee.types import OsSample, PoolerSample, PoolerStep, RunData, RunRecord, ScriptRow, StepRecord
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -189,11 +189,10 @@ class Store:
                                (run_id,)).fetchall()
         return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
-    def step_scripts(self, step_id: int) -> list[tuple[Any, ...]]:
-        return self.db.execute(
-            "SELECT script_no, script, weight, transactions, failed, retried, tps, lat_avg_ms, lat_stddev_ms, "
-            "lat_p50_ms, lat_p95_ms, lat_p99_ms, lat_max_ms FROM step_scripts WHERE step_id = ? ORDER BY script_no",
-            (step_id,)).fetchall()
+    def step_scripts(self, step_id: int) -> list[ScriptRow]:
+        rows = self.db.execute(f"SELECT {', '.join(ScriptRow.__slots__)} FROM step_scripts WHERE step_id = ? "
+                               "ORDER BY script_no", (step_id,)).fetchall()
+        return [ScriptRow(*r) for r in rows]
 
     def step_failures(self, step_id: int) -> dict[str, int]:
         return dict(self.db.execute("SELECT kind, count FROM step_failures WHERE step_id = ?", (step_id,)).fetchall())
