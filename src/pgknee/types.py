@@ -202,9 +202,10 @@ class PoolerSample:
 
 
 @dataclass(frozen=True)
-class PoolerStep:
-    """A step through a pooler: SHOW POOLS samples (bench phase) and the step's pooler
-    facts (SHOW STATS deltas as floats under 'delta.*', settings and versions as text)."""
+class PoolerRecord:
+    """A step through a pooler, as the store holds it: SHOW POOLS samples (bench phase) and the
+    step's pooler facts (SHOW STATS deltas as floats under 'delta.*', settings and versions as
+    text). Not the pooler lab's StepPooler, which runs a pooler for a step."""
 
     samples: list[PoolerSample]
     facts: dict[str, str]
@@ -231,6 +232,6 @@ class RunData:
     snaps: dict[int, tuple[int, float, float]]  # bench phase: (snapshots, mean client backends, mean ms)
     # bench phase: mean sessions in a statement or transaction (active + idle in transaction)
     busy: dict[int, float] = field(default_factory=dict)
-    pooler: dict[int, PoolerStep] = field(default_factory=dict)  # steps through a pooler
+    pooler: dict[int, PoolerRecord] = field(default_factory=dict)  # steps through a pooler
     facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)

@@ -9,7 +9,7 @@ import pytest
 from builders import make_run_data, os_sample, step, with_run
 
 from pgknee.analyze import checks as ck
-from pgknee.analyze.run import Figure, build
+from pgknee.analyze.run import Spread, build
 from pgknee.analyze.summary import latency_stats, median, pct_change, spread_pct
 from pgknee.analyze.waits import article_aas, relative_error, total_aas, wait_profile
 from pgknee.plan import Plan
@@ -186,14 +186,14 @@ def test_build_groups_and_medians(run_data: RunData) -> None:
     assert [(g.variant, g.clients, len(g.done)) for g in view.groups] == [("base", 2, 2), ("base", 8, 2)]
     c2, c8 = view.groups
     assert c2.label == "c2" and c8.label == "c8"
-    assert c2.tps == Figure(100.0, 100.0, 100.0, 2)
-    assert c8.tps == Figure(200.0, 180.0, 220.0, 2)
+    assert c2.tps == Spread(100.0, 100.0, 100.0, 2)
+    assert c8.tps == Spread(200.0, 180.0, 220.0, 2)
     assert c8.lat_avg is not None
     assert c8.lat_avg.value == pytest.approx((8000 / 180 + 8000 / 220) / 2)
     assert (c8.lat_avg.lo, c8.lat_avg.hi) == (pytest.approx(8000 / 220), pytest.approx(8000 / 180))
-    assert c8.p99 == Figure(90.0, 80.0, 100.0, 2)
-    assert c8.lat_max == Figure(105.0, 90.0, 120.0, 2)
-    assert c8.transactions == Figure(2000.0, 1800.0, 2200.0, 2)
+    assert c8.p99 == Spread(90.0, 80.0, 100.0, 2)
+    assert c8.lat_max == Spread(105.0, 90.0, 120.0, 2)
+    assert c8.transactions == Spread(2000.0, 1800.0, 2200.0, 2)
     assert c8.threads == 4 and c2.threads == 2
     assert view.variants() == ["base"]
 
@@ -246,9 +246,9 @@ def test_build_scripts_over_reps(run_data: RunData) -> None:
     assert [(s.name, s.weight) for s in c2.scripts] == [("transfer", 60), ("balance", 40)]
     transfer = c2.scripts[0]
     assert transfer.transactions == 605
-    assert transfer.tps == Figure(61.0 / 2 + 60.0 / 2, 60.0, 61.0, 2)
-    assert transfer.lat_avg == Figure(26.0, 25.0, 27.0, 2)
-    assert transfer.p95 == Figure(41.0, 40.0, 42.0, 2)
+    assert transfer.tps == Spread(61.0 / 2 + 60.0 / 2, 60.0, 61.0, 2)
+    assert transfer.lat_avg == Spread(26.0, 25.0, 27.0, 2)
+    assert transfer.p95 == Spread(41.0, 40.0, 42.0, 2)
     assert (c8.scripts[0].failed, c8.scripts[0].retried) == (1, 2)
 
 
@@ -312,7 +312,7 @@ def test_build_failed_step_and_interrupted_run() -> None:
     view = build(data)
     c8 = view.groups[1]
     assert len(c8.steps) == 2 and len(c8.done) == 1
-    assert c8.tps == Figure(180.0, 180.0, 180.0, 1)
+    assert c8.tps == Spread(180.0, 180.0, 180.0, 1)
     assert c8.noisy is False
     assert c8.snapshots == 20  # only the completed rep's snapshots
     assert view.warnings[0] == ("the run was interrupted after 3 of 4 steps; the completed steps are shown")
@@ -324,9 +324,9 @@ def test_build_failed_run_reason() -> None:
     assert build(data).warnings[0] == "the run failed: the server died"
 
 
-def test_figure_of() -> None:
-    assert Figure.of([]) is None
-    assert Figure.of([3.0, 1.0, 2.0]) == Figure(2.0, 1.0, 3.0, 3)
+def test_spread_of() -> None:
+    assert Spread.of([]) is None
+    assert Spread.of([3.0, 1.0, 2.0]) == Spread(2.0, 1.0, 3.0, 3)
 
 
 def test_sampling_check_compares_sessions_in_statement_or_transaction() -> None:

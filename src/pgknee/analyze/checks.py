@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgknee.types import OsSample, PoolerStep, StepRecord
+from pgknee.types import OsSample, PoolerRecord, StepRecord
 
 TPS_PGBENCH_TOLERANCE = 3.0  # % between TPS from the log and TPS pgbench printed
 TPS_DB_TOLERANCE = 5.0  # % between TPS from the log and pg_stat_database's commits
@@ -150,7 +150,7 @@ def failures(step: StepRecord) -> Check:
                  f"{f} failed, {step.retried or 0} retried ({step.retries or 0} retries)")
 
 
-def pooler_occupancy(step: StepRecord, pooler: PoolerStep | None) -> Check:
+def pooler_occupancy(step: StepRecord, pooler: PoolerRecord | None) -> Check:
     """Little's law at the pooler: server connections busy = the pooler's transaction rate
     x its mean transaction time on a server connection (SHOW STATS deltas) against the
     mean sv_active sampled from SHOW POOLS. pgbouncer's transaction time includes the

@@ -18,8 +18,9 @@ NOISY_SPREAD_PCT = 10.0
 
 
 @dataclass(frozen=True)
-class Figure:
-    """A summary over repetitions: the median, with min and max."""
+class Spread:
+    """A figure over the repetitions of a step: the value shown (the median, or with --summary
+    best the best repetition's), with the min, the max and how many repetitions had it."""
 
     value: float
     lo: float
@@ -27,11 +28,11 @@ class Figure:
     n: int
 
     @staticmethod
-    def of(values: Iterable[float | None]) -> Figure | None:
+    def of(values: Iterable[float | None]) -> Spread | None:
         vals = [v for v in values if v is not None]
         if not vals:
             return None
-        return Figure(float(statistics.median(vals)), min(vals), max(vals), len(vals))
+        return Spread(float(statistics.median(vals)), min(vals), max(vals), len(vals))
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,10 @@ class ScriptSummary:
     transactions: int
     failed: int
     retried: int
-    tps: Figure | None
-    lat_avg: Figure | None
-    p95: Figure | None
-    p99: Figure | None
+    tps: Spread | None
+    lat_avg: Spread | None
+    p95: Spread | None
+    p99: Spread | None
 
 
 @dataclass(frozen=True)
@@ -78,19 +79,19 @@ class PoolerRow:
     mode: str | None
     pool_size: int | None
     samples: int  # SHOW POOLS samples in the bench phases
-    cl_active: Figure | None
-    cl_waiting: Figure | None
-    cl_waiting_peak: Figure | None
-    sv_active: Figure | None
-    sv_active_peak: Figure | None
-    sv_idle: Figure | None
-    maxwait_ms_peak: Figure | None
-    wait_ms_per_txn: Figure | None  # SHOW STATS: total_wait_time / total_xact_count
-    xact_ms: Figure | None  # SHOW STATS: mean transaction time at the pooler (its wait for a server included)
-    server_ms: Figure | None  # the same without the wait: time on a server connection
-    cpu: Figure | None  # pgbouncer, % of one core, mean
-    cpu_peak: Figure | None
-    server_backends: Figure | None  # client backends on the server, sampled from pg_stat_activity
+    cl_active: Spread | None
+    cl_waiting: Spread | None
+    cl_waiting_peak: Spread | None
+    sv_active: Spread | None
+    sv_active_peak: Spread | None
+    sv_idle: Spread | None
+    maxwait_ms_peak: Spread | None
+    wait_ms_per_txn: Spread | None  # SHOW STATS: total_wait_time / total_xact_count
+    xact_ms: Spread | None  # SHOW STATS: mean transaction time at the pooler (its wait for a server included)
+    server_ms: Spread | None  # the same without the wait: time on a server connection
+    cpu: Spread | None  # pgbouncer, % of one core, mean
+    cpu_peak: Spread | None
+    server_backends: Spread | None  # client backends on the server, sampled from pg_stat_activity
     missing: str | None  # what could not be measured, and why
 
 
@@ -100,14 +101,14 @@ class MemoryRow:
 
     idle: int
     idle_kind: str | None
-    available_mb: Figure | None  # MemAvailable at the end of the bench phase, idle sessions still open
-    available_drop_mb: Figure | None  # MemAvailable before the idle sessions opened less at the end
-    cached_mb: Figure | None
-    server_pss_mb: Figure | None  # all the server's processes, proportional set size
-    idle_backend_pss_mb: Figure | None  # mean per idle session's backend
-    blks_read_per_s: Figure | None
-    hit_pct: Figure | None
-    idle_open_s: Figure | None
+    available_mb: Spread | None  # MemAvailable at the end of the bench phase, idle sessions still open
+    available_drop_mb: Spread | None  # MemAvailable before the idle sessions opened less at the end
+    cached_mb: Spread | None
+    server_pss_mb: Spread | None  # all the server's processes, proportional set size
+    idle_backend_pss_mb: Spread | None  # mean per idle session's backend
+    blks_read_per_s: Spread | None
+    hit_pct: Spread | None
+    idle_open_s: Spread | None
     max_connections: float | None  # the variant's own, after a restart
 
 
@@ -122,14 +123,14 @@ class Group:
     clients: int
     steps: tuple[StepRecord, ...]  # all attempts
     done: tuple[StepRecord, ...]  # completed ones
-    tps: Figure | None
-    lat_avg: Figure | None
-    lat_stddev: Figure | None
-    p50: Figure | None
-    p95: Figure | None
-    p99: Figure | None
-    lat_max: Figure | None
-    transactions: Figure | None
+    tps: Spread | None
+    lat_avg: Spread | None
+    lat_stddev: Spread | None
+    p50: Spread | None
+    p95: Spread | None
+    p99: Spread | None
+    lat_max: Spread | None
+    transactions: Spread | None
     failed: int
     retried: int
     threads: int
@@ -221,8 +222,8 @@ def _scripts(data: RunData, done: Sequence[StepRecord]) -> tuple[ScriptSummary, 
         out.append(ScriptSummary(
             name=r0.script, weight=r0.weight, transactions=int(statistics.median(r.transactions for r in rows)),
             failed=sum(r.failed for r in rows), retried=sum(r.retried for r in rows),
-            tps=Figure.of([r.tps for r in rows]), lat_avg=Figure.of([r.lat_avg_ms for r in rows]),
-            p95=Figure.of([r.lat_p95_ms for r in rows]), p99=Figure.of([r.lat_p99_ms for r in rows])))
+            tps=Spread.of([r.tps for r in rows]), lat_avg=Spread.of([r.lat_avg_ms for r in rows]),
+            p95=Spread.of([r.lat_p95_ms for r in rows]), p99=Spread.of([r.lat_p99_ms for r in rows])))
     return tuple(out)
 
 
@@ -269,8 +270,8 @@ def _pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
             add("backends", snaps[1])
         missing = p.facts.get("missing") or missing
 
-    def f(key: str) -> Figure | None:
-        return Figure.of(per.get(key, []))
+    def f(key: str) -> Spread | None:
+        return Spread.of(per.get(key, []))
 
     s0 = steps[0]
     return PoolerRow(kind=s0.pooler_kind or "", mode=s0.pool_mode, pool_size=s0.pool_size, samples=n,
@@ -302,8 +303,8 @@ def _memory_row(data: RunData, done: Sequence[StepRecord]) -> MemoryRow | None:
             if x is not None:
                 per.setdefault(k, []).append(x / 1024.0 if k in ("avail", "cached", "pss", "idle_pss", "drop") else x)
 
-    def fig(key: str) -> Figure | None:
-        return Figure.of(per.get(key, []))
+    def fig(key: str) -> Spread | None:
+        return Spread.of(per.get(key, []))
 
     if not per:
         return None
@@ -367,12 +368,12 @@ def build(data: RunData, summary: str | None = None, noise_pct: float | None = N
         all_os = [x for s in done for x in data.os.get(s.step_id, [])]
         best = max(done, key=lambda x: x.tps or 0.0) if done and summary == "best" else None
 
-        def fig(attr: str, steps: list[StepRecord] = done, best: StepRecord | None = best) -> Figure | None:
+        def fig(attr: str, steps: list[StepRecord] = done, best: StepRecord | None = best) -> Spread | None:
             """Median of the repetitions, or (best of N) the figure of the rep with the highest TPS."""
-            f = Figure.of([float(v) for x in steps if (v := getattr(x, attr)) is not None])
+            f = Spread.of([float(v) for x in steps if (v := getattr(x, attr)) is not None])
             if f is None or best is None or getattr(best, attr) is None:
                 return f
-            return Figure(float(getattr(best, attr)), f.lo, f.hi, f.n)
+            return Spread(float(getattr(best, attr)), f.lo, f.hi, f.n)
 
         groups.append(Group(
             variant=key[0], clients=key[1], steps=tuple(steps), done=tuple(done),

@@ -21,8 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from pgknee.analyze.recommend import Recommendation, concurrency_of
-from pgknee.analyze.run import Figure as Fig
-from pgknee.analyze.run import Group, RunView
+from pgknee.analyze.run import Group, RunView, Spread
 from pgknee.analyze.usl import usl
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
@@ -132,18 +131,18 @@ def _client_axis(ax: Axes, counts: Sequence[int], label: str = "clients") -> Non
     ax.set_xlabel(label)
 
 
-def _band(ax: Axes, xs: Sequence[float], figs: Sequence[Fig], colour: str) -> None:
+def _band(ax: Axes, xs: Sequence[float], figs: Sequence[Spread], colour: str) -> None:
     if any(f.n > 1 for f in figs):
         ax.fill_between(xs, [f.lo for f in figs], [f.hi for f in figs], color=colour, alpha=0.18, linewidth=0)
 
 
-def _tip(what: str, xs: Sequence[int], figs: Sequence[Fig], digits: int) -> str:
+def _tip(what: str, xs: Sequence[int], figs: Sequence[Spread], digits: int) -> str:
     return f"{what}: " + "; ".join(f"c{x} {f.value:,.{digits}f}" + (f" ({f.lo:,.{digits}f}..{f.hi:,.{digits}f})"
                                                                      if f.n > 1 else "")
                                    for x, f in zip(xs, figs, strict=True))
 
 
-def _with(groups: Sequence[Group], get: Callable[[Group], Fig | None]) -> tuple[list[int], list[Fig]]:
+def _with(groups: Sequence[Group], get: Callable[[Group], Spread | None]) -> tuple[list[int], list[Spread]]:
     pairs = [(g.clients, f) for g in groups if (f := get(g)) is not None]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 

@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 from pgknee.analyze.compare import Ratio, comparison_rows
-from pgknee.analyze.run import Figure, MemoryRow, PoolerRow, RunView
+from pgknee.analyze.run import MemoryRow, PoolerRow, RunView, Spread
 from pgknee.analyze.waits import wait_profile
 
 FORMAT_VERSION = 1
 
 
-def _fig(f: Figure | None) -> dict[str, float] | None:
+def _spread(f: Spread | None) -> dict[str, float] | None:
     return None if f is None else {"median": f.value, "min": f.lo, "max": f.hi, "n": f.n}
 
 
@@ -47,9 +47,9 @@ def run_json(view: RunView) -> dict[str, Any]:
                               "aas": w.aas} for w in wait_profile(d.waits.get(s.step_id, []), n)],
         })
     groups = [{
-        "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _fig(g.tps),
-        "latency_ms": {"avg": _fig(g.lat_avg), "stddev": _fig(g.lat_stddev), "p50": _fig(g.p50), "p95": _fig(g.p95),
-                       "p99": _fig(g.p99), "max": _fig(g.lat_max)},
+        "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _spread(g.tps),
+        "latency_ms": {"avg": _spread(g.lat_avg), "stddev": _spread(g.lat_stddev), "p50": _spread(g.p50),
+                       "p95": _spread(g.p95), "p99": _spread(g.p99), "max": _spread(g.lat_max)},
         "noisy": g.noisy, "tps_spread_pct": g.tps_spread_pct, "noise_threshold_pct": g.noise_pct,
         "pooler": _row_json(g.pooler),
         "memory": _row_json(g.memory),
@@ -66,10 +66,10 @@ def run_json(view: RunView) -> dict[str, Any]:
 
 
 def _row_json(p: PoolerRow | MemoryRow | None) -> dict[str, Any] | None:
-    """A group's pooler or memory row: its fields, Figures as median/min/max/n."""
+    """A group's pooler or memory row: its fields, Spreads as median/min/max/n."""
     if p is None:
         return None
-    return {f.name: _fig(v) if isinstance(v := getattr(p, f.name), Figure) else v for f in dataclasses.fields(p)}
+    return {f.name: _spread(v) if isinstance(v := getattr(p, f.name), Spread) else v for f in dataclasses.fields(p)}
 
 
 def _ratio(r: Ratio | None) -> dict[str, Any] | None:
@@ -82,8 +82,9 @@ def comparison_json(view: RunView) -> list[dict[str, Any]]:
     """The side-by-side rows: each variant per client count with its ratios to the first."""
     return [{
         "clients": row.group.clients, "variant": row.group.variant, "reps": len(row.group.done),
-        "tps": _fig(row.group.tps), "latency_ms": {"avg": _fig(row.group.lat_avg), "stddev": _fig(row.group.lat_stddev),
-                                                   "p99": _fig(row.group.p99)},
+        "tps": _spread(row.group.tps),
+        "latency_ms": {"avg": _spread(row.group.lat_avg), "stddev": _spread(row.group.lat_stddev),
+                       "p99": _spread(row.group.p99)},
         "noisy": row.group.noisy, "versus": row.base if row.tps_ratio is not None else None,
         "tps_ratio": _ratio(row.tps_ratio), "latency_ratio": _ratio(row.latency_ratio),
         "pooler": _row_json(row.group.pooler),

@@ -16,7 +16,7 @@ from rich.text import Text
 from pgknee.analyze.checks import Check
 from pgknee.analyze.compare import Ratio, comparison_rows, headline, paired_ratio, saturation_point
 from pgknee.analyze.recommend import Recommendation
-from pgknee.analyze.run import Figure, Group, RunView
+from pgknee.analyze.run import Group, RunView, Spread
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
 from pgknee.plan import variant_from_dict
@@ -46,7 +46,7 @@ def _fmt(v: float | None, digits: int = 2) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def _cell(fig: Figure | None, base: Figure | None, digits: int, show_pct: bool) -> str:
+def _cell(fig: Spread | None, base: Spread | None, digits: int, show_pct: bool) -> str:
     if fig is None:
         return "-"
     s = _fmt(fig.value, digits)
@@ -77,7 +77,7 @@ def header(view: RunView) -> Text:
 
 
 # (label, getter, digits, best is max?)
-_SUMMARY_ROWS: list[tuple[str, Callable[[Group], Figure | None], int, bool]] = [
+_SUMMARY_ROWS: list[tuple[str, Callable[[Group], Spread | None], int, bool]] = [
     ("TPS", lambda g: g.tps, 2, True),
     ("Avg Latency (ms)", lambda g: g.lat_avg, 3, False),
     ("Latency StdDev (ms)", lambda g: g.lat_stddev, 3, False),
@@ -121,7 +121,7 @@ def data_summary(view: RunView, variant: str) -> Table:
     lags = [[s.lag_avg_ms for s in g.done if s.lag_avg_ms is not None] for g in groups]
     if any(lags):
         for label, attr in (("Schedule lag avg (ms)", "lag_avg_ms"), ("Schedule lag p99 (ms)", "lag_p99_ms")):
-            figs = [Figure.of([v for s in g.done if (v := getattr(s, attr)) is not None]) for g in groups]
+            figs = [Spread.of([v for s in g.done if (v := getattr(s, attr)) is not None]) for g in groups]
             rows.append([label, *[_fmt(f.value if f else None, 3) for f in figs], ""])
     if any(g.tps is not None and g.tps.n > 1 for g in groups):
         rows.append(["TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], ""])
@@ -142,7 +142,7 @@ def _ratio_cell(r: Ratio | None) -> str:
     return f"×{r.value:.2f} [{r.lo:.2f}..{r.hi:.2f}]"
 
 
-def _spread(f: Figure | None, digits: int) -> str:
+def _spread(f: Spread | None, digits: int) -> str:
     if f is None:
         return "-"
     if f.n < 2:
@@ -268,7 +268,7 @@ def pooler_table(view: RunView, variant: str) -> Table | None:
             else "your pooler (SHOW POOLS / SHOW STATS of its console)")
     title = f"Pooler — {variant}: {what}; means over the bench phase, medians over repetitions"
 
-    def fig(f: Figure | None, digits: int = 1) -> str:
+    def fig(f: Spread | None, digits: int = 1) -> str:
         return _fmt(f.value if f else None, digits)
 
     rows: list[list[str]] = [
@@ -321,7 +321,7 @@ def idle_memory_table(view: RunView) -> Table | None:
             p = pct_change(g.tps.value, base.tps.value)
             pct = f"{p:+.1f}%" if p is not None else ""
 
-        def f(x: Figure | None, digits: int = 0) -> str:
+        def f(x: Spread | None, digits: int = 0) -> str:
             return _fmt(x.value if x else None, digits)
 
         t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant,
