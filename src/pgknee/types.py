@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgknee.keys import pooler_delta
+
 
 @dataclass(frozen=True, slots=True)
 class LatencyStats:
@@ -211,7 +213,7 @@ class PoolerRecord:
     facts: dict[str, str]
 
     def delta(self, name: str) -> float | None:
-        v = self.facts.get(f"delta.{name}")
+        v = self.facts.get(pooler_delta(name))
         return float(v) if v is not None else None
 
 

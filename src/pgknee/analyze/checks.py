@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgknee.keys import pooler_external
 from pgknee.types import OsSample, PoolerRecord, StepRecord
 
 TPS_PGBENCH_TOLERANCE = 3.0  # % between TPS from the log and TPS pgbench printed
@@ -160,7 +161,7 @@ def pooler_occupancy(step: StepRecord, pooler: PoolerRecord | None) -> Check:
     name = "pooler-occupancy"
     if pooler is None or not pooler.samples:
         return Check(name, "n/a", "no SHOW POOLS samples (no admin console)")
-    if step.pool_mode == "session" or pooler.facts.get("external.pool_mode") == "session":
+    if step.pool_mode == "session" or pooler.facts.get(pooler_external("pool_mode")) == "session":
         return Check(name, "n/a", "session mode: server connections stay with their clients")
     xacts, xact_time = pooler.delta("total_xact_count"), pooler.delta("total_xact_time")
     if not xacts or xact_time is None or step.bench_start is None or step.bench_end is None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from pgknee.analyze.run import Group, RunView
+from pgknee.keys import SETTING, Env, workload_fact
 from pgknee.types import StepRecord
 
 
@@ -104,13 +105,13 @@ def headline(name: str, base_name: str, ratios: Sequence[tuple[int, Ratio]], sat
 
 
 # what must match for a comparison across runs to mean something
-KEY_METADATA = ("server.version", "host.cpus", "host.mem_gb", "pgbench.version", "workload.workload",
-                "workload.users", "workload.scale", "target.endpoint")
+KEY_METADATA = (Env.SERVER_VERSION, Env.HOST_CPUS, Env.HOST_MEM_GB, Env.PGBENCH_VERSION, workload_fact("workload"),
+                workload_fact("users"), workload_fact("scale"), Env.TARGET_ENDPOINT)
 
 
 def metadata_differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
     keys = [k for k in KEY_METADATA if a.get(k) != b.get(k)]
-    if a.get("target.kind") == b.get("target.kind") == "embedded":
-        keys = [k for k in keys if k != "target.endpoint"]  # a throwaway cluster gets a new port each time
-    keys += sorted(k for k in set(a) | set(b) if k.startswith("setting.") and a.get(k) != b.get(k))
+    if a.get(Env.TARGET_KIND) == b.get(Env.TARGET_KIND) == "embedded":
+        keys = [k for k in keys if k != Env.TARGET_ENDPOINT]  # a throwaway cluster gets a new port each time
+    keys += sorted(k for k in set(a) | set(b) if k.startswith(SETTING) and a.get(k) != b.get(k))
     return [f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys]

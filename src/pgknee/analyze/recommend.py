@@ -19,6 +19,7 @@ import numpy as np
 from pgknee.analyze.run import Group, RunView
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching
 from pgknee.analyze.waits import total_aas
+from pgknee.keys import Env
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     variants = view.variants()
     v = variant or variants[0]
     groups = [g for g in view.groups if g.variant == v and g.tps is not None]
-    cores = int(view.data.env.get("host.cpus", "1") or 1)
+    cores = int(view.data.env.get(Env.HOST_CPUS, "1") or 1)
     heuristic = cores * 2 + spindles
     checks: dict[str, tuple[int, int]] = {}
     for g in groups:

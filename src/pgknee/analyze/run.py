@@ -12,6 +12,20 @@ from dataclasses import dataclass, field
 from pgknee.analyze import checks as ck
 from pgknee.analyze.summary import spread_pct
 from pgknee.analyze.waits import total_aas, wait_profile
+from pgknee.keys import (
+    AT_END,
+    BEFORE_IDLE,
+    MEM_AVAILABLE,
+    MEM_CACHED,
+    PSS_IDLE_MEAN,
+    PSS_SERVER,
+    Env,
+    PoolerFact,
+    StepFact,
+    commits_per_txn,
+    memory_fact,
+    setting,
+)
 from pgknee.types import OsSample, RunData, RunRecord, ScriptRow, StepRecord, WaitRow
 
 NOISY_SPREAD_PCT = 10.0
@@ -268,7 +282,7 @@ def _pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
         snaps = data.snaps.get(s.step_id)
         if snaps and snaps[0]:
             add("backends", snaps[1])
-        missing = p.facts.get("missing") or missing
+        missing = p.facts.get(PoolerFact.MISSING) or missing
 
     def f(key: str) -> Spread | None:
         return Spread.of(per.get(key, []))
@@ -282,6 +296,10 @@ def _pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
                      cpu_peak=f("cpu_peak"), server_backends=f("backends"), missing=missing)
 
 
+_END_AVAILABLE = memory_fact(AT_END, MEM_AVAILABLE)
+_BEFORE_IDLE_AVAILABLE = memory_fact(BEFORE_IDLE, MEM_AVAILABLE)
+
+
 def _memory_row(data: RunData, done: Sequence[StepRecord]) -> MemoryRow | None:
     if not done:
         return None
@@ -291,14 +309,14 @@ def _memory_row(data: RunData, done: Sequence[StepRecord]) -> MemoryRow | None:
         pg = data.pgdb.get(s.step_id, {})
         window = s.transactions / s.tps if s.transactions and s.tps else s.duration_s
         values = {
-            "avail": f.get("end.mem.memavailable_kb"), "cached": f.get("end.mem.cached_kb"),
-            "pss": f.get("end.pss.server_kb"), "idle_pss": f.get("end.pss.idle_backend_mean_kb"),
-            "drop": (f["before_idle.mem.memavailable_kb"] - f["end.mem.memavailable_kb"]
-                     if "before_idle.mem.memavailable_kb" in f and "end.mem.memavailable_kb" in f else None),
+            "avail": f.get(_END_AVAILABLE), "cached": f.get(memory_fact(AT_END, MEM_CACHED)),
+            "pss": f.get(memory_fact(AT_END, PSS_SERVER)), "idle_pss": f.get(memory_fact(AT_END, PSS_IDLE_MEAN)),
+            "drop": (f[_BEFORE_IDLE_AVAILABLE] - f[_END_AVAILABLE]
+                     if _BEFORE_IDLE_AVAILABLE in f and _END_AVAILABLE in f else None),
             "read": pg["blks_read"] / window if "blks_read" in pg and window else None,
             "hit": (100.0 * pg["blks_hit"] / (pg["blks_hit"] + pg["blks_read"])
                     if pg.get("blks_hit", 0) + pg.get("blks_read", 0) > 0 else None),
-            "open": f.get("idle.open_s"), "maxconn": f.get("setting.max_connections")}
+            "open": f.get(StepFact.IDLE_OPEN_S), "maxconn": f.get(setting("max_connections"))}
         for k, x in values.items():
             if x is not None:
                 per.setdefault(k, []).append(x / 1024.0 if k in ("avail", "cached", "pss", "idle_pss", "drop") else x)
@@ -319,7 +337,7 @@ def _commits_per_txn(data: RunData, s: StepRecord) -> float:
     weighted by the transactions each ran. 1 when the run did not record them."""
     num = den = 0.0
     for row in data.scripts.get(s.step_id, []):
-        per = data.env.get(f"commits_per_txn.{s.variant}.{row.script}")
+        per = data.env.get(commits_per_txn(s.variant, row.script))
         if per is None:
             return 1.0
         tx = float(row.transactions)
@@ -439,8 +457,8 @@ def _warnings(view: RunView) -> list[str]:
     if plan.get("duration_s", 60) < 60 and done:
         out.append("steps are shorter than a minute: the 1-minute load average lags behind them; "
                    "read runnable processes (procs running) instead")
-    money = data.env.get("check.money")
-    if money is not None and data.env.get("check.money.ok") == "false":
+    money = data.env.get(Env.CHECK_MONEY)
+    if money is not None and data.env.get(Env.CHECK_MONEY_OK) == "false":
         out.append(money)
     return out
 

@@ -23,6 +23,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from pgknee.analyze.recommend import Recommendation, concurrency_of
 from pgknee.analyze.run import Group, RunView, Spread
 from pgknee.analyze.usl import usl
+from pgknee.keys import Env
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22")
@@ -271,7 +272,7 @@ def _categorical(ax: Axes, labels: Sequence[str], xlabel: str = "clients") -> No
 
 def _cpus(view: RunView) -> int | None:
     try:
-        return int(view.data.env.get("host.cpus", ""))
+        return int(view.data.env.get(Env.HOST_CPUS, ""))
     except ValueError:
         return None
 
@@ -281,7 +282,7 @@ def cpu(view: RunView, variant: str) -> Chart | None:
     if not groups:
         return None
     fig, (top, bottom) = _new(2, 1, size=(9.0, 5.6), sharex=True, height_ratios=[3, 2])
-    local = view.data.env.get("target.local") == "true"
+    local = view.data.env.get(Env.TARGET_LOCAL) == "true"
     chart = Chart(key_of("cpu", view, variant), "cpu", "CPU and load per step" + _of(view, variant),
                   ("System time that grows faster than user time, and runnable processes above the CPU line, mean "
                    "the CPUs spend their time switching between too many busy connections. "

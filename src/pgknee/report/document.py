@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
+from pgknee import keys
 from pgknee.analyze.compare import metadata_differences
 from pgknee.analyze.recommend import Recommendation, recommend_all
 from pgknee.analyze.run import RunView, combined, combined_name, planned_variants
@@ -129,9 +130,9 @@ def _steps_table(steps: Sequence[StepRecord], missing: Sequence[tuple[str, int, 
     return t
 
 
-ENV_GROUPS = (("Client machine", "host."), ("PostgreSQL server", "server."), ("Server settings", "setting."),
-              ("Embedded cluster", "embedded."), ("pgbench", "pgbench."), ("Workload", "workload."),
-              ("Target", "target."), ("pgknee", "pgknee."))
+ENV_GROUPS = (("Client machine", keys.HOST), ("PostgreSQL server", keys.SERVER), ("Server settings", keys.SETTING),
+              ("Embedded cluster", keys.EMBEDDED), ("pgbench", keys.PGBENCH), ("Workload", keys.WORKLOAD),
+              ("Target", keys.TARGET), ("pgknee", keys.PGKNEE))
 
 
 def _environment(view: RunView) -> list[Block]:
@@ -139,24 +140,25 @@ def _environment(view: RunView) -> list[Block]:
     nothing with a password reaches the store, and a report is where it would travel furthest."""
     env = view.data.env
     blocks: list[Block] = []
-    used = {"pgknee", "plan.source", "plan.file"}
+    used: set[str] = {keys.COMMAND_LINE, keys.Env.PLAN_SOURCE, keys.Env.PLAN_FILE}
     for title, prefix in ENV_GROUPS:
         rows = tuple((k[len(prefix):], scrub_secrets(v)) for k, v in sorted(env.items())
                      if k.startswith(prefix) and k not in used)
         used |= {prefix + k for k, _ in rows}
         if rows:
             blocks.append(KeyValues(title, rows))
-    rest = tuple((k, scrub_secrets(v)) for k, v in sorted(env.items()) if k not in used and not k.startswith("check."))
+    rest = tuple((k, scrub_secrets(v)) for k, v in sorted(env.items())
+                 if k not in used and not k.startswith(keys.CHECK))
     if rest:
         blocks.append(KeyValues("Other facts recorded with the run", rest))
-    cmd = env.get("pgknee")
+    cmd = env.get(keys.COMMAND_LINE)
     if cmd:
         blocks.append(Para("The pgknee command line of the run (no secrets: a password travels only in the "
                            "environment or a passfile):", "note"))
         blocks.append(Code(scrub_secrets(shlex.join(json.loads(cmd)))))
-    source = env.get("plan.source")
+    source = env.get(keys.Env.PLAN_SOURCE)
     if source:
-        blocks.append(Details(f"Plan file {env.get('plan.file', '')}", (Code(scrub_secrets(source)),)))
+        blocks.append(Details(f"Plan file {env.get(keys.Env.PLAN_FILE, '')}", (Code(scrub_secrets(source)),)))
     blocks.append(Details("The validated plan (JSON)", (Code(scrub_secrets(json.dumps(
         view.run.plan, indent=2, sort_keys=True))),)))
     first: dict[str, list[str]] = {}
@@ -306,9 +308,9 @@ def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]
 
 def _checks(view: RunView) -> list[Block]:
     b: list[Block] = [Heading("Checks and warnings"), TableBlock(tm.checks_table(view))]
-    money = view.data.env.get("check.money")
+    money = view.data.env.get(keys.Env.CHECK_MONEY)
     if money:
-        b.append(Para(money, "ok" if view.data.env.get("check.money.ok") == "true" else "bad"))
+        b.append(Para(money, "ok" if view.data.env.get(keys.Env.CHECK_MONEY_OK) == "true" else "bad"))
     if view.warnings:
         b.append(Bullets(tuple(view.warnings), "warning"))
     return b

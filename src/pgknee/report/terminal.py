@@ -19,6 +19,7 @@ from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.run import Group, RunView, Spread
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
+from pgknee.keys import Env
 from pgknee.plan import variant_from_dict
 from pgknee.types import WaitRow
 
@@ -65,9 +66,9 @@ def header(view: RunView) -> Text:
     t.append(f"Run {r.run_id}", style="bold")
     t.append(f"  {r.status}  ({done}/{r.steps_planned} steps)\n")
     t.append(f"workload {r.workload} · target {r.target_kind} {r.target_label} · "
-             f"PostgreSQL {env.get('server.version', '?').split()[0]} · "
-             f"pgbench {env.get('pgbench.version', '?').split()[0]}\n")
-    t.append(f"client machine: {env.get('host.cpus', '?')} CPUs, {env.get('host.mem_gb', '?')} GB · "
+             f"PostgreSQL {env.get(Env.SERVER_VERSION, '?').split()[0]} · "
+             f"pgbench {env.get(Env.PGBENCH_VERSION, '?').split()[0]}\n")
+    t.append(f"client machine: {env.get(Env.HOST_CPUS, '?')} CPUs, {env.get(Env.HOST_MEM_GB, '?')} GB · "
              f"{plan.get('duration_s')} s per step, {plan.get('reps')} rep(s), warm-up {plan.get('warmup_s')} s, "
              f"sampling every {plan.get('sample_interval_s', 0) * 1000:.0f} ms\n")
     variants = plan.get("variants") or []
@@ -233,8 +234,8 @@ def scripts_table(view: RunView, variant: str) -> Table | None:
 
 def system_table(view: RunView, variant: str) -> Table:
     groups = [g for g in view.groups if g.variant == variant]
-    local = view.data.env.get("target.local") == "true"
-    cpus = view.data.env.get("host.cpus", "?")
+    local = view.data.env.get(Env.TARGET_LOCAL) == "true"
+    cpus = view.data.env.get(Env.HOST_CPUS, "?")
     title = (f"System — {'this machine: server and client' if local else 'the client machine only'}, "
              f"{cpus} CPUs; peak = the busiest 1-second sample")
     rows: list[tuple[str, Callable[[Group], float | None], int]] = [
@@ -435,9 +436,9 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
     if comparison is not None:
         items[2:2] = [comparison, *[Text("▶ " + h) for h in headlines(view)]]
     items.append(checks_table(view))
-    money = view.data.env.get("check.money")
+    money = view.data.env.get(Env.CHECK_MONEY)
     if money:
-        items.append(Text(("✓ " if view.data.env.get("check.money.ok") == "true" else "✗ ") + money))
+        items.append(Text(("✓ " if view.data.env.get(Env.CHECK_MONEY_OK) == "true" else "✗ ") + money))
     if view.warnings:
         items.append(Text("\nWarnings:", style="bold"))
         for w in view.warnings:
