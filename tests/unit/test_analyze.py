@@ -12,6 +12,7 @@ from pgknee.analyze import checks as ck
 from pgknee.analyze.run import Spread, build
 from pgknee.analyze.summary import latency_stats, median, pct_change, spread_pct
 from pgknee.analyze.waits import article_aas, relative_error, total_aas, wait_profile
+from pgknee.keys import CheckId
 from pgknee.plan import Plan
 from pgknee.types import LatencyStats, RunData, WaitRow
 
@@ -103,8 +104,10 @@ def test_tps_vs_pgbench() -> None:
     assert ck.tps_vs_pgbench(step(tps=100.0, tps_pgbench=101.0)).status == "ok"
     c = ck.tps_vs_pgbench(step(tps=110.0, tps_pgbench=100.0))
     assert c.status == "warn" and c.detail == "log 110.0 vs pgbench 100.0 tps (+10.0%)"
+    assert c.id is CheckId.TPS_VS_PGBENCH and c.value == pytest.approx(10.0) and c.unit is ck.CheckUnit.DEVIATION_PCT
     assert ck.tps_vs_pgbench(step(tps=103.0, tps_pgbench=100.0)).status == "ok"  # tolerance 3 % inclusive
-    assert ck.tps_vs_pgbench(step(tps_pgbench=None)).status == "n/a"
+    na = ck.tps_vs_pgbench(step(tps_pgbench=None))
+    assert na.status == "n/a" and na.value is None and na.unit is None
     assert ck.tps_vs_pgbench(step(tps=None)).status == "n/a"
 
 
@@ -112,7 +115,7 @@ def test_tps_vs_database() -> None:
     assert ck.tps_vs_database(step(tps=100.0, tps_db=104.0)).status == "ok"
     c = ck.tps_vs_database(step(tps=100.0, tps_db=90.2))  # 2 clients started in the 10 s: 0.2 commits/s
     assert c.status == "warn" and "pg_stat_database 90.0 commits/s (less 2 session starts)" in c.detail
-    assert "(-10.0%)" in c.detail
+    assert "(-10.0%)" in c.detail and c.value == pytest.approx(-10.0)
     assert ck.tps_vs_database(step(tps_db=None)).status == "n/a"
     # 1,000 clients connecting add 1,000 commits (measured 1,013): over a 10 s window, 100 commits/s
     assert ck.tps_vs_database(step(clients=1000, tps=100.0, tps_db=200.0)).status == "ok"
@@ -163,6 +166,7 @@ def test_sampled_vs_active_time_tolerance_grows_with_few_samples() -> None:
 def test_client_cpu() -> None:
     ok = ck.client_cpu(step(threads=2), [os_sample(client_cpu_pct=40.0), os_sample(client_cpu_pct=60.0)])
     assert ok.status == "ok" and "50%" in ok.detail and "25% of their capacity" in ok.detail
+    assert ok.value == 25.0 and ok.unit is ck.CheckUnit.CAPACITY_PCT
     warn = ck.client_cpu(step(threads=2), [os_sample(client_cpu_pct=190.0)])
     assert warn.status == "warn" and "95% of their capacity" in warn.detail and "bottleneck" in warn.detail
     assert ck.client_cpu(step(), []).status == "n/a"
@@ -175,7 +179,7 @@ def test_failures_check() -> None:
     retried = ck.failures(step(failed=0, retried=3, retries=4))
     assert retried.status == "ok" and retried.detail == "0 failed, 3 retried (4 retries)"
     failed = ck.failures(step(failed=2, retried=1, retries=1))
-    assert failed.status == "warn" and failed.detail.startswith("2 failed")
+    assert failed.status == "warn" and failed.detail.startswith("2 failed") and failed.value is None
 
 
 # ---- build ----------------------------------------------------------------------------------------
@@ -267,14 +271,14 @@ def test_build_system_row(run_data: RunData) -> None:
 def test_build_checks_per_rep(run_data: RunData) -> None:
     c2, c8 = build(run_data).groups
     assert [rep for rep, _ in c2.checks] == [1, 2]
-    by_name = {c.name: c for c in c2.checks[0][1]}
+    by_name = {c.id: c for c in c2.checks[0][1]}
     assert set(by_name) == {"tps-vs-pgbench", "tps-vs-commits", "littles-law", "aas-vs-active-time", "client-cpu",
                             "failures"}
     assert {n: c.status for n, c in by_name.items()} == {
         "tps-vs-pgbench": "ok", "tps-vs-commits": "ok", "littles-law": "ok", "aas-vs-active-time": "ok",
         "client-cpu": "ok", "failures": "ok"}
     assert "sampled AAS 1.50 vs active_time 1.50" in by_name["aas-vs-active-time"].detail
-    rep2 = {c.name: c.status for c in c8.checks[1][1]}
+    rep2 = {c.id: c.status for c in c8.checks[1][1]}
     assert rep2["tps-vs-pgbench"] == "warn"
     assert rep2["aas-vs-active-time"] == "n/a" and rep2["client-cpu"] == "n/a"
 

@@ -129,6 +129,9 @@ def test_run_json(run_data: RunData) -> None:
     assert step1["snapshots"] == 10
     assert [(w["wait_event"], w["aas"]) for w in step1["wait_profile"]] == [("running", 1.0), ("WALWrite", 0.5)]
     assert "c8: noisy, TPS varies 20% across 2 repetitions (180..220; threshold 10%)" in doc["warnings"]
+    warned = [c for c in doc["summary"][1]["checks"] if c["status"] == "warn"]
+    assert [(c["rep"], c["name"], c["value"], c["unit"]) for c in warned] == [
+        (2, "tps-vs-pgbench", 10.0, "% deviation")]  # the table's figure, as a number
 
 
 def test_many_client_counts_are_shown_one_row_each(run_data: RunData) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from pgknee.analyze.run import Group, RunView
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching
 from pgknee.analyze.waits import total_aas
-from pgknee.keys import Env
+from pgknee.keys import CheckId, CheckStatus, Env
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Recommendation:
     p99_target_ms: float | None
     next_counts: tuple[int, ...] = ()
     reasons: tuple[str, ...] = ()
-    checks: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (ok, warn)
+    checks: dict[CheckId, tuple[int, int]] = field(default_factory=dict)  # check -> (ok, warn) over the steps
     concurrency: str = "clients"  # or 'pool size' when a pooler caps it
     measured: tuple[int, ...] = ()  # the distinct database-side concurrencies measured
 
@@ -104,7 +104,7 @@ def _client_bound(groups: Sequence[Group]) -> str | None:
     for g in groups:
         for _rep, checks in g.checks:
             for c in checks:
-                if c.name == "client-cpu" and c.status == "warn":
+                if c.id is CheckId.CLIENT_CPU and c.status is CheckStatus.WARN:
                     return (f"at c{g.clients} {c.detail}: add pgbench threads (--threads), a bigger client "
                             "machine, or several load generators")
     for g in groups:
@@ -175,12 +175,12 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     groups = [g for g in view.groups if g.variant == v and g.tps is not None]
     cores = int(view.data.env.get(Env.HOST_CPUS, "1") or 1)
     heuristic = cores * 2 + spindles
-    checks: dict[str, tuple[int, int]] = {}
+    checks: dict[CheckId, tuple[int, int]] = {}
     for g in groups:
         for _rep, cs in g.checks:
             for c in cs:
-                ok, warn = checks.get(c.name, (0, 0))
-                checks[c.name] = (ok + (c.status == "ok"), warn + (c.status == "warn"))
+                ok, warn = checks.get(c.id, (0, 0))
+                checks[c.id] = (ok + (c.status is CheckStatus.OK), warn + (c.status is CheckStatus.WARN))
     pooled = any(g.steps[0].pooler_kind == "managed" for g in groups)
     conc = "pool size" if pooled else "clients"
 

@@ -19,6 +19,7 @@ from pgknee.keys import (
     MEM_CACHED,
     PSS_IDLE_MEAN,
     PSS_SERVER,
+    CheckStatus,
     Env,
     PoolerFact,
     StepFact,
@@ -452,8 +453,8 @@ def _warnings(view: RunView) -> list[str]:
                        "the connecting, and a longer --duration measures more")
         for rep, checks in g.checks:
             for c in checks:
-                if c.status == "warn":
-                    out.append(f"{name} rep {rep}: {c.name}: {c.detail}")
+                if c.status is CheckStatus.WARN:
+                    out.append(f"{name} rep {rep}: {c.id}: {c.detail}")
     if plan.get("duration_s", 60) < 60 and done:
         out.append("steps are shorter than a minute: the 1-minute load average lags behind them; "
                    "read runnable processes (procs running) instead")

@@ -54,8 +54,8 @@ def run_json(view: RunView) -> dict[str, Any]:
         "pooler": _row_json(g.pooler),
         "memory": _row_json(g.memory),
         "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
-        "checks": [{"rep": rep, "name": c.name, "status": c.status, "detail": c.detail}
-                   for rep, cs in g.checks for c in cs],
+        "checks": [{"rep": rep, "name": c.id, "status": c.status, "detail": c.detail, "value": c.value,
+                    "unit": c.unit} for rep, cs in g.checks for c in cs],
     } for g in view.groups]
     r = d.run
     return {"format_version": FORMAT_VERSION, "run_id": r.run_id, "status": r.status,

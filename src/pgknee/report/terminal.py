@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from collections.abc import Callable, Sequence
 
 from rich import box
@@ -13,13 +12,13 @@ from rich.console import Group as Stack
 from rich.table import Table
 from rich.text import Text
 
-from pgknee.analyze.checks import Check
+from pgknee.analyze.checks import Check, CheckUnit, met
 from pgknee.analyze.compare import Ratio, comparison_rows, headline, paired_ratio, saturation_point
 from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.run import Group, RunView, Spread
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
-from pgknee.keys import Env
+from pgknee.keys import CheckStatus, Env
 from pgknee.plan import variant_from_dict
 from pgknee.types import WaitRow
 
@@ -376,28 +375,25 @@ WAIT_NOTE = ("AAS = occurrences / all snapshots of the phase (empty ones include
 def checks_table(view: RunView) -> Table:
     t = Table(title="Checks (which numbers to trust)", box=box.SIMPLE, title_justify="left")
     t.add_column("Step")
-    names: list[str] = []
-    for g in view.groups:
-        for _, cs in g.checks:
-            for one in cs:
-                if one.name not in names:
-                    names.append(one.name)
-    for n in names:
-        t.add_column(n)
+    columns = met(c for g in view.groups for _, cs in g.checks for c in cs)
+    for check in columns:
+        t.add_column(check)
     for g in view.groups:
         for rep, cs in g.checks:
-            by: dict[str, Check] = {c.name: c for c in cs}
-            cells = []
-            for n in names:
-                chk = by.get(n)
-                if chk is None or chk.status == "n/a":
-                    cells.append("n/a")
-                else:
-                    m = re.search(r"\(([+-]?[\d.]+%)", chk.detail)
-                    pct = m.group(1) if m else ""
-                    cells.append(("ok" if chk.status == "ok" else "WARN") + (f" {pct}" if pct else ""))
-            t.add_row(f"{g.label}{'' if len(view.variants()) == 1 else ' ' + g.variant} r{rep}", *cells)
+            by = {c.id: c for c in cs}
+            t.add_row(f"{g.label}{'' if len(view.variants()) == 1 else ' ' + g.variant} r{rep}",
+                      *[_check_cell(by.get(check)) for check in columns])
     return t
+
+
+def _check_cell(c: Check | None) -> str:
+    """'ok +0.6%', 'WARN 95%', 'ok', or 'n/a'."""
+    if c is None or c.status is CheckStatus.NA:
+        return "n/a"
+    word = "ok" if c.status is CheckStatus.OK else "WARN"
+    if c.value is None:
+        return word
+    return f"{word} {c.value:+.1f}%" if c.unit is CheckUnit.DEVIATION_PCT else f"{word} {c.value:.0f}%"
 
 
 def summary_note(view: RunView, base: str) -> str:
