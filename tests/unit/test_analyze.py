@@ -10,10 +10,11 @@ from builders import make_run_data, os_sample, step, with_run
 
 from pgknee.analyze import checks as ck
 from pgknee.analyze.run import Spread, build
-from pgknee.analyze.summary import latency_stats, median, pct_change, spread_pct
+from pgknee.analyze.summary import latency_stats, median, pct_change
 from pgknee.analyze.waits import article_aas, relative_error, total_aas, wait_profile
 from pgknee.keys import CheckId
 from pgknee.plan import Plan
+from pgknee.rules import spread_pct
 from pgknee.types import LatencyStats, RunData, WaitRow
 
 # ---- summary --------------------------------------------------------------------------------------
@@ -121,6 +122,9 @@ def test_tps_vs_database() -> None:
     assert ck.tps_vs_database(step(clients=1000, tps=100.0, tps_db=200.0)).status == "ok"
     pooled = step(clients=1000, tps=100.0, tps_db=200.0, pooler_kind="managed", pool_size=20)
     assert ck.tps_vs_database(pooled).status == "warn"  # only the pool's 20 sessions started
+    # the reserve pool counts (rules.database_concurrency): 20 + 980 sessions started, 100 commits/s
+    reserved = ck.tps_vs_database(replace(pooled, pool_reserve=980))
+    assert reserved.status == "ok" and "(less 1000 session starts)" in reserved.detail
 
 
 def test_littles_law() -> None:

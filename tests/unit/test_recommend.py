@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from builders import make_run_data, os_sample, step
 
-from pgknee.analyze.recommend import knee, recommend
+from pgknee.analyze.recommend import concurrency_of, knee, recommend
 from pgknee.analyze.run import build
 from pgknee.analyze.usl import Params
 from pgknee.cli.recommend import as_json
@@ -76,6 +76,13 @@ def test_a_pool_caps_the_concurrency_the_model_sees() -> None:
     r = recommend(build(_sweep([4, 8, 16, 32, 64, 128], pool=16)))
     assert r.concurrency == "pool size"
     assert r.fit is not None and r.fit.max_n == 16
+
+
+def test_the_reserve_pool_counts_in_the_concurrency() -> None:
+    view = build(_sweep([4, 8, 16, 32], pool=16, reps=1))
+    assert [concurrency_of(g) for g in view.groups] == [4, 8, 16, 16]
+    reserve = dataclasses.replace(view.data, steps=[dataclasses.replace(s, pool_reserve=4) for s in view.data.steps])
+    assert [concurrency_of(g) for g in build(reserve).groups] == [4, 8, 16, 20]
 
 
 def test_two_counts_are_not_enough() -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from pgknee.keys import CheckId, CheckStatus, pooler_external
+from pgknee.rules import database_concurrency, measured_window
 from pgknee.types import OsSample, PoolerRecord, StepRecord
 
 TPS_PGBENCH_TOLERANCE = 3.0  # % between TPS from the log and TPS pgbench printed
@@ -85,8 +86,8 @@ def tps_vs_database(step: StepRecord, commits_per_txn: float = 1.0) -> Check:
     expected = step.tps * commits_per_txn
     # every new session commits once while it starts (measured: 1,013 extra commits for 1,000
     # clients); pg_stat_database's delta spans the connecting, the log's window does not
-    window = step.transactions / step.tps if step.transactions else step.duration_s
-    sessions = step.clients if step.pooler_kind is None else min(step.clients, step.pool_size or step.clients)
+    window = measured_window(step.transactions, step.tps, step.duration_s)
+    sessions = database_concurrency(step.clients, step.pooler_kind, step.pool_size, step.pool_reserve)
     measured = step.tps_db - sessions / window if window > 0 else step.tps_db
     d = _diff_pct(measured, expected)
     per = f" x {commits_per_txn:.2f} commits per transaction" if commits_per_txn != 1.0 else " tps"

@@ -20,6 +20,7 @@ from pgknee.analyze.run import Group, RunView
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching
 from pgknee.analyze.waits import total_aas
 from pgknee.keys import CheckId, CheckStatus, Env
+from pgknee.rules import database_concurrency
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,10 @@ def recommend_all(view: RunView, variants: Sequence[str] | None = None, *, fract
 
 
 def concurrency_of(g: Group) -> int:
-    """The database-side concurrency: a managed pool caps it."""
+    """The database-side concurrency of a client count (rules.database_concurrency: a managed
+    pool and its reserve cap it)."""
     s = g.steps[0]
-    if s.pooler_kind == "managed" and s.pool_size:
-        return min(g.clients, s.pool_size)
-    return g.clients
+    return database_concurrency(g.clients, s.pooler_kind, s.pool_size, s.pool_reserve)
 
 
 def knee(points: Sequence[tuple[int, float]]) -> int | None:

@@ -10,7 +10,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pgknee.analyze import checks as ck
-from pgknee.analyze.summary import spread_pct
 from pgknee.analyze.waits import total_aas, wait_profile
 from pgknee.keys import (
     AT_END,
@@ -27,9 +26,8 @@ from pgknee.keys import (
     memory_fact,
     setting,
 )
+from pgknee.rules import BEST, DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, is_noisy, measured_window, spread_pct
 from pgknee.types import OsSample, RunData, RunRecord, ScriptRow, StepRecord, WaitRow
-
-NOISY_SPREAD_PCT = 10.0
 
 
 @dataclass(frozen=True)
@@ -155,7 +153,7 @@ class Group:
     waits_bg: tuple[WaitRow, ...]
     snapshots: int
     checks: tuple[tuple[int, tuple[ck.Check, ...]], ...]  # per rep
-    noise_pct: float = NOISY_SPREAD_PCT  # TPS spread across repetitions above which the step is noisy
+    noise_pct: float = DEFAULT_NOISE_PCT  # TPS spread across repetitions above which the step is noisy
     pooler: PoolerRow | None = None
     memory: MemoryRow | None = None
 
@@ -165,14 +163,16 @@ class Group:
 
     @property
     def noisy(self) -> bool:
-        if self.tps is None or self.tps.n < 2:
-            return False
-        return self.tps_spread_pct > self.noise_pct
+        return self.tps is not None and self.tps.n >= 2 and is_noisy(self._rep_tps, self.noise_pct)
 
     @property
     def tps_spread_pct(self) -> float:
         """(max - min) / median of the repetitions' TPS, in %."""
-        return spread_pct([s.tps or 0 for s in self.done])
+        return spread_pct(self._rep_tps)
+
+    @property
+    def _rep_tps(self) -> list[float]:
+        return [s.tps or 0.0 for s in self.done]
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ class RunView:
     data: RunData
     groups: tuple[Group, ...]
     warnings: tuple[str, ...] = field(default=())
-    summary: str = "median"
+    summary: str = DEFAULT_SUMMARY
 
     @property
     def run(self) -> RunRecord:
@@ -308,7 +308,7 @@ def _memory_row(data: RunData, done: Sequence[StepRecord]) -> MemoryRow | None:
     for s in done:
         f = data.facts.get(s.step_id, {})
         pg = data.pgdb.get(s.step_id, {})
-        window = s.transactions / s.tps if s.transactions and s.tps else s.duration_s
+        window = measured_window(s.transactions, s.tps, s.duration_s)
         values = {
             "avail": f.get(_END_AVAILABLE), "cached": f.get(memory_fact(AT_END, MEM_CACHED)),
             "pss": f.get(memory_fact(AT_END, PSS_SERVER)), "idle_pss": f.get(memory_fact(AT_END, PSS_IDLE_MEAN)),
@@ -359,18 +359,15 @@ def _step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     return tuple(checks)
 
 
-SUMMARIES = ("median", "best")
-
-
 def build(data: RunData, summary: str | None = None, noise_pct: float | None = None) -> RunView:
     """`summary`: 'median' of the repetitions (default), or 'best' of N (the repetition with the
     highest TPS, as article 002 reports); `noise_pct`: the TPS spread across repetitions above
     which a step is flagged noisy. By default both are what the run's plan asked for."""
     plan = data.run.plan
     if summary is None:
-        summary = plan.get("summary", "median")
+        summary = plan.get("summary", DEFAULT_SUMMARY)
     if noise_pct is None:
-        noise_pct = float(plan.get("noise_pct", NOISY_SPREAD_PCT))
+        noise_pct = float(plan.get("noise_pct", DEFAULT_NOISE_PCT))
     order: list[tuple[str, int]] = []
     by_key: dict[tuple[str, int], list[StepRecord]] = {}
     for s in data.steps:
@@ -385,7 +382,7 @@ def build(data: RunData, summary: str | None = None, noise_pct: float | None = N
         done = [s for s in steps if s.status == "completed"]
         n_snap = sum(data.snaps.get(s.step_id, (0, 0.0, 0.0))[0] for s in done)
         all_os = [x for s in done for x in data.os.get(s.step_id, [])]
-        best = max(done, key=lambda x: x.tps or 0.0) if done and summary == "best" else None
+        best = max(done, key=lambda x: x.tps or 0.0) if done and summary == BEST else None
 
         def fig(attr: str, steps: list[StepRecord] = done, best: StepRecord | None = best) -> Spread | None:
             """Median of the repetitions, or (best of N) the figure of the rep with the highest TPS."""
@@ -446,7 +443,7 @@ def _warnings(view: RunView) -> list[str]:
         slow = [s for s in g.done if s.conn_time_ms and s.conn_time_ms / 1000.0 > 0.2 * s.duration_s]
         if slow:
             worst = max(slow, key=lambda s: s.conn_time_ms or 0.0)
-            window = worst.transactions / worst.tps if worst.transactions and worst.tps else None
+            window = measured_window(worst.transactions, worst.tps, 0.0)
             after = f"the {window:.1f} s after that" if window else "the time after that"
             out.append(f"{name}: pgbench took {(worst.conn_time_ms or 0) / 1000:.1f} s to open its {worst.clients} "
                        f"connections; TPS counts {after} (as pgbench's own does); the bench-phase samples include "

@@ -14,13 +14,14 @@ from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdou
 from pgknee.errors import UserError
 from pgknee.report.jsonout import FORMAT_VERSION, comparison_json, dumps
 from pgknee.report.terminal import headlines, variant_comparison
+from pgknee.rules import SUMMARIES
 from pgknee.store.db import Store, load_run
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="variants of one run, or two runs, side by side")
     p.add_argument("runs", nargs="+", metavar="RUN_ID", help="one run (its variants) or two runs")
-    p.add_argument("--summary", choices=("median", "best"), help="over repetitions (default: the run's own)")
+    p.add_argument("--summary", choices=SUMMARIES, help="over repetitions (default: the run's own)")
     add_noise_threshold(p)
     p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
     add_store(p)

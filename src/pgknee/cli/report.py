@@ -17,6 +17,7 @@ from pgknee.cli.common import add_noise_threshold, add_store, check_writable, wr
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.errors import UserError
 from pgknee.report import document, html, markdown
+from pgknee.rules import SUMMARIES
 from pgknee.store.db import Store, load_run
 
 FORMATS = ("html", "md")
@@ -33,7 +34,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--format", choices=FORMATS, help="html or md (default: from the file's extension, else html)")
     p.add_argument("--image-format", choices=markdown.IMAGE_FORMATS, default="png",
                    help="the chart files of a markdown report (default png)")
-    p.add_argument("--summary", choices=("median", "best"), help="over repetitions (default: the run's own)")
+    p.add_argument("--summary", choices=SUMMARIES, help="over repetitions (default: the run's own)")
     add_noise_threshold(p)
     add_recommend_options(p)
     add_store(p)

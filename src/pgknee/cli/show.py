@@ -13,6 +13,7 @@ from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdou
 from pgknee.errors import UserError
 from pgknee.report.jsonout import dumps, run_json
 from pgknee.report.terminal import run_report, runs_table, wait_table
+from pgknee.rules import SUMMARIES
 from pgknee.store.db import Store, load_run
 
 PHASES = ("pre", "warmup", "bench", "post")
@@ -30,7 +31,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--no-waits", action="store_true", help="leave out the per-step wait profiles")
-    p.add_argument("--summary", choices=("median", "best"),
+    p.add_argument("--summary", choices=SUMMARIES,
                    help="over repetitions: median or best of N (default: what the run asked for)")
     add_noise_threshold(p)
     add_store(p)

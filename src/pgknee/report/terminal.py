@@ -20,6 +20,7 @@ from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
 from pgknee.keys import CheckStatus, Env
 from pgknee.plan import variant_from_dict
+from pgknee.rules import BEST
 from pgknee.types import WaitRow
 
 MAX_WAIT_ROWS = 20
@@ -158,7 +159,7 @@ def variant_comparison(view: RunView) -> Table | None:
     if len(variants) < 2:
         return None
     first = variants[0]
-    how = "best of the repetitions" if view.summary == "best" else "medians"
+    how = "best of the repetitions" if view.summary == BEST else "medians"
     t = Table(title=f"Variants side by side ({how}, (min..max) over the repetitions; ratios to {first} from "
                     "paired repetitions, [95% interval])", box=box.SIMPLE_HEAVY, title_justify="left")
     pooled = any(g.pooler is not None for g in view.groups)
@@ -399,7 +400,7 @@ def _check_cell(c: Check | None) -> str:
 def summary_note(view: RunView, base: str) -> str:
     """How to read a Data Summary."""
     how = ("the best of the repetitions (the one with the highest TPS, as article 002 reports)"
-           if view.summary == "best" else "medians of the repetitions")
+           if view.summary == BEST else "medians of the repetitions")
     return (f"% vs baseline {base}; figures are {how}; latency measured per transaction from pgbench's log; "
             "* = noisy step")
 
