@@ -9,7 +9,8 @@ import pytest
 from builders import make_run_data, os_sample, step, with_run
 
 from pgknee.analyze import checks as ck
-from pgknee.analyze.run import Spread, build
+from pgknee.analyze.records import Spread
+from pgknee.analyze.run import build
 from pgknee.analyze.summary import latency_stats, median, pct_change
 from pgknee.analyze.waits import article_aas, relative_error, total_aas, wait_profile
 from pgknee.keys import CheckId

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from pgknee.analyze.run import Group, RunView
+from pgknee.analyze.records import Group, RunView
 from pgknee.keys import SETTING, Env, workload_fact
 from pgknee.types import StepRecord
 

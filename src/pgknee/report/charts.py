@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from pgknee.analyze.recommend import Recommendation, concurrency_of
-from pgknee.analyze.run import Group, RunView, Spread
+from pgknee.analyze.records import Group, RunView, Spread
 from pgknee.analyze.usl import usl
 from pgknee.keys import Env
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from pgknee.analyze.compare import Ratio, comparison_rows
-from pgknee.analyze.run import MemoryRow, PoolerRow, RunView, Spread
+from pgknee.analyze.records import MemoryRow, PoolerRow, RunView, Spread
 from pgknee.analyze.waits import wait_profile
 
 FORMAT_VERSION = 1

@@ -15,7 +15,7 @@ from rich.text import Text
 from pgknee.analyze.checks import Check, CheckUnit, met
 from pgknee.analyze.compare import Ratio, comparison_rows, headline, paired_ratio, saturation_point
 from pgknee.analyze.recommend import Recommendation
-from pgknee.analyze.run import Group, RunView, Spread
+from pgknee.analyze.records import Group, RunView, Spread
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.waits import relative_error, total_aas
 from pgknee.keys import CheckStatus, Env
