@@ -373,3 +373,60 @@ def test_commits_check_weights_the_scripts_commits() -> None:
     assert ck.tps_vs_database(s).status == "warn"
     c = ck.tps_vs_database(s, 1910 / 1000)
     assert c.status == "ok" and "x 1.91 commits per transaction (+0.0%)" in c.detail
+
+
+# ---- what the tables show, computed -----------------------------------------------------------
+
+
+def test_sweep_changes_and_best_counts(run_data: RunData) -> None:
+    from pgknee.analyze.sweep import Metric, sweep
+
+    sw = sweep(build(run_data), "base")
+    rows = {m.metric: m for m in sw.metrics}
+    tps = rows[Metric.TPS]
+    assert [f.value if f else None for f in tps.values] == [100.0, 200.0]
+    assert tps.changes == (None, pytest.approx(100.0)) and tps.best == "c8"  # more TPS is better
+    assert rows[Metric.LAT_AVG].best == "c2" and rows[Metric.LAT_AVG].changes[1] == pytest.approx(102.02, abs=0.01)
+    assert rows[Metric.TRANSACTIONS].best == "c8"
+    assert sw.repeated is True and sw.lag is None
+
+
+def test_wait_profile_record_carries_errors_and_total() -> None:
+    from pgknee.analyze.waits import profile_of
+
+    rows = wait_profile([("CPU", "running", 100), ("IO", "DataFileRead", 25)], 50)
+    p = profile_of(rows, 50, wait_profile([("Activity", "WalWriterMain", 4)], 50))
+    assert p.total_aas == pytest.approx(2.5) and p.snapshots == 50
+    assert p.errors == (pytest.approx(0.2), pytest.approx(0.1))  # AAS / sqrt(count)
+    assert p.background_errors == (pytest.approx(0.04),)
+
+
+def test_sizing_and_where_a_curve_reaches_a_rate(run_data: RunData) -> None:
+    from pgknee.analyze.sizing import reach, sizing
+
+    s = sizing(1000.0, 0.005, cores=4, spindles=1)
+    assert (s.busy, s.busy_whole, s.rule_of_thumb) == (pytest.approx(5.0), 5, 9)
+    view = build(run_data)
+    assert reach(view, "base", 150.0).first == 8
+    never = reach(view, "base", 500.0)
+    assert never.first is None and never.best == (8, 200.0)
+
+
+def test_run_listing_names_the_best_completed_step(run_data: RunData) -> None:
+    from pgknee.analyze.run import listing
+
+    lst = listing(run_data.run, run_data.steps)
+    assert lst.completed == 4 and lst.best is not None and (lst.best.clients, lst.best.tps) == (8, 220.0)
+    assert listing(run_data.run, []).best is None
+
+
+def test_comparison_rows_carry_the_tps_change_against_the_first_variant(run_data: RunData) -> None:
+    from pgknee.analyze.compare import comparison_rows
+
+    other = [replace(s, variant="fast", step_id=s.step_id + 10, tps=(s.tps or 0) * 1.5) for s in run_data.steps]
+    ids = {s.step_id for s in other}
+    data = replace(run_data, steps=[*run_data.steps, *other],
+                   snaps={**run_data.snaps, **dict.fromkeys(ids, (0, 0.0, 0.0))})
+    rows = comparison_rows(build(data))
+    assert [(r.group.variant, r.group.clients) for r in rows] == [("base", 2), ("fast", 2), ("base", 8), ("fast", 8)]
+    assert [r.tps_change for r in rows] == [None, pytest.approx(50.0), None, pytest.approx(50.0)]

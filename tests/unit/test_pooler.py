@@ -19,7 +19,8 @@ from pgknee.plan import Plan, PoolerSpec, Variant, parse_variant, parse_variants
 from pgknee.pooler.lab import Poolers
 from pgknee.pooler.pgbouncer import PoolerSettings
 from pgknee.report.jsonout import run_json
-from pgknee.report.terminal import pooler_table, render
+from pgknee.report.tables import pooler_table
+from pgknee.report.terminal import render
 from pgknee.types import PoolerRecord, PoolerSample
 
 

@@ -12,7 +12,7 @@ from builders import make_run_data, os_sample, step
 from pgknee.analyze.recommend import concurrency_of, knee, recommend
 from pgknee.analyze.run import build
 from pgknee.analyze.usl import Params
-from pgknee.cli.recommend import as_json
+from pgknee.report.jsonout import recommendation_json
 from pgknee.types import RunData
 
 CURVE = Params(lam=1000.0, sigma=0.05, kappa=0.002)  # peak 7,397 TPS at 21.8 clients; 95% of it from 14.8
@@ -47,7 +47,7 @@ def test_an_identified_peak_gives_the_smallest_count_near_it() -> None:
     assert r.interval is not None and r.interval[0] <= r.modelled_n <= r.interval[1] < 16
     assert r.heuristic == 4 and r.cores == 2
     assert "use 16 connections" in r.headline()
-    doc = json.loads(json.dumps(as_json(r)))
+    doc = json.loads(json.dumps(recommendation_json(r)))
     assert doc["model"]["identified"] is True and doc["connections"] == 16
 
 

@@ -7,9 +7,10 @@ from dataclasses import replace
 from builders import os_sample
 
 from pgknee.analyze.run import build
-from pgknee.analyze.waits import wait_profile
+from pgknee.analyze.waits import profile_of, wait_profile
 from pgknee.report.jsonout import dumps, run_json
-from pgknee.report.terminal import MAX_WAIT_ROWS, render, run_report, wait_table
+from pgknee.report.tables import MAX_WAIT_ROWS, wait_table
+from pgknee.report.terminal import render, run_report
 from pgknee.types import RunData
 
 
@@ -104,17 +105,17 @@ def test_client_cpu_check_cell_shows_its_percentage(run_data: RunData) -> None:
 
 def test_wait_table_alone() -> None:
     rows = wait_profile([("CPU", "running", 100), ("IO", "DataFileRead", 25)], 50)
-    text = render([wait_table("Wait profile c4", rows, 50)], width=150)
+    text = render([wait_table("Wait profile c4", profile_of(rows, 50))], width=150)
     assert "50 snapshots" in text and "total AAS 2.50" in text
     assert re.search(r"CPU\s+running\s+100\s+2\.00\s+0\.20", text)
     assert re.search(r"IO\s+DataFileRead\s+25\s+0\.50\s+0\.10", text)
 
 
 def test_wait_table_empty_and_capped() -> None:
-    empty = render([wait_table("w", [], 10)], width=150)
+    empty = render([wait_table("w", profile_of([], 10))], width=150)
     assert "no active sessions sampled" in empty and "total AAS 0.00" in empty
     many = wait_profile([("LWLock", f"ev{i:02d}", 100 - i) for i in range(MAX_WAIT_ROWS + 5)], 100)
-    text = render([wait_table("w", many, 100)], width=150)
+    text = render([wait_table("w", profile_of(many, 100))], width=150)
     assert "5 more" in text
     assert "ev19" in text and "ev20" not in text
 

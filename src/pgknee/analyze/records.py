@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pgknee.analyze.checks import Check
+from pgknee.analyze.waits import WaitProfile, profile_of, total_aas, wait_profile
+from pgknee.keys import Env
 from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, is_noisy, spread_pct
 from pgknee.types import RunData, RunRecord, StepRecord, WaitRow
 
@@ -156,6 +158,23 @@ class Group:
     def _rep_tps(self) -> list[float]:
         return [s.tps or 0.0 for s in self.done]
 
+    @property
+    def server_aas(self) -> float | None:
+        """Average active client sessions on the server over the bench phases, if sampled."""
+        return total_aas(self.waits) if self.snapshots else None
+
+    @property
+    def wait_profile(self) -> WaitProfile:
+        return profile_of(self.waits, self.snapshots, self.waits_bg)
+
+
+@dataclass(frozen=True)
+class MoneyCheck:
+    """The workload's own check after the run (the e-wallet's: is the money all there?)."""
+
+    text: str
+    ok: bool
+
 
 @dataclass(frozen=True)
 class RunView:
@@ -170,6 +189,23 @@ class RunView:
     @property
     def run(self) -> RunRecord:
         return self.data.run
+
+    @property
+    def steps_done(self) -> int:
+        return sum(1 for s in self.data.steps if s.status == "completed")
+
+    @property
+    def money(self) -> MoneyCheck | None:
+        text = self.data.env.get(Env.CHECK_MONEY)
+        return MoneyCheck(text, self.data.env.get(Env.CHECK_MONEY_OK) == "true") if text else None
+
+    def step_snapshots(self, step: StepRecord) -> int:
+        """The pg_stat_activity snapshots of one step's bench phase."""
+        return self.data.snaps.get(step.step_id, (0, 0.0, 0.0))[0]
+
+    def step_waits(self, step: StepRecord) -> list[WaitRow]:
+        """One step's wait profile (client backends, bench phase)."""
+        return wait_profile(self.data.waits.get(step.step_id, []), self.step_snapshots(step))
 
     def variants(self) -> list[str]:
         seen: list[str] = []

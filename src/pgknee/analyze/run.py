@@ -5,15 +5,18 @@ RunData and returns records (analyze/records.py) for the renderers."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pgknee.analyze.groups import group_of
 from pgknee.analyze.records import RunView
 from pgknee.analyze.warnings import run_warnings
 from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY
-from pgknee.types import RunData, StepRecord
+from pgknee.types import RunData, RunRecord, StepRecord
 
-__all__ = ["RunView", "build", "combined", "combined_name", "planned_variants"]  # RunView: cli/run.py imports it
+__all__ = ["RunListing", "RunView", "build", "combined", "combined_name", "listing", "missing_steps",
+           "planned_variants"]  # RunView: cli/run.py imports it from here
 
 
 def build(data: RunData, summary: str | None = None, noise_pct: float | None = None) -> RunView:
@@ -72,3 +75,26 @@ def combined(views: Sequence[RunView], labels: Sequence[str]) -> RunView:
     return dataclasses.replace(views[0], data=data, groups=tuple(groups),
                                warnings=tuple(f"{lb}: {w}" for lb, v in zip(labels, views, strict=True)
                                               for w in v.warnings))
+
+
+def missing_steps(view: RunView) -> list[tuple[str, int, int]]:
+    """Steps the run's plan asked for that the store has no record of: (variant, clients, rep)."""
+    plan = view.run.plan
+    want = Counter((v, c, r) for c in plan.get("clients", []) for r in range(1, int(plan.get("reps", 1)) + 1)
+                   for v in planned_variants(view))
+    lost = want - Counter((s.variant, s.clients, s.rep) for s in view.data.steps)  # a count may repeat
+    return [k for k in want if k in lost for _ in range(lost[k])]
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """A stored run in a list of runs: how many steps completed, and the best of them."""
+
+    run: RunRecord
+    completed: int
+    best: StepRecord | None  # the completed step with the highest TPS
+
+
+def listing(run: RunRecord, steps: Sequence[StepRecord]) -> RunListing:
+    done = [s for s in steps if s.status == "completed"]
+    return RunListing(run, len(done), max(done, key=lambda s: s.tps or 0) if done else None)

@@ -9,8 +9,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pgknee.types import WaitRow
+
+
+@dataclass(frozen=True)
+class WaitProfile:
+    """A wait table's content: the AAS of each event with its 1σ sampling error, the total over
+    the client backends, and background processes apart (not in the total)."""
+
+    snapshots: int
+    rows: tuple[WaitRow, ...]
+    errors: tuple[float, ...]  # of each row's AAS
+    total_aas: float
+    background: tuple[WaitRow, ...] = ()
+    background_errors: tuple[float, ...] = ()
+
+
+def profile_of(rows: Sequence[WaitRow], snapshots: int, background: Sequence[WaitRow] = ()) -> WaitProfile:
+    return WaitProfile(snapshots, tuple(rows), tuple(r.aas * relative_error(r) for r in rows), total_aas(rows),
+                       tuple(background), tuple(r.aas * relative_error(r) for r in background))
 
 
 def wait_profile(counts: Sequence[tuple[str, str, int]], snapshots: int) -> list[WaitRow]:

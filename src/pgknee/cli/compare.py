@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from rich.text import Text
 
-from pgknee.analyze.compare import metadata_differences
+from pgknee.analyze.compare import headlines, metadata_differences
 from pgknee.analyze.run import build, combined
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
-from pgknee.report.jsonout import FORMAT_VERSION, comparison_json, dumps
-from pgknee.report.terminal import headlines, variant_comparison
+from pgknee.report.jsonout import compare_json, dumps
+from pgknee.report.side_by_side import variant_comparison
+from pgknee.report.terminal import compare_header, differences
 from pgknee.rules import SUMMARIES
 from pgknee.store.db import Store, load_run
 
@@ -47,18 +47,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         diffs = metadata_differences(views[0].data.env, views[1].data.env)
     table = variant_comparison(view)
     assert table is not None
-    items.append(Text("\n".join((f"{letter} = " if len(views) > 1 else "") +
-                                 f"run {v.data.run.run_id} ({v.data.run.workload}, {v.data.run.status}, "
-                                 f"{v.data.run.created_at[:16]})" for letter, v in zip("AB", views, strict=False))))
-    items.append(table)
-    items.extend(Text("▶ " + h) for h in headlines(view))
+    items += [compare_header(views), table, *[Text("▶ " + h) for h in headlines(view)]]
     if diffs:
-        items.append(Text("Warning: the runs differ in what matters for a comparison:\n  " + "\n  ".join(diffs)))
+        items.append(differences(diffs))
     print_items(items, to_stderr=stdout_outputs(args.json))
     if args.json:
-        write_text_file(args.json, dumps({"format_version": FORMAT_VERSION, "runs": [v.data.run.run_id for v in views],
-                                          "summary": view.summary, "rows": comparison_json(view),
-                                          "headlines": headlines(view),
-                                          "metadata_differences": diffs,
-                                          "plans": [json.loads(v.data.run.plan_json) for v in views]}))
+        write_text_file(args.json, dumps(compare_json(views, view, diffs)))
     return 0

@@ -7,12 +7,13 @@ from typing import Any
 
 from rich.text import Text
 
-from pgknee.analyze.run import build
-from pgknee.analyze.waits import wait_profile
+from pgknee.analyze.run import build, listing
+from pgknee.analyze.waits import profile_of, wait_profile
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
 from pgknee.report.jsonout import dumps, run_json
-from pgknee.report.terminal import run_report, runs_table, wait_table
+from pgknee.report.tables import wait_table
+from pgknee.report.terminal import run_report, runs_table
 from pgknee.rules import SUMMARIES
 from pgknee.store.db import Store, load_run
 
@@ -73,21 +74,11 @@ def _open(path: str) -> Store:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     store = _open(args.store)
-    rows = []
-    for r in store.runs():
-        steps = store.steps(r.run_id)
-        done = [s for s in steps if s.status == "completed"]
-        best = max((s.tps or 0 for s in done), default=None)
-        best_s = "-"
-        if best:
-            b = max(done, key=lambda s: s.tps or 0)
-            best_s = f"{best:,.0f} @ c{b.clients}"
-        rows.append((r.run_id, r.created_at[:19], r.status, r.workload, f"{r.target_kind} {r.target_label}",
-                     f"{len(done)}/{r.steps_planned}", best_s))
-    if not rows:
+    runs = [listing(r, store.steps(r.run_id)) for r in store.runs()]
+    if not runs:
         print_items([Text(f"no runs in {args.store}")])
         return 0
-    print_items([runs_table(rows)])
+    print_items([runs_table(runs)])
     return 0
 
 
@@ -119,8 +110,8 @@ def cmd_waits(args: argparse.Namespace) -> int:
         by_clients.setdefault((s.variant, s.clients), []).append(s.step_id)
     for (variant, clients), ids in by_clients.items():
         n = store.snapshot_count(ids, phases)
-        rows = wait_profile(store.wait_counts(ids, phases, args.backend), n)
+        profile = profile_of(wait_profile(store.wait_counts(ids, phases, args.backend), n), n)
         items.append(wait_table(f"c{clients}" + (f" {variant}" if variant != "base" else "") +
-                                f" ({len(ids)} step(s))", rows, n))
+                                f" ({len(ids)} step(s))", profile))
     print_items(items)
     return 0

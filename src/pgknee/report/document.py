@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich.table import Table
 
 from pgknee import keys
-from pgknee.analyze.compare import metadata_differences
+from pgknee.analyze.compare import headlines, metadata_differences
 from pgknee.analyze.recommend import Recommendation, recommend_all
-from pgknee.analyze.run import RunView, combined, combined_name, planned_variants
+from pgknee.analyze.records import RunView
+from pgknee.analyze.run import combined, combined_name, missing_steps
 from pgknee.report import charts as ch
+from pgknee.report import side_by_side as sbs
+from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
 from pgknee.targets.conninfo import scrub_secrets
 from pgknee.types import StepRecord
@@ -104,15 +106,6 @@ class Options:
     fraction: float = 0.95
     p99_target_ms: float | None = None
     spindles: int = 0
-
-
-def missing_steps(view: RunView) -> list[tuple[str, int, int]]:
-    """Steps the run's plan asked for that the store has no record of: (variant, clients, rep)."""
-    plan = view.run.plan
-    want = Counter((v, c, r) for c in plan.get("clients", []) for r in range(1, int(plan.get("reps", 1)) + 1)
-                   for v in planned_variants(view))
-    lost = want - Counter((s.variant, s.clients, s.rep) for s in view.data.steps)  # a count may repeat
-    return [k for k in want if k in lost for _ in range(lost[k])]
 
 
 def _steps_table(steps: Sequence[StepRecord], missing: Sequence[tuple[str, int, int]]) -> Table:
@@ -248,13 +241,13 @@ def _introduction(view: RunView, views: Sequence[RunView], labels: Sequence[str]
 def _throughput(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
     b: list[Block] = [Heading("Throughput and latency")]
     b += [ChartBlock(charts[k]) for k in ("throughput-latency", "tps-stddev") if k in charts]
-    comparison = tm.variant_comparison(view)
+    comparison = sbs.variant_comparison(view)
     if comparison is not None:
         b.append(TableBlock(comparison))
-        b.extend(Para(h, "headline") for h in tm.headlines(view))
+        b.extend(Para(h, "headline") for h in headlines(view))
     for v in view.variants():
-        b.append(TableBlock(tm.data_summary(view, v)))
-        scripts = tm.scripts_table(view, v)
+        b.append(TableBlock(tb.data_summary(view, v)))
+        scripts = tb.scripts_table(view, v)
         if scripts is not None:
             b.append(TableBlock(scripts))
     b.append(Para(tm.summary_note(view, "the first client count"), "note"))
@@ -265,14 +258,14 @@ def _throughput(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
 
 def _idle_and_pooler(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
     b: list[Block] = []
-    idle = tm.idle_memory_table(view)
+    idle = sbs.idle_memory_table(view)
     if "idle-memory" in charts or idle is not None:
         b.append(Heading("Idle sessions and memory"))
         if "idle-memory" in charts:
             b.append(ChartBlock(charts["idle-memory"]))
         if idle is not None:
             b.append(TableBlock(idle))
-    pooled = [t for v in view.variants() if (t := tm.pooler_table(view, v)) is not None]
+    pooled = [t for v in view.variants() if (t := tb.pooler_table(view, v)) is not None]
     if pooled:
         b.append(Heading("Pooler"))
         if "pooler" in charts:
@@ -287,15 +280,14 @@ def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]
     for v in view.variants():
         if (c := charts.get(ch.key_of("cpu", view, v))) is not None:
             b.append(ChartBlock(c))
-        b.append(TableBlock(tm.system_table(view, v)))
-    b += [Heading("Wait events"), Para(tm.WAIT_NOTE, "note")]
+        b.append(TableBlock(tb.system_table(view, v)))
+    b += [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():
         if (c := charts.get(ch.key_of("waits", view, v))) is not None:
             sampled = True
             b.append(ChartBlock(c))
-        tables: list[Block] = [TableBlock(tm.wait_table(g.label + (f" {v}" if several else ""), g.waits,
-                                                        g.snapshots, g.waits_bg))
+        tables: list[Block] = [TableBlock(tb.wait_table(g.label + (f" {v}" if several else ""), g.wait_profile))
                                for g in view.groups if g.variant == v and g.done and g.snapshots]
         if tables:
             b.append(Details("Wait profile per client count" + (f" — {v}" if several else ""), tuple(tables)))
@@ -307,10 +299,10 @@ def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]
 
 
 def _checks(view: RunView) -> list[Block]:
-    b: list[Block] = [Heading("Checks and warnings"), TableBlock(tm.checks_table(view))]
-    money = view.data.env.get(keys.Env.CHECK_MONEY)
-    if money:
-        b.append(Para(money, "ok" if view.data.env.get(keys.Env.CHECK_MONEY_OK) == "true" else "bad"))
+    b: list[Block] = [Heading("Checks and warnings"), TableBlock(tb.checks_table(view))]
+    money = view.money
+    if money is not None:
+        b.append(Para(money.text, "ok" if money.ok else "bad"))
     if view.warnings:
         b.append(Bullets(tuple(view.warnings), "warning"))
     return b

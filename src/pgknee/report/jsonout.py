@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+from collections.abc import Sequence
 from typing import Any
 
-from pgknee.analyze.compare import Ratio, comparison_rows
+from pgknee.analyze.compare import Ratio, comparison_rows, headlines
+from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.records import MemoryRow, PoolerRow, RunView, Spread
-from pgknee.analyze.waits import wait_profile
 
 FORMAT_VERSION = 1
 
@@ -21,7 +23,6 @@ def run_json(view: RunView) -> dict[str, Any]:
     d = view.data
     steps = []
     for s in d.steps:
-        n = d.snaps.get(s.step_id, (0, 0.0, 0.0))[0]
         steps.append({
             "seq": s.seq, "variant": s.variant, "clients": s.clients, "rep": s.rep, "threads": s.threads,
             "protocol": s.protocol, "status": s.status, "status_reason": s.status_reason,
@@ -42,9 +43,9 @@ def run_json(view: RunView) -> dict[str, Any]:
                                         "p95": r.lat_p95_ms, "p99": r.lat_p99_ms, "max": r.lat_max_ms}}
                         for r in d.scripts.get(s.step_id, [])],
             "pg_stat_database_delta": d.pgdb.get(s.step_id, {}),
-            "snapshots": n,
+            "snapshots": view.step_snapshots(s),
             "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
-                              "aas": w.aas} for w in wait_profile(d.waits.get(s.step_id, []), n)],
+                              "aas": w.aas} for w in view.step_waits(s)],
         })
     groups = [{
         "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _spread(g.tps),
@@ -89,6 +90,35 @@ def comparison_json(view: RunView) -> list[dict[str, Any]]:
         "tps_ratio": _ratio(row.tps_ratio), "latency_ratio": _ratio(row.latency_ratio),
         "pooler": _row_json(row.group.pooler),
     } for row in comparison_rows(view)]
+
+
+def compare_json(views: Sequence[RunView], view: RunView, diffs: Sequence[str]) -> dict[str, Any]:
+    """pgknee compare --json: the runs, the side-by-side rows, the headlines, what differs."""
+    return {"format_version": FORMAT_VERSION, "runs": [v.data.run.run_id for v in views], "summary": view.summary,
+            "rows": comparison_json(view), "headlines": headlines(view), "metadata_differences": list(diffs),
+            "plans": [json.loads(v.data.run.plan_json) for v in views]}
+
+
+def recommendations_json(view: RunView, recs: Sequence[Recommendation]) -> dict[str, Any]:
+    """pgknee recommend --json."""
+    return {"format_version": FORMAT_VERSION, "run": view.data.run.run_id,
+            "recommendations": [recommendation_json(r) for r in recs]}
+
+
+def recommendation_json(r: Recommendation) -> dict[str, Any]:
+    f = r.fit
+    d = {k: v for k, v in dataclasses.asdict(r).items() if k != "fit"}
+    d["headline"] = r.headline()
+    if f is not None:
+        def num(x: float) -> float | None:
+            return None if math.isinf(x) or math.isnan(x) else x
+
+        d["model"] = {"lambda": f.params.lam, "sigma": f.params.sigma, "kappa": f.params.kappa,
+                      "sigma_interval": [f.sigma.lo, f.sigma.hi], "kappa_interval": [f.kappa.lo, f.kappa.hi],
+                      "peak_n": num(f.params.peak_n), "peak_n_interval": [num(f.peak_n.lo), num(f.peak_n.hi)],
+                      "peak_tps": num(f.params.peak_x), "peak_tps_interval": [num(f.peak_x.lo), num(f.peak_x.hi)],
+                      "r2": f.r2, "identified": f.identified, "points": f.points, "bootstrap": f.method}
+    return d
 
 
 def dumps(obj: dict[str, Any]) -> str:
