@@ -12,11 +12,12 @@ from builders import step, with_run
 from rich.table import Table
 
 from pgknee.analyze.run import build
-from pgknee.cli.report import chart_folder, check_output, output_format, write
 from pgknee.errors import UserError
 from pgknee.report import charts as ch
 from pgknee.report import document as doc
 from pgknee.report import html, markdown
+from pgknee.report.files import write
+from pgknee.report.output import chart_folder, check_output, output_format
 from pgknee.types import RunData
 
 
@@ -173,3 +174,20 @@ def test_markdown_escapes_what_came_from_the_run() -> None:
         "x&lt;script&gt;alert(1)&lt;/script&gt; \\*a\\* \\[b\\](c) \\| d\\_e")
     block = markdown._block(doc.Code("a\n```\nb"), "f", "png", {})
     assert block.startswith("````\n") and block.endswith("\n````")
+
+
+def test_the_run_command_still_writes_its_report_through_cli_report(run_data: RunData, tmp_path: Path) -> None:
+    """cli/run.py imports check_output, output_format, options_from and write from cli.report;
+    they are thin over report/output.py and report/files.py."""
+    import argparse
+
+    from pgknee.cli import report as cli_report
+
+    args = argparse.Namespace(min_fraction=0.9, p99_target=None, spindles=2)
+    opts = cli_report.options_from(args)
+    assert opts == doc.Options(fraction=0.9, p99_target_ms=None, spindles=2)
+    out = str(tmp_path / "r.html")
+    fmt = cli_report.output_format(out, None)
+    cli_report.check_output(out, fmt)
+    said = cli_report.write(out, fmt, [build(run_data)], opts)
+    assert said.startswith(f"wrote {out} (") and (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")

@@ -13,9 +13,6 @@ from pgknee.report import charts as ch
 from pgknee.report import document as doc
 from pgknee.report.html import cell_text, table_rows
 
-IMAGE_FORMATS = ("png", "svg")
-
-
 _SPECIAL = re.compile(r"([\\`*_\[\]|#])")
 
 
