@@ -19,7 +19,7 @@ from pgknee.report import charts as ch
 from pgknee.report import side_by_side as sbs
 from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
-from pgknee.targets.conninfo import scrub_secrets
+from pgknee.rules import scrub_secrets
 from pgknee.types import StepRecord
 
 
