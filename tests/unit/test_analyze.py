@@ -430,3 +430,14 @@ def test_comparison_rows_carry_the_tps_change_against_the_first_variant(run_data
     rows = comparison_rows(build(data))
     assert [(r.group.variant, r.group.clients) for r in rows] == [("base", 2), ("fast", 2), ("base", 8), ("fast", 8)]
     assert [r.tps_change for r in rows] == [None, pytest.approx(50.0), None, pytest.approx(50.0)]
+
+
+def test_wait_stack_keeps_the_largest_events_and_adds_up_the_rest() -> None:
+    from pgknee.analyze.waits import stack
+
+    c2 = wait_profile([("CPU", "running", 20), ("Lock", "tuple", 2), ("IO", "DataFileRead", 1)], 10)
+    c8 = wait_profile([("CPU", "running", 30), ("Lock", "tuple", 40)], 10)
+    s = stack([c2, c8], top=2)
+    assert s.events == (("CPU", "running"), ("Lock", "tuple"))  # by AAS over both counts: 5.0, 4.2 (IO 0.1)
+    assert s.aas == ((pytest.approx(2.0), pytest.approx(3.0)), (pytest.approx(0.2), pytest.approx(4.0)))
+    assert s.rest == (pytest.approx(0.1), 0)

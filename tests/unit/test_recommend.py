@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from builders import make_run_data, os_sample, step
 
-from pgknee.analyze.recommend import concurrency_of, knee, recommend
+from pgknee.analyze.recommend import concurrency_of, knee, measured_points, recommend
 from pgknee.analyze.run import build
 from pgknee.analyze.usl import Params
 from pgknee.report.jsonout import recommendation_json
@@ -83,6 +83,8 @@ def test_the_reserve_pool_counts_in_the_concurrency() -> None:
     assert [concurrency_of(g) for g in view.groups] == [4, 8, 16, 16]
     reserve = dataclasses.replace(view.data, steps=[dataclasses.replace(s, pool_reserve=4) for s in view.data.steps])
     assert [concurrency_of(g) for g in build(reserve).groups] == [4, 8, 16, 20]
+    # the scalability chart's points: each repetition at its database-side concurrency
+    assert [n for n, _ in measured_points(build(reserve), "base")] == [4, 8, 16, 20]
 
 
 def test_two_counts_are_not_enough() -> None:

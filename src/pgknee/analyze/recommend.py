@@ -85,6 +85,12 @@ def concurrency_of(g: Group) -> int:
     return database_concurrency(g.clients, s.pooler_kind, s.pool_size, s.pool_reserve)
 
 
+def measured_points(view: RunView, variant: str) -> list[tuple[int, float]]:
+    """(database-side concurrency, TPS) of each completed repetition of a variant, by client count."""
+    groups = sorted((g for g in view.groups if g.variant == variant), key=lambda g: g.clients)
+    return [(concurrency_of(g), s.tps) for g in groups for s in g.done if s.tps]
+
+
 def knee(points: Sequence[tuple[int, float]]) -> int | None:
     """The count where the curve bends most (the largest distance above the straight line
     from the first point to the highest one, both axes scaled to 0..1)."""

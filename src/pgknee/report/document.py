@@ -16,6 +16,7 @@ from pgknee.analyze.recommend import Recommendation, recommend_all
 from pgknee.analyze.records import RunView
 from pgknee.analyze.run import combined, combined_name, missing_steps
 from pgknee.report import charts as ch
+from pgknee.report import plotting as pl
 from pgknee.report import side_by_side as sbs
 from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
@@ -52,7 +53,7 @@ class TableBlock:
 
 @dataclass(frozen=True)
 class ChartBlock:
-    chart: ch.Chart
+    chart: pl.Chart
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class Report:
     blocks: list[Block] = field(default_factory=list)
 
     @property
-    def charts(self) -> list[ch.Chart]:
+    def charts(self) -> list[pl.Chart]:
         out = []
         for b in _walk(self.blocks):
             if isinstance(b, ChartBlock):
@@ -171,7 +172,7 @@ def recommendations(view: RunView, opts: Options) -> list[Recommendation]:
     return recommend_all(view, fraction=opts.fraction, p99_target_ms=opts.p99_target_ms, spindles=opts.spindles)
 
 
-def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts: dict[str, ch.Chart]
+def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts: dict[str, pl.Chart]
                            ) -> list[Block]:
     blocks: list[Block] = [Heading("Recommendation")]
     for r in recs:
@@ -180,7 +181,7 @@ def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts
         blocks.extend(TableBlock(x) for x in items if isinstance(x, Table))
         if r.reasons:
             blocks.append(Bullets(r.reasons))
-        chart = charts.get(ch.key_of("scalability", view, r.variant))
+        chart = charts.get(pl.key_of("scalability", view, r.variant))
         if chart is not None:
             blocks.append(ChartBlock(chart))
     return blocks
@@ -238,7 +239,7 @@ def _introduction(view: RunView, views: Sequence[RunView], labels: Sequence[str]
     return b
 
 
-def _throughput(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+def _throughput(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     b: list[Block] = [Heading("Throughput and latency")]
     b += [ChartBlock(charts[k]) for k in ("throughput-latency", "tps-stddev") if k in charts]
     comparison = sbs.variant_comparison(view)
@@ -256,7 +257,7 @@ def _throughput(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
     return b
 
 
-def _idle_and_pooler(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+def _idle_and_pooler(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     b: list[Block] = []
     idle = sbs.idle_memory_table(view)
     if "idle-memory" in charts or idle is not None:
@@ -274,17 +275,17 @@ def _idle_and_pooler(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
     return b
 
 
-def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     several = len(view.variants()) > 1
     b: list[Block] = [Heading("CPU and load")]
     for v in view.variants():
-        if (c := charts.get(ch.key_of("cpu", view, v))) is not None:
+        if (c := charts.get(pl.key_of("cpu", view, v))) is not None:
             b.append(ChartBlock(c))
         b.append(TableBlock(tb.system_table(view, v)))
     b += [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():
-        if (c := charts.get(ch.key_of("waits", view, v))) is not None:
+        if (c := charts.get(pl.key_of("waits", view, v))) is not None:
             sampled = True
             b.append(ChartBlock(c))
         tables: list[Block] = [TableBlock(tb.wait_table(g.label + (f" {v}" if several else ""), g.wait_profile))
