@@ -1,21 +1,14 @@
-"""pgknee compare: variants of one run, or two runs, side by side, from the store."""
+"""pgknee compare: variants of one run, or two runs, side by side, from the store. The heavy
+modules (analysis, reports, the store, rich) load inside the command."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from rich.text import Text
-
-from pgknee.analyze.compare import headlines, metadata_differences
-from pgknee.analyze.run import build, combined
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
-from pgknee.report.jsonout import compare_json, dumps
-from pgknee.report.side_by_side import variant_comparison
-from pgknee.report.terminal import compare_header, differences
 from pgknee.rules import SUMMARIES
-from pgknee.store.db import Store, load_run
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +22,15 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from pgknee.analyze.compare import headlines, metadata_differences
+    from pgknee.analyze.run import build, combined
+    from pgknee.report.jsonout import compare_json, dumps
+    from pgknee.report.side_by_side import variant_comparison
+    from pgknee.report.terminal import compare_header, differences
+    from pgknee.store.db import Store, load_run
+
     if len(args.runs) > 2:
         raise UserError("compare takes one run (its variants) or two runs")
     store = Store(args.store, create=False)

@@ -1,5 +1,7 @@
 """pgknee recommend RUN: the connection count to use, with its interval and reasons; and
-pgknee size: the articles' back-of-envelope sizing (Little's law, (cores x 2) + spindles)."""
+pgknee size: the articles' back-of-envelope sizing (Little's law, (cores x 2) + spindles).
+The heavy modules (the model's numpy and scipy, reports, the store, rich) load inside the
+commands."""
 
 from __future__ import annotations
 
@@ -7,20 +9,13 @@ import argparse
 import os
 from typing import Any
 
-from rich.text import Text
-
-from pgknee.analyze.recommend import recommend_all
-from pgknee.analyze.run import build
-from pgknee.analyze.sizing import reach, sizing
 from pgknee.cli.common import add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
-from pgknee.plan import parse_seconds
-from pgknee.report.jsonout import dumps, recommendations_json
-from pgknee.report.terminal import recommendation_items, sizing_text
-from pgknee.store.db import Store, load_run
 
 
 def _ms(text: str) -> float:
+    from pgknee.plan import parse_seconds
+
     try:
         return parse_seconds(text, "--p99-target") * 1000.0
     except UserError as e:
@@ -67,6 +62,14 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from pgknee.analyze.recommend import recommend_all
+    from pgknee.analyze.run import build
+    from pgknee.report.jsonout import dumps, recommendations_json
+    from pgknee.report.terminal import recommendation_items
+    from pgknee.store.db import Store, load_run
+
     view = build(load_run(Store(args.store, create=False), args.run_id))
     variants = view.variants()
     if args.variant and args.variant not in variants:
@@ -84,6 +87,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_size(args: argparse.Namespace) -> int:
+    from pgknee.analyze.run import build
+    from pgknee.analyze.sizing import reach, sizing
+    from pgknee.plan import parse_seconds
+    from pgknee.report.terminal import sizing_text
+    from pgknee.store.db import Store, load_run
+
     latency_s = parse_seconds(args.latency, "--latency")
     if args.tps <= 0 or args.cores < 1 or args.spindles < 0:
         raise UserError("--tps must be above 0, --cores at least 1, --spindles 0 or more")

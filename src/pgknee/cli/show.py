@@ -1,21 +1,18 @@
-"""pgknee runs | show | waits: read the collector database, nothing else."""
+"""pgknee runs | show | waits: read the collector database, nothing else. The heavy modules
+(analysis, reports, the store, rich) load inside the commands: building the parser, and
+--help, does without them."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
-from pgknee.analyze.run import build, listing
-from pgknee.analyze.waits import profile_of, wait_profile
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
-from pgknee.report.jsonout import dumps, run_json
-from pgknee.report.tables import wait_table
-from pgknee.report.terminal import run_report, runs_table
 from pgknee.rules import SUMMARIES
-from pgknee.store.db import Store, load_run
+
+if TYPE_CHECKING:
+    from pgknee.store.db import Store
 
 PHASES = ("pre", "warmup", "bench", "post")
 
@@ -69,10 +66,17 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _open(path: str) -> Store:
+    from pgknee.store.db import Store
+
     return Store(path, create=False)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from pgknee.analyze.run import listing
+    from pgknee.report.terminal import runs_table
+
     store = _open(args.store)
     runs = [listing(r, store.steps(r.run_id)) for r in store.runs()]
     if not runs:
@@ -83,6 +87,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from pgknee.analyze.run import build
+    from pgknee.report.jsonout import dumps, run_json
+    from pgknee.report.terminal import run_report
+    from pgknee.store.db import load_run
+
     view = build(load_run(_open(args.store), args.run_id), args.summary, args.noise_threshold)
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
@@ -91,6 +100,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_waits(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from pgknee.analyze.waits import profile_of, wait_profile
+    from pgknee.report.tables import wait_table
+
     phases = tuple(p.strip() for p in args.phase.split(",") if p.strip())
     bad = [p for p in phases if p not in PHASES]
     if bad or not phases:
