@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pgknee import safefs
 from pgknee.errors import UserError
 from pgknee.report.output import check_writable, write_file, write_text_file
-from pgknee.rules import check_noise_pct
+from pgknee.rules import DEFAULT_NOISE_PCT, check_noise_pct
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -41,7 +41,8 @@ def _noise_pct(text: str) -> float:
         raise argparse.ArgumentTypeError(e.message) from None
 
 
-def add_noise_threshold(p: Any, *, default_note: str = "the run's own, 10%% unless it set one") -> None:
+def add_noise_threshold(p: Any, *, default_note: str = f"the run's own, {DEFAULT_NOISE_PCT:g}%% unless it set one"
+                        ) -> None:
     p.add_argument("--noise-threshold", type=_noise_pct, metavar="PCT",
                    help="flag a step as noisy when its repetitions' TPS spread, (max-min)/median, exceeds PCT "
                         f"percent (default: {default_note})")
