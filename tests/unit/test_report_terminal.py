@@ -94,6 +94,10 @@ def test_money_check_line(run_data: RunData) -> None:
     data = replace(run_data, env={**run_data.env, "check.money": "balances add up: 1,000,000.00",
                                   "check.money.ok": "true"})
     assert "✓ balances add up: 1,000,000.00" in _text(data)
+    # a run that recorded no verdict is not shown as passed, nor warned about
+    unsure = replace(run_data, env={**run_data.env, "check.money": "balances not read"})
+    assert "✗ balances not read" in _text(unsure)
+    assert "balances not read" not in build(unsure).warnings
 
 
 def test_client_cpu_check_cell_shows_its_percentage(run_data: RunData) -> None:

@@ -173,7 +173,7 @@ class MoneyCheck:
     """The workload's own check after the run (the e-wallet's: is the money all there?)."""
 
     text: str
-    ok: bool
+    ok: bool | None  # None: the run recorded no verdict
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,8 @@ class RunView:
     @property
     def money(self) -> MoneyCheck | None:
         text = self.data.env.get(Env.CHECK_MONEY)
-        return MoneyCheck(text, self.data.env.get(Env.CHECK_MONEY_OK) == "true") if text else None
+        verdict = {"true": True, "false": False}.get(self.data.env.get(Env.CHECK_MONEY_OK, ""))
+        return MoneyCheck(text, verdict) if text else None
 
     def step_snapshots(self, step: StepRecord) -> int:
         """The pg_stat_activity snapshots of one step's bench phase."""

@@ -5,7 +5,7 @@ warned, short steps, money not conserved. Pure."""
 from __future__ import annotations
 
 from pgknee.analyze.records import Group, PoolerRow, RunView
-from pgknee.keys import CheckStatus, Env
+from pgknee.keys import CheckStatus
 from pgknee.rules import measured_window
 from pgknee.types import RunData
 
@@ -25,9 +25,9 @@ def run_warnings(view: RunView) -> list[str]:
     if plan.get("duration_s", 60) < 60 and done:
         out.append("steps are shorter than a minute: the 1-minute load average lags behind them; "
                    "read runnable processes (procs running) instead")
-    money = data.env.get(Env.CHECK_MONEY)
-    if money is not None and data.env.get(Env.CHECK_MONEY_OK) == "false":
-        out.append(money)
+    money = view.money
+    if money is not None and money.ok is False:
+        out.append(money.text)
     return out
 
 

@@ -303,7 +303,7 @@ def _checks(view: RunView) -> list[Block]:
     b: list[Block] = [Heading("Checks and warnings"), TableBlock(tb.checks_table(view))]
     money = view.money
     if money is not None:
-        b.append(Para(money.text, "ok" if money.ok else "bad"))
+        b.append(Para(money.text, "ok" if money.ok is True else "bad"))
     if view.warnings:
         b.append(Bullets(tuple(view.warnings), "warning"))
     return b

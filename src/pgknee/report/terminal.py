@@ -92,7 +92,7 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
     items.append(checks_table(view))
     money = view.money
     if money is not None:
-        items.append(Text(("✓ " if money.ok else "✗ ") + money.text))
+        items.append(Text(("✓ " if money.ok is True else "✗ ") + money.text))
     if view.warnings:
         items.append(Text("\nWarnings:", style="bold"))
         items += [Text(f"  ! {w}") for w in view.warnings]
