@@ -154,3 +154,20 @@ class CheckStatus(StrEnum):
     OK = "ok"
     WARN = "warn"
     NA = "n/a"
+
+
+# ---- for the readers (analysis and reports) -------------------------------------------------
+# the environment's families by the first part of their keys, as the report's environment
+# section groups them (report/document.py)
+HOST = "host."
+SERVER = "server."
+EMBEDDED = "embedded."
+PGBENCH = "pgbench."
+TARGET = "target."
+PGKNEE = "pgknee."
+CHECK = "check."  # what was checked after the run: check.money, check.NAME.KEY
+
+# the run's command line as a JSON argv, under the bare name: the report's environment section
+# shows it apart from the other facts. Nothing writes it today (the run loop keeps the command
+# line in run_commands, purpose 'pgknee'); the report still reads it from older stores.
+COMMAND_LINE = "pgknee"

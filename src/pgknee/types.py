@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgknee.keys import pooler_delta
+
 
 @dataclass(frozen=True, slots=True)
 class LatencyStats:
@@ -29,6 +31,26 @@ class ScriptResult:
     retried: int
     tps: float
     latency: LatencyStats | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptRow:
+    """One script's results in one step, as the store holds them (step_scripts); the field
+    names are the table's columns."""
+
+    script_no: int
+    script: str
+    weight: int
+    transactions: int
+    failed: int
+    retried: int
+    tps: float | None
+    lat_avg_ms: float | None
+    lat_stddev_ms: float | None
+    lat_p50_ms: float | None
+    lat_p95_ms: float | None
+    lat_p99_ms: float | None
+    lat_max_ms: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,15 +204,16 @@ class PoolerSample:
 
 
 @dataclass(frozen=True)
-class PoolerStep:
-    """A step through a pooler: SHOW POOLS samples (bench phase) and the step's pooler
-    facts (SHOW STATS deltas as floats under 'delta.*', settings and versions as text)."""
+class PoolerRecord:
+    """A step through a pooler, as the store holds it: SHOW POOLS samples (bench phase) and the
+    step's pooler facts (SHOW STATS deltas as floats under 'delta.*', settings and versions as
+    text). Not the pooler lab's StepPooler, which runs a pooler for a step."""
 
     samples: list[PoolerSample]
     facts: dict[str, str]
 
     def delta(self, name: str) -> float | None:
-        v = self.facts.get(f"delta.{name}")
+        v = self.facts.get(pooler_delta(name))
         return float(v) if v is not None else None
 
 
@@ -202,7 +225,7 @@ class RunData:
     env: dict[str, str]
     commands: list[tuple[int | None, str, list[str]]]
     steps: list[StepRecord]
-    scripts: dict[int, list[tuple[object, ...]]]
+    scripts: dict[int, list[ScriptRow]]
     failures: dict[int, dict[str, int]]
     pgdb: dict[int, dict[str, float]]
     os: dict[int, list[OsSample]]
@@ -211,7 +234,7 @@ class RunData:
     snaps: dict[int, tuple[int, float, float]]  # bench phase: (snapshots, mean client backends, mean ms)
     # bench phase: mean sessions in a statement or transaction (active + idle in transaction)
     busy: dict[int, float] = field(default_factory=dict)
-    pooler: dict[int, PoolerStep] = field(default_factory=dict)  # steps through a pooler
+    pooler: dict[int, PoolerRecord] = field(default_factory=dict)  # steps through a pooler
     facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)
 

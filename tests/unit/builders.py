@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.plan import Plan
-from pgknee.types import OsSample, RunData, RunRecord, StepRecord
+from pgknee.types import OsSample, RunData, RunRecord, ScriptRow, StepRecord
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -44,9 +44,11 @@ def os_sample(**kw: Any) -> OsSample:
 
 
 def script_row(no: int, name: str, weight: int, tx: int, tps: float, avg: float, p95: float,
-               failed: int = 0, retried: int = 0) -> tuple[object, ...]:
-    """(script_no, script, weight, transactions, failed, retried, tps, avg, stddev, p50, p95, p99, max)"""
-    return (no, name, weight, tx, failed, retried, tps, avg, avg / 4, avg * 0.9, p95, p95 * 1.5, p95 * 2)
+               failed: int = 0, retried: int = 0) -> ScriptRow:
+    """A stored script row: stddev avg / 4, p50 avg x 0.9, p99 p95 x 1.5, max p95 x 2."""
+    return ScriptRow(script_no=no, script=name, weight=weight, transactions=tx, failed=failed, retried=retried,
+                     tps=tps, lat_avg_ms=avg, lat_stddev_ms=avg / 4, lat_p50_ms=avg * 0.9, lat_p95_ms=p95,
+                     lat_p99_ms=p95 * 1.5, lat_max_ms=p95 * 2)
 
 
 RUN_ID = "20250101-000000-abcd"

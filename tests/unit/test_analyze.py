@@ -9,10 +9,13 @@ import pytest
 from builders import make_run_data, os_sample, step, with_run
 
 from pgknee.analyze import checks as ck
-from pgknee.analyze.run import Figure, build
-from pgknee.analyze.summary import latency_stats, median, pct_change, spread_pct
+from pgknee.analyze.records import Spread
+from pgknee.analyze.run import build
+from pgknee.analyze.summary import latency_stats, median, pct_change
 from pgknee.analyze.waits import article_aas, relative_error, total_aas, wait_profile
+from pgknee.keys import CheckId
 from pgknee.plan import Plan
+from pgknee.rules import spread_pct
 from pgknee.types import LatencyStats, RunData, WaitRow
 
 # ---- summary --------------------------------------------------------------------------------------
@@ -103,8 +106,10 @@ def test_tps_vs_pgbench() -> None:
     assert ck.tps_vs_pgbench(step(tps=100.0, tps_pgbench=101.0)).status == "ok"
     c = ck.tps_vs_pgbench(step(tps=110.0, tps_pgbench=100.0))
     assert c.status == "warn" and c.detail == "log 110.0 vs pgbench 100.0 tps (+10.0%)"
+    assert c.id is CheckId.TPS_VS_PGBENCH and c.value == pytest.approx(10.0) and c.unit is ck.CheckUnit.DEVIATION_PCT
     assert ck.tps_vs_pgbench(step(tps=103.0, tps_pgbench=100.0)).status == "ok"  # tolerance 3 % inclusive
-    assert ck.tps_vs_pgbench(step(tps_pgbench=None)).status == "n/a"
+    na = ck.tps_vs_pgbench(step(tps_pgbench=None))
+    assert na.status == "n/a" and na.value is None and na.unit is None
     assert ck.tps_vs_pgbench(step(tps=None)).status == "n/a"
 
 
@@ -112,12 +117,15 @@ def test_tps_vs_database() -> None:
     assert ck.tps_vs_database(step(tps=100.0, tps_db=104.0)).status == "ok"
     c = ck.tps_vs_database(step(tps=100.0, tps_db=90.2))  # 2 clients started in the 10 s: 0.2 commits/s
     assert c.status == "warn" and "pg_stat_database 90.0 commits/s (less 2 session starts)" in c.detail
-    assert "(-10.0%)" in c.detail
+    assert "(-10.0%)" in c.detail and c.value == pytest.approx(-10.0)
     assert ck.tps_vs_database(step(tps_db=None)).status == "n/a"
     # 1,000 clients connecting add 1,000 commits (measured 1,013): over a 10 s window, 100 commits/s
     assert ck.tps_vs_database(step(clients=1000, tps=100.0, tps_db=200.0)).status == "ok"
     pooled = step(clients=1000, tps=100.0, tps_db=200.0, pooler_kind="managed", pool_size=20)
     assert ck.tps_vs_database(pooled).status == "warn"  # only the pool's 20 sessions started
+    # the reserve pool counts (rules.database_concurrency): 20 + 980 sessions started, 100 commits/s
+    reserved = ck.tps_vs_database(replace(pooled, pool_reserve=980))
+    assert reserved.status == "ok" and "(less 1000 session starts)" in reserved.detail
 
 
 def test_littles_law() -> None:
@@ -163,6 +171,7 @@ def test_sampled_vs_active_time_tolerance_grows_with_few_samples() -> None:
 def test_client_cpu() -> None:
     ok = ck.client_cpu(step(threads=2), [os_sample(client_cpu_pct=40.0), os_sample(client_cpu_pct=60.0)])
     assert ok.status == "ok" and "50%" in ok.detail and "25% of their capacity" in ok.detail
+    assert ok.value == 25.0 and ok.unit is ck.CheckUnit.CAPACITY_PCT
     warn = ck.client_cpu(step(threads=2), [os_sample(client_cpu_pct=190.0)])
     assert warn.status == "warn" and "95% of their capacity" in warn.detail and "bottleneck" in warn.detail
     assert ck.client_cpu(step(), []).status == "n/a"
@@ -175,7 +184,7 @@ def test_failures_check() -> None:
     retried = ck.failures(step(failed=0, retried=3, retries=4))
     assert retried.status == "ok" and retried.detail == "0 failed, 3 retried (4 retries)"
     failed = ck.failures(step(failed=2, retried=1, retries=1))
-    assert failed.status == "warn" and failed.detail.startswith("2 failed")
+    assert failed.status == "warn" and failed.detail.startswith("2 failed") and failed.value is None
 
 
 # ---- build ----------------------------------------------------------------------------------------
@@ -186,14 +195,14 @@ def test_build_groups_and_medians(run_data: RunData) -> None:
     assert [(g.variant, g.clients, len(g.done)) for g in view.groups] == [("base", 2, 2), ("base", 8, 2)]
     c2, c8 = view.groups
     assert c2.label == "c2" and c8.label == "c8"
-    assert c2.tps == Figure(100.0, 100.0, 100.0, 2)
-    assert c8.tps == Figure(200.0, 180.0, 220.0, 2)
+    assert c2.tps == Spread(100.0, 100.0, 100.0, 2)
+    assert c8.tps == Spread(200.0, 180.0, 220.0, 2)
     assert c8.lat_avg is not None
     assert c8.lat_avg.value == pytest.approx((8000 / 180 + 8000 / 220) / 2)
     assert (c8.lat_avg.lo, c8.lat_avg.hi) == (pytest.approx(8000 / 220), pytest.approx(8000 / 180))
-    assert c8.p99 == Figure(90.0, 80.0, 100.0, 2)
-    assert c8.lat_max == Figure(105.0, 90.0, 120.0, 2)
-    assert c8.transactions == Figure(2000.0, 1800.0, 2200.0, 2)
+    assert c8.p99 == Spread(90.0, 80.0, 100.0, 2)
+    assert c8.lat_max == Spread(105.0, 90.0, 120.0, 2)
+    assert c8.transactions == Spread(2000.0, 1800.0, 2200.0, 2)
     assert c8.threads == 4 and c2.threads == 2
     assert view.variants() == ["base"]
 
@@ -246,9 +255,9 @@ def test_build_scripts_over_reps(run_data: RunData) -> None:
     assert [(s.name, s.weight) for s in c2.scripts] == [("transfer", 60), ("balance", 40)]
     transfer = c2.scripts[0]
     assert transfer.transactions == 605
-    assert transfer.tps == Figure(61.0 / 2 + 60.0 / 2, 60.0, 61.0, 2)
-    assert transfer.lat_avg == Figure(26.0, 25.0, 27.0, 2)
-    assert transfer.p95 == Figure(41.0, 40.0, 42.0, 2)
+    assert transfer.tps == Spread(61.0 / 2 + 60.0 / 2, 60.0, 61.0, 2)
+    assert transfer.lat_avg == Spread(26.0, 25.0, 27.0, 2)
+    assert transfer.p95 == Spread(41.0, 40.0, 42.0, 2)
     assert (c8.scripts[0].failed, c8.scripts[0].retried) == (1, 2)
 
 
@@ -267,14 +276,14 @@ def test_build_system_row(run_data: RunData) -> None:
 def test_build_checks_per_rep(run_data: RunData) -> None:
     c2, c8 = build(run_data).groups
     assert [rep for rep, _ in c2.checks] == [1, 2]
-    by_name = {c.name: c for c in c2.checks[0][1]}
+    by_name = {c.id: c for c in c2.checks[0][1]}
     assert set(by_name) == {"tps-vs-pgbench", "tps-vs-commits", "littles-law", "aas-vs-active-time", "client-cpu",
                             "failures"}
     assert {n: c.status for n, c in by_name.items()} == {
         "tps-vs-pgbench": "ok", "tps-vs-commits": "ok", "littles-law": "ok", "aas-vs-active-time": "ok",
         "client-cpu": "ok", "failures": "ok"}
     assert "sampled AAS 1.50 vs active_time 1.50" in by_name["aas-vs-active-time"].detail
-    rep2 = {c.name: c.status for c in c8.checks[1][1]}
+    rep2 = {c.id: c.status for c in c8.checks[1][1]}
     assert rep2["tps-vs-pgbench"] == "warn"
     assert rep2["aas-vs-active-time"] == "n/a" and rep2["client-cpu"] == "n/a"
 
@@ -312,7 +321,7 @@ def test_build_failed_step_and_interrupted_run() -> None:
     view = build(data)
     c8 = view.groups[1]
     assert len(c8.steps) == 2 and len(c8.done) == 1
-    assert c8.tps == Figure(180.0, 180.0, 180.0, 1)
+    assert c8.tps == Spread(180.0, 180.0, 180.0, 1)
     assert c8.noisy is False
     assert c8.snapshots == 20  # only the completed rep's snapshots
     assert view.warnings[0] == ("the run was interrupted after 3 of 4 steps; the completed steps are shown")
@@ -324,9 +333,9 @@ def test_build_failed_run_reason() -> None:
     assert build(data).warnings[0] == "the run failed: the server died"
 
 
-def test_figure_of() -> None:
-    assert Figure.of([]) is None
-    assert Figure.of([3.0, 1.0, 2.0]) == Figure(2.0, 1.0, 3.0, 3)
+def test_spread_of() -> None:
+    assert Spread.of([]) is None
+    assert Spread.of([3.0, 1.0, 2.0]) == Spread(2.0, 1.0, 3.0, 3)
 
 
 def test_sampling_check_compares_sessions_in_statement_or_transaction() -> None:
@@ -364,3 +373,71 @@ def test_commits_check_weights_the_scripts_commits() -> None:
     assert ck.tps_vs_database(s).status == "warn"
     c = ck.tps_vs_database(s, 1910 / 1000)
     assert c.status == "ok" and "x 1.91 commits per transaction (+0.0%)" in c.detail
+
+
+# ---- what the tables show, computed -----------------------------------------------------------
+
+
+def test_sweep_changes_and_best_counts(run_data: RunData) -> None:
+    from pgknee.analyze.sweep import Metric, sweep
+
+    sw = sweep(build(run_data), "base")
+    rows = {m.metric: m for m in sw.metrics}
+    tps = rows[Metric.TPS]
+    assert [f.value if f else None for f in tps.values] == [100.0, 200.0]
+    assert tps.changes == (None, pytest.approx(100.0)) and tps.best == "c8"  # more TPS is better
+    assert rows[Metric.LAT_AVG].best == "c2" and rows[Metric.LAT_AVG].changes[1] == pytest.approx(102.02, abs=0.01)
+    assert rows[Metric.TRANSACTIONS].best == "c8"
+    assert sw.repeated is True and sw.lag is None
+
+
+def test_wait_profile_record_carries_errors_and_total() -> None:
+    from pgknee.analyze.waits import profile_of
+
+    rows = wait_profile([("CPU", "running", 100), ("IO", "DataFileRead", 25)], 50)
+    p = profile_of(rows, 50, wait_profile([("Activity", "WalWriterMain", 4)], 50))
+    assert p.total_aas == pytest.approx(2.5) and p.snapshots == 50
+    assert p.errors == (pytest.approx(0.2), pytest.approx(0.1))  # AAS / sqrt(count)
+    assert p.background_errors == (pytest.approx(0.04),)
+
+
+def test_sizing_and_where_a_curve_reaches_a_rate(run_data: RunData) -> None:
+    from pgknee.analyze.sizing import reach, sizing
+
+    s = sizing(1000.0, 0.005, cores=4, spindles=1)
+    assert (s.busy, s.busy_whole, s.rule_of_thumb) == (pytest.approx(5.0), 5, 9)
+    view = build(run_data)
+    assert reach(view, "base", 150.0).first == 8
+    never = reach(view, "base", 500.0)
+    assert never.first is None and never.best == (8, 200.0)
+
+
+def test_run_listing_names_the_best_completed_step(run_data: RunData) -> None:
+    from pgknee.analyze.run import listing
+
+    lst = listing(run_data.run, run_data.steps)
+    assert lst.completed == 4 and lst.best is not None and (lst.best.clients, lst.best.tps) == (8, 220.0)
+    assert listing(run_data.run, []).best is None
+
+
+def test_comparison_rows_carry_the_tps_change_against_the_first_variant(run_data: RunData) -> None:
+    from pgknee.analyze.compare import comparison_rows
+
+    other = [replace(s, variant="fast", step_id=s.step_id + 10, tps=(s.tps or 0) * 1.5) for s in run_data.steps]
+    ids = {s.step_id for s in other}
+    data = replace(run_data, steps=[*run_data.steps, *other],
+                   snaps={**run_data.snaps, **dict.fromkeys(ids, (0, 0.0, 0.0))})
+    rows = comparison_rows(build(data))
+    assert [(r.group.variant, r.group.clients) for r in rows] == [("base", 2), ("fast", 2), ("base", 8), ("fast", 8)]
+    assert [r.tps_change for r in rows] == [None, pytest.approx(50.0), None, pytest.approx(50.0)]
+
+
+def test_wait_stack_keeps_the_largest_events_and_adds_up_the_rest() -> None:
+    from pgknee.analyze.waits import stack
+
+    c2 = wait_profile([("CPU", "running", 20), ("Lock", "tuple", 2), ("IO", "DataFileRead", 1)], 10)
+    c8 = wait_profile([("CPU", "running", 30), ("Lock", "tuple", 40)], 10)
+    s = stack([c2, c8], top=2)
+    assert s.events == (("CPU", "running"), ("Lock", "tuple"))  # by AAS over both counts: 5.0, 4.2 (IO 0.1)
+    assert s.aas == ((pytest.approx(2.0), pytest.approx(3.0)), (pytest.approx(0.2), pytest.approx(4.0)))
+    assert s.rest == (pytest.approx(0.1), 0)

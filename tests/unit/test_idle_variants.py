@@ -12,7 +12,8 @@ from builders import make_run_data
 from pgknee.analyze.run import build
 from pgknee.errors import UserError
 from pgknee.plan import Plan, PoolerSpec, TargetSpec, Variant, parse_variant, parse_variants, variant_from_dict
-from pgknee.report.terminal import idle_memory_table, render
+from pgknee.report.side_by_side import idle_memory_table
+from pgknee.report.terminal import render
 
 
 @pytest.mark.parametrize(("spec", "idle", "kind", "settings"), [

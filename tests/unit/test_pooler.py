@@ -19,8 +19,9 @@ from pgknee.plan import Plan, PoolerSpec, Variant, parse_variant, parse_variants
 from pgknee.pooler.lab import Poolers
 from pgknee.pooler.pgbouncer import PoolerSettings
 from pgknee.report.jsonout import run_json
-from pgknee.report.terminal import pooler_table, render
-from pgknee.types import PoolerSample, PoolerStep
+from pgknee.report.tables import pooler_table
+from pgknee.report.terminal import render
+from pgknee.types import PoolerRecord, PoolerSample
 
 
 @pytest.mark.parametrize(("spec", "pooler"), [
@@ -105,8 +106,8 @@ def test_show_pools_and_stats_by_column_name() -> None:
                                              "total_wait_time": 7.0}
 
 
-def _pooled(samples: list[tuple[int, int, int]], xacts: float, xact_us: float, wait_us: float) -> PoolerStep:
-    return PoolerStep([PoolerSample(1000.0 + i, a, w, sv, 0, 0, 0, 1000 * w) for i, (a, w, sv) in enumerate(samples)],
+def _pooled(samples: list[tuple[int, int, int]], xacts: float, xact_us: float, wait_us: float) -> PoolerRecord:
+    return PoolerRecord([PoolerSample(1000.0 + i, a, w, sv, 0, 0, 0, 1000 * w) for i, (a, w, sv) in enumerate(samples)],
                       {"kind": "managed", "delta.total_xact_count": repr(xacts), "delta.total_xact_time": repr(xact_us),
                        "delta.total_wait_time": repr(wait_us)})
 

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 from builders import make_run_data, os_sample, step
 
-from pgknee.analyze.recommend import knee, recommend
+from pgknee.analyze.recommend import concurrency_of, knee, measured_points, recommend
 from pgknee.analyze.run import build
 from pgknee.analyze.usl import Params
-from pgknee.cli.recommend import as_json
+from pgknee.report.jsonout import recommendation_json
 from pgknee.types import RunData
 
 CURVE = Params(lam=1000.0, sigma=0.05, kappa=0.002)  # peak 7,397 TPS at 21.8 clients; 95% of it from 14.8
@@ -47,7 +47,7 @@ def test_an_identified_peak_gives_the_smallest_count_near_it() -> None:
     assert r.interval is not None and r.interval[0] <= r.modelled_n <= r.interval[1] < 16
     assert r.heuristic == 4 and r.cores == 2
     assert "use 16 connections" in r.headline()
-    doc = json.loads(json.dumps(as_json(r)))
+    doc = json.loads(json.dumps(recommendation_json(r)))
     assert doc["model"]["identified"] is True and doc["connections"] == 16
 
 
@@ -76,6 +76,15 @@ def test_a_pool_caps_the_concurrency_the_model_sees() -> None:
     r = recommend(build(_sweep([4, 8, 16, 32, 64, 128], pool=16)))
     assert r.concurrency == "pool size"
     assert r.fit is not None and r.fit.max_n == 16
+
+
+def test_the_reserve_pool_counts_in_the_concurrency() -> None:
+    view = build(_sweep([4, 8, 16, 32], pool=16, reps=1))
+    assert [concurrency_of(g) for g in view.groups] == [4, 8, 16, 16]
+    reserve = dataclasses.replace(view.data, steps=[dataclasses.replace(s, pool_reserve=4) for s in view.data.steps])
+    assert [concurrency_of(g) for g in build(reserve).groups] == [4, 8, 16, 20]
+    # the scalability chart's points: each repetition at its database-side concurrency
+    assert [n for n, _ in measured_points(build(reserve), "base")] == [4, 8, 16, 20]
 
 
 def test_two_counts_are_not_enough() -> None:

@@ -12,11 +12,13 @@ from builders import step, with_run
 from rich.table import Table
 
 from pgknee.analyze.run import build
-from pgknee.cli.report import chart_folder, check_output, output_format, write
 from pgknee.errors import UserError
 from pgknee.report import charts as ch
 from pgknee.report import document as doc
 from pgknee.report import html, markdown
+from pgknee.report import plotting as pl
+from pgknee.report.files import write
+from pgknee.report.output import chart_folder, check_output, output_format
 from pgknee.types import RunData
 
 
@@ -24,7 +26,7 @@ def _with_progress(data: RunData) -> RunData:
     return replace(data, progress={s.step_id: [(float(t), 90.0 + t) for t in range(1, 6)] for s in data.steps})
 
 
-def _charts(data: RunData) -> dict[str, ch.Chart]:
+def _charts(data: RunData) -> dict[str, pl.Chart]:
     view = build(data)
     return {c.kind: c for c in ch.charts_for(view, doc.recommendations(view, doc.Options()))}
 
@@ -33,7 +35,7 @@ def _charts(data: RunData) -> dict[str, ch.Chart]:
     ((1, 2, 4, 8, 16, 32), True), ((2, 4, 8), True), ((25, 50, 75, 100, 125), False), ((2, 8), False),
     ((1, 2, 3), False), ((10, 20, 50, 100), True), ((1, 2, 4, 6), False)])
 def test_doubling_sweeps_get_a_log_axis(counts: tuple[int, ...], expected: bool) -> None:
-    assert ch.doubling(counts) is expected
+    assert pl.doubling(counts) is expected
 
 
 def test_charts_carry_the_measured_points(run_data: RunData) -> None:
@@ -52,7 +54,7 @@ def test_charts_carry_the_measured_points(run_data: RunData) -> None:
 
 def test_svg_marks_data_and_ids_do_not_collide(run_data: RunData) -> None:
     charts = _charts(_with_progress(run_data))
-    svgs = {k: ch.svg(c) for k, c in charts.items()}
+    svgs = {k: pl.svg(c) for k, c in charts.items()}
     assert all(s.startswith("<svg") for s in svgs.values())
     assert 'id="data-throughput-latency-0"' in svgs["throughput-latency"]
     # hovering a line shows its values (an SVG title: no script)
@@ -65,7 +67,7 @@ def test_svg_marks_data_and_ids_do_not_collide(run_data: RunData) -> None:
     for i, a in enumerate(kinds):
         for b in kinds[i + 1:]:
             assert not ids[a] & ids[b], (a, b, ids[a] & ids[b])
-    assert ch.png(charts["tps-stddev"]).startswith(b"\x89PNG")
+    assert pl.png(charts["tps-stddev"]).startswith(b"\x89PNG")
 
 
 def test_html_is_self_contained_and_marks_failed_and_missing_steps(run_data: RunData) -> None:
@@ -173,3 +175,20 @@ def test_markdown_escapes_what_came_from_the_run() -> None:
         "x&lt;script&gt;alert(1)&lt;/script&gt; \\*a\\* \\[b\\](c) \\| d\\_e")
     block = markdown._block(doc.Code("a\n```\nb"), "f", "png", {})
     assert block.startswith("````\n") and block.endswith("\n````")
+
+
+def test_the_run_command_still_writes_its_report_through_cli_report(run_data: RunData, tmp_path: Path) -> None:
+    """cli/run.py imports check_output, output_format, options_from and write from cli.report;
+    they are thin over report/output.py and report/files.py."""
+    import argparse
+
+    from pgknee.cli import report as cli_report
+
+    args = argparse.Namespace(min_fraction=0.9, p99_target=None, spindles=2)
+    opts = cli_report.options_from(args)
+    assert opts == doc.Options(fraction=0.9, p99_target_ms=None, spindles=2)
+    out = str(tmp_path / "r.html")
+    fmt = cli_report.output_format(out, None)
+    cli_report.check_output(out, fmt)
+    said = cli_report.write(out, fmt, [build(run_data)], opts)
+    assert said.startswith(f"wrote {out} (") and (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")

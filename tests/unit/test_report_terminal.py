@@ -7,9 +7,10 @@ from dataclasses import replace
 from builders import os_sample
 
 from pgknee.analyze.run import build
-from pgknee.analyze.waits import wait_profile
+from pgknee.analyze.waits import profile_of, wait_profile
 from pgknee.report.jsonout import dumps, run_json
-from pgknee.report.terminal import MAX_WAIT_ROWS, render, run_report, wait_table
+from pgknee.report.tables import MAX_WAIT_ROWS, wait_table
+from pgknee.report.terminal import render, run_report
 from pgknee.types import RunData
 
 
@@ -93,6 +94,10 @@ def test_money_check_line(run_data: RunData) -> None:
     data = replace(run_data, env={**run_data.env, "check.money": "balances add up: 1,000,000.00",
                                   "check.money.ok": "true"})
     assert "✓ balances add up: 1,000,000.00" in _text(data)
+    # a run that recorded no verdict is not shown as passed, nor warned about
+    unsure = replace(run_data, env={**run_data.env, "check.money": "balances not read"})
+    assert "✗ balances not read" in _text(unsure)
+    assert "balances not read" not in build(unsure).warnings
 
 
 def test_client_cpu_check_cell_shows_its_percentage(run_data: RunData) -> None:
@@ -104,17 +109,17 @@ def test_client_cpu_check_cell_shows_its_percentage(run_data: RunData) -> None:
 
 def test_wait_table_alone() -> None:
     rows = wait_profile([("CPU", "running", 100), ("IO", "DataFileRead", 25)], 50)
-    text = render([wait_table("Wait profile c4", rows, 50)], width=150)
+    text = render([wait_table("Wait profile c4", profile_of(rows, 50))], width=150)
     assert "50 snapshots" in text and "total AAS 2.50" in text
     assert re.search(r"CPU\s+running\s+100\s+2\.00\s+0\.20", text)
     assert re.search(r"IO\s+DataFileRead\s+25\s+0\.50\s+0\.10", text)
 
 
 def test_wait_table_empty_and_capped() -> None:
-    empty = render([wait_table("w", [], 10)], width=150)
+    empty = render([wait_table("w", profile_of([], 10))], width=150)
     assert "no active sessions sampled" in empty and "total AAS 0.00" in empty
     many = wait_profile([("LWLock", f"ev{i:02d}", 100 - i) for i in range(MAX_WAIT_ROWS + 5)], 100)
-    text = render([wait_table("w", many, 100)], width=150)
+    text = render([wait_table("w", profile_of(many, 100))], width=150)
     assert "5 more" in text
     assert "ev19" in text and "ev20" not in text
 
@@ -129,6 +134,9 @@ def test_run_json(run_data: RunData) -> None:
     assert step1["snapshots"] == 10
     assert [(w["wait_event"], w["aas"]) for w in step1["wait_profile"]] == [("running", 1.0), ("WALWrite", 0.5)]
     assert "c8: noisy, TPS varies 20% across 2 repetitions (180..220; threshold 10%)" in doc["warnings"]
+    warned = [c for c in doc["summary"][1]["checks"] if c["status"] == "warn"]
+    assert [(c["rep"], c["name"], c["value"], c["unit"]) for c in warned] == [
+        (2, "tps-vs-pgbench", 10.0, "% deviation")]  # the table's figure, as a number
 
 
 def test_many_client_counts_are_shown_one_row_each(run_data: RunData) -> None:

@@ -267,7 +267,10 @@ def test_load_run_round_trip(store: Store) -> None:
     store.set_environment("r", {"host.cpus": "4"})
     data = load_run(store, "last")
     assert [s.clients for s in data.steps] == [2, 8]
-    assert data.scripts[sids[0]][0][:4] == (0, "transfer", 60, 1000)
+    (script,) = data.scripts[sids[0]]
+    assert (script.script_no, script.script, script.weight, script.transactions) == (0, "transfer", 60, 1000)
+    assert (script.failed, script.retried, script.tps, script.lat_avg_ms, script.lat_p99_ms) == (
+        0, 0, 100.0, 20.0, None)
     assert data.failures[sids[1]] == {"serialization": 3}
     assert data.pgdb[sids[0]] == {"xact_commit": 1002.0}
     (sample,) = data.os[sids[0]]

@@ -71,3 +71,17 @@ def test_smallest_n_reaching_a_fraction_of_the_peak() -> None:
 def test_next_counts_double_past_the_largest() -> None:
     assert next_counts([1, 2, 4, 8], cpus=2) == [16, 32, 64, 128]
     assert next_counts([1, 2], cpus=8) == [4, 8, 16, 32, 64]
+
+
+def test_the_band_of_the_bootstrap_fits_holds_the_fitted_curve() -> None:
+    from pgknee.analyze.usl import band, fitted_curve
+
+    f = fit(_curve([1, 2, 4, 8, 16, 32, 64], TRUE, reps=3, noise=0.03, seed=101))
+    grid = np.linspace(1.0, 64.0, 50)
+    lo_hi = band(f, grid)
+    assert lo_hi is not None
+    lo, hi = lo_hi
+    curve = fitted_curve(f.params, grid)
+    assert lo.shape == hi.shape == curve.shape == (50,)
+    assert (lo <= hi).all() and (lo <= curve * 1.001).all() and (curve <= hi * 1.001).all()
+    assert band(f, grid, min_fits=len(f.samples) + 1) is None  # too few fits: no band

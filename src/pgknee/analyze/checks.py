@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
-from pgknee.types import OsSample, PoolerStep, StepRecord
+from pgknee.keys import CheckId, CheckStatus, pooler_external
+from pgknee.rules import database_concurrency, measured_window
+from pgknee.types import OsSample, PoolerRecord, StepRecord
 
 TPS_PGBENCH_TOLERANCE = 3.0  # % between TPS from the log and TPS pgbench printed
 TPS_DB_TOLERANCE = 5.0  # % between TPS from the log and pg_stat_database's commits
@@ -14,11 +17,41 @@ CLIENT_CPU_SATURATED = 85.0  # % of the pgbench threads' capacity
 POOLER_TOLERANCE = 20.0  # % between TPS x the pooler's mean transaction time and mean sv_active
 
 
+class CheckUnit(StrEnum):
+    """What a check's value measures."""
+
+    DEVIATION_PCT = "% deviation"  # how far the two figures compared disagree, signed
+    CAPACITY_PCT = "% of capacity"  # how much of a resource was used
+
+
 @dataclass(frozen=True)
 class Check:
-    name: str
-    status: str  # 'ok' | 'warn' | 'n/a'
+    """One check of one step: whether it passed, what it compared (detail, for a reader) and its
+    figure (value in unit), for the tables. A check that does not apply has no value."""
+
+    id: CheckId
+    status: CheckStatus
     detail: str
+    value: float | None = None
+    unit: CheckUnit | None = None
+
+
+def met(checks: Iterable[Check]) -> list[CheckId]:
+    """The checks among `checks`, in the order first met (the checks table's columns)."""
+    return list(dict.fromkeys(c.id for c in checks))
+
+
+def _na(check: CheckId, why: str) -> Check:
+    return Check(check, CheckStatus.NA, why)
+
+
+def _status(ok: bool) -> CheckStatus:
+    return CheckStatus.OK if ok else CheckStatus.WARN
+
+
+def _deviation(check: CheckId, d: float, tolerance: float, detail: str) -> Check:
+    """A check that two figures agree: `d` % apart, within `tolerance` % passes."""
+    return Check(check, _status(abs(d) <= tolerance), detail, d, CheckUnit.DEVIATION_PCT)
 
 
 # a managed pgbouncer is stopped before the statistics are read; an external one keeps its
@@ -33,57 +66,54 @@ def _diff_pct(a: float, b: float) -> float:
 
 def tps_vs_pgbench(step: StepRecord) -> Check:
     if step.tps is None or step.tps_pgbench is None:
-        return Check("tps-vs-pgbench", "n/a", "no pgbench summary")
+        return _na(CheckId.TPS_VS_PGBENCH, "no pgbench summary")
     d = _diff_pct(step.tps, step.tps_pgbench)
-    status = "ok" if abs(d) <= TPS_PGBENCH_TOLERANCE else "warn"
-    return Check("tps-vs-pgbench", status, f"log {step.tps:.1f} vs pgbench {step.tps_pgbench:.1f} tps ({d:+.1f}%)")
+    return _deviation(CheckId.TPS_VS_PGBENCH, d, TPS_PGBENCH_TOLERANCE,
+                      f"log {step.tps:.1f} vs pgbench {step.tps_pgbench:.1f} tps ({d:+.1f}%)")
 
 
 def tps_vs_database(step: StepRecord, commits_per_txn: float = 1.0) -> Check:
     """pg_stat_database's commits against the log's transactions times the commits each
     makes (a script of autocommit statements commits once per statement)."""
     if step.tps is None or step.tps_db is None:
-        return Check("tps-vs-commits", "n/a", "no pg_stat_database delta")
+        return _na(CheckId.TPS_VS_COMMITS, "no pg_stat_database delta")
     if step.pooler_kind == "external":
-        return Check("tps-vs-commits", "n/a", _EXTERNAL_LAG)
+        return _na(CheckId.TPS_VS_COMMITS, _EXTERNAL_LAG)
     if step.connect_per_txn and step.pooler_kind is None:
         # every new session commits transactions of its own while it starts (measured: about two)
-        return Check("tps-vs-commits", "n/a", f"with -C each connection's start-up commits too: "
-                                              f"{step.tps_db:.1f} commits/s vs {step.tps:.1f} tps")
+        return _na(CheckId.TPS_VS_COMMITS, f"with -C each connection's start-up commits too: "
+                                           f"{step.tps_db:.1f} commits/s vs {step.tps:.1f} tps")
     expected = step.tps * commits_per_txn
     # every new session commits once while it starts (measured: 1,013 extra commits for 1,000
     # clients); pg_stat_database's delta spans the connecting, the log's window does not
-    window = step.transactions / step.tps if step.transactions else step.duration_s
-    sessions = step.clients if step.pooler_kind is None else min(step.clients, step.pool_size or step.clients)
+    window = measured_window(step.transactions, step.tps, step.duration_s)
+    sessions = database_concurrency(step.clients, step.pooler_kind, step.pool_size, step.pool_reserve)
     measured = step.tps_db - sessions / window if window > 0 else step.tps_db
     d = _diff_pct(measured, expected)
-    status = "ok" if abs(d) <= TPS_DB_TOLERANCE else "warn"
     per = f" x {commits_per_txn:.2f} commits per transaction" if commits_per_txn != 1.0 else " tps"
-    return Check("tps-vs-commits", status,
-                 f"pg_stat_database {measured:.1f} commits/s (less {sessions} session starts) vs log "
-                 f"{step.tps:.1f}{per} ({d:+.1f}%)")
+    return _deviation(CheckId.TPS_VS_COMMITS, d, TPS_DB_TOLERANCE,
+                      f"pg_stat_database {measured:.1f} commits/s (less {sessions} session starts) vs log "
+                      f"{step.tps:.1f}{per} ({d:+.1f}%)")
 
 
 def littles_law(step: StepRecord) -> Check:
     """Closed loop: clients ~ TPS x mean latency (measured). A gap is time spent
     outside the measured transaction: client threads, connection setup, a queue."""
     if not step.tps or step.lat_avg_ms is None:
-        return Check("littles-law", "n/a", "no measured latency")
+        return _na(CheckId.LITTLES_LAW, "no measured latency")
     if step.rate:
-        return Check("littles-law", "n/a", f"open loop at {step.rate:g} TPS: clients wait for their schedule, "
-                                           "so not all of them are busy")
+        return _na(CheckId.LITTLES_LAW, f"open loop at {step.rate:g} TPS: clients wait for their schedule, "
+                                        "so not all of them are busy")
     rate = step.tps + (step.failed or 0) / step.duration_s
     busy = rate * (step.lat_avg_ms + step.think_ms) / 1000.0
     d = _diff_pct(busy, step.clients)
-    status = "ok" if abs(d) <= LITTLE_TOLERANCE else "warn"
     if step.think_ms:
         in_txn = rate * step.lat_avg_ms / 1000.0
-        return Check("littles-law", status,
-                     f"TPS x (latency + {step.think_ms:g} ms think) = {busy:.2f} of {step.clients} clients "
-                     f"({d:+.1f}%); "
-                     f"{in_txn:.2f} in a transaction at a time")
-    return Check("littles-law", status,
-                 f"TPS x latency = {busy:.2f} busy clients of {step.clients} ({d:+.1f}%)")
+        return _deviation(CheckId.LITTLES_LAW, d, LITTLE_TOLERANCE,
+                          f"TPS x (latency + {step.think_ms:g} ms think) = {busy:.2f} of {step.clients} clients "
+                          f"({d:+.1f}%); {in_txn:.2f} in a transaction at a time")
+    return _deviation(CheckId.LITTLES_LAW, d, LITTLE_TOLERANCE,
+                      f"TPS x latency = {busy:.2f} busy clients of {step.clients} ({d:+.1f}%)")
 
 
 def sampled_vs_active_time(step: StepRecord, sampled_aas: float | None, snapshots: int,
@@ -95,22 +125,23 @@ def sampled_vs_active_time(step: StepRecord, sampled_aas: float | None, snapshot
     transaction' at different moments, so under load 10-25% of active_time shows
     as idle in transaction in snapshots (measured here). Their sum agrees: that is
     the check; the active-only figures are shown beside it."""
+    name = CheckId.AAS_VS_ACTIVE_TIME
     if sampled_aas is None or snapshots == 0:
-        return Check("aas-vs-active-time", "n/a", "no snapshots")
+        return _na(name, "no snapshots")
     if active_time_ms is None:
-        return Check("aas-vs-active-time", "n/a", "server has no pg_stat_database.active_time (PostgreSQL < 14)")
+        return _na(name, "server has no pg_stat_database.active_time (PostgreSQL < 14)")
     if step.bench_start is None or step.bench_end is None:
-        return Check("aas-vs-active-time", "n/a", "no bench window")
+        return _na(name, "no bench window")
     if step.pooler_kind == "external":
-        return Check("aas-vs-active-time", "n/a", _EXTERNAL_LAG)
+        return _na(name, _EXTERNAL_LAG)
     if step.idle and step.idle_kind == "sleep":
-        return Check("aas-vs-active-time", "n/a", "sleeping idle sessions are active to the server's clock but "
-                                                  "left out of the sampled workers (measured: 37-81% apart)")
+        return _na(name, "sleeping idle sessions are active to the server's clock but left out of the sampled "
+                         "workers (measured: 37-81% apart)")
     if step.pipeline:
         # measured: in pipeline mode snapshots show 10-60% more sessions busy than the server's
         # clocks count (normal steps of the same run agree within a few %)
-        return Check("aas-vs-active-time", "n/a", "pipeline mode: pg_stat_activity and active_time count "
-                                                  "pipelined sessions differently (not comparable)")
+        return _na(name, "pipeline mode: pg_stat_activity and active_time count pipelined sessions differently "
+                         "(not comparable)")
     window = max(step.bench_end - step.bench_start, 1e-9)
     truth = active_time_ms / 1000.0 / window
     active = f"sampled active {sampled_aas:.2f} vs active_time {truth:.2f} ({_diff_pct(sampled_aas, truth):+.1f}%)"
@@ -123,52 +154,51 @@ def sampled_vs_active_time(step: StepRecord, sampled_aas: float | None, snapshot
     # sampling error ~ 1/sqrt(sessions x snapshots); allow 3 sigma, at least 10%
     tol = max(10.0, 300.0 / max((truth * snapshots) ** 0.5, 1e-9))
     d = _diff_pct(sampled, truth)
-    status = "ok" if abs(d) <= tol else "warn"
     if not active:
         what = f"sampled AAS {sampled:.2f} vs active_time {truth:.2f}"
-    return Check("aas-vs-active-time", status,
-                 f"{what} ({d:+.1f}%, tolerance {tol:.0f}%)" + (f"; {active}" if active else ""))
+    return _deviation(name, d, tol,
+                      f"{what} ({d:+.1f}%, tolerance {tol:.0f}%)" + (f"; {active}" if active else ""))
 
 
 def client_cpu(step: StepRecord, samples: Sequence[OsSample]) -> Check:
     vals = [s.client_cpu_pct for s in samples if s.client_cpu_pct is not None]
     if not vals:
-        return Check("client-cpu", "n/a", "no client CPU samples")
+        return _na(CheckId.CLIENT_CPU, "no client CPU samples")
     mean = sum(vals) / len(vals)
     share = mean / step.threads
-    status = "ok" if share <= CLIENT_CPU_SATURATED else "warn"
-    return Check("client-cpu", status,
+    ok = share <= CLIENT_CPU_SATURATED
+    return Check(CheckId.CLIENT_CPU, _status(ok),
                  f"pgbench used {mean:.0f}% CPU over {step.threads} thread(s) ({share:.0f}% of their capacity)"
-                 + ("; the client may be the bottleneck" if status == "warn" else ""))
+                 + ("" if ok else "; the client may be the bottleneck"), share, CheckUnit.CAPACITY_PCT)
 
 
 def failures(step: StepRecord) -> Check:
     f = step.failed or 0
     if f == 0 and not step.retried:
-        return Check("failures", "ok", "no failed or retried transactions")
-    return Check("failures", "warn" if f else "ok",
+        return Check(CheckId.FAILURES, CheckStatus.OK, "no failed or retried transactions")
+    return Check(CheckId.FAILURES, _status(not f),
                  f"{f} failed, {step.retried or 0} retried ({step.retries or 0} retries)")
 
 
-def pooler_occupancy(step: StepRecord, pooler: PoolerStep | None) -> Check:
+def pooler_occupancy(step: StepRecord, pooler: PoolerRecord | None) -> Check:
     """Little's law at the pooler: server connections busy = the pooler's transaction rate
     x its mean transaction time on a server connection (SHOW STATS deltas) against the
     mean sv_active sampled from SHOW POOLS. pgbouncer's transaction time includes the
     client's wait for a server (measured: xact_time - wait_time matches sv_active), so
     the wait is taken out. In session mode a server connection is 'active' while its
     client is connected, in a transaction or not, so the law does not apply."""
-    name = "pooler-occupancy"
+    name = CheckId.POOLER_OCCUPANCY
     if pooler is None or not pooler.samples:
-        return Check(name, "n/a", "no SHOW POOLS samples (no admin console)")
-    if step.pool_mode == "session" or pooler.facts.get("external.pool_mode") == "session":
-        return Check(name, "n/a", "session mode: server connections stay with their clients")
+        return _na(name, "no SHOW POOLS samples (no admin console)")
+    if step.pool_mode == "session" or pooler.facts.get(pooler_external("pool_mode")) == "session":
+        return _na(name, "session mode: server connections stay with their clients")
     xacts, xact_time = pooler.delta("total_xact_count"), pooler.delta("total_xact_time")
     if not xacts or xact_time is None or step.bench_start is None or step.bench_end is None:
-        return Check(name, "n/a", "no SHOW STATS totals")
+        return _na(name, "no SHOW STATS totals")
     window = max(step.bench_end - step.bench_start, 1e-9)
     busy = (xact_time - (pooler.delta("total_wait_time") or 0.0)) / 1e6 / window
     sampled = sum(s.sv_active for s in pooler.samples) / len(pooler.samples)
     d = _diff_pct(busy, sampled) if sampled else 0.0
-    status = "ok" if abs(d) <= POOLER_TOLERANCE else "warn"
-    return Check(name, status, f"pooler (transaction - wait) time / window = {busy:.2f} busy server connections "
-                               f"vs sampled sv_active {sampled:.2f} ({d:+.1f}%)")
+    return _deviation(name, d, POOLER_TOLERANCE,
+                      f"pooler (transaction - wait) time / window = {busy:.2f} busy server connections "
+                      f"vs sampled sv_active {sampled:.2f} ({d:+.1f}%)")

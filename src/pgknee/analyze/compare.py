@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from pgknee.analyze.run import Group, RunView
+from pgknee.analyze.records import Group, RunView
+from pgknee.analyze.summary import pct_change
+from pgknee.keys import SETTING, Env, workload_fact
 from pgknee.types import StepRecord
 
 
@@ -53,6 +55,7 @@ class ComparisonRow:
     base: str  # the first variant's name
     tps_ratio: Ratio | None  # None for the first variant itself
     latency_ratio: Ratio | None  # mean latency, paired the same way
+    tps_change: float | None = None  # % of the shown TPS against the first variant's (None for it)
 
 
 def comparison_rows(view: RunView) -> list[ComparisonRow]:
@@ -69,10 +72,38 @@ def comparison_rows(view: RunView) -> list[ComparisonRow]:
             if g is None:
                 continue
             paired = base is not None and v != first
+            change = (pct_change(g.tps.value, base.tps.value)
+                      if base is not None and base is not g and g.tps and base.tps else None)
             rows.append(ComparisonRow(
                 g, first, paired_ratio(base.done, g.done) if base is not None and paired else None,
-                paired_ratio(base.done, g.done, "lat_avg_ms") if base is not None and paired else None))
+                paired_ratio(base.done, g.done, "lat_avg_ms") if base is not None and paired else None, change))
     return rows
+
+
+def tps_curve(view: RunView, variant: str) -> list[tuple[int, float]]:
+    """(clients, TPS) of a variant's counts, in the order swept."""
+    return [(g.clients, g.tps.value) for g in view.groups if g.variant == variant and g.tps is not None]
+
+
+def headlines(view: RunView) -> list[str]:
+    """One sentence per variant against the first: the largest TPS ratio, its interval, and
+    where each reaches 95% of its best TPS."""
+    variants = view.variants()
+    if len(variants) < 2:
+        return []
+    first = variants[0]
+    base_groups = {g.clients: g for g in view.groups if g.variant == first}
+    out = []
+    for v in variants[1:]:
+        ratios = []
+        for g in view.groups:
+            b = base_groups.get(g.clients)
+            if g.variant == v and b is not None and (r := paired_ratio(b.done, g.done)) is not None:
+                ratios.append((g.clients, r))
+        several = len(tps_curve(view, v)) > 1  # with one client count, where it saturates says nothing
+        out.append(headline(v, first, ratios, saturation_point(tps_curve(view, v)) if several else None,
+                            saturation_point(tps_curve(view, first)) if several else None))
+    return out
 
 
 def saturation_point(points: Sequence[tuple[int, float]], fraction: float = 0.95) -> int | None:
@@ -104,13 +135,13 @@ def headline(name: str, base_name: str, ratios: Sequence[tuple[int, Ratio]], sat
 
 
 # what must match for a comparison across runs to mean something
-KEY_METADATA = ("server.version", "host.cpus", "host.mem_gb", "pgbench.version", "workload.workload",
-                "workload.users", "workload.scale", "target.endpoint")
+KEY_METADATA = (Env.SERVER_VERSION, Env.HOST_CPUS, Env.HOST_MEM_GB, Env.PGBENCH_VERSION, workload_fact("workload"),
+                workload_fact("users"), workload_fact("scale"), Env.TARGET_ENDPOINT)
 
 
 def metadata_differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
     keys = [k for k in KEY_METADATA if a.get(k) != b.get(k)]
-    if a.get("target.kind") == b.get("target.kind") == "embedded":
-        keys = [k for k in keys if k != "target.endpoint"]  # a throwaway cluster gets a new port each time
-    keys += sorted(k for k in set(a) | set(b) if k.startswith("setting.") and a.get(k) != b.get(k))
+    if a.get(Env.TARGET_KIND) == b.get(Env.TARGET_KIND) == "embedded":
+        keys = [k for k in keys if k != Env.TARGET_ENDPOINT]  # a throwaway cluster gets a new port each time
+    keys += sorted(k for k in set(a) | set(b) if k.startswith(SETTING) and a.get(k) != b.get(k))
     return [f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys]

@@ -9,6 +9,7 @@ and proposes the counts to run next. Reasons are built from the run's own eviden
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -16,9 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pgknee.analyze.run import Group, RunView
+from pgknee.analyze.records import Group, RunView
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching
 from pgknee.analyze.waits import total_aas
+from pgknee.keys import CheckId, CheckStatus, Env
+from pgknee.rules import database_concurrency
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class Recommendation:
     p99_target_ms: float | None
     next_counts: tuple[int, ...] = ()
     reasons: tuple[str, ...] = ()
-    checks: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (ok, warn)
+    checks: dict[CheckId, tuple[int, int]] = field(default_factory=dict)  # check -> (ok, warn) over the steps
     concurrency: str = "clients"  # or 'pool size' when a pooler caps it
     measured: tuple[int, ...] = ()  # the distinct database-side concurrencies measured
 
@@ -76,11 +79,16 @@ def recommend_all(view: RunView, variants: Sequence[str] | None = None, *, fract
 
 
 def concurrency_of(g: Group) -> int:
-    """The database-side concurrency: a managed pool caps it."""
+    """The database-side concurrency of a client count (rules.database_concurrency: a managed
+    pool and its reserve cap it)."""
     s = g.steps[0]
-    if s.pooler_kind == "managed" and s.pool_size:
-        return min(g.clients, s.pool_size)
-    return g.clients
+    return database_concurrency(g.clients, s.pooler_kind, s.pool_size, s.pool_reserve)
+
+
+def measured_points(view: RunView, variant: str) -> list[tuple[int, float]]:
+    """(database-side concurrency, TPS) of each completed repetition of a variant, by client count."""
+    groups = sorted((g for g in view.groups if g.variant == variant), key=lambda g: g.clients)
+    return [(concurrency_of(g), s.tps) for g in groups for s in g.done if s.tps]
 
 
 def knee(points: Sequence[tuple[int, float]]) -> int | None:
@@ -103,7 +111,7 @@ def _client_bound(groups: Sequence[Group]) -> str | None:
     for g in groups:
         for _rep, checks in g.checks:
             for c in checks:
-                if c.name == "client-cpu" and c.status == "warn":
+                if c.id is CheckId.CLIENT_CPU and c.status is CheckStatus.WARN:
                     return (f"at c{g.clients} {c.detail}: add pgbench threads (--threads), a bigger client "
                             "machine, or several load generators")
     for g in groups:
@@ -169,65 +177,74 @@ def _reasons(groups: Sequence[Group], rec_n: int | None, cores: int, fraction: f
 
 def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.95,
               p99_target_ms: float | None = None, spindles: int = 0) -> Recommendation:
-    variants = view.variants()
-    v = variant or variants[0]
+    v = variant or view.variants()[0]
     groups = [g for g in view.groups if g.variant == v and g.tps is not None]
-    cores = int(view.data.env.get("host.cpus", "1") or 1)
-    heuristic = cores * 2 + spindles
-    checks: dict[str, tuple[int, int]] = {}
-    for g in groups:
-        for _rep, cs in g.checks:
-            for c in cs:
-                ok, warn = checks.get(c.name, (0, 0))
-                checks[c.name] = (ok + (c.status == "ok"), warn + (c.status == "warn"))
+    cores = int(view.data.env.get(Env.HOST_CPUS, "1") or 1)
     pooled = any(g.steps[0].pooler_kind == "managed" for g in groups)
-    conc = "pool size" if pooled else "clients"
-
-    def result(verdict: str, reasons: Sequence[str], *, fitted: Fit | None = None, kn: int | None = None,
-               connections: int | None = None, interval: tuple[float, float] | None = None,
-               modelled: float | None = None, nxt: Sequence[int] = (), measured: Sequence[int] = ()
-               ) -> Recommendation:
-        return Recommendation(variant=v, verdict=verdict, connections=connections, interval=interval,
-                              modelled_n=modelled, fit=fitted, knee=kn, heuristic=heuristic, cores=cores,
-                              spindles=spindles, fraction=fraction, p99_target_ms=p99_target_ms,
-                              next_counts=tuple(nxt), reasons=tuple(reasons), checks=checks, concurrency=conc,
-                              measured=tuple(measured))
-
-    by_n: dict[int, list[float]] = {}
+    start = Recommendation(variant=v, verdict="not-enough-data", connections=None, interval=None, modelled_n=None,
+                           fit=None, knee=None, heuristic=cores * 2 + spindles, cores=cores, spindles=spindles,
+                           fraction=fraction, p99_target_ms=p99_target_ms, checks=_check_counts(groups),
+                           concurrency="pool size" if pooled else "clients")
+    by_n: dict[int, list[float]] = {}  # the repetitions' TPS by database-side concurrency
     for g in groups:
         by_n.setdefault(concurrency_of(g), []).extend(float(s.tps) for s in g.done if s.tps)
     if any(s.rate for g in groups for s in g.steps):
-        return result("open-loop", _reasons(groups, None, cores), measured=sorted(by_n))
+        return dataclasses.replace(start, verdict="open-loop", reasons=tuple(_reasons(groups, None, cores)),
+                                   measured=tuple(sorted(by_n)))
     if len(by_n) < 3:
-        return result("not-enough-data", _reasons(groups, None, cores), measured=sorted(by_n))
+        return dataclasses.replace(start, reasons=tuple(_reasons(groups, None, cores)), measured=tuple(sorted(by_n)))
+    return _from_the_model(start, groups, by_n)
+
+
+def _check_counts(groups: Sequence[Group]) -> dict[CheckId, tuple[int, int]]:
+    """How many steps each check passed and warned on."""
+    checks: dict[CheckId, tuple[int, int]] = {}
+    for g in groups:
+        for _rep, cs in g.checks:
+            for c in cs:
+                ok, warn = checks.get(c.id, (0, 0))
+                checks[c.id] = (ok + (c.status is CheckStatus.OK), warn + (c.status is CheckStatus.WARN))
+    return checks
+
+
+def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]]) -> Recommendation:
+    """The USL fitted to the throughput by concurrency: withheld when the client set the pace,
+    counts to run next when it identifies no peak (nor a plateau), else the smallest measured
+    count reaching the fraction of the modelled peak within the p99 target."""
+    cores, fraction = start.cores, start.fraction
     client = _client_bound(groups)
     f = fit(sorted(by_n.items()))
     kn = knee([(n, float(np.median(x))) for n, x in sorted(by_n.items()) if x])  # on the fit's axis
     if client is not None:
-        return result("withheld", [client, *_reasons(groups, None, cores)], fitted=f, kn=kn)
+        return dataclasses.replace(start, verdict="withheld", reasons=(client, *_reasons(groups, None, cores)),
+                                   fit=f, knee=kn)
     # no peak in the data, but a plateau: strong contention (σ) bounds the throughput at λ/σ,
     # and the model reaches the fraction of that bound inside the measured range
     plateau = (not f.identified and math.isfinite(f.peak_x.hi) and f.sigma.lo > 0.05
                and smallest_n_reaching(f.params, fraction, f.max_n) is not None)
     if not f.identified and not plateau:
-        return result("not-identified", _reasons(groups, None, cores), fitted=f, kn=kn,
-                      nxt=next_counts([g.clients for g in groups], cores))
+        return dataclasses.replace(start, verdict="not-identified", reasons=tuple(_reasons(groups, None, cores)),
+                                   fit=f, knee=kn, next_counts=tuple(next_counts([g.clients for g in groups], cores)))
     ceiling = 2.0 * f.max_n
-    modelled = smallest_n_reaching(f.params, fraction, ceiling)
     draws = [n for s in f.samples if (n := smallest_n_reaching(s, fraction, ceiling)) is not None]
     interval = ((float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if draws else None)
-    target = fraction * f.params.peak_x
-    chosen = None
-    for g in sorted(groups, key=lambda g: g.clients):
-        n = concurrency_of(g)
-        tps = statistics.median(by_n[n])
-        if tps >= target and (p99_target_ms is None or (g.p99 is not None and g.p99.value <= p99_target_ms)):
-            chosen = g.clients
-            break
+    chosen = _smallest_reaching(groups, by_n, fraction * f.params.peak_x, start.p99_target_ms)
     reasons = _reasons(groups, chosen, cores, fraction)
     if plateau:
         reasons.insert(0, f"throughput levels off rather than peaks: contention σ {f.params.sigma:.2f} "
                           f"[{f.sigma.lo:.2f}..{f.sigma.hi:.2f}] bounds it near {f.params.peak_x:,.0f} TPS, and the "
                           "sweep shows no decline, so the count is read against that bound")
-    return result("recommended" if chosen is not None else "no-count-meets-target", reasons, fitted=f, kn=kn,
-                  connections=chosen, interval=interval, modelled=modelled)
+    return dataclasses.replace(start, verdict="recommended" if chosen is not None else "no-count-meets-target",
+                               reasons=tuple(reasons), fit=f, knee=kn, connections=chosen, interval=interval,
+                               modelled_n=smallest_n_reaching(f.params, fraction, ceiling))
+
+
+def _smallest_reaching(groups: Sequence[Group], by_n: dict[int, list[float]], target_tps: float,
+                       p99_target_ms: float | None) -> int | None:
+    """The smallest client count whose median TPS reaches the target with its p99 under the
+    p99 target, if any."""
+    for g in sorted(groups, key=lambda g: g.clients):
+        tps = statistics.median(by_n[concurrency_of(g)])
+        if tps >= target_tps and (p99_target_ms is None or (g.p99 is not None and g.p99.value <= p99_target_ms)):
+            return g.clients
+    return None

@@ -26,13 +26,5 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def spread_pct(values: Sequence[float]) -> float:
-    """(max - min) / median, in %: how much repetitions disagree."""
-    if len(values) < 2:
-        return 0.0
-    m = statistics.median(values)
-    return 100.0 * (max(values) - min(values)) / m if m else 0.0
-
-
 def pct_change(value: float, base: float) -> float | None:
     return None if not base else 100.0 * (value - base) / base

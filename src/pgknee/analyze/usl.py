@@ -165,3 +165,17 @@ def next_counts(measured: Sequence[int], cpus: int) -> list[int]:
     if out[-1] < 8 * cpus:
         out.append(8 * cpus)
     return out
+
+
+def fitted_curve(p: Params, grid: np.ndarray) -> np.ndarray:
+    """The modelled throughput at each concurrency of `grid`."""
+    return np.asarray(usl(grid, p.lam, p.sigma, p.kappa))
+
+
+def band(f: Fit, grid: np.ndarray, min_fits: int = 20) -> tuple[np.ndarray, np.ndarray] | None:
+    """The 95% band of the bootstrap fits' curves over `grid` (2.5th and 97.5th percentiles at
+    each point); None with fewer than `min_fits` fits."""
+    if len(f.samples) < min_fits:
+        return None
+    curves = np.array([usl(grid, s.lam, s.sigma, s.kappa) for s in f.samples])
+    return np.percentile(curves, 2.5, axis=0), np.percentile(curves, 97.5, axis=0)

@@ -9,8 +9,49 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pgknee.types import WaitRow
+
+
+@dataclass(frozen=True)
+class WaitProfile:
+    """A wait table's content: the AAS of each event with its 1σ sampling error, the total over
+    the client backends, and background processes apart (not in the total)."""
+
+    snapshots: int
+    rows: tuple[WaitRow, ...]
+    errors: tuple[float, ...]  # of each row's AAS
+    total_aas: float
+    background: tuple[WaitRow, ...] = ()
+    background_errors: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class WaitStack:
+    """Wait events across client counts, as a stacked chart shows them: the events with the
+    largest AAS over all the counts, each one's AAS per count, and the other events' per count."""
+
+    events: tuple[tuple[str, str], ...]  # (type, event), largest first
+    aas: tuple[tuple[float, ...], ...]  # per event, per count
+    rest: tuple[float, ...]  # per count
+
+
+def stack(per_count: Sequence[Sequence[WaitRow]], top: int) -> WaitStack:
+    totals: dict[tuple[str, str], float] = {}
+    for rows in per_count:
+        for w in rows:
+            totals[(w.wait_event_type, w.wait_event)] = totals.get((w.wait_event_type, w.wait_event), 0.0) + w.aas
+    events = sorted(totals, key=lambda k: -totals[k])[:top]
+    aas = tuple(tuple(sum(w.aas for w in rows if (w.wait_event_type, w.wait_event) == event) for rows in per_count)
+                for event in events)
+    rest = tuple(sum(w.aas for w in rows if (w.wait_event_type, w.wait_event) not in events) for rows in per_count)
+    return WaitStack(tuple(events), aas, rest)
+
+
+def profile_of(rows: Sequence[WaitRow], snapshots: int, background: Sequence[WaitRow] = ()) -> WaitProfile:
+    return WaitProfile(snapshots, tuple(rows), tuple(r.aas * relative_error(r) for r in rows), total_aas(rows),
+                       tuple(background), tuple(r.aas * relative_error(r) for r in background))
 
 
 def wait_profile(counts: Sequence[tuple[str, str, int]], snapshots: int) -> list[WaitRow]:

@@ -1,4 +1,6 @@
-"""Helpers shared by the subcommands: the store flag, printing, writing files."""
+"""Helpers shared by the subcommands: the store and noise flags, printing, the outputs. Light
+on purpose (every command's parser is built from it, --help included): the renderer loads when
+something is printed, and files are written by report/output.py."""
 
 from __future__ import annotations
 
@@ -6,14 +8,19 @@ import argparse
 import os
 import shutil
 import sys
-from pathlib import Path
-from typing import Any
-
-from rich.console import RenderableType
+from typing import TYPE_CHECKING, Any
 
 from pgknee import safefs
 from pgknee.errors import UserError
-from pgknee.report.terminal import render
+from pgknee.report.output import check_writable, write_file, write_text_file
+from pgknee.rules import DEFAULT_NOISE_PCT, check_noise_pct
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+# cli/run.py imports check_writable and write_text_file from here (they live in report/output.py)
+__all__ = ["DEFAULT_STORE", "add_noise_threshold", "add_store", "check_writable", "print_items", "stdout_outputs",
+           "width", "write_file", "write_text_file"]
 
 DEFAULT_STORE = "pgknee.db"
 
@@ -24,8 +31,6 @@ def add_store(p: argparse.ArgumentParser) -> None:
 
 
 def _noise_pct(text: str) -> float:
-    from pgknee.rules import check_noise_pct
-
     try:
         value = float(text.rstrip("%"))
     except ValueError:
@@ -36,7 +41,8 @@ def _noise_pct(text: str) -> float:
         raise argparse.ArgumentTypeError(e.message) from None
 
 
-def add_noise_threshold(p: Any, *, default_note: str = "the run's own, 10%% unless it set one") -> None:
+def add_noise_threshold(p: Any, *, default_note: str = f"the run's own, {DEFAULT_NOISE_PCT:g}%% unless it set one"
+                        ) -> None:
     p.add_argument("--noise-threshold", type=_noise_pct, metavar="PCT",
                    help="flag a step as noisy when its repetitions' TPS spread, (max-min)/median, exceeds PCT "
                         f"percent (default: {default_note})")
@@ -49,6 +55,8 @@ def width() -> int:
 def print_items(items: list[RenderableType], *, to_stderr: bool = False) -> None:
     """The tables, on standard output (or standard error, when a JSON or report output was asked
     for on standard output)."""
+    from pgknee.report.terminal import render
+
     out = sys.stderr if to_stderr else sys.stdout
     out.write(render(items, width=width(), color=out.isatty() and not os.environ.get("NO_COLOR")))
     out.flush()
@@ -60,45 +68,3 @@ def stdout_outputs(*paths: str | None) -> bool:
     if len(taken) > 1:
         raise UserError("only one output can go to standard output ('-')", "give the others a file name")
     return bool(taken)
-
-
-def _refuse_a_database(target: Path) -> None:
-    """An output never overwrites a SQLite file: it is most likely the collector database."""
-    try:
-        with target.open("rb") as f:
-            head = f.read(16)
-    except OSError:
-        return
-    if head == b"SQLite format 3\x00" or target.name.endswith(("-wal", "-shm")):
-        raise UserError(f"{target} is a SQLite database (a pgknee store?): pgknee does not write over one",
-                        "choose another output name")
-
-
-def check_writable(path: str) -> None:
-    """Fail on an output path that cannot be written, without creating or changing it (and
-    without opening it: a FIFO would block)."""
-    kind = safefs.output_kind(path)
-    if kind != "file":
-        return
-    target = Path(path)
-    if target.exists():
-        _refuse_a_database(target)
-        ok = os.access(target, os.W_OK) and os.access(target.resolve().parent, os.W_OK | os.X_OK)
-    else:
-        parent = target.parent if str(target.parent) else Path(".")
-        ok = parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
-    if not ok:
-        raise UserError(f"cannot write {path}", "choose a writable path for the output")
-
-
-def write_text_file(path: str, text: str) -> None:
-    write_file(path, text.encode())
-
-
-def write_file(path: str | Path, data: bytes) -> None:
-    """All or nothing (safefs.write_output): '-' is standard output, a device is written in
-    place, a file through a temporary name beside it; a FIFO, socket or directory is refused."""
-    target = Path(path)
-    if str(path) != safefs.STDOUT and safefs.output_kind(str(path)) == "file":
-        _refuse_a_database(target)
-    safefs.write_output(str(path), data)

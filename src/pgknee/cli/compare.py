@@ -1,26 +1,20 @@
-"""pgknee compare: variants of one run, or two runs, side by side, from the store."""
+"""pgknee compare: variants of one run, or two runs, side by side, from the store. The heavy
+modules (analysis, reports, the store, rich) load inside the command."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from rich.text import Text
-
-from pgknee.analyze.compare import metadata_differences
-from pgknee.analyze.run import build, combined
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
-from pgknee.report.jsonout import FORMAT_VERSION, comparison_json, dumps
-from pgknee.report.terminal import headlines, variant_comparison
-from pgknee.store.db import Store, load_run
+from pgknee.rules import SUMMARIES
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("compare", help="variants of one run, or two runs, side by side")
     p.add_argument("runs", nargs="+", metavar="RUN_ID", help="one run (its variants) or two runs")
-    p.add_argument("--summary", choices=("median", "best"), help="over repetitions (default: the run's own)")
+    p.add_argument("--summary", choices=SUMMARIES, help="over repetitions (default: the run's own)")
     add_noise_threshold(p)
     p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
     add_store(p)
@@ -28,6 +22,15 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from pgknee.analyze.compare import headlines, metadata_differences
+    from pgknee.analyze.run import build, combined
+    from pgknee.report.jsonout import compare_json, dumps
+    from pgknee.report.side_by_side import variant_comparison
+    from pgknee.report.terminal import compare_header, differences
+    from pgknee.store.db import Store, load_run
+
     if len(args.runs) > 2:
         raise UserError("compare takes one run (its variants) or two runs")
     store = Store(args.store, create=False)
@@ -46,18 +49,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         diffs = metadata_differences(views[0].data.env, views[1].data.env)
     table = variant_comparison(view)
     assert table is not None
-    items.append(Text("\n".join((f"{letter} = " if len(views) > 1 else "") +
-                                 f"run {v.data.run.run_id} ({v.data.run.workload}, {v.data.run.status}, "
-                                 f"{v.data.run.created_at[:16]})" for letter, v in zip("AB", views, strict=False))))
-    items.append(table)
-    items.extend(Text("▶ " + h) for h in headlines(view))
+    items += [compare_header(views), table, *[Text("▶ " + h) for h in headlines(view)]]
     if diffs:
-        items.append(Text("Warning: the runs differ in what matters for a comparison:\n  " + "\n  ".join(diffs)))
+        items.append(differences(diffs))
     print_items(items, to_stderr=stdout_outputs(args.json))
     if args.json:
-        write_text_file(args.json, dumps({"format_version": FORMAT_VERSION, "runs": [v.data.run.run_id for v in views],
-                                          "summary": view.summary, "rows": comparison_json(view),
-                                          "headlines": headlines(view),
-                                          "metadata_differences": diffs,
-                                          "plans": [json.loads(v.data.run.plan_json) for v in views]}))
+        write_text_file(args.json, dumps(compare_json(views, view, diffs)))
     return 0

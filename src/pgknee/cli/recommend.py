@@ -1,27 +1,21 @@
 """pgknee recommend RUN: the connection count to use, with its interval and reasons; and
-pgknee size: the articles' back-of-envelope sizing (Little's law, (cores x 2) + spindles)."""
+pgknee size: the articles' back-of-envelope sizing (Little's law, (cores x 2) + spindles).
+The heavy modules (the model's numpy and scipy, reports, the store, rich) load inside the
+commands."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import math
 import os
 from typing import Any
 
-from rich.text import Text
-
-from pgknee.analyze.recommend import Recommendation, recommend_all
-from pgknee.analyze.run import build
 from pgknee.cli.common import add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
-from pgknee.plan import parse_seconds
-from pgknee.report.jsonout import FORMAT_VERSION, dumps
-from pgknee.report.terminal import recommendation_items
-from pgknee.store.db import Store, load_run
 
 
 def _ms(text: str) -> float:
+    from pgknee.plan import parse_seconds
+
     try:
         return parse_seconds(text, "--p99-target") * 1000.0
     except UserError as e:
@@ -67,23 +61,15 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=cmd_size)
 
 
-def as_json(r: Recommendation) -> dict[str, Any]:
-    f = r.fit
-    d = {k: v for k, v in dataclasses.asdict(r).items() if k != "fit"}
-    d["headline"] = r.headline()
-    if f is not None:
-        def num(x: float) -> float | None:
-            return None if math.isinf(x) or math.isnan(x) else x
-
-        d["model"] = {"lambda": f.params.lam, "sigma": f.params.sigma, "kappa": f.params.kappa,
-                      "sigma_interval": [f.sigma.lo, f.sigma.hi], "kappa_interval": [f.kappa.lo, f.kappa.hi],
-                      "peak_n": num(f.params.peak_n), "peak_n_interval": [num(f.peak_n.lo), num(f.peak_n.hi)],
-                      "peak_tps": num(f.params.peak_x), "peak_tps_interval": [num(f.peak_x.lo), num(f.peak_x.hi)],
-                      "r2": f.r2, "identified": f.identified, "points": f.points, "bootstrap": f.method}
-    return d
-
-
 def cmd_recommend(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from pgknee.analyze.recommend import recommend_all
+    from pgknee.analyze.run import build
+    from pgknee.report.jsonout import dumps, recommendations_json
+    from pgknee.report.terminal import recommendation_items
+    from pgknee.store.db import Store, load_run
+
     view = build(load_run(Store(args.store, create=False), args.run_id))
     variants = view.variants()
     if args.variant and args.variant not in variants:
@@ -96,30 +82,23 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         items.extend(recommendation_items(r))
     print_items(items, to_stderr=stdout_outputs(args.json))
     if args.json:
-        write_text_file(args.json, dumps({"format_version": FORMAT_VERSION, "run": view.data.run.run_id,
-                                          "recommendations": [as_json(r) for r in recs]}))
+        write_text_file(args.json, dumps(recommendations_json(view, recs)))
     return 0
 
 
 def cmd_size(args: argparse.Namespace) -> int:
+    from pgknee.analyze.run import build
+    from pgknee.analyze.sizing import reach, sizing
+    from pgknee.plan import parse_seconds
+    from pgknee.report.terminal import sizing_text
+    from pgknee.store.db import Store, load_run
+
     latency_s = parse_seconds(args.latency, "--latency")
     if args.tps <= 0 or args.cores < 1 or args.spindles < 0:
         raise UserError("--tps must be above 0, --cores at least 1, --spindles 0 or more")
-    need = args.tps * latency_s
-    lines = [f"Little's law: {args.tps:g} transactions/s x {latency_s:g} s in the database = {need:g} connections busy "
-             f"on average (round up: {math.ceil(need)})",
-             f"rule of thumb (cores x 2) + spindles: ({args.cores} x 2) + {args.spindles} = "
-             f"{args.cores * 2 + args.spindles} connections doing work at once"]
+    measured = None
     if args.run:
         view = build(load_run(Store(args.store, create=False), args.run))
-        v = args.variant or view.variants()[0]
-        pts = [(g.clients, g.tps.value) for g in view.groups if g.variant == v and g.tps]
-        reach = [c for c, tps in pts if tps >= args.tps]
-        best = max(pts, key=lambda p: p[1]) if pts else None
-        if reach:
-            lines.append(f"measured ({v}): {args.tps:g} TPS first reached at {min(reach)} clients")
-        elif best is not None:
-            lines.append(f"measured ({v}): the curve never reaches {args.tps:g} TPS; its best is {best[1]:,.0f} at "
-                         f"{best[0]} clients — more connections will not get there")
-    print_items([Text("\n".join(lines))])
+        measured = reach(view, args.variant or view.variants()[0], args.tps)
+    print_items([sizing_text(sizing(args.tps, latency_s, args.cores, args.spindles), measured)])
     return 0

@@ -1,19 +1,18 @@
-"""pgknee runs | show | waits: read the collector database, nothing else."""
+"""pgknee runs | show | waits: read the collector database, nothing else. The heavy modules
+(analysis, reports, the store, rich) load inside the commands: building the parser, and
+--help, does without them."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
-from pgknee.analyze.run import build
-from pgknee.analyze.waits import wait_profile
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
 from pgknee.errors import UserError
-from pgknee.report.jsonout import dumps, run_json
-from pgknee.report.terminal import run_report, runs_table, wait_table
-from pgknee.store.db import Store, load_run
+from pgknee.rules import SUMMARIES
+
+if TYPE_CHECKING:
+    from pgknee.store.db import Store
 
 PHASES = ("pre", "warmup", "bench", "post")
 
@@ -30,7 +29,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--no-waits", action="store_true", help="leave out the per-step wait profiles")
-    p.add_argument("--summary", choices=("median", "best"),
+    p.add_argument("--summary", choices=SUMMARIES,
                    help="over repetitions: median or best of N (default: what the run asked for)")
     add_noise_threshold(p)
     add_store(p)
@@ -67,30 +66,32 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _open(path: str) -> Store:
+    from pgknee.store.db import Store
+
     return Store(path, create=False)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from pgknee.analyze.run import listing
+    from pgknee.report.terminal import runs_table
+
     store = _open(args.store)
-    rows = []
-    for r in store.runs():
-        steps = store.steps(r.run_id)
-        done = [s for s in steps if s.status == "completed"]
-        best = max((s.tps or 0 for s in done), default=None)
-        best_s = "-"
-        if best:
-            b = max(done, key=lambda s: s.tps or 0)
-            best_s = f"{best:,.0f} @ c{b.clients}"
-        rows.append((r.run_id, r.created_at[:19], r.status, r.workload, f"{r.target_kind} {r.target_label}",
-                     f"{len(done)}/{r.steps_planned}", best_s))
-    if not rows:
+    runs = [listing(r, store.steps(r.run_id)) for r in store.runs()]
+    if not runs:
         print_items([Text(f"no runs in {args.store}")])
         return 0
-    print_items([runs_table(rows)])
+    print_items([runs_table(runs)])
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from pgknee.analyze.run import build
+    from pgknee.report.jsonout import dumps, run_json
+    from pgknee.report.terminal import run_report
+    from pgknee.store.db import load_run
+
     view = build(load_run(_open(args.store), args.run_id), args.summary, args.noise_threshold)
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
@@ -99,6 +100,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_waits(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from pgknee.analyze.waits import profile_of, wait_profile
+    from pgknee.report.tables import wait_table
+
     phases = tuple(p.strip() for p in args.phase.split(",") if p.strip())
     bad = [p for p in phases if p not in PHASES]
     if bad or not phases:
@@ -118,8 +124,8 @@ def cmd_waits(args: argparse.Namespace) -> int:
         by_clients.setdefault((s.variant, s.clients), []).append(s.step_id)
     for (variant, clients), ids in by_clients.items():
         n = store.snapshot_count(ids, phases)
-        rows = wait_profile(store.wait_counts(ids, phases, args.backend), n)
+        profile = profile_of(wait_profile(store.wait_counts(ids, phases, args.backend), n), n)
         items.append(wait_table(f"c{clients}" + (f" {variant}" if variant != "base" else "") +
-                                f" ({len(ids)} step(s))", rows, n))
+                                f" ({len(ids)} step(s))", profile))
     print_items(items)
     return 0

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from pgknee.analyze.compare import metadata_differences
+from pgknee import keys
+from pgknee.analyze.compare import headlines, metadata_differences
 from pgknee.analyze.recommend import Recommendation, recommend_all
-from pgknee.analyze.run import RunView, combined, combined_name, planned_variants
+from pgknee.analyze.records import RunView
+from pgknee.analyze.run import combined, combined_name, missing_steps
 from pgknee.report import charts as ch
+from pgknee.report import plotting as pl
+from pgknee.report import side_by_side as sbs
+from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
-from pgknee.targets.conninfo import scrub_secrets
+from pgknee.rules import scrub_secrets
 from pgknee.types import StepRecord
 
 
@@ -49,7 +53,7 @@ class TableBlock:
 
 @dataclass(frozen=True)
 class ChartBlock:
-    chart: ch.Chart
+    chart: pl.Chart
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class Report:
     blocks: list[Block] = field(default_factory=list)
 
     @property
-    def charts(self) -> list[ch.Chart]:
+    def charts(self) -> list[pl.Chart]:
         out = []
         for b in _walk(self.blocks):
             if isinstance(b, ChartBlock):
@@ -105,15 +109,6 @@ class Options:
     spindles: int = 0
 
 
-def missing_steps(view: RunView) -> list[tuple[str, int, int]]:
-    """Steps the run's plan asked for that the store has no record of: (variant, clients, rep)."""
-    plan = view.run.plan
-    want = Counter((v, c, r) for c in plan.get("clients", []) for r in range(1, int(plan.get("reps", 1)) + 1)
-                   for v in planned_variants(view))
-    lost = want - Counter((s.variant, s.clients, s.rep) for s in view.data.steps)  # a count may repeat
-    return [k for k in want if k in lost for _ in range(lost[k])]
-
-
 def _steps_table(steps: Sequence[StepRecord], missing: Sequence[tuple[str, int, int]]) -> Table:
     t = Table(title="Steps (in the order they ran; failed and missing ones marked)", show_lines=False)
     for h in ("#", "Variant", "Clients", "Rep", "Status", "TPS", "Avg latency (ms)", "p99 (ms)", "What happened"):
@@ -129,9 +124,9 @@ def _steps_table(steps: Sequence[StepRecord], missing: Sequence[tuple[str, int, 
     return t
 
 
-ENV_GROUPS = (("Client machine", "host."), ("PostgreSQL server", "server."), ("Server settings", "setting."),
-              ("Embedded cluster", "embedded."), ("pgbench", "pgbench."), ("Workload", "workload."),
-              ("Target", "target."), ("pgknee", "pgknee."))
+ENV_GROUPS = (("Client machine", keys.HOST), ("PostgreSQL server", keys.SERVER), ("Server settings", keys.SETTING),
+              ("Embedded cluster", keys.EMBEDDED), ("pgbench", keys.PGBENCH), ("Workload", keys.WORKLOAD),
+              ("Target", keys.TARGET), ("pgknee", keys.PGKNEE))
 
 
 def _environment(view: RunView) -> list[Block]:
@@ -139,24 +134,25 @@ def _environment(view: RunView) -> list[Block]:
     nothing with a password reaches the store, and a report is where it would travel furthest."""
     env = view.data.env
     blocks: list[Block] = []
-    used = {"pgknee", "plan.source", "plan.file"}
+    used: set[str] = {keys.COMMAND_LINE, keys.Env.PLAN_SOURCE, keys.Env.PLAN_FILE}
     for title, prefix in ENV_GROUPS:
         rows = tuple((k[len(prefix):], scrub_secrets(v)) for k, v in sorted(env.items())
                      if k.startswith(prefix) and k not in used)
         used |= {prefix + k for k, _ in rows}
         if rows:
             blocks.append(KeyValues(title, rows))
-    rest = tuple((k, scrub_secrets(v)) for k, v in sorted(env.items()) if k not in used and not k.startswith("check."))
+    rest = tuple((k, scrub_secrets(v)) for k, v in sorted(env.items())
+                 if k not in used and not k.startswith(keys.CHECK))
     if rest:
         blocks.append(KeyValues("Other facts recorded with the run", rest))
-    cmd = env.get("pgknee")
+    cmd = env.get(keys.COMMAND_LINE)
     if cmd:
         blocks.append(Para("The pgknee command line of the run (no secrets: a password travels only in the "
                            "environment or a passfile):", "note"))
         blocks.append(Code(scrub_secrets(shlex.join(json.loads(cmd)))))
-    source = env.get("plan.source")
+    source = env.get(keys.Env.PLAN_SOURCE)
     if source:
-        blocks.append(Details(f"Plan file {env.get('plan.file', '')}", (Code(scrub_secrets(source)),)))
+        blocks.append(Details(f"Plan file {env.get(keys.Env.PLAN_FILE, '')}", (Code(scrub_secrets(source)),)))
     blocks.append(Details("The validated plan (JSON)", (Code(scrub_secrets(json.dumps(
         view.run.plan, indent=2, sort_keys=True))),)))
     first: dict[str, list[str]] = {}
@@ -176,7 +172,7 @@ def recommendations(view: RunView, opts: Options) -> list[Recommendation]:
     return recommend_all(view, fraction=opts.fraction, p99_target_ms=opts.p99_target_ms, spindles=opts.spindles)
 
 
-def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts: dict[str, ch.Chart]
+def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts: dict[str, pl.Chart]
                            ) -> list[Block]:
     blocks: list[Block] = [Heading("Recommendation")]
     for r in recs:
@@ -185,7 +181,7 @@ def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts
         blocks.extend(TableBlock(x) for x in items if isinstance(x, Table))
         if r.reasons:
             blocks.append(Bullets(r.reasons))
-        chart = charts.get(ch.key_of("scalability", view, r.variant))
+        chart = charts.get(pl.key_of("scalability", view, r.variant))
         if chart is not None:
             blocks.append(ChartBlock(chart))
     return blocks
@@ -243,16 +239,16 @@ def _introduction(view: RunView, views: Sequence[RunView], labels: Sequence[str]
     return b
 
 
-def _throughput(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+def _throughput(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     b: list[Block] = [Heading("Throughput and latency")]
     b += [ChartBlock(charts[k]) for k in ("throughput-latency", "tps-stddev") if k in charts]
-    comparison = tm.variant_comparison(view)
+    comparison = sbs.variant_comparison(view)
     if comparison is not None:
         b.append(TableBlock(comparison))
-        b.extend(Para(h, "headline") for h in tm.headlines(view))
+        b.extend(Para(h, "headline") for h in headlines(view))
     for v in view.variants():
-        b.append(TableBlock(tm.data_summary(view, v)))
-        scripts = tm.scripts_table(view, v)
+        b.append(TableBlock(tb.data_summary(view, v)))
+        scripts = tb.scripts_table(view, v)
         if scripts is not None:
             b.append(TableBlock(scripts))
     b.append(Para(tm.summary_note(view, "the first client count"), "note"))
@@ -261,16 +257,16 @@ def _throughput(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
     return b
 
 
-def _idle_and_pooler(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+def _idle_and_pooler(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     b: list[Block] = []
-    idle = tm.idle_memory_table(view)
+    idle = sbs.idle_memory_table(view)
     if "idle-memory" in charts or idle is not None:
         b.append(Heading("Idle sessions and memory"))
         if "idle-memory" in charts:
             b.append(ChartBlock(charts["idle-memory"]))
         if idle is not None:
             b.append(TableBlock(idle))
-    pooled = [t for v in view.variants() if (t := tm.pooler_table(view, v)) is not None]
+    pooled = [t for v in view.variants() if (t := tb.pooler_table(view, v)) is not None]
     if pooled:
         b.append(Heading("Pooler"))
         if "pooler" in charts:
@@ -279,21 +275,20 @@ def _idle_and_pooler(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
     return b
 
 
-def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]:
+def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     several = len(view.variants()) > 1
     b: list[Block] = [Heading("CPU and load")]
     for v in view.variants():
-        if (c := charts.get(ch.key_of("cpu", view, v))) is not None:
+        if (c := charts.get(pl.key_of("cpu", view, v))) is not None:
             b.append(ChartBlock(c))
-        b.append(TableBlock(tm.system_table(view, v)))
-    b += [Heading("Wait events"), Para(tm.WAIT_NOTE, "note")]
+        b.append(TableBlock(tb.system_table(view, v)))
+    b += [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():
-        if (c := charts.get(ch.key_of("waits", view, v))) is not None:
+        if (c := charts.get(pl.key_of("waits", view, v))) is not None:
             sampled = True
             b.append(ChartBlock(c))
-        tables: list[Block] = [TableBlock(tm.wait_table(g.label + (f" {v}" if several else ""), g.waits,
-                                                        g.snapshots, g.waits_bg))
+        tables: list[Block] = [TableBlock(tb.wait_table(g.label + (f" {v}" if several else ""), g.wait_profile))
                                for g in view.groups if g.variant == v and g.done and g.snapshots]
         if tables:
             b.append(Details("Wait profile per client count" + (f" — {v}" if several else ""), tuple(tables)))
@@ -305,10 +300,10 @@ def _system_and_waits(view: RunView, charts: dict[str, ch.Chart]) -> list[Block]
 
 
 def _checks(view: RunView) -> list[Block]:
-    b: list[Block] = [Heading("Checks and warnings"), TableBlock(tm.checks_table(view))]
-    money = view.data.env.get("check.money")
-    if money:
-        b.append(Para(money, "ok" if view.data.env.get("check.money.ok") == "true" else "bad"))
+    b: list[Block] = [Heading("Checks and warnings"), TableBlock(tb.checks_table(view))]
+    money = view.money
+    if money is not None:
+        b.append(Para(money.text, "ok" if money.ok is True else "bad"))
     if view.warnings:
         b.append(Bullets(tuple(view.warnings), "warning"))
     return b

@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from pgknee import __version__
-from pgknee.report import charts as ch
 from pgknee.report import document as doc
+from pgknee.report import plotting as pl
 
 
 def _template(name: str) -> str:
@@ -62,9 +62,9 @@ def _multiline(text: str) -> str:
     return html.escape(text).replace("\n", "<br>")
 
 
-def chart(c: ch.Chart) -> str:
+def chart(c: pl.Chart) -> str:
     return (f'<figure class="chart" id="chart-{c.key}" data-chart="{c.kind}" data-points="{c.points}">\n'
-            f"{ch.svg(c)}\n<figcaption><b>{html.escape(c.title)}</b>{html.escape(c.caption)}</figcaption></figure>")
+            f"{pl.svg(c)}\n<figcaption><b>{html.escape(c.title)}</b>{html.escape(c.caption)}</figcaption></figure>")
 
 
 def block(b: doc.Block) -> str:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+from collections.abc import Sequence
 from typing import Any
 
-from pgknee.analyze.compare import Ratio, comparison_rows
-from pgknee.analyze.run import Figure, MemoryRow, PoolerRow, RunView
-from pgknee.analyze.waits import wait_profile
+from pgknee.analyze.compare import Ratio, comparison_rows, headlines
+from pgknee.analyze.recommend import Recommendation
+from pgknee.analyze.records import MemoryRow, PoolerRow, RunView, Spread
 
 FORMAT_VERSION = 1
 
 
-def _fig(f: Figure | None) -> dict[str, float] | None:
+def _spread(f: Spread | None) -> dict[str, float] | None:
     return None if f is None else {"median": f.value, "min": f.lo, "max": f.hi, "n": f.n}
 
 
@@ -21,7 +23,6 @@ def run_json(view: RunView) -> dict[str, Any]:
     d = view.data
     steps = []
     for s in d.steps:
-        n = d.snaps.get(s.step_id, (0, 0.0, 0.0))[0]
         steps.append({
             "seq": s.seq, "variant": s.variant, "clients": s.clients, "rep": s.rep, "threads": s.threads,
             "protocol": s.protocol, "status": s.status, "status_reason": s.status_reason,
@@ -36,25 +37,26 @@ def run_json(view: RunView) -> dict[str, Any]:
                            "p95": s.lat_p95_ms, "p99": s.lat_p99_ms, "max": s.lat_max_ms},
             "schedule_lag_ms": None if s.lag_avg_ms is None else {"avg": s.lag_avg_ms, "p99": s.lag_p99_ms,
                                                                   "max": s.lag_max_ms},
-            "scripts": [{"script": r[1], "weight": r[2], "transactions": r[3], "failed": r[4], "retried": r[5],
-                         "tps": r[6], "latency_ms": {"avg": r[7], "stddev": r[8], "p50": r[9], "p95": r[10],
-                                                     "p99": r[11], "max": r[12]}}
+            "scripts": [{"script": r.script, "weight": r.weight, "transactions": r.transactions, "failed": r.failed,
+                         "retried": r.retried, "tps": r.tps,
+                         "latency_ms": {"avg": r.lat_avg_ms, "stddev": r.lat_stddev_ms, "p50": r.lat_p50_ms,
+                                        "p95": r.lat_p95_ms, "p99": r.lat_p99_ms, "max": r.lat_max_ms}}
                         for r in d.scripts.get(s.step_id, [])],
             "pg_stat_database_delta": d.pgdb.get(s.step_id, {}),
-            "snapshots": n,
+            "snapshots": view.step_snapshots(s),
             "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
-                              "aas": w.aas} for w in wait_profile(d.waits.get(s.step_id, []), n)],
+                              "aas": w.aas} for w in view.step_waits(s)],
         })
     groups = [{
-        "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _fig(g.tps),
-        "latency_ms": {"avg": _fig(g.lat_avg), "stddev": _fig(g.lat_stddev), "p50": _fig(g.p50), "p95": _fig(g.p95),
-                       "p99": _fig(g.p99), "max": _fig(g.lat_max)},
+        "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _spread(g.tps),
+        "latency_ms": {"avg": _spread(g.lat_avg), "stddev": _spread(g.lat_stddev), "p50": _spread(g.p50),
+                       "p95": _spread(g.p95), "p99": _spread(g.p99), "max": _spread(g.lat_max)},
         "noisy": g.noisy, "tps_spread_pct": g.tps_spread_pct, "noise_threshold_pct": g.noise_pct,
         "pooler": _row_json(g.pooler),
         "memory": _row_json(g.memory),
         "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
-        "checks": [{"rep": rep, "name": c.name, "status": c.status, "detail": c.detail}
-                   for rep, cs in g.checks for c in cs],
+        "checks": [{"rep": rep, "name": c.id, "status": c.status, "detail": c.detail, "value": c.value,
+                    "unit": c.unit} for rep, cs in g.checks for c in cs],
     } for g in view.groups]
     r = d.run
     return {"format_version": FORMAT_VERSION, "run_id": r.run_id, "status": r.status,
@@ -65,10 +67,10 @@ def run_json(view: RunView) -> dict[str, Any]:
 
 
 def _row_json(p: PoolerRow | MemoryRow | None) -> dict[str, Any] | None:
-    """A group's pooler or memory row: its fields, Figures as median/min/max/n."""
+    """A group's pooler or memory row: its fields, Spreads as median/min/max/n."""
     if p is None:
         return None
-    return {f.name: _fig(v) if isinstance(v := getattr(p, f.name), Figure) else v for f in dataclasses.fields(p)}
+    return {f.name: _spread(v) if isinstance(v := getattr(p, f.name), Spread) else v for f in dataclasses.fields(p)}
 
 
 def _ratio(r: Ratio | None) -> dict[str, Any] | None:
@@ -81,12 +83,42 @@ def comparison_json(view: RunView) -> list[dict[str, Any]]:
     """The side-by-side rows: each variant per client count with its ratios to the first."""
     return [{
         "clients": row.group.clients, "variant": row.group.variant, "reps": len(row.group.done),
-        "tps": _fig(row.group.tps), "latency_ms": {"avg": _fig(row.group.lat_avg), "stddev": _fig(row.group.lat_stddev),
-                                                   "p99": _fig(row.group.p99)},
+        "tps": _spread(row.group.tps),
+        "latency_ms": {"avg": _spread(row.group.lat_avg), "stddev": _spread(row.group.lat_stddev),
+                       "p99": _spread(row.group.p99)},
         "noisy": row.group.noisy, "versus": row.base if row.tps_ratio is not None else None,
         "tps_ratio": _ratio(row.tps_ratio), "latency_ratio": _ratio(row.latency_ratio),
         "pooler": _row_json(row.group.pooler),
     } for row in comparison_rows(view)]
+
+
+def compare_json(views: Sequence[RunView], view: RunView, diffs: Sequence[str]) -> dict[str, Any]:
+    """pgknee compare --json: the runs, the side-by-side rows, the headlines, what differs."""
+    return {"format_version": FORMAT_VERSION, "runs": [v.data.run.run_id for v in views], "summary": view.summary,
+            "rows": comparison_json(view), "headlines": headlines(view), "metadata_differences": list(diffs),
+            "plans": [json.loads(v.data.run.plan_json) for v in views]}
+
+
+def recommendations_json(view: RunView, recs: Sequence[Recommendation]) -> dict[str, Any]:
+    """pgknee recommend --json."""
+    return {"format_version": FORMAT_VERSION, "run": view.data.run.run_id,
+            "recommendations": [recommendation_json(r) for r in recs]}
+
+
+def recommendation_json(r: Recommendation) -> dict[str, Any]:
+    f = r.fit
+    d = {k: v for k, v in dataclasses.asdict(r).items() if k != "fit"}
+    d["headline"] = r.headline()
+    if f is not None:
+        def num(x: float) -> float | None:
+            return None if math.isinf(x) or math.isnan(x) else x
+
+        d["model"] = {"lambda": f.params.lam, "sigma": f.params.sigma, "kappa": f.params.kappa,
+                      "sigma_interval": [f.sigma.lo, f.sigma.hi], "kappa_interval": [f.kappa.lo, f.kappa.hi],
+                      "peak_n": num(f.params.peak_n), "peak_n_interval": [num(f.peak_n.lo), num(f.peak_n.hi)],
+                      "peak_tps": num(f.params.peak_x), "peak_tps_interval": [num(f.peak_x.lo), num(f.peak_x.hi)],
+                      "r2": f.r2, "identified": f.identified, "points": f.points, "bootstrap": f.method}
+    return d
 
 
 def dumps(obj: dict[str, Any]) -> str:

@@ -9,12 +9,9 @@ import re
 
 from rich.table import Table
 
-from pgknee.report import charts as ch
 from pgknee.report import document as doc
+from pgknee.report import plotting as pl
 from pgknee.report.html import cell_text, table_rows
-
-IMAGE_FORMATS = ("png", "svg")
-
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#])")
 
@@ -61,7 +58,7 @@ def _block(b: doc.Block, folder: str, fmt: str, files: dict[str, bytes]) -> str:
     if isinstance(b, doc.ChartBlock):
         c = b.chart
         name = f"{c.key}.{fmt}"
-        files[name] = ch.png(c) if fmt == "png" else ch.svg(c).encode()
+        files[name] = pl.png(c) if fmt == "png" else pl.svg(c).encode()
         return f"![{esc(c.title)}]({folder}/{name})\n\n_{esc(c.title)}: {esc(c.caption)}_"
     if isinstance(b, doc.KeyValues):
         return f"**{esc(b.title)}**\n\n" + "\n".join(f"- {esc(k)}: {_cell(v)}" for k, v in b.rows)

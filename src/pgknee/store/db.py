@@ -17,7 +17,7 @@ from pgknee import safefs
 from pgknee.clock import now_iso
 from pgknee.errors import StoreError, UserError
 from pgknee.plan import plan_from_stored
-from pgknee.types import OsSample, PoolerSample, PoolerStep, RunData, RunRecord, StepRecord
+from pgknee.types import OsSample, PoolerRecord, PoolerSample, RunData, RunRecord, ScriptRow, StepRecord
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -181,16 +181,15 @@ class Store:
                                (run_id,)).fetchall()
         return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
-    def step_scripts(self, step_id: int) -> list[tuple[Any, ...]]:
-        return self.db.execute(
-            "SELECT script_no, script, weight, transactions, failed, retried, tps, lat_avg_ms, lat_stddev_ms, "
-            "lat_p50_ms, lat_p95_ms, lat_p99_ms, lat_max_ms FROM step_scripts WHERE step_id = ? ORDER BY script_no",
-            (step_id,)).fetchall()
+    def step_scripts(self, step_id: int) -> list[ScriptRow]:
+        rows = self.db.execute(f"SELECT {', '.join(ScriptRow.__slots__)} FROM step_scripts WHERE step_id = ? "
+                               "ORDER BY script_no", (step_id,)).fetchall()
+        return [ScriptRow(*r) for r in rows]
 
     def step_failures(self, step_id: int) -> dict[str, int]:
         return dict(self.db.execute("SELECT kind, count FROM step_failures WHERE step_id = ?", (step_id,)).fetchall())
 
-    def pooler_step(self, step: StepRecord) -> PoolerStep | None:
+    def pooler_record(self, step: StepRecord) -> PoolerRecord | None:
         if step.pooler_kind is None:
             return None
         cols = ", ".join(PoolerSample.__slots__)
@@ -198,7 +197,7 @@ class Store:
                                "ORDER BY epoch", (step.step_id,)).fetchall()
         facts = dict(self.db.execute("SELECT name, value FROM step_pooler WHERE step_id = ?",
                                      (step.step_id,)).fetchall())
-        return PoolerStep([PoolerSample(*r) for r in rows], facts)
+        return PoolerRecord([PoolerSample(*r) for r in rows], facts)
 
     def step_facts(self, step_id: int) -> dict[str, float]:
         return dict(self.db.execute("SELECT name, value FROM step_facts WHERE step_id = ?", (step_id,)).fetchall())
@@ -340,6 +339,6 @@ def load_run(store: Store, ref: str) -> RunData:
         waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
         snaps={i: store.snapshot_stats([i], bench) for i in ids},
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
-        pooler={s.step_id: p for s in steps if (p := store.pooler_step(s)) is not None},
+        pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
         facts={i: f for i in ids if (f := store.step_facts(i))},
         progress={i: pr for i in ids if (pr := store.progress(i))})

@@ -1,0 +1,224 @@
+"""One client count of one variant over its repetitions, from a run's data: the figures, the
+machine, the scripts, the waits, the checks per repetition, the pooler's view and the memory.
+Pure."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from pgknee.analyze import checks as ck
+from pgknee.analyze.records import Group, MemoryRow, PoolerRow, ScriptSummary, Spread, SystemRow
+from pgknee.analyze.waits import total_aas, wait_profile
+from pgknee.keys import (
+    AT_END,
+    BEFORE_IDLE,
+    MEM_AVAILABLE,
+    MEM_CACHED,
+    PSS_IDLE_MEAN,
+    PSS_SERVER,
+    PoolerFact,
+    StepFact,
+    commits_per_txn,
+    memory_fact,
+    setting,
+)
+from pgknee.rules import BEST, measured_window
+from pgknee.types import OsSample, PoolerRecord, RunData, ScriptRow, StepRecord
+
+
+def group_of(data: RunData, variant: str, clients: int, steps: Sequence[StepRecord], summary: str,
+             noise_pct: float) -> Group:
+    """`steps`: every attempt at this count; the completed ones make the figures, each the median
+    of the repetitions or (summary 'best') the figure of the repetition with the highest TPS."""
+    done = [s for s in steps if s.status == "completed"]
+    n_snap = sum(data.snaps.get(s.step_id, (0, 0.0, 0.0))[0] for s in done)
+    best = max(done, key=lambda x: x.tps or 0.0) if done and summary == BEST else None
+
+    def fig(attr: str) -> Spread | None:
+        f = Spread.of([float(v) for x in done if (v := getattr(x, attr)) is not None])
+        if f is None or best is None or getattr(best, attr) is None:
+            return f
+        return Spread(float(getattr(best, attr)), f.lo, f.hi, f.n)
+
+    return Group(
+        variant=variant, clients=clients, steps=tuple(steps), done=tuple(done),
+        tps=fig("tps"), lat_avg=fig("lat_avg_ms"), lat_stddev=fig("lat_stddev_ms"), p50=fig("lat_p50_ms"),
+        p95=fig("lat_p95_ms"), p99=fig("lat_p99_ms"), lat_max=fig("lat_max_ms"), transactions=fig("transactions"),
+        failed=sum(s.failed or 0 for s in done), retried=sum(s.retried or 0 for s in done),
+        threads=steps[0].threads, system=system_row([x for s in done for x in data.os.get(s.step_id, [])]),
+        scripts=script_summaries(data, done),
+        waits=tuple(wait_profile(merge_counts([data.waits.get(s.step_id, []) for s in done]), n_snap)),
+        waits_bg=tuple(wait_profile(merge_counts([data.waits_bg.get(s.step_id, []) for s in done]), n_snap)),
+        snapshots=n_snap, checks=tuple((s.rep, step_checks(data, s)) for s in done), noise_pct=noise_pct,
+        pooler=pooler_row(data, done), memory=memory_row(data, done))
+
+
+def system_row(samples: Sequence[OsSample]) -> SystemRow:
+    if not samples:
+        return SystemRow(None, None, None, None, None, None, None, None, None, None, None)
+
+    def busy(s: OsSample) -> float:
+        return 100.0 - s.cpu_idle
+
+    peak = max(samples, key=busy)
+    client = [s.client_cpu_pct for s in samples if s.client_cpu_pct is not None]
+    return SystemRow(
+        peak_cpu=busy(peak), peak_user=peak.cpu_user, peak_system=peak.cpu_system, peak_nice=peak.cpu_nice,
+        peak_iowait=peak.cpu_iowait, mean_cpu=statistics.fmean(busy(s) for s in samples),
+        peak_load1=max(s.load1 for s in samples), ctx_per_s=statistics.fmean(s.ctx_per_s for s in samples),
+        procs_running=statistics.fmean(s.procs_running for s in samples),
+        mem_available_mb=min(s.mem_available_kb for s in samples) / 1024.0,
+        client_cpu=statistics.fmean(client) if client else None,
+        mean_user=statistics.fmean(s.cpu_user for s in samples),
+        mean_system=statistics.fmean(s.cpu_system for s in samples),
+        mean_nice=statistics.fmean(s.cpu_nice for s in samples),
+        mean_iowait=statistics.fmean(s.cpu_iowait for s in samples),
+        mean_other=statistics.fmean(max(0.0, busy(s) - s.cpu_user - s.cpu_system - s.cpu_nice - s.cpu_iowait)
+                                    for s in samples))
+
+
+def merge_counts(lists: Sequence[Sequence[tuple[str, str, int]]]) -> list[tuple[str, str, int]]:
+    """Wait counts of several steps added up by event."""
+    acc: dict[tuple[str, str], int] = {}
+    for lst in lists:
+        for t, e, n in lst:
+            acc[(t, e)] = acc.get((t, e), 0) + n
+    return [(t, e, n) for (t, e), n in acc.items()]
+
+
+def script_summaries(data: RunData, done: Sequence[StepRecord]) -> tuple[ScriptSummary, ...]:
+    by_no: dict[int, list[ScriptRow]] = {}
+    for s in done:
+        for row in data.scripts.get(s.step_id, []):
+            by_no.setdefault(row.script_no, []).append(row)
+    out = []
+    for _no, rows in sorted(by_no.items()):
+        r0 = rows[0]
+        out.append(ScriptSummary(
+            name=r0.script, weight=r0.weight, transactions=int(statistics.median(r.transactions for r in rows)),
+            failed=sum(r.failed for r in rows), retried=sum(r.retried for r in rows),
+            tps=Spread.of([r.tps for r in rows]), lat_avg=Spread.of([r.lat_avg_ms for r in rows]),
+            p95=Spread.of([r.lat_p95_ms for r in rows]), p99=Spread.of([r.lat_p99_ms for r in rows])))
+    return tuple(out)
+
+
+def pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
+    steps = [s for s in done if s.pooler_kind is not None]
+    if not steps:
+        return None
+    per: dict[str, list[float]] = {}
+    missing = None
+    n = 0
+    for s in steps:
+        p = data.pooler.get(s.step_id)
+        if p is None:
+            continue
+        used, figures = _pooler_figures(data, s, p)
+        n += used
+        for key, value in figures.items():
+            per.setdefault(key, []).append(value)
+        missing = p.facts.get(PoolerFact.MISSING) or missing
+
+    def f(key: str) -> Spread | None:
+        return Spread.of(per.get(key, []))
+
+    s0 = steps[0]
+    return PoolerRow(kind=s0.pooler_kind or "", mode=s0.pool_mode, pool_size=s0.pool_size, samples=n,
+                     cl_active=f("cl_active"), cl_waiting=f("cl_waiting"), cl_waiting_peak=f("cl_waiting_peak"),
+                     sv_active=f("sv_active"), sv_active_peak=f("sv_active_peak"), sv_idle=f("sv_idle"),
+                     maxwait_ms_peak=f("maxwait"), wait_ms_per_txn=f("wait"), xact_ms=f("xact"),
+                     server_ms=f("server"), cpu=f("cpu"),
+                     cpu_peak=f("cpu_peak"), server_backends=f("backends"), missing=missing)
+
+
+def _pooler_figures(data: RunData, s: StepRecord, p: PoolerRecord) -> tuple[int, dict[str, float]]:
+    """One pooled step: the SHOW POOLS samples used, and its figures (pool means and peaks once
+    pgbench has connected, SHOW STATS per transaction, pgbouncer's CPU, the server's backends)."""
+    out: dict[str, float] = {}
+    # while pgbench is still opening its connections the pool is filling: leave that out
+    start = (s.bench_start or 0.0) + (s.conn_time_ms or 0.0) / 1000.0
+    samples = [x for x in p.samples if x.epoch >= start] or p.samples
+    if samples:
+        out.update(cl_active=statistics.fmean(x.cl_active for x in samples),
+                   cl_waiting=statistics.fmean(x.cl_waiting for x in samples),
+                   cl_waiting_peak=max(x.cl_waiting for x in samples),
+                   sv_active=statistics.fmean(x.sv_active for x in samples),
+                   sv_active_peak=max(x.sv_active for x in samples),
+                   sv_idle=statistics.fmean(x.sv_idle for x in samples),
+                   maxwait=max(x.maxwait_us for x in samples) / 1000.0)
+    xacts = p.delta("total_xact_count")
+    if xacts:
+        out.update(wait=(p.delta("total_wait_time") or 0.0) / xacts / 1000.0,
+                   xact=(p.delta("total_xact_time") or 0.0) / xacts / 1000.0,
+                   server=((p.delta("total_xact_time") or 0.0) - (p.delta("total_wait_time") or 0.0))
+                   / xacts / 1000.0)
+    cpu = [o.pooler_cpu_pct for o in data.os.get(s.step_id, []) if o.pooler_cpu_pct is not None]
+    if cpu:
+        out.update(cpu=statistics.fmean(cpu), cpu_peak=max(cpu))
+    snaps = data.snaps.get(s.step_id)
+    if snaps and snaps[0]:
+        out["backends"] = snaps[1]
+    return len(samples), out
+
+
+_END_AVAILABLE = memory_fact(AT_END, MEM_AVAILABLE)
+_BEFORE_IDLE_AVAILABLE = memory_fact(BEFORE_IDLE, MEM_AVAILABLE)
+
+
+def memory_row(data: RunData, done: Sequence[StepRecord]) -> MemoryRow | None:
+    if not done:
+        return None
+    per: dict[str, list[float]] = {}
+    for s in done:
+        f = data.facts.get(s.step_id, {})
+        pg = data.pgdb.get(s.step_id, {})
+        window = measured_window(s.transactions, s.tps, s.duration_s)
+        values = {
+            "avail": f.get(_END_AVAILABLE), "cached": f.get(memory_fact(AT_END, MEM_CACHED)),
+            "pss": f.get(memory_fact(AT_END, PSS_SERVER)), "idle_pss": f.get(memory_fact(AT_END, PSS_IDLE_MEAN)),
+            "drop": (f[_BEFORE_IDLE_AVAILABLE] - f[_END_AVAILABLE]
+                     if _BEFORE_IDLE_AVAILABLE in f and _END_AVAILABLE in f else None),
+            "read": pg["blks_read"] / window if "blks_read" in pg and window else None,
+            "hit": (100.0 * pg["blks_hit"] / (pg["blks_hit"] + pg["blks_read"])
+                    if pg.get("blks_hit", 0) + pg.get("blks_read", 0) > 0 else None),
+            "open": f.get(StepFact.IDLE_OPEN_S), "maxconn": f.get(setting("max_connections"))}
+        for k, x in values.items():
+            if x is not None:
+                per.setdefault(k, []).append(x / 1024.0 if k in ("avail", "cached", "pss", "idle_pss", "drop") else x)
+
+    def fig(key: str) -> Spread | None:
+        return Spread.of(per.get(key, []))
+
+    if not per:
+        return None
+    return MemoryRow(idle=done[0].idle, idle_kind=done[0].idle_kind, available_mb=fig("avail"),
+                     available_drop_mb=fig("drop"), cached_mb=fig("cached"), server_pss_mb=fig("pss"),
+                     idle_backend_pss_mb=fig("idle_pss"), blks_read_per_s=fig("read"), hit_pct=fig("hit"),
+                     idle_open_s=fig("open"), max_connections=per["maxconn"][0] if "maxconn" in per else None)
+
+
+def _commits_per_txn(data: RunData, s: StepRecord) -> float:
+    """Commits per logged transaction of a step: its scripts' own (recorded with the run),
+    weighted by the transactions each ran. 1 when the run did not record them."""
+    num = den = 0.0
+    for row in data.scripts.get(s.step_id, []):
+        per = data.env.get(commits_per_txn(s.variant, row.script))
+        if per is None:
+            return 1.0
+        tx = float(row.transactions)
+        num, den = num + tx * float(per), den + tx
+    return num / den if den else 1.0
+
+
+def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
+    n, _, _ = data.snaps.get(s.step_id, (0, 0.0, 0.0))
+    rows = wait_profile(data.waits.get(s.step_id, []), n)
+    pgdb = data.pgdb.get(s.step_id, {})
+    checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s, _commits_per_txn(data, s)), ck.littles_law(s),
+              ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time"),
+                                        data.busy.get(s.step_id), pgdb.get("idle_in_transaction_time")),
+              ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s)]
+    if s.pooler_kind is not None:
+        checks.append(ck.pooler_occupancy(s, data.pooler.get(s.step_id)))
+    return tuple(checks)

@@ -1,0 +1,80 @@
+"""What a reader of a run must be told before trusting it: an interrupted or failed run or
+step, one repetition, noisy counts, a pooler at its ceiling, slow connecting, checks that
+warned, short steps, money not conserved. Pure."""
+
+from __future__ import annotations
+
+from pgknee.analyze.records import Group, PoolerRow, RunView
+from pgknee.keys import CheckStatus
+from pgknee.rules import measured_window
+from pgknee.types import RunData
+
+POOLER_CPU_LIMIT = 85.0  # % of one core: pgbouncer is single-threaded
+
+
+def run_warnings(view: RunView) -> list[str]:
+    data = view.data
+    done = [s for s in data.steps if s.status == "completed"]
+    out = _run_status(data, len(done))
+    plan = data.run.plan
+    if plan.get("reps", 1) == 1 and len(done) > 1:
+        out.append("one repetition per step: run-to-run noise (about ±15% on small shared machines) is not "
+                   "visible; use --reps 3 before drawing conclusions")
+    for g in view.groups:
+        out += _group_warnings(g.label + ("" if len(view.variants()) == 1 else f" {g.variant}"), g)
+    if plan.get("duration_s", 60) < 60 and done:
+        out.append("steps are shorter than a minute: the 1-minute load average lags behind them; "
+                   "read runnable processes (procs running) instead")
+    money = view.money
+    if money is not None and money.ok is False:
+        out.append(money.text)
+    return out
+
+
+def _run_status(data: RunData, done: int) -> list[str]:
+    out: list[str] = []
+    run = data.run
+    if run.status == "interrupted":
+        out.append(f"the run was interrupted after {done} of {run.steps_planned} steps; "
+                   "the completed steps are shown")
+    elif run.status == "failed":
+        out.append(f"the run failed: {run.status_reason}")
+    for s in data.steps:
+        if s.status == "failed":
+            out.append(f"step c{s.clients} rep {s.rep} failed: {s.status_reason}")
+    return out
+
+
+def _group_warnings(name: str, g: Group) -> list[str]:
+    out: list[str] = []
+    if g.noisy and g.tps is not None:
+        out.append(f"{name}: noisy, TPS varies {g.tps_spread_pct:.0f}% across {g.tps.n} repetitions "
+                   f"({g.tps.lo:.0f}..{g.tps.hi:.0f}; threshold {g.noise_pct:g}%)")
+    out += _pooler_warnings(name, g.pooler)
+    out += _slow_connect(name, g)
+    for rep, checks in g.checks:
+        out += [f"{name} rep {rep}: {c.id}: {c.detail}" for c in checks if c.status is CheckStatus.WARN]
+    return out
+
+
+def _slow_connect(name: str, g: Group) -> list[str]:
+    slow = [s for s in g.done if s.conn_time_ms and s.conn_time_ms / 1000.0 > 0.2 * s.duration_s]
+    if not slow:
+        return []
+    worst = max(slow, key=lambda s: s.conn_time_ms or 0.0)
+    window = measured_window(worst.transactions, worst.tps, 0.0)
+    after = f"the {window:.1f} s after that" if window else "the time after that"
+    return [f"{name}: pgbench took {(worst.conn_time_ms or 0) / 1000:.1f} s to open its {worst.clients} "
+            f"connections; TPS counts {after} (as pgbench's own does); the bench-phase samples include "
+            "the connecting, and a longer --duration measures more"]
+
+
+def _pooler_warnings(name: str, p: PoolerRow | None) -> list[str]:
+    out = []
+    if p is not None and p.cpu is not None and p.cpu.value > POOLER_CPU_LIMIT:
+        peak = f"{p.cpu_peak.value:.0f}" if p.cpu_peak else "-"
+        out.append(f"{name}: pgbouncer used {p.cpu.value:.0f}% of one core on average (peak {peak}%): it is "
+                   "single-threaded, so this step shows the pooler's ceiling rather than the server's")
+    if p is not None and p.missing:
+        out.append(f"{name}: pooler figures missing: {p.missing}")
+    return out

@@ -1,0 +1,59 @@
+"""How the terminal's tables write a number, a figure over repetitions, a ratio; and the
+metrics-by-client-count layout they share. Formatting only."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from pgknee.analyze.compare import Ratio
+from pgknee.analyze.records import Spread
+
+WIDE = 7  # more client counts than this: one row per client count instead of one column
+
+
+def fmt(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def value(f: Spread | None, digits: int = 2) -> str:
+    """The figure shown (median or best), '-' without one."""
+    return fmt(f.value if f else None, digits)
+
+
+def with_change(f: Spread | None, change: float | None, digits: int) -> str:
+    """'1,906.79 +30.4%': a figure and its change against the first client count."""
+    if f is None:
+        return "-"
+    return fmt(f.value, digits) + (f" {change:+.1f}%" if change is not None else "")
+
+
+def with_range(f: Spread | None, digits: int) -> str:
+    """'1,463 (1,355..1,570)': a figure and its min..max when it was repeated."""
+    if f is None:
+        return "-"
+    if f.n < 2:
+        return fmt(f.value, digits)
+    return f"{fmt(f.value, digits)} ({fmt(f.lo, digits)}..{fmt(f.hi, digits)})"
+
+
+def ratio(r: Ratio | None) -> str:
+    if r is None:
+        return ""
+    if r.lo is None or r.hi is None:
+        return f"×{r.value:.2f} (1 rep)"
+    return f"×{r.value:.2f} [{r.lo:.2f}..{r.hi:.2f}]"
+
+
+def matrix(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    """Metrics as rows and client counts as columns (the article's layout) while it
+    fits; transposed when the sweep has many client counts."""
+    if len(header) - 1 > WIDE + 1:
+        header, rows = [header[0].replace("Metric", "Step"), *[r[0] for r in rows]], \
+            [[header[i], *[r[i] for r in rows]] for i in range(1, len(header))]
+    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    for i, h in enumerate(header):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*r)
+    return t

@@ -1,0 +1,91 @@
+"""The terminal's tables of variants side by side per client count: throughput and latency
+with the paired ratios to the first variant, and the idle sessions' memory with each
+variant's TPS change. Formatting only: the rows come from analyze/compare.py."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from pgknee.analyze.compare import comparison_rows
+from pgknee.analyze.records import Group, RunView
+from pgknee.report.cells import ratio, value, with_range
+from pgknee.rules import BEST
+
+
+def variant_comparison(view: RunView) -> Table | None:
+    """The variants side by side per client count: TPS and latency with their spread over the
+    repetitions, and the ratios to the first variant from the paired repetitions, with their
+    95% intervals."""
+    variants = view.variants()
+    if len(variants) < 2:
+        return None
+    first = variants[0]
+    how = "best of the repetitions" if view.summary == BEST else "medians"
+    t = Table(title=f"Variants side by side ({how}, (min..max) over the repetitions; ratios to {first} from "
+                    "paired repetitions, [95% interval])", box=box.SIMPLE_HEAVY, title_justify="left")
+    pooled = any(g.pooler is not None for g in view.groups)
+    failures = any(g.failed for g in view.groups)
+    for i, h in enumerate(("Clients", "Variant", "TPS", "Avg Latency (ms)", "StdDev (ms)", "p99 (ms)")
+                          + (("Failed",) if failures else ())
+                          + (f"TPS vs {first}", f"Latency vs {first}", "TPS difference")
+                          + (("Pooler: sv_active · waiting · wait ms",) if pooled else ())):
+        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold" if i == 1 else "ellipsis")
+    last = None
+    for row in comparison_rows(view):
+        g = row.group
+        if last is not None and g.clients != last:
+            t.add_section()
+        r = row.tps_ratio
+        noise = "" if r is None else {True: "beyond noise", False: "within noise", None: "unknown"}[r.beyond_noise]
+        t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant + ("*" if g.noisy else ""),
+                  with_range(g.tps, 0 if (g.tps and g.tps.value >= 100) else 2), with_range(g.lat_avg, 3),
+                  value(g.lat_stddev, 3), value(g.p99, 3),
+                  *((f"{g.failed:,}",) if failures else ()), ratio(r), ratio(row.latency_ratio), noise,
+                  *((_pooler_cell(g),) if pooled else ()))
+        last = g.clients
+    return t
+
+
+def _pooler_cell(g: Group) -> str:
+    p = g.pooler
+    if p is None:
+        return ""
+    if p.sv_active is None:
+        return "no console"
+    wait = f" · {p.wait_ms_per_txn.value:.2f}" if p.wait_ms_per_txn else ""
+    return f"{p.sv_active.value:.1f} · {p.cl_waiting.value if p.cl_waiting else 0:.1f}{wait}"
+
+
+def idle_memory_table(view: RunView) -> Table | None:
+    """Articles 003 and 004's view: per client count, each variant's idle sessions, TPS and
+    its change against the first variant, p99, the machine's available memory and what the
+    server's processes hold (proportional set size), per idle backend, and the reads."""
+    if not any(g.memory is not None and (g.memory.idle or g.memory.max_connections) for g in view.groups):
+        return None
+    first = view.variants()[0]
+    t = Table(title=f"Idle sessions and memory (medians; memory at the end of the bench phase, idle sessions still "
+                    f"open; TPS change vs {first}; Δ avail: how far MemAvailable fell while they were open; "
+                    "PSS: proportional set size, all server processes and per idle backend)",
+              box=box.SIMPLE_HEAVY, title_justify="left")
+    restarts = any(g.memory is not None and g.memory.max_connections for g in view.groups)
+    t.add_column("Clients")
+    t.add_column("Variant", overflow="fold")
+    for h in ("Idle", *(("max_conn",) if restarts else ()), "TPS", "TPS change", "p99 (ms)", "Avail (MB)",
+              "Δ avail (MB)", "PSS (MB)", "PSS/idle (MB)", "Reads/s", "Hit %"):
+        t.add_column(h, justify="right")
+    last = None
+    for row in comparison_rows(view):
+        g, m = row.group, row.group.memory
+        if last is not None and g.clients != last:
+            t.add_section()
+        t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant,
+                  f"{m.idle} {m.idle_kind}" if m and m.idle else "0",
+                  *((f"{m.max_connections:.0f}" if m and m.max_connections else "",) if restarts else ()),
+                  value(g.tps, 0), f"{row.tps_change:+.1f}%" if row.tps_change is not None else "",
+                  value(g.p99, 3), value(m.available_mb, 0) if m else "-",
+                  value(m.available_drop_mb, 0) if m and m.idle else "", value(m.server_pss_mb, 0) if m else "-",
+                  value(m.idle_backend_pss_mb, 2) if m and m.idle else "", value(m.blks_read_per_s, 0) if m else "-",
+                  value(m.hit_pct, 2) if m else "-")
+        last = g.clients
+    return t
