@@ -1,12 +1,10 @@
-"""DSNs as text: parse, take the secrets out, and scrub a password from any text. Pure
-(libpq's own parser through psycopg); the resolution of a DSN against a server, and what its
-clients get, is targets/conninfo.py."""
+"""DSNs as text: parse, take the secrets out, and scrub a password from any text. Pure: libpq's
+own parser through psycopg, loaded only when a DSN is parsed. The resolution of a DSN against a
+server, and what its clients get, is targets/conninfo.py."""
 
 from __future__ import annotations
 
 import re
-
-import psycopg.conninfo
 
 from pgknee.errors import UserError
 
@@ -14,6 +12,8 @@ _SECRET_KEYS = ("password", "sslpassword")
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
+    import psycopg.conninfo  # libpq's parser; imported here so that scrubbing text loads no driver
+
     try:
         return {k: str(v) for k, v in psycopg.conninfo.conninfo_to_dict(dsn).items()}
     except psycopg.ProgrammingError as e:
@@ -29,6 +29,8 @@ def parse_dsn(dsn: str) -> dict[str, str]:
 
 def redact_dsn(dsn: str) -> str:
     """The DSN as it may be shown and stored: every secret removed."""
+    import psycopg.conninfo
+
     params = {k: v for k, v in parse_dsn(dsn).items() if k not in _SECRET_KEYS}
     return psycopg.conninfo.make_conninfo(**params)
 

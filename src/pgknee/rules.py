@@ -5,7 +5,6 @@ counts. Pure; the plan, the run loop, analysis and the reports all import them f
 from __future__ import annotations
 
 import math
-import re
 
 from pgknee.errors import UserError
 
@@ -65,17 +64,3 @@ def measured_window(transactions: int | None, tps: float | None, fallback_s: flo
 
 # the two summaries by name, for the code that tells them apart
 MEDIAN, BEST = SUMMARIES
-
-
-# what counts as a secret in free text: a URI's user:password@ and a password=... keyword (its
-# value bare or quoted). The same patterns as targets/conninfo.scrub_secrets, here so that a
-# report can apply them without reaching the connection layer (psycopg); conninfo should use
-# these rather than keep its own copy.
-_URI_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@", re.IGNORECASE)
-_KEY_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^\s'\"]+)", re.IGNORECASE)
-
-
-def scrub_secrets(text: str) -> str:
-    """Any password in free text replaced by ***: the last guard before a command line or a
-    plan file is stored or shown."""
-    return _KEY_PASSWORD.sub(r"\1***", _URI_PASSWORD.sub(r"\1***@", text))

@@ -177,18 +177,18 @@ def test_markdown_escapes_what_came_from_the_run() -> None:
     assert block.startswith("````\n") and block.endswith("\n````")
 
 
-def test_the_run_command_still_writes_its_report_through_cli_report(run_data: RunData, tmp_path: Path) -> None:
-    """cli/run.py imports check_output, output_format, options_from and write from cli.report;
-    they are thin over report/output.py and report/files.py."""
+def test_the_report_options_and_writer_the_run_command_uses(run_data: RunData, tmp_path: Path) -> None:
+    """pgknee run --report: options from the flags (cli.report), the writer in report/."""
     import argparse
 
     from pgknee.cli import report as cli_report
+    from pgknee.report import files, output
 
     args = argparse.Namespace(min_fraction=0.9, p99_target=None, spindles=2)
     opts = cli_report.options_from(args)
     assert opts == doc.Options(fraction=0.9, p99_target_ms=None, spindles=2)
     out = str(tmp_path / "r.html")
-    fmt = cli_report.output_format(out, None)
-    cli_report.check_output(out, fmt)
-    said = cli_report.write(out, fmt, [build(run_data)], opts)
+    fmt = output.output_format(out, None)
+    output.check_output(out, fmt)
+    said = files.write(out, fmt, [build(run_data)], opts)
     assert said.startswith(f"wrote {out} (") and (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")

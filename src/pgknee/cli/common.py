@@ -12,15 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from pgknee import safefs
 from pgknee.errors import UserError
-from pgknee.report.output import check_writable, write_file, write_text_file
 from pgknee.rules import DEFAULT_NOISE_PCT, check_noise_pct
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-
-# cli/run.py imports check_writable and write_text_file from here (they live in report/output.py)
-__all__ = ["DEFAULT_STORE", "add_noise_threshold", "add_store", "check_writable", "print_items", "stdout_outputs",
-           "width", "write_file", "write_text_file"]
 
 DEFAULT_STORE = "pgknee.db"
 

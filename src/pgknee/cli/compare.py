@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, write_text_file
+from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
 from pgknee.errors import UserError
+from pgknee.report.output import write_text_file
 from pgknee.rules import SUMMARIES
 
 

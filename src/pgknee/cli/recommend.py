@@ -9,8 +9,9 @@ import argparse
 import os
 from typing import Any
 
-from pgknee.cli.common import add_store, print_items, stdout_outputs, write_text_file
+from pgknee.cli.common import add_store, print_items, stdout_outputs
 from pgknee.errors import UserError
+from pgknee.report.output import write_text_file
 
 
 def _ms(text: str) -> float:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pgknee.cli.common import add_noise_threshold, add_store
@@ -16,13 +15,8 @@ from pgknee.report.output import FORMATS, IMAGE_FORMATS, check_output, output_fo
 from pgknee.rules import SUMMARIES
 
 if TYPE_CHECKING:
-    from pgknee.analyze.recommend import Recommendation
-    from pgknee.analyze.records import RunView
     from pgknee.report.document import Options
 
-# cli/run.py imports these from here: check_output and output_format (report/output.py), write
-# (report/files.py) and options_from
-__all__ = ["add_parser", "check_output", "cmd_report", "options_from", "output_format", "write"]
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("report", help="write a report with charts: one self-contained HTML file, or markdown")
@@ -41,15 +35,6 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_report)
 
 
-def write(path: str, fmt: str, views: Sequence[RunView], opts: Options,
-          say: Callable[[str], None] = lambda _: None, image_format: str = "png",
-          recs: Sequence[Recommendation] | None = None) -> str:
-    """report.files.write, for cli/run.py (which imports it from here)."""
-    from pgknee.report import files
-
-    return files.write(path, fmt, views, opts, say, image_format, recs)
-
-
 def options_from(args: argparse.Namespace) -> Options:
     from pgknee.report.document import Options
 
@@ -58,7 +43,7 @@ def options_from(args: argparse.Namespace) -> Options:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from pgknee.analyze.run import build
-    from pgknee.report.files import LABELS
+    from pgknee.report.files import LABELS, write
     from pgknee.store.db import Store, load_run
 
     fmt = output_format(args.output, args.format)

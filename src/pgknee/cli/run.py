@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgknee.cli.common import add_noise_threshold, add_store, check_writable, print_items, stdout_outputs
+from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.plan import PROTOCOLS, WORKLOADS
@@ -217,8 +217,8 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
 def _results(args: argparse.Namespace, store: Store, run_id: str) -> None:
     """The tables (and JSON, recommendation, report) of the run just made, from the store."""
     from pgknee.analyze.run import build
-    from pgknee.cli.common import write_text_file
     from pgknee.report.jsonout import dumps, run_json
+    from pgknee.report.output import write_text_file
     from pgknee.report.terminal import recommendation_items, run_report
     from pgknee.store.db import load_run
 
@@ -245,9 +245,11 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Fail on an unwritable output before an hour of measuring, not after."""
     stdout_outputs(args.json, args.report)
     if args.json:
+        from pgknee.report.output import check_writable
+
         check_writable(args.json)
     if args.report:
-        from pgknee.cli.report import check_output, output_format
+        from pgknee.report.output import check_output, output_format
 
         check_output(args.report, output_format(args.report, None))
 
@@ -271,6 +273,8 @@ def _partial_report(args: argparse.Namespace, store: Store, run_id: str, say: Ca
 
 def _write_report(args: argparse.Namespace, view: RunView, say: Callable[[str], None],
                   recs: list[Recommendation] | None = None) -> None:
-    from pgknee.cli.report import options_from, output_format, write
+    from pgknee.cli.report import options_from
+    from pgknee.report.files import write
+    from pgknee.report.output import output_format
 
     say(write(args.report, output_format(args.report, None), [view], options_from(args), recs=recs))

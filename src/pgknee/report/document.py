@@ -15,12 +15,12 @@ from pgknee.analyze.compare import headlines, metadata_differences
 from pgknee.analyze.recommend import Recommendation, recommend_all
 from pgknee.analyze.records import RunView
 from pgknee.analyze.run import combined, combined_name, missing_steps
+from pgknee.dsn import scrub_secrets
 from pgknee.report import charts as ch
 from pgknee.report import plotting as pl
 from pgknee.report import side_by_side as sbs
 from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
-from pgknee.rules import scrub_secrets
 from pgknee.types import StepRecord
 
 
