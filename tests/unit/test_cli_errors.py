@@ -10,6 +10,7 @@ import pytest
 
 from pgknee import cli
 from pgknee.store.db import Store
+from pgknee.store.writer import RunWriter
 
 
 class _RunnerSentinel:
@@ -107,8 +108,8 @@ def test_read_commands_on_a_missing_store(capsys: pytest.CaptureFixture[str], tm
 def test_show_unknown_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     s = Store(path)
-    s.create_run("20250101-000000-abcd", workload="ewallet", target_kind="embedded", target_label="x",
-                 plan={}, steps_planned=1)
+    RunWriter(s, "20250101-000000-abcd").create_run(workload="ewallet", target_kind="embedded", target_label="x",
+                                                    plan={}, steps_planned=1)
     s.close()
     rc, raised = _main(["show", "nope", "--store", str(path)])
     _assert_one_error_line(capsys, rc, raised, "no run 'nope'")

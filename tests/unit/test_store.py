@@ -13,8 +13,11 @@ from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.errors import StoreError
-from pgknee.store import db as dbmod
+from pgknee.store import writer as writer_mod
 from pgknee.store.db import SCHEMA_VERSION, Store, load_run
+from pgknee.store.sql import load
+from pgknee.store.writer import RunWriter
+from pgknee.types import LatencyStats, PgbenchSummary, ScriptResult, StepMeasurement, StepResult
 
 # the article's wait-profile query (000, section 7), verbatim
 ARTICLE_SQL = """
@@ -31,7 +34,7 @@ LIMIT 20
 def clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Distinct, increasing created_at values (runs made in one millisecond would tie)."""
     counter = itertools.count()
-    monkeypatch.setattr(dbmod, "now_iso", lambda: f"2025-01-01 00:00:{next(counter):02d}.000")
+    monkeypatch.setattr(writer_mod, "now_iso", lambda: f"2025-01-01 00:00:{next(counter):02d}.000")
 
 
 @pytest.fixture
@@ -41,9 +44,28 @@ def store(tmp_path: Path, clock: None) -> Iterator[Store]:
     s.close()
 
 
-def _run(store: Store, run_id: str, steps: int = 2) -> None:
-    store.create_run(run_id, workload="ewallet", target_kind="embedded", target_label="postgres@/tmp:5432/pgknee",
-                     plan={"reps": 1, "duration_s": 10}, steps_planned=steps)
+def _run(store: Store, run_id: str, steps: int = 2) -> RunWriter:
+    w = RunWriter(store, run_id)
+    w.create_run(workload="ewallet", target_kind="embedded", target_label="postgres@/tmp:5432/pgknee",
+                 plan={"reps": 1, "duration_s": 10}, steps_planned=steps)
+    return w
+
+
+def _step(w: RunWriter, seq: int, clients: int) -> int:
+    return w.begin_step({"seq": seq, "variant": "base", "clients": clients, "rep": 1, "threads": 2,
+                         "protocol": "prepared", "duration_s": 10, "warmup_s": 0, "pipeline": 0,
+                         "connect_per_txn": 0, "rate": None, "think_ms": 0.0, "pooler_kind": None, "pool_mode": None,
+                         "pool_size": None, "pool_reserve": 0, "idle": 0, "idle_kind": None, "settings_json": None})
+
+
+def _result(step_id: int, status: str, reason: str | None = None, *, tps: float | None = None,
+            transactions: int = 0, lat_avg_ms: float = 1.0, scripts: tuple[ScriptResult, ...] = (),
+            failures: dict[str, int] | None = None, pg_delta: dict[str, float] | None = None,
+            os_rows: tuple[tuple[object, ...], ...] = ()) -> StepResult:
+    lat = LatencyStats(transactions, lat_avg_ms, 0.0, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms)
+    m = (StepMeasurement(transactions, 0, 0, 0, tps, lat, scripts, failures or {}) if tps is not None else None)
+    return StepResult(step_id, status, reason, 0 if status == "completed" else 1, 0.0, 10.0, PgbenchSummary(), m,
+                      None, pg_delta or {}, (), None, os_rows, {}, None)
 
 
 # ---- opening and migrating ------------------------------------------------------------------------
@@ -118,14 +140,11 @@ def test_not_a_database(tmp_path: Path) -> None:
 
 
 def test_create_run_and_steps(store: Store) -> None:
-    _run(store, "20250101-000000-aaaa")
-    sid1 = store.begin_step("20250101-000000-aaaa", seq=1, variant="base", clients=2, rep=1, threads=2,
-                            protocol="prepared", duration_s=10, warmup_s=0)
-    sid2 = store.begin_step("20250101-000000-aaaa", seq=2, variant="base", clients=4, rep=1, threads=4,
-                            protocol="prepared", duration_s=10, warmup_s=0)
+    w = _run(store, "20250101-000000-aaaa")
+    sid1, sid2 = _step(w, 1, 2), _step(w, 2, 4)
     assert sid1 != sid2
-    store.end_step(sid1, "completed", tps=123.5, transactions=1235, lat_avg_ms=16.2, failed=0)
-    store.end_step(sid2, "failed", "pgbench exit 1: boom")
+    w.write_step(_result(sid1, "completed", tps=123.5, transactions=1235, lat_avg_ms=16.2))
+    w.write_step(_result(sid2, "failed", "pgbench exit 1: boom"))
     s1, s2 = store.steps("20250101-000000-aaaa")
     assert (s1.step_id, s1.seq, s1.clients, s1.status, s1.tps, s1.transactions, s1.lat_avg_ms) == (
         sid1, 1, 2, "completed", 123.5, 1235, 16.2)
@@ -133,16 +152,16 @@ def test_create_run_and_steps(store: Store) -> None:
     run = store.resolve_run("20250101-000000-aaaa")
     assert run.status == "running" and run.steps_planned == 2
     assert json.loads(run.plan_json) == {"duration_s": 10, "reps": 1}
-    store.finish_run(run.run_id, "completed")
+    w.finish_run("completed", None)
     assert store.resolve_run("last").status == "completed"
 
 
 def test_step_status_is_checked(store: Store) -> None:
-    _run(store, "r")
-    sid = store.begin_step("r", seq=1, variant="base", clients=2, rep=1, threads=2, protocol="prepared",
-                           duration_s=10, warmup_s=0)
+    w = _run(store, "r")
+    sid = _step(w, 1, 2)
     with pytest.raises(sqlite3.IntegrityError):
-        store.end_step(sid, "weird")
+        w.write_step(_result(sid, "weird"))
+    assert store.steps("r")[0].status == "running"  # the step's whole write was rolled back
 
 
 def test_resolve_run(store: Store) -> None:
@@ -170,20 +189,20 @@ def test_exact_id_wins_over_prefix(store: Store) -> None:
 
 
 def test_transaction_rolls_back(store: Store) -> None:
-    _run(store, "r")
+    w = _run(store, "r")
     with pytest.raises(RuntimeError), store.transaction():
-        store.set_environment("r", {"a": "1"})
+        w.set_environment({"a": "1"})
         raise RuntimeError("boom")
     assert store.environment("r") == {}
     with store.transaction():
-        store.set_environment("r", {"a": "1", "b": "2"})
+        w.set_environment({"a": "1", "b": "2"})
     assert store.environment("r") == {"a": "1", "b": "2"}
 
 
 def test_commands_round_trip(store: Store) -> None:
-    _run(store, "r")
-    store.add_command("r", None, "pgknee", ["pgknee", "run", "--clients", "2,4"])
-    store.add_command("r", 7, "bench", ["pgbench", "--client=2"])
+    w = _run(store, "r")
+    w.add_command(None, "pgknee", ["pgknee", "run", "--clients", "2,4"])
+    w.add_command(7, "bench", ["pgbench", "--client=2"])
     assert store.commands("r") == [(None, "pgknee", ["pgknee", "run", "--clients", "2,4"]),
                                    (7, "bench", ["pgbench", "--client=2"])]
 
@@ -213,13 +232,11 @@ def _fill_activity(store: Store) -> None:
         _activity("r1", 1, t4, "post", "active", None, None),  # another phase
         _activity("r2", 2, t1, "bench", "active", None, None),  # another run
     ]
-    cols = ("_run_id", "_step_id", "_collected_at", "_phase", *ACTIVITY_COLUMNS)
-    store.insert_many("snap_pg_stat_activity", cols, rows)
+    store.db.executemany(load("insert_activity"), rows)  # the writer's own statements
     # four bench snapshots of step 1: t4's bench snapshot found nobody active
     snaps = [("r1", 1, t, "bench", 1.0 + i, 5, 3, 2, 0, 0.4) for i, t in enumerate((t1, t2, t3))]
     snaps.append(("r1", 1, "2025-01-01 00:00:05.000", "bench", 5.0, 5, 3, 0, 0, 0.4))
-    store.insert_many("snapshots", ("run_id", "step_id", "_collected_at", "_phase", "epoch", "backends",
-                                    "client_backends", "active", "idle_in_xact", "query_ms"), snaps)
+    store.db.executemany(load("insert_snapshots"), snaps)
 
 
 def test_article_wait_profile_sql_runs_unchanged(store: Store) -> None:
@@ -248,29 +265,24 @@ def test_wait_counts_client_backends(store: Store) -> None:
 
 
 def test_load_run_round_trip(store: Store) -> None:
-    _run(store, "r", steps=2)
-    sids = []
-    for seq, (clients, tps) in enumerate([(2, 100.0), (8, 300.0)], start=1):
-        sid = store.begin_step("r", seq=seq, variant="base", clients=clients, rep=1, threads=2,
-                               protocol="prepared", duration_s=10, warmup_s=0)
-        store.end_step(sid, "completed", tps=tps, lat_avg_ms=1000 * clients / tps, transactions=int(tps * 10),
-                       failed=0, retried=0, retries=0, bench_start=0.0, bench_end=10.0)
-        sids.append(sid)
-    store.insert_many("step_scripts", ("step_id", "script_no", "script", "weight", "transactions", "failed",
-                                       "retried", "tps", "lat_avg_ms"), [(sids[0], 0, "transfer", 60, 1000, 0, 0,
-                                                                          100.0, 20.0)])
-    store.insert_many("step_failures", ("step_id", "kind", "count"), [(sids[1], "serialization", 3)])
-    store.insert_many("step_pg_stat_database", ("step_id", "name", "delta"), [(sids[0], "xact_commit", 1002.0)])
+    w = _run(store, "r", steps=2)
     os_row = ("2025-01-01 00:00:01.000", "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0,
               8000, 4000, 1000, 2000, 25.0, 40.0)
-    store.insert_many("os_samples", ("run_id", "step_id", *OS_COLUMNS), [("r", sids[0], *os_row)])
-    store.set_environment("r", {"host.cpus": "4"})
+    assert len(os_row) == len(OS_COLUMNS)
+    transfer = ScriptResult(0, "transfer", 60, 1000, 0, 0, 100.0, LatencyStats(1000, 20.0, 2.0, 1.0, 19.0, 30.0, 40.0,
+                                                                             90.0))
+    sids = [_step(w, 1, 2), _step(w, 2, 8)]
+    w.write_step(_result(sids[0], "completed", tps=100.0, transactions=1000, lat_avg_ms=20.0, scripts=(transfer,),
+                         pg_delta={"xact_commit": 1002.0}, os_rows=(os_row,)))
+    w.write_step(_result(sids[1], "completed", tps=300.0, transactions=3000, lat_avg_ms=1000 * 8 / 300.0,
+                         failures={"serialization": 3}))
+    w.set_environment({"host.cpus": "4"})
     data = load_run(store, "last")
     assert [s.clients for s in data.steps] == [2, 8]
     (script,) = data.scripts[sids[0]]
     assert (script.script_no, script.script, script.weight, script.transactions) == (0, "transfer", 60, 1000)
     assert (script.failed, script.retried, script.tps, script.lat_avg_ms, script.lat_p99_ms) == (
-        0, 0, 100.0, 20.0, None)
+        0, 0, 100.0, 20.0, 40.0)
     assert data.failures[sids[1]] == {"serialization": 3}
     assert data.pgdb[sids[0]] == {"xact_commit": 1002.0}
     (sample,) = data.os[sids[0]]

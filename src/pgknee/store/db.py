@@ -8,13 +8,12 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pgknee import safefs
-from pgknee.clock import now_iso
 from pgknee.errors import StoreError, UserError
 from pgknee.plan import plan_from_stored
 from pgknee.types import OsSample, PoolerRecord, PoolerSample, RunData, RunRecord, ScriptRow, StepRecord
@@ -87,63 +86,9 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
-    # ---- writes ---------------------------------------------------------------------------
-    def create_run(self, run_id: str, *, workload: str, target_kind: str, target_label: str,
-                   plan: dict[str, Any], steps_planned: int) -> None:
-        self.db.execute(
-            "INSERT INTO runs (run_id, created_at, status, workload, target_kind, target_label, plan_json, "
-            "steps_planned) VALUES (?, ?, 'running', ?, ?, ?, ?, ?)",
-            (run_id, now_iso(), workload, target_kind, target_label, json.dumps(plan, sort_keys=True),
-             steps_planned))
-
-    def extend_run(self, run_id: str, *, plan: dict[str, Any], more_steps: int) -> int:
-        """Reopen a stored run for more steps (pgknee run --extend); returns the last seq."""
-        self.db.execute("UPDATE runs SET status = 'running', status_reason = NULL, finished_at = NULL, "
-                        "plan_json = ?, steps_planned = steps_planned + ? WHERE run_id = ?",
-                        (json.dumps(plan, sort_keys=True), more_steps, run_id))
-        row = self.db.execute("SELECT coalesce(max(seq), 0) FROM steps WHERE run_id = ?", (run_id,)).fetchone()
-        return int(row[0]) if row else 0
-
-    def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
-        self.db.execute("UPDATE runs SET status = ?, status_reason = ?, finished_at = ? WHERE run_id = ?",
-                        (status, reason, now_iso(), run_id))
-
-    def set_environment(self, run_id: str, items: dict[str, str]) -> None:
-        self.db.executemany("INSERT OR REPLACE INTO run_environment (run_id, key, value) VALUES (?, ?, ?)",
-                            [(run_id, k, str(v)) for k, v in items.items()])
-
-    def add_command(self, run_id: str, step_id: int | None, purpose: str, argv: Sequence[str]) -> None:
-        self.db.execute("INSERT INTO run_commands (run_id, step_id, purpose, argv_json) VALUES (?, ?, ?, ?)",
-                        (run_id, step_id, purpose, json.dumps(list(argv))))
-
-    def begin_step(self, run_id: str, *, seq: int, variant: str, clients: int, rep: int, threads: int,
-                   protocol: str, duration_s: float, warmup_s: float, pipeline: bool = False,
-                   connect_per_txn: bool = False, rate: float | None = None, think_ms: float = 0.0,
-                   pooler: tuple[str, str | None, int | None] | None = None, idle: int = 0,
-                   idle_kind: str | None = None, settings: dict[str, str] | None = None) -> int:
-        kind, mode, size = pooler if pooler is not None else (None, None, None)
-        cur = self.db.execute(
-            "INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, "
-            "status, started_at, pipeline, connect_per_txn, rate, think_ms, pooler_kind, pool_mode, pool_size, "
-            "idle, idle_kind, settings_json) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, now_iso(), int(pipeline),
-             int(connect_per_txn), rate, think_ms, kind, mode, size, idle, idle_kind if idle else None,
-             json.dumps(settings, sort_keys=True) if settings else None))
-        assert cur.lastrowid is not None
-        return cur.lastrowid
-
-    def end_step(self, step_id: int, status: str, reason: str | None = None, **values: Any) -> None:
-        cols = ["status = ?", "status_reason = ?"] + [f"{k} = ?" for k in values]
-        self.db.execute(f"UPDATE steps SET {', '.join(cols)} WHERE step_id = ?",
-                        (status, reason, *values.values(), step_id))
-
+    # ---- the writer's transaction (store/writer.py writes run data) ----------------------------
     def transaction(self) -> _Tx:
         return _Tx(self.db)
-
-    def insert_many(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        marks = ", ".join("?" for _ in columns)
-        self.db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 
     # ---- reads ----------------------------------------------------------------------------
     def runs(self) -> list[RunRecord]:
