@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
+
+from pgknee import registry
 
 _live: set[subprocess.Popen[bytes]] = set()
 
@@ -43,9 +46,13 @@ def spawn(
     stdin: int | None = subprocess.DEVNULL,
     run_as: RunAs | None = None,
     cpus: frozenset[int] | None = None,
+    die_with_parent: int | None = signal.SIGKILL,
 ) -> subprocess.Popen[bytes]:
     """Start a child in a new session and remember it until it is reaped; `cpus` pins it
-    (and every thread it starts) to those CPUs."""
+    (and every thread it starts) to those CPUs. The kernel sends it `die_with_parent` when
+    pgknee dies (PR_SET_PDEATHSIG: SIGKILL for pgbench, SIGINT for a server, a clean shutdown;
+    None for one that must outlive pgknee). Call it from the main thread: the signal follows the
+    death of the thread that started the child."""
     p = subprocess.Popen(  # noqa: S603 - argv is built by pgknee, never a shell
         list(argv),
         env=dict(env) if env is not None else base_env(),
@@ -57,10 +64,36 @@ def spawn(
         user=run_as.uid if run_as else None,
         group=run_as.gid if run_as else None,
         extra_groups=[] if run_as else None,
-        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,  # noqa: PLW1509 - no locks taken
+        preexec_fn=_in_child(cpus, die_with_parent, os.getpid()),  # noqa: PLW1509 - no locks taken
     )
     _live.add(p)
+    registry.current().child(os.path.basename(argv[0]), p.pid, _STOP_BY_SIGNAL.get(die_with_parent, "fast"),
+                             group=die_with_parent == signal.SIGKILL)
     return p
+
+
+_PR_SET_PDEATHSIG = 1
+# how the registry's watchdog stops a child if pgknee dies: as the kernel would, and a child that
+# is to outlive pgknee (--keep) with a fast shutdown until it is released
+_STOP_BY_SIGNAL: dict[int | None, str] = {signal.SIGKILL: "kill", signal.SIGINT: "fast", signal.SIGTERM: "term"}
+
+
+def _in_child(cpus: frozenset[int] | None, signum: int | None, parent: int) -> Callable[[], None] | None:
+    """What the child does before exec (after it took its user): its CPUs, and the signal that
+    follows pgknee's death; if pgknee died before the child could ask for it, it exits."""
+    if cpus is None and signum is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True) if signum is not None else None
+
+    def before_exec() -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if libc is not None:
+            libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    return before_exec
 
 
 def base_env() -> dict[str, str]:
@@ -86,19 +119,24 @@ def stop(p: subprocess.Popen[bytes], *, first: int = signal.SIGTERM, grace: floa
                 p.wait(timeout=5.0)
     # the leader may be gone while grandchildren linger in its group
     _signal_group(p, signal.SIGKILL)
-    _live.discard(p)
+    _forget(p)
     return p.returncode
 
 
 def reap(p: subprocess.Popen[bytes]) -> None:
     """Forget a child that exited by itself (after its group is checked empty)."""
     _signal_group(p, signal.SIGKILL)
-    _live.discard(p)
+    _forget(p)
 
 
 def release(p: subprocess.Popen[bytes]) -> None:
     """Let a child outlive pgknee on purpose (an embedded server kept with --keep)."""
+    _forget(p)
+
+
+def _forget(p: subprocess.Popen[bytes]) -> None:
     _live.discard(p)
+    registry.current().forget_child(p.pid)
 
 
 def stop_all() -> None:
@@ -143,7 +181,7 @@ def run(
                                        err.decode(errors="replace"))
 
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 Handler = Callable[[int, FrameType | None], Any] | int
 
 

@@ -19,25 +19,37 @@ Two rules, one module:
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from pgknee import registry
 from pgknee.errors import UserError
 from pgknee.proc import RunAs  # who a child runs as when pgknee is root; None: as pgknee itself
 
 STDOUT = "-"
 
 
-def private_dir(prefix: str, *, base: str | None = None, reachable_by: RunAs | None = None) -> Path:
+def private_dir(prefix: str, *, base: str | None = None, reachable_by: RunAs | None = None,
+                record: bool = True) -> Path:
     """A new directory of pgknee's own (0700). When `reachable_by` is given (pgknee is root and
     that user must reach files inside by name), it is 0711: traversable, not listable, and
-    writable by pgknee alone."""
+    writable by pgknee alone. Recorded in the registry (unless inside one that is), so that it
+    is removed even if pgknee dies."""
     d = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     os.chmod(d, 0o711 if reachable_by is not None else 0o700)
+    if record:
+        registry.current().directory(d)
     return d
+
+
+def remove_private_dir(path: Path) -> None:
+    """Remove one of pgknee's directories (fd-based: links inside are not followed) and its record."""
+    shutil.rmtree(path, ignore_errors=True)
+    registry.current().forget_directory(path)
 
 
 def _open_new(path: Path, mode: int) -> int:

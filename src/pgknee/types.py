@@ -153,6 +153,7 @@ class RunRecord:
     target_label: str
     plan_json: str
     steps_planned: int
+    owner: str | None = None  # host:pid:start of the pgknee that wrote it last
 
     @property
     def plan(self) -> dict[str, Any]:

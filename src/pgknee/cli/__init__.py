@@ -15,6 +15,7 @@ from pgknee.errors import PgkneeError, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pgknee.cli import cleanup as cleanup_cmd
     from pgknee.cli import compare as compare_cmd
     from pgknee.cli import recommend as recommend_cmd
     from pgknee.cli import report as report_cmd
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cmd.add_parser(sub)
     recommend_cmd.add_parsers(sub)
     report_cmd.add_parser(sub)
+    cleanup_cmd.add_parser(sub)
     return p
 
 
@@ -54,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("psycopg").propagate = False
     try:
         args = build_parser().parse_args(argv)
+        if args.command != "cleanup":
+            _sweep_quietly()
         return int(args.func(args) or 0)
     except PgkneeError as e:
         print(f"pgknee: error: {e.one_line()}", file=sys.stderr)
@@ -69,3 +73,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pgknee: internal error: {type(e).__name__}: {e} (set PGKNEE_DEBUG=1 for the traceback "
               "and please report it)", file=sys.stderr)
         return 1
+    finally:
+        from pgknee import registry
+
+        registry.close()  # everything this command started is stopped by now: its watchdog may go
+
+
+def _sweep_quietly() -> None:
+    """What pgknee processes that died left behind is cleaned up before anything else; a line
+    each on standard error, so that nothing vanishes unseen."""
+    from pgknee import registry
+
+    for line in registry.sweep():
+        print(f"pgknee: cleaned up after a pgknee that died: {line}", file=sys.stderr)

@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -289,6 +290,7 @@ class ManagedPgbouncer:
         log = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             self._proc = proc.spawn([self.binary, str(self.dir / "pgbouncer.ini")], run_as=self.run_as,
+                                    die_with_parent=signal.SIGTERM,
                                     stdout=subprocess.DEVNULL, stderr=log, cwd=str(self.dir), cpus=self.cpus)
         finally:
             os.close(log)
@@ -333,7 +335,7 @@ class ManagedPgbouncer:
 
     def close(self) -> None:
         self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        safefs.remove_private_dir(self.dir)
 
     # ---- endpoints ---------------------------------------------------------------------------
     @property

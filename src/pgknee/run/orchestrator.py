@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee import keys, proc
+from pgknee import keys, proc, registry
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
 from pgknee.keys import Env
 from pgknee.plan import Plan
@@ -68,6 +68,7 @@ class Sweep:
                 finally:
                     if writer.recorded:
                         writer.finish_run(status, reason)
+                        registry.current().forget_run(self.run_id)
         return self.run_id
 
     def _steps(self, session: RunSession, steps: list[StepSpec]) -> None:

@@ -5,7 +5,6 @@ what it can carry; and, once the server answers, whether it has room for the lar
 from __future__ import annotations
 
 import resource
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +63,7 @@ def check_scripts(plan: Plan, pgbench: Pgbench, workload: Workload) -> None:
             r = proc.run(argv, env=env, timeout=30, run_as=run_as, cwd=str(tmp))
             _refuse_script_errors(r.stderr, scripts, v, len(plan.variants) > 1)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        safefs.remove_private_dir(tmp)
 
 
 def _refuse_script_errors(stderr: str, scripts: list[Script], v: Variant, several: bool) -> None:

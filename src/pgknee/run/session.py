@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee import keys, proc, safefs
+from pgknee import keys, proc, registry, safefs
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
@@ -72,7 +71,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stack.callback(target.close)
     # pgknee's own (0711 when pgbench runs as another user): scripts, passfiles, step logs
     work_dir = safefs.private_dir("pgknee-run-", reachable_by=target.run_as)
-    stack.callback(shutil.rmtree, work_dir, True)
+    stack.callback(safefs.remove_private_dir, work_dir)
     child_env = target.endpoint.child_env(work_dir, target.run_as)
     stats_conn = target.endpoint.connect("stats")
     stack.callback(stats_conn.close)
@@ -83,6 +82,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     meta = _install(plan, prepared, target, stats_conn, child_env, work_dir, commands, ui)
     texts = {v.name: scripts_for(prepared.workload, v, work_dir, target.run_as) for v in plan.variants}
     steps = _record_run(plan, writer, record, target, prepared, steps)
+    registry.current().run(writer.store.path, record.run_id)  # marked abandoned if pgknee dies
     env = run_environment(plan, target, server, prepared.pgbench, prepared.workload, meta, prepared.poolers,
                           {name: [(s.name, text) for s, text in pairs] for name, pairs in texts.items()})
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})

@@ -70,18 +70,31 @@ class Store:
                              "check that it is a pgknee store and writable, or choose another --store") from None
 
     def _migrate(self, current: int) -> None:
-        for version, text in _migrations():
-            if version <= current:
-                continue
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
+        """Each migration in a write transaction of its own (a second pgknee migrating the same file
+        waits, then finds it done); foreign keys off meanwhile (a table made anew must not cascade
+        its old rows' deletion), checked before each commit."""
+        self.db.execute("PRAGMA foreign_keys = OFF")
+        try:
+            for version, text in _migrations():
+                if version > current:
+                    self._migrate_to(version, text)
+        finally:
+            self.db.execute("PRAGMA foreign_keys = ON")
+
+    def _migrate_to(self, version: int, text: str) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if self.db.execute("PRAGMA user_version").fetchone()[0] < version:
                 for stmt in _split_sql(text):
                     self.db.execute(stmt)
+                if self.db.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                    raise StoreError(f"migrating {self.path} to format {version} broke a reference",
+                                     "restore the file from a copy and report this")
                 self.db.execute(f"PRAGMA user_version = {version}")
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self.db.close()

@@ -5,11 +5,14 @@ one transaction, so a step is in the store whole or not at all."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from pgknee.clock import now_iso
+from pgknee.registry import start_time
 from pgknee.store.db import Store
 from pgknee.store.sql import load
 from pgknee.types import LatencyStats, ProgressPoint, Row, StepMeasurement, StepResult
@@ -33,12 +36,13 @@ class RunWriter:
                    steps_planned: int) -> None:
         self._one("create_run", {"created_at": now_iso(), "workload": workload, "target_kind": target_kind,
                                  "target_label": target_label, "plan_json": json.dumps(plan, sort_keys=True),
-                                 "steps_planned": steps_planned})
+                                 "steps_planned": steps_planned, "owner": owner()})
         self.recorded = True
 
     def extend_run(self, *, plan: dict[str, Any], more_steps: int) -> int:
         """Reopen the stored run for more steps (pgknee run --extend); returns its last seq."""
-        self._one("extend_run", {"plan_json": json.dumps(plan, sort_keys=True), "more_steps": more_steps})
+        self._one("extend_run", {"plan_json": json.dumps(plan, sort_keys=True), "more_steps": more_steps,
+                                 "owner": owner()})
         self.recorded = True
         row = self.db.execute(load("last_seq"), {"run_id": self.run_id}).fetchone()
         return int(row[0]) if row else 0
@@ -90,6 +94,13 @@ class RunWriter:
 
     def _rows(self, step_id: int, rows: Iterable[Row]) -> Iterable[Row]:
         return ((self.run_id, step_id, *row) for row in rows)
+
+
+def owner() -> str:
+    """Which pgknee writes a run: host, pid and the pid's start time (a later process with the
+    same pid is not it)."""
+    me = os.getpid()
+    return f"{socket.gethostname()}:{me}:{start_time(me)}"
 
 
 def _latency(prefix: str, lat: LatencyStats | None, fields: Sequence[str]) -> dict[str, float | None]:

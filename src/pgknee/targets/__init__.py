@@ -15,7 +15,7 @@ def open_target(spec: TargetSpec, say: Callable[[str], None]) -> Target:
     if spec.dsn is None:
         from pgknee.targets.local import EmbeddedCluster, find_bindir
 
-        cluster = EmbeddedCluster(find_bindir(spec.pg_bindir), dict(spec.settings))
+        cluster = EmbeddedCluster(find_bindir(spec.pg_bindir), dict(spec.settings), outlive=spec.keep)
         try:
             say(f"starting a throwaway PostgreSQL {'.'.join(map(str, cluster.version or ()))} in {cluster.root}"
                 + (f" as user {cluster.run_as.name}" if cluster.run_as else ""))

@@ -72,7 +72,7 @@ class Endpoint:
     def child_env(self, parent: Path, owner: RunAs | None) -> dict[str, str]:
         """The environment of a libpq child (pgbench) running as `owner`: its passfile and TLS
         files written into a new private directory under `parent` (one of pgknee's own)."""
-        d = safefs.private_dir("conn-", base=str(parent), reachable_by=owner)
+        d = safefs.private_dir("conn-", base=str(parent), reachable_by=owner, record=False)
         passfile = (write_passfile(d, self.password, owner=owner) if self.password is not None
                     else d / "no-passfile")  # none exists: the child reads no passfile of its own finding
         return child_env(localize_files(self.params, d, owner), passfile)

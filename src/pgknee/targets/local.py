@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psycopg
 
-from pgknee import keys, proc, safefs
+from pgknee import keys, proc, registry, safefs
 from pgknee.errors import TargetError, UserError
 from pgknee.keys import Env
 from pgknee.serverconf import check_setting, conf_line, conf_path_line
@@ -126,8 +126,12 @@ class EmbeddedCluster:
     kind = "embedded"
     created_by_pgknee = True
 
-    def __init__(self, bindir: Path, settings: dict[str, str], *, base_dir: str | None = None) -> None:
+    def __init__(self, bindir: Path, settings: dict[str, str], *, base_dir: str | None = None,
+                 outlive: bool = False) -> None:
         self.bindir = bindir
+        # a server kept with --keep must outlive pgknee; any other gets a fast shutdown when pgknee
+        # dies (the kernel's parent-death signal), and its watchdog removes the directory
+        self.outlive = outlive
         for name, value in settings.items():
             check_setting(name, value)
         self.settings = {**DEFAULT_SETTINGS, **settings}
@@ -204,7 +208,8 @@ class EmbeddedCluster:
         try:
             self._proc = proc.spawn([str(self.bindir / "postgres"), "-D", str(self.data),
                                      "-c", f"config_file={self.conf}"],
-                                    run_as=self.run_as, stdout=log, stderr=log, cwd=str(self.root))
+                                    run_as=self.run_as, stdout=log, stderr=log, cwd=str(self.root),
+                                    die_with_parent=None if self.outlive else signal.SIGINT)
         finally:
             os.close(log)
         p = self._proc
@@ -274,6 +279,7 @@ class EmbeddedCluster:
         self.kept = True
         if self._proc is not None:
             proc.release(self._proc)
+        registry.current().forget_directory(self.root)
         safefs.create_file(self.passfile, "".join(
             f"{host}:{self.port}:*:{SUPERUSER}:{passfile_escape(self.password)}\n"
             for host in ("127.0.0.1", "localhost")).encode())
@@ -289,7 +295,7 @@ class EmbeddedCluster:
         try:
             self._stop_server()
         finally:
-            shutil.rmtree(self.root, ignore_errors=True)  # fd-based: links inside are not followed
+            safefs.remove_private_dir(self.root)
 
     # ---- what the run needs -------------------------------------------------------------
     @property

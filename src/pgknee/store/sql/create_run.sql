@@ -1,3 +1,3 @@
 -- a new run, 'running' until the orchestrator says how it ended
-INSERT INTO runs (run_id, created_at, status, workload, target_kind, target_label, plan_json, steps_planned)
-VALUES (:run_id, :created_at, 'running', :workload, :target_kind, :target_label, :plan_json, :steps_planned)
+INSERT INTO runs (run_id, created_at, status, workload, target_kind, target_label, plan_json, steps_planned, owner)
+VALUES (:run_id, :created_at, 'running', :workload, :target_kind, :target_label, :plan_json, :steps_planned, :owner)
