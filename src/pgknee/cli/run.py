@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -135,6 +136,9 @@ def _output_options(p: argparse.ArgumentParser) -> None:
     o.add_argument("--extend", metavar="RUN_ID",
                    help="run more client counts of a stored run (those its recommendation proposes, or --clients) "
                         "and add them to it")
+    o.add_argument("--resume", metavar="RUN_ID",
+                   help="run the steps of a stored run that did not complete (interrupted, failed, or its pgknee "
+                        "died), with its stored plan, into the same run")
     o.add_argument("--recommend", action="store_true",
                    help="end with a recommendation per variant (as 'pgknee recommend' gives)")
     add_recommend_options(o)
@@ -150,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pgknee.cli.run_plan import plan_file_env
     from pgknee.run import dry_run, preflight
 
-    plan, extend, source = _plan(args)
+    plan, extend, source, only = _plan(args)
     if args.dry_run:
         for line in dry_run(plan, preflight(plan), os.cpu_count() or 1):
             print(line)
@@ -163,24 +167,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = Store(args.store) if not new_store else Store.check_new(args.store)
     prepared = preflight(plan)
     store = store or Store(args.store)
-    run_id = _sweep(args, plan, store, prepared, extend, plan_file_env(source) if source else {}, new_store)
+    run_id = _sweep(args, plan, store, prepared, extend, plan_file_env(source) if source else {}, new_store, only)
     _results(args, store, run_id)
     return 0
 
 
-def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]] | None, PlanFile | None]:
-    """The plan: a stored run's (--extend), or a plan file's or a scenario's with the flags on top."""
-    from pgknee.cli.run_plan import extension, plan_from_args
+def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]] | None, PlanFile | None,
+                                             Counter[tuple[str, int, int]] | None]:
+    """The plan: a stored run's (--extend, --resume: and which of its steps to run), or a plan
+    file's or a scenario's with the flags on top."""
+    from pgknee.cli.run_plan import extension, plan_from_args, resumption
 
+    if args.resume:
+        plan, run, only = resumption(args)
+        return plan, run, None, only
     if args.extend:
         plan, extend = extension(args)
-        return plan, extend, None
+        return plan, extend, None, None
     plan, source = plan_from_args(args)
-    return plan, None, source
+    return plan, None, source, None
 
 
 def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepared,
-           extend: tuple[str, dict[str, Any]] | None, extra_env: dict[str, str], new_store: bool) -> str:
+           extend: tuple[str, dict[str, Any]] | None, extra_env: dict[str, str], new_store: bool,
+           only: Counter[tuple[str, int, int]] | None) -> str:
     """The run, with progress; however it ends, the user learns how (and gets the report of what
     exists, when one was asked for)."""
     from pgknee.cli.progress import make_ui
@@ -190,7 +200,7 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
     ui = make_ui(args.quiet, plan.estimated_seconds())
     note = password_note(plan, sys.argv)
     sweep = Sweep(plan, store, ui, prepared, argv=["pgknee", *redacted_argv(sys.argv[1:])], extend=extend,
-                  extra_env=extra_env)
+                  extra_env=extra_env, only=only)
     try:
         with ui:
             if note:

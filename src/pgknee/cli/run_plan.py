@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import tomllib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,40 @@ def extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]
 
 
 _EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer")
+
+
+def resumption(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]], Counter[tuple[str, int, int]]]:
+    """pgknee run --resume RUN_ID: the steps of a stored run's plan that did not complete (it was
+    interrupted, failed, or its pgknee died), run with the stored plan, checked again, into the
+    same run; returns the plan, the run, and which (variant, clients, repetition) to run."""
+    from pgknee.plan import plan_from_stored
+    from pgknee.registry import is_alive
+    from pgknee.run.schedule import schedule
+    from pgknee.store.db import Store, load_run
+
+    others = [k for k in FLAG_KEYS if k not in ("dsn", *_EXTEND_BINARIES) and getattr(args, k, None) is not None]
+    if args.plan or args.scenario or args.extend or others:
+        raise UserError("--resume runs the stored run's own plan; only --dsn and the programs (--pgbench, "
+                        "--pg-bindir, --pgbouncer) may be given with it",
+                        f"drop {('--' + others[0].replace('_', '-')) if others else 'the other plan'}")
+    data = load_run(Store(args.store, create=False), args.resume)
+    run = data.run
+    owner = (run.owner or "::").split(":")
+    if run.status == "running" and owner[1].isdigit() and is_alive(int(owner[1]), owner[2]):
+        raise UserError(f"run {run.run_id} is running now (pgknee pid {owner[1]})", "let it finish, or stop it first")
+    stored = run.plan
+    dsn = args.dsn or os.environ.get("PGKNEE_DSN")
+    plan = plan_from_stored(stored, tuple(stored.get("clients") or ()), dsn if stored.get("target", {}).get("dsn")
+                            else None, binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
+    _same_scripts(plan, data.env)
+    # a plan may name a client count twice: steps are counted, not just matched
+    todo = Counter((s.variant.name, s.clients, s.rep) for s in schedule(plan))
+    todo.subtract(Counter((s.variant, s.clients, s.rep) for s in data.steps if s.status == "completed"))
+    todo = +todo
+    if not todo:
+        raise UserError(f"every step of run {run.run_id} completed: there is nothing to resume",
+                        f"pgknee run --extend {run.run_id} runs more client counts")
+    return plan, (run.run_id, stored), todo
 
 
 def _same_scripts(plan: Plan, env: dict[str, str]) -> None:

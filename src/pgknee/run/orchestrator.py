@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from collections import Counter
 from typing import Any
 
 import psycopg
@@ -29,12 +30,14 @@ class Sweep:
     counts added), for pgknee run --extend."""
 
     def __init__(self, plan: Plan, store: Store, ui: UI, prepared: Prepared, *, argv: list[str] | None = None,
-                 extend: tuple[str, dict[str, Any]] | None = None, extra_env: dict[str, str] | None = None) -> None:
+                 extend: tuple[str, dict[str, Any]] | None = None, extra_env: dict[str, str] | None = None,
+                 only: Counter[tuple[str, int, int]] | None = None) -> None:
         self.plan, self.store, self.ui, self.prepared = plan, store, ui, prepared
         self.run_id = extend[0] if extend is not None else new_run_id()
         self.record = RunRecordPlan(self.run_id, argv or [], extra_env or {},
-                                    extend[1] if extend is not None else None)
+                                    extend[1] if extend is not None else None, resume=only is not None)
         self.kept_message: str | None = None  # how to use and stop a server kept with --keep
+        self.only = only  # --resume: the (variant, clients, repetition) still to run
 
     def run(self) -> str:
         writer = RunWriter(self.store, self.run_id)
@@ -43,7 +46,7 @@ class Sweep:
         try:
             with proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))):
                 session, steps = open_session(stack, self.plan, self.ui, self.prepared, writer, self.record,
-                                              schedule(self.plan))
+                                              self._steps_to_run())
                 self._steps(session, steps)
                 self._check_after(session)
                 if self.plan.target.keep:
@@ -70,6 +73,20 @@ class Sweep:
                         writer.finish_run(status, reason)
                         registry.current().forget_run(self.run_id)
         return self.run_id
+
+    def _steps_to_run(self) -> list[StepSpec]:
+        """The plan's steps; for --resume, as many of each (variant, clients, repetition) as did
+        not complete, in the plan's order."""
+        if self.only is None:
+            return schedule(self.plan)
+        left = Counter(self.only)
+        steps = []
+        for s in schedule(self.plan):
+            key = (s.variant.name, s.clients, s.rep)
+            if left[key] > 0:
+                left[key] -= 1
+                steps.append(s)
+        return steps
 
     def _steps(self, session: RunSession, steps: list[StepSpec]) -> None:
         several = len(self.plan.variants) > 1

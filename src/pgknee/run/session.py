@@ -61,6 +61,7 @@ class RunRecordPlan:
     argv: list[str]
     extra_env: dict[str, str]
     extend_plan: dict[str, object] | None = None
+    resume: bool = False  # the stored plan's own steps that did not complete (planned already)
 
 
 def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prepared, writer: RunWriter,
@@ -132,16 +133,17 @@ def _record_run(plan: Plan, writer: RunWriter, record: RunRecordPlan, target: Ta
         writer.create_run(workload=prepared.workload.name, target_kind=target.kind,
                           target_label=target.endpoint.label, plan=plan.to_dict(), steps_planned=len(steps))
         return steps
-    last = writer.extend_run(plan=record.extend_plan, more_steps=len(steps))
-    return [dataclasses.replace(s, seq=s.seq + last) for s in steps]
+    last = writer.extend_run(plan=record.extend_plan, more_steps=0 if record.resume else len(steps))
+    return [dataclasses.replace(s, seq=last + i) for i, s in enumerate(steps, 1)]
 
 
 def _extension_note(plan: Plan, record: RunRecordPlan, target: Target) -> dict[str, str]:
     if record.extend_plan is None:
         return {}
     where = "embedded server" if target.created_by_pgknee else f"session to {target.endpoint.label}"
-    return {keys.extended_at(time.strftime("%Y%m%d-%H%M%S", time.gmtime())):
-            f"clients {','.join(map(str, plan.clients))} added on a new {where}"}
+    what = "the steps that had not completed resumed" if record.resume else \
+        f"clients {','.join(map(str, plan.clients))} added"
+    return {keys.extended_at(time.strftime("%Y%m%d-%H%M%S", time.gmtime())): f"{what} on a new {where}"}
 
 
 def _start_samplers(stack: contextlib.ExitStack, plan: Plan, target: Target,
