@@ -95,6 +95,9 @@ class StepFact(StrEnum):
     IDLE_OPENED = "idle.opened"
     IDLE_OPEN_S = "idle.open_s"
     IDLE_OPEN_AT_END = "idle.open_at_end"
+    ACTIVITY_TICKS_LOST = "activity.ticks_lost"  # pg_stat_activity sampling ticks without a connection
+    ACTIVITY_RECONNECTS = "activity.reconnects"
+    SERVER_RESTARTED = "server.restarted"  # 1: the server restarted (or failed over) during the step
 
 
 # memory pictures taken during a step, each under a prefix (collect.memory.memory_picture)

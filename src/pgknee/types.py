@@ -252,6 +252,8 @@ class ActivitySamples:
     snapshots: tuple[Row, ...]
     rows: tuple[Row, ...]
     errors: tuple[str, ...] = ()
+    ticks_lost: int = 0  # sampling ticks without a connection (a gap)
+    reconnects: int = 0
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,15 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """From the first thing started (preflight's pgbench) on, a stop signal ends the command in
+    order: what was started is stopped, what was measured kept."""
+    from pgknee import proc
+
+    with proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))):
+        return _run_command(args)
+
+
+def _run_command(args: argparse.Namespace) -> int:
     from pgknee.cli.run_plan import plan_file_env
     from pgknee.run import dry_run, preflight
 

@@ -1,8 +1,12 @@
 """pg_stat_activity sampler: a thread with its own autocommit connection and a
 prepared statement, sampling at ~10 Hz with jitter (fixed periods alias with
-periodic work), leaving pgknee's own sessions out. Rows are buffered in memory
-and handed over at the end of each step (ActivitySamples), so the store is
-written between steps, never while pgbench runs."""
+periodic work), leaving pgknee's own sessions out.
+
+Memory stays bounded: rows are handed to a sink in batches while the step runs
+(the run writes them to the store), the rest at the end of the step. A lost
+connection (a DBA's pg_terminate_backend, an idle-session timeout, a restart)
+is reconnected with backoff; the ticks missed meanwhile are counted and stored,
+so a gap is seen rather than silently shrinking the sample."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import contextlib
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +22,7 @@ import psycopg
 
 from pgknee.clock import iso_of
 from pgknee.collect.queries import load
+from pgknee.errors import PgkneeError
 from pgknee.targets.base import Endpoint
 from pgknee.types import ActivitySamples
 
@@ -27,23 +33,34 @@ ACTIVITY_COLUMNS = (
 )
 
 
+Rows = list[tuple[Any, ...]]
+Sink = Callable[[int, Rows, Rows], None]  # (step_id, snapshot rows, session rows)
+BATCH_ROWS = 20_000  # session rows held before they go to the sink
+BATCH_SECONDS = 5.0
+
+
 @dataclass
 class StepSamples:
     step_id: int
-    snapshots: list[tuple[Any, ...]] = field(default_factory=list)  # (at, phase, epoch, counts..., ms)
-    rows: list[tuple[Any, ...]] = field(default_factory=list)  # (at, phase, *ACTIVITY_COLUMNS)
+    snapshots: Rows = field(default_factory=list)  # (at, phase, epoch, counts..., ms)
+    rows: Rows = field(default_factory=list)  # (at, phase, *ACTIVITY_COLUMNS)
     errors: list[str] = field(default_factory=list)
+    ticks_lost: int = 0  # ticks without a connection
+    reconnects: int = 0
+    flushed_at: float = field(default_factory=time.monotonic)
 
 
 class ActivitySampler:
     def __init__(self, endpoint: Endpoint, server_version_num: int, interval_s: float, *,
-                 jitter: float = 0.2, all_databases: bool = False, query_text: bool = True) -> None:
+                 jitter: float = 0.2, all_databases: bool = False, query_text: bool = True,
+                 sink: Sink | None = None) -> None:
         self.endpoint = endpoint
         self.query = load("activity", server_version_num)
         # the benchmark's database only unless asked; query texts unless asked not to keep them
         self.params = {"all_databases": all_databases, "query_text": query_text}
         self.interval_s = interval_s
         self.jitter = jitter
+        self.sink = sink
         self.phase = "pre"
         self.queries_run = 0  # each one is a commit in the benchmark database
         self._lock = threading.Lock()
@@ -51,21 +68,28 @@ class ActivitySampler:
         self._stop = threading.Event()
         self._conn: psycopg.Connection[Any] | None = None
         self._thread: threading.Thread | None = None
+        self._retry_at = 0.0  # no connection: when to try again
+        self._backoff = 0.1
 
     def _connect(self) -> None:
-        self._conn = self.endpoint.connect("sampler")
-        self._conn.execute("SET statement_timeout = '2s'")
-        self._conn.execute(self.query, self.params, prepare=True)  # prepare once: planning costs more than running
+        conn = self.endpoint.connect("sampler")
+        conn.execute("SET statement_timeout = '2s'")
+        conn.execute(self.query, self.params, prepare=True)  # prepare once: planning costs more than running
         self.queries_run += 2
+        self._conn = conn
 
     def reconnect(self) -> None:
-        """After a server restart, between steps (the thread samples only inside a step)."""
+        """After a server restart, between steps."""
         with self._lock:
             assert self._current is None, "reconnect between steps only"
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._conn.close()
+        self._drop()
         self._connect()
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
 
     def start(self) -> None:
         self._connect()
@@ -78,25 +102,52 @@ class ActivitySampler:
             self.phase = "pre"
 
     def end_step(self) -> ActivitySamples | None:
+        """What was not handed to the sink yet, and the step's gap counts."""
         with self._lock:
             cur, self._current = self._current, None
         if cur is None:
             return None
-        return ActivitySamples(tuple(cur.snapshots), tuple(cur.rows), tuple(cur.errors))
+        return ActivitySamples(tuple(cur.snapshots), tuple(cur.rows), tuple(cur.errors), cur.ticks_lost,
+                               cur.reconnects)
 
     def _loop(self) -> None:
-        assert self._conn is not None
         rng = random.Random()
         next_at = time.monotonic()
         while not self._stop.is_set():
             next_at += self.interval_s * (1 + rng.uniform(-self.jitter, self.jitter))
             if self._current is not None:
-                self._sample_once()
+                self._tick()
             delay = next_at - time.monotonic()
             if delay < 0:
                 next_at = time.monotonic()  # fell behind: do not burst to catch up
                 delay = 0
             self._stop.wait(delay)
+
+    def _tick(self) -> None:
+        if self._conn is None and not self._try_reconnect():
+            with self._lock:
+                if self._current is not None:
+                    self._current.ticks_lost += 1
+            return
+        self._sample_once()
+        self._maybe_flush()
+
+    def _try_reconnect(self) -> bool:
+        """Back off from 0.1 s to 2 s between attempts; count the reconnections."""
+        now = time.monotonic()
+        if now < self._retry_at:
+            return False
+        try:
+            self._connect()
+        except (PgkneeError, psycopg.Error):
+            self._retry_at = now + self._backoff
+            self._backoff = min(self._backoff * 2, 2.0)
+            return False
+        self._backoff = 0.1
+        with self._lock:
+            if self._current is not None:
+                self._current.reconnects += 1
+        return True
 
     def _sample_once(self) -> None:
         assert self._conn is not None
@@ -107,9 +158,10 @@ class ActivitySampler:
         except psycopg.Error as e:
             with self._lock:
                 if self._current is not None:
-                    self._current.errors.append(str(e).strip().splitlines()[0])
+                    self._current.errors.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+                    self._current.ticks_lost += 1
             if self._conn.closed or self._conn.broken:
-                self._stop.set()
+                self._drop()  # reconnected at the next tick
             return
         finally:
             self.queries_run += 1
@@ -123,9 +175,27 @@ class ActivitySampler:
             cur.snapshots.append((at, phase, epoch, head[0], head[1], head[2], head[3], ms))
             cur.rows.extend((at, phase, *r[4:]) for r in rows if r[4] is not None)
 
+    def _maybe_flush(self) -> None:
+        """Hand what was sampled so far to the sink, when there is much of it or it has waited."""
+        if self.sink is None:
+            return
+        with self._lock:
+            cur = self._current
+            if cur is None or (len(cur.rows) < BATCH_ROWS and time.monotonic() - cur.flushed_at < BATCH_SECONDS):
+                return
+            step_id, snaps, rows = cur.step_id, cur.snapshots, cur.rows
+            cur.snapshots, cur.rows, cur.flushed_at = [], [], time.monotonic()
+        try:
+            self.sink(step_id, snaps, rows)
+        except Exception as e:  # the store refused (full, locked): keep the rows for the step's own write
+            with self._lock:
+                if self._current is not None and self._current.step_id == step_id:
+                    self._current.snapshots[:0], self._current.rows[:0] = snaps, rows
+                    self._current.errors.append(f"rows kept in memory: the store refused them ({e})")
+            self.sink = None
+
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if self._conn is not None:
-            self._conn.close()
+        self._drop()

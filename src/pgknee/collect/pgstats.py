@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -18,37 +19,63 @@ COUNTERS = (
 )
 
 
+SERVER_START = "postmaster_start"  # not a counter: when the server started, to tell a restart
+
+
 def snapshot(conn: psycopg.Connection[Any]) -> dict[str, float]:
-    """Counters now (the connection is in autocommit, so the stats snapshot is fresh)."""
-    cur = conn.execute("SELECT * FROM pg_stat_database WHERE datname = current_database()")
+    """Counters now (the connection is in autocommit, so the stats snapshot is fresh), and the
+    server's start time."""
+    cur = conn.execute("SELECT *, extract(epoch FROM pg_postmaster_start_time()) AS postmaster_start "
+                       "FROM pg_stat_database WHERE datname = current_database()")
     row = cur.fetchone()
     if row is None or cur.description is None:
         return {}
     names = [d.name for d in cur.description]
-    return {k: float(v) for k, v in zip(names, row, strict=True) if k in COUNTERS and v is not None}
+    return {k: float(v) for k, v in zip(names, row, strict=True)
+            if (k in COUNTERS or k == SERVER_START) and v is not None}
+
+
+def restarted(before: dict[str, float], after: dict[str, float]) -> bool:
+    """The server started again between two snapshots (its counters may have been reset)."""
+    return SERVER_START in before and before.get(SERVER_START) != after.get(SERVER_START)
 
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {k: after[k] - before[k] for k in after if k in before}
+    """The counters' change; none across a restart, whose counters do not continue the old ones."""
+    if restarted(before, after):
+        return {}
+    return {k: after[k] - before[k] for k in after if k in before and k != SERVER_START}
 
 
 class StatsReader:
     """pg_stat_database reads on pgknee's own connection; each read is a commit in the benchmark
-    database, counted so that the check of commits against transactions can take them out."""
+    database, counted so that the check of commits against transactions can take them out. The
+    connection is made again once if it was lost (terminated by a DBA, a restart, a blip)."""
 
-    def __init__(self, conn: psycopg.Connection[Any], settle_s: float) -> None:
-        self.conn = conn
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], settle_s: float) -> None:
+        self.connect = connect
+        self.conn = self._session()
         self.reads = 0
         self.settle_s = settle_s
 
-    def reconnect(self, conn: psycopg.Connection[Any]) -> None:
+    def _session(self) -> psycopg.Connection[Any]:
+        conn = self.connect()
+        conn.execute("SET statement_timeout = '60s'")  # pgknee's own statements never hang a run
+        conn.execute("SET lock_timeout = '5s'")
+        return conn
+
+    def reconnect(self) -> None:
         with contextlib.suppress(psycopg.Error):
             self.conn.close()
-        self.conn = conn
+        self.conn = self._session()
 
     def snapshot(self) -> dict[str, float]:
         self.reads += 1
-        return snapshot(self.conn)
+        try:
+            return snapshot(self.conn)
+        except psycopg.OperationalError:
+            self.reconnect()
+            return snapshot(self.conn)
 
     def settled(self) -> dict[str, float]:
         """The counters once they stop moving (backends flush them as they go idle), or after

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 from collections import Counter
 from typing import Any
 
@@ -14,7 +15,7 @@ import psycopg
 
 from pgknee import keys, proc, registry
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
-from pgknee.keys import Env
+from pgknee.keys import Env, StepFact
 from pgknee.plan import Plan
 from pgknee.run.preflight import Prepared
 from pgknee.run.schedule import StepSpec, new_run_id, schedule
@@ -23,6 +24,17 @@ from pgknee.run.step import ends_the_run, finished_line, run_step
 from pgknee.run.ui import UI
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
+
+SERVER_WAIT_S = 120.0  # how long a sweep waits for a server that went away during a step
+
+
+def _answers(session: RunSession) -> bool:
+    """Whether the server answers pgknee's statistics session (made again if it was lost)."""
+    try:
+        session.reader.snapshot()
+        return True
+    except (psycopg.Error, PgkneeError):
+        return False
 
 
 class Sweep:
@@ -94,10 +106,39 @@ class Sweep:
             result = run_step(session, spec, i, len(steps))
             session.writer.write_step(result)
             self.ui.step_finished(finished_line(spec, result, several))
+            if result.facts.get(StepFact.SERVER_RESTARTED) or not _answers(session):
+                self._recover(session)  # the step failed with the reason; the sweep goes on
+                continue
             if ends_the_run(result):
                 raise DriverError(f"pgbench failed at {spec.clients} clients: "
                                   f"{result.reason or 'no transaction completed in the step'}",
                                   "see the message above; completed steps are kept in the store")
+
+    def _recover(self, session: RunSession) -> None:
+        """The server went away during a step (a restart, a failover, a crash): start it again if it
+        is pgknee's own, wait for it (bounded, saying so), and reconnect pgknee's sessions."""
+        session.target.revive(self.ui.say)
+        t0 = time.monotonic()
+        said = 0.0
+        while True:
+            try:
+                session.reader.reconnect()
+                break
+            except (psycopg.Error, PgkneeError) as e:
+                waited = time.monotonic() - t0
+                if waited > SERVER_WAIT_S:
+                    raise TargetError(f"the server did not come back within {SERVER_WAIT_S:.0f} s: "
+                                      f"{str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
+                                      "check the server; completed steps are kept ('pgknee run --resume' goes on)") \
+                        from None
+                if waited >= said:
+                    self.ui.say(f"waiting for the server to come back ({waited:.0f} s of {SERVER_WAIT_S:.0f})")
+                    said += 10.0
+                time.sleep(1.0)
+        if session.activity is not None:
+            with contextlib.suppress(psycopg.Error, PgkneeError):
+                session.activity.reconnect()
+        self.ui.say("the server answers again: the sweep goes on")
 
     def _check_after(self, session: RunSession) -> None:
         """The workload's own check (money conserved, books balanced), on pgknee's statistics

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from pgknee.run.preflight import Prepared, check_capacity
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import scripts_for
 from pgknee.run.ui import UI
+from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 from pgknee.targets import Target, open_target
 from pgknee.workloads import Script
@@ -87,14 +89,16 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     env = run_environment(plan, target, server, prepared.pgbench, prepared.workload, meta, prepared.poolers,
                           {name: [(s.name, text) for s, text in pairs] for name, pairs in texts.items()})
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
+    stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target)})
     if record.argv:
         writer.add_command(None, "pgknee", record.argv)
     for purpose, argv in commands:
         writer.add_command(None, purpose, argv)
-    activity, os_sampler = _start_samplers(stack, plan, target, server)
-    session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env,
-                         StatsReader(stats_conn, plan.settle_s), activity, os_sampler,
+    activity, os_sampler = _start_samplers(stack, plan, target, server, writer)
+    reader = StatsReader(lambda: target.endpoint.connect("stats"), plan.settle_s)
+    stack.callback(lambda: reader.conn.close())
+    session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()})
     return session, steps
 
@@ -146,12 +150,26 @@ def _extension_note(plan: Plan, record: RunRecordPlan, target: Target) -> dict[s
     return {keys.extended_at(time.strftime("%Y%m%d-%H%M%S", time.gmtime())): f"{what} on a new {where}"}
 
 
-def _start_samplers(stack: contextlib.ExitStack, plan: Plan, target: Target,
-                    server: ServerFacts) -> tuple[ActivitySampler | None, OsSampler]:
+def _activity_sink(writer: RunWriter) -> Callable[[int, list[Any], list[Any]], None]:
+    """Samples written while a step runs, from the sampler's thread, on a store connection of that
+    thread's own (SQLite connections stay with their thread; the store is in WAL mode)."""
+    mine: list[RunWriter] = []
+
+    def sink(step_id: int, snapshots: list[Any], rows: list[Any]) -> None:
+        if not mine:
+            mine.append(RunWriter(Store(writer.store.path, create=False), writer.run_id))
+        mine[0].write_activity(step_id, snapshots, rows)
+
+    return sink  # its connection closes with the sampler (a connection is closed by the thread that made it)
+
+
+def _start_samplers(stack: contextlib.ExitStack, plan: Plan, target: Target, server: ServerFacts,
+                    writer: RunWriter) -> tuple[ActivitySampler | None, OsSampler]:
     activity = None
     if plan.sample_interval_s:
         activity = ActivitySampler(target.endpoint, server.version_num, plan.sample_interval_s,
-                                   all_databases=plan.sample_all_databases, query_text=plan.query_text)
+                                   all_databases=plan.sample_all_databases, query_text=plan.query_text,
+                                   sink=_activity_sink(writer))
         activity.start()
         stack.callback(activity.close)
     os_sampler = OsSampler(plan.os_interval_s)

@@ -100,7 +100,7 @@ def _apply_settings(s: RunSession, spec: StepSpec) -> None:
     want = dict(spec.variant.settings)
     if not s.target.apply_settings(want, say=s.ui.say):
         return
-    s.reader.reconnect(s.target.endpoint.connect("stats"))
+    s.reader.reconnect()
     if s.activity is not None:
         s.activity.reconnect()
     s.settings_facts = {}
@@ -196,20 +196,17 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
         s.writer.add_command(step_id, "warmup", warm.argv())
         _run_pgbench(s, warm, env, step_dir, progress=False)
     q0, r0 = (s.activity.queries_run if s.activity else 0), s.reader.reads
-    before, pool_before = s.reader.snapshot(), _pooler_totals(pooled)
+    before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
     _set_phase(s, "bench", pooled)
     bench_start = time.time()
     execution = _run_pgbench(s, run, env, step_dir, progress=True)
     bench_end = time.time()
     _set_phase(s, "post", pooled)
     pooler, died = _pooler_after(pooled, pool_before)
-    server_pid = s.target.server_pid()
-    facts.update(memory_picture(server_pid, holder.backend_pids if holder and pooled is None else (),
-                                prefix=keys.AT_END))
-    idle_alive = holder.alive() if holder is not None else 0
-    if holder is not None:
-        facts[StepFact.IDLE_OPEN_AT_END] = float(idle_alive)
-    after = s.reader.settled()
+    idle_alive = _end_facts(s, holder, pooled, facts)
+    after = _statistics(s, facts, settle=True)
+    if pgstats.restarted(before, after):
+        facts[StepFact.SERVER_RESTARTED] = 1.0
     own = (s.activity.queries_run - q0 if s.activity else 0) + (s.reader.reads - r0)
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
@@ -217,6 +214,27 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     return _Sampled(execution, bench_start, bench_end, pgstats.delta(before, after), own,
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
                     spec.variant.idle - idle_alive if holder is not None else 0)
+
+
+def _statistics(s: RunSession, facts: dict[str, float], *, settle: bool) -> dict[str, float]:
+    """pg_stat_database now (once it settled, after pgbench); none, and the step marked, when
+    the server cannot be reached even on a new connection (it restarted, or failed over)."""
+    try:
+        return s.reader.settled() if settle else s.reader.snapshot()
+    except (psycopg.OperationalError, PgkneeError):
+        facts[StepFact.SERVER_RESTARTED] = 1.0
+        return {}
+
+
+def _end_facts(s: RunSession, holder: IdleHolder | None, pooled: StepPooler | None,
+               facts: dict[str, float]) -> int:
+    """The memory picture at the end of the step and how many idle sessions are still open."""
+    facts.update(memory_picture(s.target.server_pid(), holder.backend_pids if holder and pooled is None else (),
+                                prefix=keys.AT_END))
+    idle_alive = holder.alive() if holder is not None else 0
+    if holder is not None:
+        facts[StepFact.IDLE_OPEN_AT_END] = float(idle_alive)
+    return idle_alive
 
 
 def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:
@@ -269,6 +287,8 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_di
         status, reason = "failed", f"the server ended {x.idle_lost} of the {v.idle} idle sessions during the step"
     if status == "failed" and x.pooler_died is not None:
         reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
+    if x.facts.get(StepFact.SERVER_RESTARTED):
+        status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
                       x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler)
 
@@ -314,6 +334,9 @@ def finished_line(spec: StepSpec, r: StepResult, several_variants: bool) -> str:
 
 
 def ends_the_run(r: StepResult) -> bool:
-    """A failed step whose pgbench could not run at all, or ran nothing: the next would not either."""
+    """A failed step whose pgbench could not run at all (its options, its first connection), or
+    ran and completed nothing: the next would not either. A pgbench killed by a signal fails its
+    step only."""
     m = r.measurement
-    return r.status != "completed" and (r.pgbench_exit == 1 or m is None or m.transactions == 0)
+    return r.status != "completed" and r.pgbench_exit >= 0 and (r.pgbench_exit == 1 or m is None
+                                                                 or m.transactions == 0)

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from pgknee.clock import now_iso
+from pgknee.keys import StepFact
 from pgknee.registry import start_time
 from pgknee.store.db import Store
 from pgknee.store.sql import load
@@ -85,12 +86,22 @@ class RunWriter:
             if r.activity is not None:
                 self._many("insert_snapshots", self._rows(r.step_id, r.activity.snapshots))
                 self._many("insert_activity", self._rows(r.step_id, r.activity.rows))
+                self._many("insert_step_facts", [
+                    {"step_id": r.step_id, "name": name, "value": float(n)}
+                    for name, n in ((StepFact.ACTIVITY_TICKS_LOST, r.activity.ticks_lost),
+                                    (StepFact.ACTIVITY_RECONNECTS, r.activity.reconnects)) if n])
             self._many("insert_os_samples", self._rows(r.step_id, r.os_rows))
             self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
             if r.pooler is not None:
                 self._many("insert_pooler_samples", self._rows(r.step_id, r.pooler.samples))
                 self._many("insert_step_pooler", [{"step_id": r.step_id, "name": k, "value": v}
                                                   for k, v in r.pooler.facts.items()])
+
+    def write_activity(self, step_id: int, snapshots: Iterable[Row], rows: Iterable[Row]) -> None:
+        """pg_stat_activity samples handed over while a step runs (collect.activity's sink)."""
+        with self.store.transaction():
+            self._many("insert_snapshots", self._rows(step_id, snapshots))
+            self._many("insert_activity", self._rows(step_id, rows))
 
     def _rows(self, step_id: int, rows: Iterable[Row]) -> Iterable[Row]:
         return ((self.run_id, step_id, *row) for row in rows)

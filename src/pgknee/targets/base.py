@@ -55,6 +55,10 @@ class Endpoint:
         the embedded server's sessions, and not pgbench's): the endpoint is the one truth."""
         kwargs: dict[str, Any] = {**env_neutral(self.params), **self.params}
         kwargs.setdefault("connect_timeout", str(int(timeout)))
+        if not self.params.get("host", "").startswith("/"):
+            # a server that went away (a failover, a cable) is noticed within tcp_user_timeout,
+            # not after the kernel's two hours: every connection pgknee holds is a TCP one
+            kwargs.update({k: v for k, v in KEEPALIVES.items() if k not in self.params})
         if self.password is not None:
             kwargs["password"] = self.password
         kwargs["application_name"] = application_name
@@ -105,6 +109,11 @@ def _connect_hint(msg: str) -> str:
     return "check the DSN and that the server accepts connections from here"
 
 
+# TCP keepalives and a bound on unacknowledged data for pgknee's own connections (libpq keywords)
+KEEPALIVES = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3",
+              "tcp_user_timeout": "30000"}
+
+
 class Target(Protocol):
     """The server under test. Everything the run does differently for an embedded and a
     remote server goes through here; nothing outside targets/ asks which kind it has."""
@@ -131,6 +140,10 @@ class Target(Protocol):
     def apply_settings(self, settings: dict[str, str], say: Callable[[str], None] = ...) -> bool:
         """Run with a variant's server settings (a restart, told through `say`); True if the
         server restarted."""
+        ...
+
+    def revive(self, say: Callable[[str], None] = ...) -> bool:
+        """Start the server again if it died and pgknee can (its own); True if it did."""
         ...
 
     def keep(self) -> str | None:

@@ -254,6 +254,18 @@ class EmbeddedCluster:
                               "check the setting's value; the server log says why")
         return True
 
+    def revive(self, say: Callable[[str], None] = lambda _: None) -> bool:
+        """Start the server again if it died (killed, crashed): PostgreSQL's crash recovery."""
+        if self.alive():
+            return False
+        if self._proc is not None:
+            proc.reap(self._proc)
+            self._proc = None
+        say("the embedded server died: starting it again (PostgreSQL recovers from its WAL)")
+        if not self._start_once():
+            raise TargetError(f"the embedded server did not start again: {self._log_tail(1)}", f"see {self.logfile}")
+        return True
+
     def _stop_server(self) -> None:
         p = self._proc
         if p is None:

@@ -36,6 +36,9 @@ class RemoteTarget:
                               "run once per setting against your server and compare: pgknee compare RUN_A RUN_B")
         return False
 
+    def revive(self, say: Callable[[str], None] = lambda _: None) -> bool:
+        return False  # the user's server comes back by itself (or not): pgknee waits for it
+
     def keep(self) -> str | None:
         return None
 
