@@ -5,7 +5,7 @@ warned, short steps, money not conserved. Pure."""
 from __future__ import annotations
 
 from pgknee.analyze.records import Group, PoolerRow, RunView
-from pgknee.keys import CheckStatus
+from pgknee.keys import CheckStatus, StepFact
 from pgknee.rules import measured_window
 from pgknee.types import RunData
 
@@ -37,11 +37,31 @@ def _run_status(data: RunData, done: int) -> list[str]:
     if run.status == "interrupted":
         out.append(f"the run was interrupted after {done} of {run.steps_planned} steps; "
                    "the completed steps are shown")
+    elif run.status == "abandoned":
+        out.append(f"the run was abandoned after {done} of {run.steps_planned} steps ({run.status_reason}); "
+                   f"'pgknee run --resume {run.run_id}' runs the rest")
     elif run.status == "failed":
         out.append(f"the run failed: {run.status_reason}")
     for s in data.steps:
         if s.status == "failed":
             out.append(f"step c{s.clients} rep {s.rep} failed: {s.status_reason}")
+    return out + _gaps(data)
+
+
+def _gaps(data: RunData) -> list[str]:
+    """Steps the server went away in, and steps whose pg_stat_activity sampling had a gap."""
+    out = []
+    restarted = [s for s in data.steps if data.facts.get(s.step_id, {}).get(StepFact.SERVER_RESTARTED)]
+    if restarted:
+        out.append("the server restarted or could not be reached during step " +
+                   ", ".join(f"{s.seq} (c{s.clients} rep {s.rep} {s.variant})" for s in restarted) +
+                   "; the step failed and the sweep went on")
+    for s in data.steps:
+        lost = data.facts.get(s.step_id, {}).get(StepFact.ACTIVITY_TICKS_LOST)
+        if lost:
+            out.append(f"step {s.seq} (c{s.clients} rep {s.rep} {s.variant}): pg_stat_activity sampling lost "
+                       f"{lost:.0f} tick{'s' if lost != 1 else ''} (its connection was gone); its wait profile "
+                       "covers the rest of the step")
     return out
 
 
