@@ -45,9 +45,12 @@ def start_time(pid: int) -> str | None:
     it tells the recorded process from a later one that got the same pid."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
         return None
+    if len(fields) < 20 or fields[0] in ("Z", "X"):  # a zombie has died: only its parent has not looked yet
+        return None
+    return fields[19]
 
 
 def is_alive(pid: int, start: str | None) -> bool:

@@ -152,6 +152,7 @@ class EmbeddedCluster:
         self.version = _version_of(bindir)
         self.kept = False
         self.variant_settings: dict[str, str] = {}
+        self._adopted: int | None = None  # a postmaster of this directory someone else started (pg_ctl restart)
 
     # ---- lifecycle -------------------------------------------------------------
     def start(self) -> None:
@@ -255,18 +256,52 @@ class EmbeddedCluster:
         return True
 
     def revive(self, say: Callable[[str], None] = lambda _: None) -> bool:
-        """Start the server again if it died (killed, crashed): PostgreSQL's crash recovery."""
-        if self.alive():
-            return False
-        if self._proc is not None:
+        """Start the server again if it died (killed, crashed): PostgreSQL's crash recovery. One
+        that someone restarted (pg_ctl restart) is found by its postmaster.pid and adopted."""
+        if self._proc is not None and self._proc.poll() is not None:
             proc.reap(self._proc)
             self._proc = None
+        if self._proc is not None:
+            return False
+        if self._adopt(say):
+            return False
         say("the embedded server died: starting it again (PostgreSQL recovers from its WAL)")
         if not self._start_once():
+            if self._adopt(say):  # someone else's start (pg_ctl restart) won the race for the lock
+                return False
             raise TargetError(f"the embedded server did not start again: {self._log_tail(1)}", f"see {self.logfile}")
         return True
 
+    def _adopt(self, say: Callable[[str], None]) -> bool:
+        """A postmaster of this directory that someone else started: pgknee stops it at the end."""
+        adopted = self._postmaster_from_pidfile()
+        if adopted is None:
+            return False
+        if adopted != self._adopted:
+            self._adopted = adopted
+            registry.current().child("postgres", adopted, "fast")
+            say(f"the embedded server was restarted by someone else (postmaster {adopted}): pgknee stops it at the "
+                "end")
+        return True
+
+    def _postmaster_from_pidfile(self) -> int | None:
+        """The postmaster of this data directory when it is not pgknee's child: the pid in
+        postmaster.pid, trusted only if that process is a postgres running on this directory."""
+        try:
+            pid = int(safefs.read_child_text(self.data / "postmaster.pid", self.run_as).splitlines()[0])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if os.path.basename(argv[0]) == b"postgres" and str(self.data).encode() in argv else None
+
     def _stop_server(self) -> None:
+        if self._adopted is None and (self._proc is None or self._proc.poll() is not None):
+            self._adopted = self._postmaster_from_pidfile()  # someone restarted it: it is stopped all the same
+        if self._adopted is not None:
+            registry.stop_process(self._adopted, signal.SIGINT, group=False)
+            registry.current().forget_child(self._adopted)
+            self._adopted = None
         p = self._proc
         if p is None:
             return
@@ -322,7 +357,11 @@ class EmbeddedCluster:
         return Endpoint({"host": str(self.sock), "port": str(self.port), "user": SUPERUSER, "dbname": BENCH_DB})
 
     def server_pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc.pid
+        if self._adopted is not None and registry.start_time(self._adopted) is not None:
+            return self._adopted
+        return None
 
     def alive(self) -> bool:
         return self.server_pid() is not None
