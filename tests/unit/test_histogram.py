@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pgknee.driver.histogram import HIGHEST, RELATIVE_ERROR, SIZE, Histogram, bucket_bounds, bucket_index
+from pgknee.driver.measure import latency_stats
 
 QS = [0, 0.1, 1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 99.99, 100]
 HOUR_US = 3_600_000_000
@@ -82,6 +83,7 @@ def test_empty() -> None:
     h = Histogram()
     h.record(np.zeros(0, dtype=np.int64))
     assert h.count == 0 and h.total == 0 and h.stddev == 0.0 and np.isnan(h.mean)
+    assert latency_stats(h) is None
     with pytest.raises(ValueError, match="empty"):
         h.percentiles([50])
 
