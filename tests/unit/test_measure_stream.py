@@ -119,6 +119,7 @@ def test_what_is_not_a_pgbench_line_is_ignored(tmp_path: Path) -> None:
     (tmp_path / "log.1").write_bytes(
         b"0 0 1000 0 1700000000 1 0\n"
         b"0 1 12x4 0 1700000000 1 0\n"  # a latency that is not a number: a failure of kind '12x4'
+        b"1 1 other 0 1700000000 1 0\n1 2 failed 0 1700000000 1 0\n"  # both of kind 'other'
         b"0 2 2000 x 1700000000 1 0\n"  # a script that is not a number: ignored
         b"0 3 3000 0 1700000000 1 -1\n"  # retries that are not a number: ignored
         b"0 4 1234567890123456789 0 1700000000 1 0\n"  # 19 digits: not a latency pgbench writes
@@ -128,12 +129,12 @@ def test_what_is_not_a_pgbench_line_is_ignored(tmp_path: Path) -> None:
         b"0 7 6000 1 1700000000 1 3\n"
         b"0 8 7000 1 1700")  # cut short
     s = m.read_transaction_logs([tmp_path / "log.1"], chunk_bytes=1000)
-    assert s.failures == {"12x4": 1}
+    assert s.failures == {"12x4": 1, "other": 2}
     assert sorted(s.scripts) == [m.OTHER_SCRIPT, 0, 1]
     assert [(k, t.latency.count, t.latency.total, t.failed, t.retries) for k, t in sorted(s.scripts.items())] == [
-        (m.OTHER_SCRIPT, 1, 4000, 0, 0), (0, 2, 6000, 1, 0), (1, 1, 6000, 0, 3)]
+        (m.OTHER_SCRIPT, 1, 4000, 0, 0), (0, 2, 6000, 3, 0), (1, 1, 6000, 0, 3)]
     meas = m.measure(s, SCRIPTS, 1.0)
-    assert (meas.transactions, meas.failed) == (4, 1) and sum(x.transactions for x in meas.scripts) == 3
+    assert (meas.transactions, meas.failed) == (4, 3) and sum(x.transactions for x in meas.scripts) == 3
 
 
 def test_blocks_are_whole_lines_and_keep_every_byte() -> None:

@@ -21,7 +21,7 @@ from pgknee.driver.histogram import Histogram
 from pgknee.types import LatencyStats, ScriptResult, StepMeasurement
 from pgknee.workloads.base import Script
 
-CHUNK_BYTES = 1 << 20  # read this much at a time (some 30,000 lines; about 10 bytes of work space each)
+CHUNK_BYTES = 1 << 20  # read this much at a time: some 30,000 lines, about 15 MB of work space
 MAX_LINE = 1 << 16  # a longer "line" is not pgbench's: skipped, so a file without newlines stays cheap
 MAX_SCRIPTS = 128  # pgbench's limit; a line naming another script number counts in the totals only
 MAX_NUMBER = 18  # digits: a longer token is not a number pgbench writes (the line is skipped)
@@ -182,8 +182,7 @@ def _parse(block: bytes, layout: _Layout) -> _Lines:
         usable &= ret_ok
     worded = np.flatnonzero(usable & ~is_number)
     words = _words(a, t_start[worded], t_end[worded])
-    kinds, counts = np.unique(words, return_counts=True)
-    failures = {_FAILURE_WORDS.get(w, w): int(n) for w, n in zip(_decoded(kinds), counts, strict=True)}
+    failures = _kinds(words)
     skipped = failures.pop("skipped", 0)
     keep = usable.copy()
     keep[worded[words == b"skipped"]] = False
@@ -191,8 +190,14 @@ def _parse(block: bytes, layout: _Layout) -> _Lines:
                   lag[keep & has_lag], failures, skipped)
 
 
-def _decoded(words: np.ndarray) -> list[str]:
-    return [bytes(w).decode(errors="replace") for w in words]
+def _kinds(words: np.ndarray) -> dict[str, int]:
+    """Failures by kind ('failed' is 'other'; a word pgbench does not write is its own kind)."""
+    out: dict[str, int] = {}
+    for word, n in zip(*np.unique(words, return_counts=True), strict=True):
+        kind = bytes(word).decode(errors="replace")
+        kind = _FAILURE_WORDS.get(kind, kind)
+        out[kind] = out.get(kind, 0) + int(n)
+    return out
 
 
 def _fold(summary: LogSummary, lines: _Lines) -> None:
