@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from builders import DATA
 
-from pgknee.driver.measure import TransactionLog, measure, read_transaction_logs
+from pgknee.driver.histogram import RELATIVE_ERROR
+from pgknee.driver.measure import LogSummary, measure, read_transaction_logs
 from pgknee.driver.pgbench import (
     PgbenchRun,
     find_pgbench,
@@ -106,25 +107,38 @@ def test_parse_summary_of_nothing() -> None:
 def test_read_transaction_logs_counts() -> None:
     log = read_transaction_logs(LOGS)
     # 10 usable lines: 6 successes, 3 failures, 1 skipped (not kept); blank, short and cut lines ignored
-    assert log.latency_us.tolist() == [1000, 2000, 3000, -1, 4000, 5000, -1, -1, 6000]
-    assert log.script_no.tolist() == [0, 1, 0, 0, 2, 0, 1, 0, 1]
-    assert log.retries.tolist() == [0, 1, 0, 2, 0, 0, 0, 0, 0]  # lines without the column: 0
+    lat = {i: t.latency for i, t in log.scripts.items()}
+    assert sorted(lat) == [0, 1, 2]
+    assert [(lat[i].count, lat[i].total, lat[i].min, lat[i].max) for i in range(3)] == [
+        (3, 9000, 1000, 5000), (2, 8000, 2000, 6000), (1, 4000, 4000, 4000)]
+    assert all(lat[0].count_at(v) == 1 for v in (1000, 3000, 5000)) and lat[0].count_at(2000) == 0
+    # failures: script 0 twice (serialization, failed), script 1 once (deadlock)
+    assert [(t.failed, t.retried, t.retries) for t in log.scripts.values()] == [(2, 1, 2), (1, 1, 1), (0, 0, 0)]
     assert log.failures == {"serialization": 1, "deadlock": 1, "other": 1}
     assert log.skipped == 1
-    assert log.end_epoch[0] == pytest.approx(1700000000.1)
-    assert log.end_epoch[-1] == pytest.approx(1700000001.2)
-    assert log.latency_us.dtype == np.int64
+    assert log.lag.count == 0 and log.think_us == 0
 
 
 def test_read_transaction_logs_file_order_does_not_change_the_totals() -> None:
     a, b = read_transaction_logs(LOGS), read_transaction_logs(list(reversed(LOGS)))
-    assert sorted(a.latency_us.tolist()) == sorted(b.latency_us.tolist())
+    assert sorted(a.scripts) == sorted(b.scripts)
+    for i, t in a.scripts.items():
+        assert (t.latency.counts == b.scripts[i].latency.counts).all()
+        assert (t.latency.total, t.failed, t.retried, t.retries) == (b.scripts[i].latency.total, b.scripts[i].failed,
+                                                                     b.scripts[i].retried, b.scripts[i].retries)
     assert a.failures == b.failures
+    assert measure(a, SCRIPTS, 2.0) == measure(b, SCRIPTS, 2.0)
 
 
 def test_read_no_logs() -> None:
     log = read_transaction_logs([])
-    assert log.latency_us.size == 0 and log.failures == {} and log.skipped == 0
+    assert log.scripts == {} and log.failures == {} and log.skipped == 0 and log.lag.count == 0
+
+
+def _within_bound(got: float, values: list[float], q: float) -> bool:
+    """A histogram's percentile against numpy's over the same values: within the bound."""
+    exact = float(np.percentile(values, q))
+    return abs(got - exact) <= RELATIVE_ERROR * exact
 
 
 def test_measure_totals() -> None:
@@ -138,13 +152,15 @@ def test_measure_totals() -> None:
     lat = m.latency
     assert lat is not None
     # successes: 1 2 3 4 5 6 ms
+    ok = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     assert lat.count == 6
     assert lat.mean_ms == pytest.approx(3.5)
     assert lat.stddev_ms == pytest.approx(math.sqrt(3.5))  # sample stddev: 17.5 / 5
     assert (lat.min_ms, lat.max_ms) == (1.0, 6.0)
-    assert lat.p50_ms == pytest.approx(3.5)
-    assert lat.p95_ms == pytest.approx(5.75)  # rank 0.95 x 5 = 4.75 -> 5 + 0.75 x (6 - 5)
-    assert lat.p99_ms == pytest.approx(5.95)
+    # from the histogram: within its bound of numpy's 3.5, 5.75 (rank 0.95 x 5 = 4.75 -> 5 + 0.75 x (6 - 5)), 5.95
+    assert lat.p50_ms == pytest.approx(3.5, rel=RELATIVE_ERROR) and _within_bound(lat.p50_ms, ok, 50)
+    assert lat.p95_ms == pytest.approx(5.75, rel=RELATIVE_ERROR) and _within_bound(lat.p95_ms, ok, 95)
+    assert lat.p99_ms == pytest.approx(5.95, rel=RELATIVE_ERROR) and _within_bound(lat.p99_ms, ok, 99)
 
 
 def test_measure_per_script() -> None:
@@ -154,8 +170,9 @@ def test_measure_per_script() -> None:
                                                                      (2, "history", 15)]
     # transfer: 1, 3, 5 ms ok; serialization + failed
     assert (s0.transactions, s0.failed, s0.retried, s0.tps) == (3, 2, 1, 1.5)
-    assert s0.latency is not None and s0.latency.mean_ms == pytest.approx(3.0) and s0.latency.p50_ms == 3.0
-    # balance: 2, 6 ms ok; deadlock
+    assert s0.latency is not None and s0.latency.mean_ms == pytest.approx(3.0)
+    assert _within_bound(s0.latency.p50_ms, [1.0, 3.0, 5.0], 50)  # 3.0 exactly, within the bound
+    # balance: 2, 6 ms ok; deadlock (two values: every percentile lies between min and max, exact)
     assert (s1.transactions, s1.failed, s1.retried, s1.tps) == (2, 1, 1, 1.0)
     assert s1.latency is not None and s1.latency.mean_ms == pytest.approx(4.0)
     assert s1.latency.p95_ms == pytest.approx(5.8)
@@ -166,11 +183,9 @@ def test_measure_per_script() -> None:
     assert sum(s.failed for s in m.scripts) == m.failed
 
 
-def test_measure_all_failed_has_no_latency() -> None:
-    log = TransactionLog(latency_us=np.array([-1, -1], dtype=np.int64), script_no=np.array([0, 0], dtype=np.int16),
-                         end_epoch=np.array([1.0, 2.0]), retries=np.array([2, 2], dtype=np.int32),
-                         failures={"serialization": 2}, skipped=0)
-    m = measure(log, SCRIPTS[:1], duration_s=10.0)
+def test_measure_all_failed_has_no_latency(tmp_path: Path) -> None:
+    (tmp_path / "log.1").write_text("0 0 serialization 0 1 0 2\n0 1 serialization 0 2 0 2\n")
+    m = measure(read_transaction_logs([tmp_path / "log.1"]), SCRIPTS[:1], duration_s=10.0)
     assert (m.transactions, m.failed, m.retried, m.retries, m.tps) == (0, 2, 2, 4, 0.0)
     assert m.latency is None
     assert m.scripts[0].latency is None and m.scripts[0].failed == 2
@@ -272,18 +287,28 @@ def test_pgbench_version_of_a_missing_program(tmp_path: Path) -> None:
         pgbench_version(str(tmp_path / "nope"))
 
 
-def test_measure_takes_the_think_time_out_of_the_latency() -> None:
+def test_measure_takes_the_think_time_out_of_the_latency(tmp_path: Path) -> None:
     """pgbench counts a script's \\sleep in the transaction's time; the pause pgknee added
-    (think=3ms here) comes out again: successes were 4..9 ms, failures stay failures."""
-    with_pause = read_transaction_logs(LOGS)
-    shifted = TransactionLog(
-        latency_us=np.where(with_pause.latency_us >= 0, with_pause.latency_us + 3000, with_pause.latency_us),
-        script_no=with_pause.script_no, end_epoch=with_pause.end_epoch, retries=with_pause.retries,
-        failures=with_pause.failures, skipped=with_pause.skipped)
-    plain = measure(with_pause, SCRIPTS, duration_s=2.0)
-    net = measure(shifted, SCRIPTS, duration_s=2.0, think_us=3000)
+    (think=3ms here) comes out again while reading: successes were 4..9 ms, failures stay failures."""
+    shifted = []
+    for path in LOGS:
+        lines = []
+        for line in path.read_text().splitlines(keepends=True):
+            parts = line.split(" ")
+            if len(parts) >= 6 and parts[2].isdigit():
+                parts[2] = str(int(parts[2]) + 3000)
+            lines.append(" ".join(parts))
+        shifted.append(tmp_path / path.name)
+        shifted[-1].write_text("".join(lines))
+    plain = measure(read_transaction_logs(LOGS), SCRIPTS, duration_s=2.0)
+    net = measure(read_transaction_logs(shifted, think_us=3000), SCRIPTS, duration_s=2.0, think_us=3000)
     assert net == plain
-    assert measure(shifted, SCRIPTS, duration_s=2.0).latency.mean_ms == pytest.approx(6.5)  # type: ignore[union-attr]
+    assert measure(read_transaction_logs(shifted), SCRIPTS, duration_s=2.0).latency.mean_ms == pytest.approx(6.5)  # type: ignore[union-attr]
+    # the think time comes out while reading; given to measure only (the caller's old way), the
+    # logs are read again with it, and the figures are the same
+    assert measure(read_transaction_logs(iter(shifted)), SCRIPTS, duration_s=2.0, think_us=3000) == plain
+    with pytest.raises(ValueError, match="pass think_us to read_transaction_logs"):
+        measure(LogSummary(), SCRIPTS, duration_s=2.0, think_us=3000)  # a summary that cannot be read again
 
 
 def test_with_think_time_appends_a_sleep_after_the_transaction() -> None:

@@ -157,10 +157,13 @@ def test_transaction_log_with_schedule_lag(tmp_path: Path) -> None:
                    "1 1 failed 0 1700000000 300000 600 2\n"
                    "1 2 skipped 0 1700000000 400000 0 0\n")
     t = read_transaction_logs([log], has_lag=True, has_retries=True)
-    assert list(t.latency_us) == [1500, 2500, -1] and list(t.retries) == [0, 1, 2] and t.skipped == 1
-    assert list(t.lag_us) == [200, 400, 600]
+    s0 = t.scripts[0]
+    assert (s0.latency.count, s0.latency.min, s0.latency.max, s0.failed) == (2, 1500, 2500, 1) and t.skipped == 1
+    assert (s0.retried, s0.retries) == (2, 3)  # retries 0, 1, 2
+    assert (t.lag.count, t.lag.min, t.lag.max, t.lag.total) == (3, 200, 600, 1200)  # 200, 400, 600
     m = measure(t, [Script("t", log, 1)], 1.0)
     assert m.lag is not None and abs(m.lag.mean_ms - 0.4) < 1e-9 and m.lag.max_ms == 0.6 and m.skipped == 1
     # lag without retries (--max-tries 1, or pgbench < 15): the 7th column is the lag, not retries
     t2 = read_transaction_logs([log], has_lag=True, has_retries=False)
-    assert list(t2.retries) == [0, 0, 0] and list(t2.lag_us) == [200, 400, 600]
+    assert (t2.scripts[0].retried, t2.scripts[0].retries) == (0, 0)
+    assert (t2.lag.count, t2.lag.min, t2.lag.max, t2.lag.total) == (3, 200, 600, 1200)

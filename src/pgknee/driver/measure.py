@@ -1,113 +1,257 @@
 """pgbench's per-transaction log, read and measured: TPS and latency (mean, stddev, p50/p95/p99,
 max) overall and per script, failures by kind, retries, and the schedule lag of an open loop.
 Latency comes from the log, never from the average pgbench prints (derived from run time x
-clients / transactions when no -P, -R or -L is given)."""
+clients / transactions when no -P, -R or -L is given).
+
+The logs are streamed a few MB at a time, parsed with numpy (not line by line) and folded into
+per-script latency histograms and counters (driver.histogram): memory stays constant whatever the
+run's length (2,000 clients for 10 minutes write some 12 million lines), mean, stddev, min and max
+stay exact, and percentiles are within histogram.RELATIVE_ERROR (0.39 %) of the exact ones."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
+from pgknee.driver.histogram import Histogram
 from pgknee.types import LatencyStats, ScriptResult, StepMeasurement
 from pgknee.workloads.base import Script
 
-
-def latency_stats(lat_ms: np.ndarray) -> LatencyStats | None:
-    """Mean, sample stddev, min, p50/p95/p99 (linear interpolation), max, in ms."""
-    n = int(lat_ms.size)
-    if n == 0:
-        return None
-    p50, p95, p99 = np.percentile(lat_ms, [50, 95, 99])
-    return LatencyStats(
-        count=n, mean_ms=float(lat_ms.mean()), stddev_ms=float(lat_ms.std(ddof=1)) if n > 1 else 0.0,
-        min_ms=float(lat_ms.min()), p50_ms=float(p50), p95_ms=float(p95), p99_ms=float(p99),
-        max_ms=float(lat_ms.max()))
-
-
+CHUNK_BYTES = 1 << 20  # read this much at a time: some 30,000 lines, about 15 MB of work space
+MAX_LINE = 1 << 16  # a longer "line" is not pgbench's: skipped, so a file without newlines stays cheap
+MAX_SCRIPTS = 128  # pgbench's limit; a line naming another script number counts in the totals only
+MAX_NUMBER = 18  # digits: a longer token is not a number pgbench writes (the line is skipped)
+OTHER_SCRIPT = -1
 _FAILURE_WORDS = {"failed": "other", "serialization": "serialization", "deadlock": "deadlock"}
+_WHITESPACE = np.zeros(256, dtype=bool)
+_WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.split() splits on
 
 
 @dataclass
-class TransactionLog:
-    """Columns of pgbench's per-transaction log(s), as arrays."""
+class ScriptTally:
+    """One script's transactions: latency of the successes (think time taken out), in µs."""
 
-    latency_us: np.ndarray  # int64; -1 where the transaction failed
-    script_no: np.ndarray  # int16
-    end_epoch: np.ndarray  # float64 seconds
-    retries: np.ndarray  # int32
+    latency: Histogram = field(default_factory=Histogram)
+    failed: int = 0
+    retried: int = 0  # transactions retried at least once, failed in the end or not
+    retries: int = 0
+
+
+@dataclass
+class LogSummary:
+    """pgbench's per-transaction log(s), folded: per script number (OTHER_SCRIPT for numbers out
+    of pgbench's range), failures by kind, skipped transactions, schedule lag (µs, with --rate)."""
+
+    think_us: int = 0  # taken out of every latency while reading
+    scripts: dict[int, ScriptTally] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+    lag: Histogram = field(default_factory=Histogram)
+    # the same logs read again with another think time (for measure(think_us=...), see there)
+    reread: Callable[[int], LogSummary] | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    lag_col: int | None
+    ret_col: int | None
+
+
+@dataclass
+class _Lines:
+    """The usable lines of one chunk, skipped ones left out: latency -1 where a transaction failed."""
+
+    script: np.ndarray
+    latency: np.ndarray
+    retries: np.ndarray
+    lag: np.ndarray
     failures: dict[str, int]
     skipped: int
-    lag_us: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # with --rate
 
 
 def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
                           has_retries: bool | None = None,
-                          opener: Callable[[Path], BinaryIO] | None = None) -> TransactionLog:
+                          opener: Callable[[Path], BinaryIO] | None = None, think_us: int = 0,
+                          chunk_bytes: int = CHUNK_BYTES) -> LogSummary:
     """Parse 'client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries]'.
 
     time is the latency in microseconds (with --rate: from the scheduled start, lag included),
     or failed/serialization/deadlock/skipped. schedule_lag is there with --rate, retries with
     --max-tries other than 1; when the caller does not say, a 7th column is taken for retries.
+    `think_us`, the pause pgknee adds to each transaction, comes out of every latency (at least 0).
+    Lines of fewer than 6 fields, or whose numbers are not numbers, are ignored.
     `opener` opens a log (pgbench's, written as another user: safefs.open_child_file)."""
-    lat: list[int] = []
-    lag: list[int] = []
-    scr: list[int] = []
-    end: list[float] = []
-    ret: list[int] = []
-    failures: dict[str, int] = {}
-    skipped = 0
+    lag_col = 6 if has_lag else None
+    ret_col = (7 if has_lag else 6) if has_retries or (has_retries is None and not has_lag) else None
+    layout, paths = _Layout(lag_col, ret_col), list(paths)
+    summary = LogSummary(think_us=think_us, reread=lambda t: read_transaction_logs(
+        paths, has_lag=has_lag, has_retries=has_retries, opener=opener, think_us=t, chunk_bytes=chunk_bytes))
     for path in paths:
         with (opener(path) if opener is not None else open(path, "rb")) as fh:
-            for raw in fh:
-                parts = raw.split()
-                if len(parts) < 6:
-                    continue
-                t = parts[2]
-                if t.isdigit():
-                    lat.append(int(t))
-                elif t == b"skipped":
-                    skipped += 1
-                    continue
-                else:
-                    kind = _FAILURE_WORDS.get(t.decode(errors="replace"), t.decode(errors="replace"))
-                    failures[kind] = failures.get(kind, 0) + 1
-                    lat.append(-1)
-                scr.append(int(parts[3]))
-                end.append(int(parts[4]) + int(parts[5]) / 1e6)
-                lag_col = 6 if has_lag else None
-                ret_col = (7 if has_lag else 6) if has_retries or (has_retries is None and not has_lag) else None
-                if lag_col is not None and len(parts) > lag_col:
-                    lag.append(int(parts[lag_col]))
-                ret.append(int(parts[ret_col]) if ret_col is not None and len(parts) > ret_col else 0)
-    return TransactionLog(np.asarray(lat, dtype=np.int64), np.asarray(scr, dtype=np.int16),
-                          np.asarray(end, dtype=np.float64), np.asarray(ret, dtype=np.int32), failures, skipped,
-                          np.asarray(lag, dtype=np.int64))
+            for block in _blocks(fh, chunk_bytes):
+                _fold(summary, _parse(block, layout))
+    return summary
 
 
-def measure(log: TransactionLog, scripts: Sequence[Script], duration_s: float, *,
-            think_us: int = 0) -> StepMeasurement:
+def _blocks(fh: BinaryIO, size: int) -> Iterator[bytes]:
+    """Whole lines, about `size` bytes at a time; the last line even without its newline."""
+    rest, skipping = b"", False
+    while data := fh.read(size):
+        if skipping:  # inside a line too long to be pgbench's: drop it up to its end
+            nl = data.find(b"\n")
+            if nl < 0:
+                continue
+            data, skipping = data[nl + 1:], False
+        data = rest + data
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        rest = data[cut:]
+        if len(rest) > MAX_LINE:
+            rest, skipping = b"", True
+    if rest and not skipping:
+        yield rest + b"\n"
+
+
+def _tokens(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each token starts and ends (exclusive); each line's first token and number of tokens."""
+    t = ~_WHITESPACE[a]
+    starts = np.flatnonzero(t & ~np.concatenate(([False], t[:-1])))
+    ends = np.flatnonzero(t & ~np.concatenate((t[1:], [False]))) + 1
+    newlines = np.flatnonzero(a == 10)
+    line_starts = np.concatenate(([0], newlines[:-1] + 1))
+    first = np.searchsorted(starts, line_starts)
+    return starts, ends, first, np.searchsorted(starts, newlines) - first
+
+
+def _numbers(a: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens a[s:e] as integers, and whether each is one (1 to MAX_NUMBER digits)."""
+    length = e - s
+    ok = (length >= 1) & (length <= MAX_NUMBER)
+    value = np.zeros(s.size, dtype=np.int64)
+    for back in range(min(int(length.max(initial=0)), MAX_NUMBER), 0, -1):
+        pos = e - back
+        inside = pos >= s
+        digit = a[np.maximum(pos, 0)].astype(np.int64) - 48
+        ok &= ~inside | ((digit >= 0) & (digit <= 9))
+        value = np.where(inside, value * 10 + digit, value)
+    return value, ok
+
+
+def _words(a: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Tokens of at most MAX_NUMBER bytes as fixed-width byte strings."""
+    pos = s[:, None] + np.arange(MAX_NUMBER)
+    inside = pos < e[:, None]
+    grid = np.where(inside, a[np.minimum(pos, a.size - 1)], 0).astype(np.uint8)
+    return np.ascontiguousarray(grid).view(f"S{MAX_NUMBER}").ravel()
+
+
+def _column(a: np.ndarray, tok: tuple[np.ndarray, np.ndarray], idx: np.ndarray,
+            present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A numeric column: its values (0 where absent) and whether each line's is usable."""
+    starts, ends = tok
+    i = np.where(present, idx, 0)
+    value, ok = _numbers(a, starts[i], ends[i])
+    return np.where(present, value, 0), ok | ~present
+
+
+def _parse(block: bytes, layout: _Layout) -> _Lines:
+    """The lines of a block that ends with a newline, vectorised."""
+    a = np.frombuffer(block, dtype=np.uint8)
+    starts, ends, first, nfields = _tokens(a)
+    rows = np.flatnonzero(nfields >= 6)
+    first, nfields = first[rows], nfields[rows]
+    tok = (starts, ends)
+    t_start, t_end = starts[first + 2], ends[first + 2]
+    latency, is_number = _numbers(a, t_start, t_end)
+    script, usable = _column(a, tok, first + 3, nfields > 3)
+    usable &= (t_end - t_start) <= MAX_NUMBER
+    lag = np.zeros(rows.size, dtype=np.int64)
+    has_lag = np.zeros(rows.size, dtype=bool)
+    if layout.lag_col is not None:
+        has_lag = nfields > layout.lag_col
+        lag, lag_ok = _column(a, tok, first + layout.lag_col, has_lag)
+        usable &= lag_ok
+    retries = np.zeros(rows.size, dtype=np.int64)
+    if layout.ret_col is not None:
+        retries, ret_ok = _column(a, tok, first + layout.ret_col, nfields > layout.ret_col)
+        usable &= ret_ok
+    worded = np.flatnonzero(usable & ~is_number)
+    words = _words(a, t_start[worded], t_end[worded])
+    failures = _kinds(words)
+    skipped = failures.pop("skipped", 0)
+    keep = usable.copy()
+    keep[worded[words == b"skipped"]] = False
+    return _Lines(script[keep], np.where(is_number, latency, -1)[keep], retries[keep],
+                  lag[keep & has_lag], failures, skipped)
+
+
+def _kinds(words: np.ndarray) -> dict[str, int]:
+    """Failures by kind ('failed' is 'other'; a word pgbench does not write is its own kind)."""
+    out: dict[str, int] = {}
+    for word, n in zip(*np.unique(words, return_counts=True), strict=True):
+        kind = bytes(word).decode(errors="replace")
+        kind = _FAILURE_WORDS.get(kind, kind)
+        out[kind] = out.get(kind, 0) + int(n)
+    return out
+
+
+def _fold(summary: LogSummary, lines: _Lines) -> None:
+    summary.skipped += lines.skipped
+    for kind, n in lines.failures.items():
+        summary.failures[kind] = summary.failures.get(kind, 0) + n
+    summary.lag.record(lines.lag)
+    keys = np.where((lines.script >= 0) & (lines.script < MAX_SCRIPTS), lines.script, OTHER_SCRIPT)
+    for key in np.unique(keys).tolist():
+        sel = keys == key
+        tally = summary.scripts.setdefault(key, ScriptTally())
+        lat, retries = lines.latency[sel], lines.retries[sel]
+        ok = lat >= 0
+        tally.latency.record(np.maximum(lat[ok] - summary.think_us, 0))
+        tally.failed += int(ok.size - ok.sum())
+        tally.retried += int((retries > 0).sum())
+        tally.retries += int(retries.sum())
+
+
+def latency_stats(h: Histogram, scale: float = 1e-3) -> LatencyStats | None:
+    """Mean, sample stddev, min and max (exact), p50/p95/p99 (numpy's linear interpolation, read
+    from the histogram), max; microseconds in, milliseconds out."""
+    if h.count == 0:
+        return None
+    p50, p95, p99 = h.percentiles([50, 95, 99])
+    return LatencyStats(count=h.count, mean_ms=h.mean * scale, stddev_ms=h.stddev * scale,
+                        min_ms=h.min * scale, p50_ms=p50 * scale, p95_ms=p95 * scale, p99_ms=p99 * scale,
+                        max_ms=h.max * scale)
+
+
+def measure(log: LogSummary, scripts: Sequence[Script], duration_s: float, *,
+            think_us: int | None = None) -> StepMeasurement:
     """TPS and latency from the log: successful transactions / duration; latency over successes.
-    With think time, the pause pgbench counted in each transaction is taken out (what
-    remains of a sleep's overshoot, some microseconds, stays in)."""
-    ok = log.latency_us >= 0
-    net_us = np.where(ok, np.maximum(log.latency_us - think_us, 0), log.latency_us)
-    lat_ms = net_us[ok] / 1000.0
-    per_script = []
+    With think time, the pause pgbench counted in each transaction is taken out while reading
+    (read_transaction_logs(think_us=...); what remains of a sleep's overshoot, some
+    microseconds, stays in). A histogram cannot be shifted afterwards without losing its
+    precision, so a `think_us` here other than the log's reads the logs again with it (the
+    caller's way before the logs were streamed: pass think_us to read_transaction_logs instead)."""
+    if think_us is not None and think_us != log.think_us:
+        if log.reread is None:
+            raise ValueError(f"the log was read with {log.think_us} us of think time, not {think_us}: "
+                             "pass think_us to read_transaction_logs")
+        log = log.reread(think_us)
+    total, per_script = ScriptTally(), []
+    for tally in log.scripts.values():
+        total.latency.merge(tally.latency)
+        total.failed, total.retried, total.retries = (total.failed + tally.failed, total.retried + tally.retried,
+                                                      total.retries + tally.retries)
     for i, s in enumerate(scripts):
-        sel = log.script_no == i
-        s_ok = sel & ok
-        n_ok = int(s_ok.sum())
+        t = log.scripts.get(i, ScriptTally())
         per_script.append(ScriptResult(
-            script_no=i, name=s.name, weight=s.weight, transactions=n_ok, failed=int((sel & ~ok).sum()),
-            retried=int((log.retries[sel] > 0).sum()), tps=n_ok / duration_s,
-            latency=latency_stats(net_us[s_ok] / 1000.0)))
-    n_ok = int(ok.sum())
+            script_no=i, name=s.name, weight=s.weight, transactions=t.latency.count, failed=t.failed,
+            retried=t.retried, tps=t.latency.count / duration_s, latency=latency_stats(t.latency)))
     return StepMeasurement(
-        transactions=n_ok, failed=int((~ok).sum()), retried=int((log.retries > 0).sum()),
-        retries=int(log.retries.sum()), tps=n_ok / duration_s, latency=latency_stats(lat_ms),
-        scripts=tuple(per_script), failures=dict(log.failures),
-        lag=latency_stats(log.lag_us / 1000.0) if log.lag_us.size else None, skipped=log.skipped)
+        transactions=total.latency.count, failed=total.failed, retried=total.retried, retries=total.retries,
+        tps=total.latency.count / duration_s, latency=latency_stats(total.latency), scripts=tuple(per_script),
+        failures=dict(log.failures), lag=latency_stats(log.lag), skipped=log.skipped)
