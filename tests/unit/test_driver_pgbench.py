@@ -10,7 +10,7 @@ import pytest
 from builders import DATA
 
 from pgknee.driver.histogram import RELATIVE_ERROR
-from pgknee.driver.measure import LogSummary, measure, read_transaction_logs
+from pgknee.driver.measure import measure, read_transaction_logs
 from pgknee.driver.pgbench import (
     PgbenchRun,
     find_pgbench,
@@ -301,14 +301,9 @@ def test_measure_takes_the_think_time_out_of_the_latency(tmp_path: Path) -> None
         shifted.append(tmp_path / path.name)
         shifted[-1].write_text("".join(lines))
     plain = measure(read_transaction_logs(LOGS), SCRIPTS, duration_s=2.0)
-    net = measure(read_transaction_logs(shifted, think_us=3000), SCRIPTS, duration_s=2.0, think_us=3000)
+    net = measure(read_transaction_logs(shifted, think_us=3000), SCRIPTS, duration_s=2.0)
     assert net == plain
     assert measure(read_transaction_logs(shifted), SCRIPTS, duration_s=2.0).latency.mean_ms == pytest.approx(6.5)  # type: ignore[union-attr]
-    # the think time comes out while reading; given to measure only (the caller's old way), the
-    # logs are read again with it, and the figures are the same
-    assert measure(read_transaction_logs(iter(shifted)), SCRIPTS, duration_s=2.0, think_us=3000) == plain
-    with pytest.raises(ValueError, match="pass think_us to read_transaction_logs"):
-        measure(LogSummary(), SCRIPTS, duration_s=2.0, think_us=3000)  # a summary that cannot be read again
 
 
 def test_with_think_time_appends_a_sleep_after_the_transaction() -> None:

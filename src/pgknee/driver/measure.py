@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
 from pgknee.driver.histogram import Histogram
 from pgknee.types import LatencyStats, ScriptResult, StepMeasurement
-from pgknee.workloads.base import Script
+
+if TYPE_CHECKING:
+    from pgknee.workloads.base import Script
 
 CHUNK_BYTES = 1 << 20  # read this much at a time: some 30,000 lines, about 15 MB of work space
 MAX_LINE = 1 << 16  # a longer "line" is not pgbench's: skipped, so a file without newlines stays cheap
@@ -51,8 +53,6 @@ class LogSummary:
     failures: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
     lag: Histogram = field(default_factory=Histogram)
-    # the same logs read again with another think time (for measure(think_us=...), see there)
-    reread: Callable[[int], LogSummary] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,7 @@ def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
     lag_col = 6 if has_lag else None
     ret_col = (7 if has_lag else 6) if has_retries or (has_retries is None and not has_lag) else None
     layout, paths = _Layout(lag_col, ret_col), list(paths)
-    summary = LogSummary(think_us=think_us, reread=lambda t: read_transaction_logs(
-        paths, has_lag=has_lag, has_retries=has_retries, opener=opener, think_us=t, chunk_bytes=chunk_bytes))
+    summary = LogSummary(think_us=think_us)
     for path in paths:
         with (opener(path) if opener is not None else open(path, "rb")) as fh:
             for block in _blocks(fh, chunk_bytes):
@@ -228,19 +227,11 @@ def latency_stats(h: Histogram, scale: float = 1e-3) -> LatencyStats | None:
                         max_ms=h.max * scale)
 
 
-def measure(log: LogSummary, scripts: Sequence[Script], duration_s: float, *,
-            think_us: int | None = None) -> StepMeasurement:
+def measure(log: LogSummary, scripts: Sequence[Script], duration_s: float) -> StepMeasurement:
     """TPS and latency from the log: successful transactions / duration; latency over successes.
-    With think time, the pause pgbench counted in each transaction is taken out while reading
-    (read_transaction_logs(think_us=...); what remains of a sleep's overshoot, some
-    microseconds, stays in). A histogram cannot be shifted afterwards without losing its
-    precision, so a `think_us` here other than the log's reads the logs again with it (the
-    caller's way before the logs were streamed: pass think_us to read_transaction_logs instead)."""
-    if think_us is not None and think_us != log.think_us:
-        if log.reread is None:
-            raise ValueError(f"the log was read with {log.think_us} us of think time, not {think_us}: "
-                             "pass think_us to read_transaction_logs")
-        log = log.reread(think_us)
+    With think time, the pause pgbench counted in each transaction was taken out while reading
+    (read_transaction_logs(think_us=...): a histogram cannot be shifted afterwards without losing
+    its precision; what remains of a sleep's overshoot, some microseconds, stays in)."""
     total, per_script = ScriptTally(), []
     for tally in log.scripts.values():
         total.latency.merge(tally.latency)

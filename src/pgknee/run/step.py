@@ -303,10 +303,11 @@ def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path,
     try:
         log = read_transaction_logs(logs, has_lag=bool(v.rate),
                                     has_retries=run.version_num >= 150000 and plan.max_tries != 1,
-                                    opener=lambda p: os.fdopen(safefs.open_child_file(p, s.target.run_as), "rb"))
+                                    opener=lambda p: os.fdopen(safefs.open_child_file(p, s.target.run_as), "rb"),
+                                    think_us=round(v.think_ms * 1000))
     except OSError as e:  # a log that is a link, or not pgbench's
         return None, f"{err}\npgbench's log could not be read safely: {e}"
-    return measure(log, run.scripts, max(window, 1e-3), think_us=round(v.think_ms * 1000)), err
+    return measure(log, run.scripts, max(window, 1e-3)), err
 
 
 def _verdict(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> tuple[str, str | None]:
