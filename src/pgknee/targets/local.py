@@ -223,6 +223,11 @@ class EmbeddedCluster:
             self.stop()
             raise TargetError("the embedded PostgreSQL server did not accept connections within 60 s",
                               f"see {self.logfile}")
+        owner = self._postmaster_from_pidfile()
+        if owner is not None and owner != p.pid:  # another postmaster holds the directory: it answered, not ours
+            proc.stop(p, first=signal.SIGINT)
+            self._proc = None
+            return False
         return True
 
     def _accepting(self) -> bool:
@@ -290,10 +295,11 @@ class EmbeddedCluster:
         try:
             pid = int(safefs.read_child_text(self.data / "postmaster.pid", self.run_as).splitlines()[0])
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
+                program = os.path.basename(f.read().split(b"\0")[0])
+            cwd = os.readlink(f"/proc/{pid}/cwd")  # a postmaster works in its data directory
         except (OSError, ValueError, IndexError):
             return None
-        return pid if os.path.basename(argv[0]) == b"postgres" and str(self.data).encode() in argv else None
+        return pid if program == b"postgres" and os.path.realpath(cwd) == os.path.realpath(self.data) else None
 
     def _stop_server(self) -> None:
         if self._adopted is None and (self._proc is None or self._proc.poll() is not None):
