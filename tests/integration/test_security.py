@@ -482,8 +482,9 @@ def _active(c: EmbeddedCluster) -> int:
 
 
 # ---- 5. outputs -----------------------------------------------------------------------------------------
-def test_outputs_to_stdout_and_never_over_a_special_file(sweep: tuple[Path, Path, object], tmp_path: Path) -> None:
-    store = str(sweep[0])
+@pytest.mark.timeout(60)  # opening the FIFO hung, once
+def test_outputs_to_stdout_and_never_over_a_special_file(golden: Path, tmp_path: Path) -> None:
+    store = str(golden)
     r = pgknee("show", "last", "--store", store, "--json", "-", cwd=tmp_path)
     assert r.code == 0 and json.loads(r.out)["status"] == "completed", r.err
     r = pgknee("report", "last", "--store", store, "-o", "-", cwd=tmp_path)
@@ -493,7 +494,7 @@ def test_outputs_to_stdout_and_never_over_a_special_file(sweep: tuple[Path, Path
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     t0 = time.monotonic()
-    r = pgknee("show", "last", "--store", store, "--json", str(fifo), cwd=tmp_path, timeout=60)
+    r = pgknee("show", "last", "--store", store, "--json", str(fifo), cwd=tmp_path)
     assert r.code == 2 and "it is a FIFO" in r.err and time.monotonic() - t0 < 30
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
     r = pgknee("show", "last", "--store", store, "--json", "/dev/null", cwd=tmp_path)
