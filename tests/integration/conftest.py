@@ -48,7 +48,10 @@ QUICK = ("--pre", "0.2s", "--post", "0.2s", "--settle", "1s", "--idle-flush", "1
 # the machine (and other xdist workers). Other users must traverse it: as root the server runs as postgres.
 RUN_TMP = tempfile.mkdtemp(prefix="pgkt-tmp-")
 os.chmod(RUN_TMP, 0o755)
-ENV = {**os.environ, "NO_COLOR": "1", "TMPDIR": RUN_TMP}
+# what every pgknee of the tests sees: its temporary directory, no colours, and the width of a
+# terminal that is not one (shutil's fallback, which an xdist worker may not get on its own)
+COMMAND_ENV = {"NO_COLOR": "1", "TMPDIR": RUN_TMP, "COLUMNS": "140", "LINES": "40"}
+ENV = {**os.environ, **COMMAND_ENV}
 
 GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden.db"
 
@@ -77,7 +80,7 @@ def _as_a_command(args: tuple[str, ...], env: dict[str, str] | None, cwd: Path |
     saved_env, saved_cwd, saved_argv, saved_tempdir = dict(os.environ), os.getcwd(), sys.argv, tempfile.tempdir
     psycopg_log = logging.getLogger("psycopg")
     saved_log = (list(psycopg_log.handlers), psycopg_log.propagate)
-    os.environ.update({"NO_COLOR": "1", "TMPDIR": RUN_TMP, **(env or {})})
+    os.environ.update({**COMMAND_ENV, **(env or {})})
     tempfile.tempdir = None
     sys.argv = ["pgknee", *args]
     try:
