@@ -52,6 +52,7 @@ def reported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
     yield store, out, r
 
 
+@pytest.mark.xdist_group("report")  # the tests of one rendered report: one test process renders it
 def test_the_report_is_self_contained_with_every_chart(reported: tuple[Path, Path, CliResult]) -> None:
     store, out, r = reported
     assert re.search(r"wrote .*r\.html \(\d+\.\d MB, \d+ charts, self-contained\)", r.err + r.out)
@@ -100,6 +101,7 @@ CHART_JS = """() => [...document.querySelectorAll('figure.chart')].map(f => {
 })"""
 
 
+@pytest.mark.xdist_group("report")
 def test_every_chart_is_drawn_with_data_in_chromium(reported: tuple[Path, Path, CliResult],
                                                     tmp_path: Path) -> None:
     _need(CHROMIUM, "Chromium")
@@ -136,6 +138,7 @@ def test_every_chart_is_drawn_with_data_in_chromium(reported: tuple[Path, Path, 
         assert img.width > 500 and len(_colours(img)) > 50, kind  # not a blank box
 
 
+@pytest.mark.xdist_group("report")
 def test_firefox_renders_it_too(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
     _need(shutil.which("firefox-esr"), "Firefox")
     _, out, _ = reported

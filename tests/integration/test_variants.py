@@ -16,6 +16,7 @@ WORKLOAD = ("--schema", "bench_variants", "--scale", SCALE)
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # pipeline vs normal vs connect per repetition: another test's load skews one step
 def test_pipeline_and_connect_variants_interleaved(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "v.db"
     r = pgknee("run", "--dsn", dsn_of(server), *WORKLOAD, "--variant", "normal", "--variant", "pipeline",

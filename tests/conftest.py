@@ -1,0 +1,37 @@
+"""For the whole suite: while a test that compares the timings of its steps runs (marked `alone`),
+no other test of this suite runs beside it on another xdist worker. Every test holds a shared
+lock on one file for its duration; an `alone` test holds it exclusively. (Other load on the
+machine is not this suite's to stop.)"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def _suite_lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's base is a directory of the run's own: its parent is shared
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "suite.lock"
+
+
+@contextlib.contextmanager
+def holding(lock: Path, *, exclusive: bool) -> Iterator[None]:
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # (releases the lock)
+
+
+@pytest.fixture(autouse=True)
+def _one_at_a_time_when_timing(request: pytest.FixtureRequest, _suite_lock: Path) -> Iterator[None]:
+    with holding(_suite_lock, exclusive=request.node.get_closest_marker("alone") is not None):
+        yield
