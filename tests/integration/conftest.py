@@ -219,11 +219,3 @@ def wait_for(pred: Callable[[], object], timeout: float, every: float = 0.1) -> 
             return True
         time.sleep(every)
     return bool(pred())
-
-
-def have_binaries() -> bool:
-    try:
-        find_bindir()
-    except Exception:
-        return False
-    return shutil.which("pgbench") is not None
