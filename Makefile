@@ -35,7 +35,7 @@ demo: setup
 	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
 test: system-browsers venv lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit

@@ -1,8 +1,21 @@
-"""Integration fixtures: real PostgreSQL (pgknee's own embedded cluster code) and
-real pgbench, started by the tests themselves. Nothing is mocked."""
+"""Integration fixtures: real PostgreSQL (pgknee's own embedded cluster code), real pgbench and
+real pgbouncer, started by the tests themselves. Nothing is mocked.
+
+Cost, and how the suite keeps it down:
+- `server` is one cluster per test process (an xdist worker), playing the user's server: tests
+  that only need *a* server run against it with --dsn and a schema of their own.
+- the CLI runs in-process (`pgknee`), except where the process is the point (`pgknee_process`,
+  `pgknee_popen`: signals, what other processes see, the real console script).
+- `QUICK` sets the waits around a step low; a test that measures those waits leaves them alone.
+- tests that only read a stored run read a copy of the golden store (`golden`), made by a real
+  run (scripts/make_golden.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
+import logging
 import os
 import shutil
 import sqlite3
@@ -10,13 +23,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from pgknee import cli
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 
 pytestmark = pytest.mark.integration
@@ -24,12 +39,21 @@ pytestmark = pytest.mark.integration
 # small data so that seeding takes about a second
 SCALE = "0.1"
 
+# the waits around each step (sampled before and after pgbench, the longest wait for the server's
+# statistics to settle, the wait for idle sessions' statistics): low, for tests that do not measure them
+QUICK = ("--pre", "0.2s", "--post", "0.2s", "--settle", "1s", "--idle-flush", "1s")
+
 # pgknee's throwaway directories (and so its server processes) go to a directory of this test
-# session's own, so that what the tests check is what they started, even with other pgknee runs on
-# the machine. Other users must traverse it: as root the server runs as postgres.
+# process's own, so that what the tests check is what they started, even with other pgknee runs on
+# the machine (and other xdist workers). Other users must traverse it: as root the server runs as postgres.
 RUN_TMP = tempfile.mkdtemp(prefix="pgkt-tmp-")
 os.chmod(RUN_TMP, 0o755)
-ENV = {**os.environ, "NO_COLOR": "1", "TMPDIR": RUN_TMP}
+# what every pgknee of the tests sees: its temporary directory, no colours, and the width of a
+# terminal that is not one (shutil's fallback, which an xdist worker may not get on its own)
+COMMAND_ENV = {"NO_COLOR": "1", "TMPDIR": RUN_TMP, "COLUMNS": "140", "LINES": "40"}
+ENV = {**os.environ, **COMMAND_ENV}
+
+GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden.db"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -49,17 +73,84 @@ class CliResult:
     err: str
 
 
-def pgknee(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-           timeout: float = 300) -> CliResult:
-    """Run the real command, as a user would."""
-    full_env = {**ENV, **(env or {})}
-    p = subprocess.run([sys.executable, "-m", "pgknee", *args], capture_output=True, text=True, env=full_env,
-                       cwd=cwd, timeout=timeout, check=False)
+@contextlib.contextmanager
+def _as_a_command(args: tuple[str, ...], env: dict[str, str] | None, cwd: Path | None) -> Iterator[None]:
+    """What a process of its own would have: its environment (with TMPDIR), working directory and
+    argv; all put back afterwards. tempfile caches the temporary directory: that too."""
+    saved_env, saved_cwd, saved_argv, saved_tempdir = dict(os.environ), os.getcwd(), sys.argv, tempfile.tempdir
+    psycopg_log = logging.getLogger("psycopg")
+    saved_log = (list(psycopg_log.handlers), psycopg_log.propagate)
+    os.environ.update({**COMMAND_ENV, **(env or {})})
+    tempfile.tempdir = None
+    sys.argv = ["pgknee", *args]
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.argv, tempfile.tempdir = saved_argv, saved_tempdir
+        psycopg_log.handlers[:], psycopg_log.propagate = saved_log
+
+
+def _stream() -> io.TextIOWrapper:
+    # binary underneath: pgknee writes a report to '-' through sys.stdout.buffer
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+
+
+def _text(s: io.TextIOWrapper) -> str:
+    s.flush()
+    buf = s.buffer
+    assert isinstance(buf, io.BytesIO)
+    return buf.getvalue().decode("utf-8")
+
+
+def pgknee(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
+    """The command, in this process: pgknee.cli.main(argv) with the environment variables and
+    working directory given (and TMPDIR set to RUN_TMP), sys.argv as the command line, standard
+    output and error captured; all restored afterwards. Runs in the calling (main) thread, where
+    `pgknee run` can install its signal handlers."""
+    out, err = _stream(), _stream()
+    with _as_a_command(args, env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            warnings.catch_warnings():
+        # pgknee run leaves pgbench's output pipes for the garbage collector to close: unseen in a
+        # process of its own, here each would be an unclosed-file warning, which this suite makes an
+        # error. (A product matter: the suite does not test for leaked descriptors.)
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            code = cli.main(list(args))
+        except SystemExit as e:  # argparse's --help and --version
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        gc.collect()
+    return CliResult(code, _text(out), _text(err))
+
+
+def pgknee_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                   timeout: float = 300, script: bool = False) -> CliResult:
+    """The command in a process of its own (python -m pgknee, or the installed console script),
+    for the tests where that process is the point."""
+    argv = [console_script(), *args] if script else [sys.executable, "-m", "pgknee", *args]
+    p = subprocess.run(argv, capture_output=True, text=True, env={**ENV, **(env or {})}, cwd=cwd,
+                       timeout=timeout, check=False)
     return CliResult(p.returncode, p.stdout, p.stderr)
 
 
+def pgknee_popen(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "pgknee", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**ENV, **(env or {})})
+
+
+def console_script() -> str:
+    """The `pgknee` the package installs beside this interpreter."""
+    path = Path(sys.executable).parent / "pgknee"
+    assert path.is_file() and os.access(path, os.X_OK), f"{path}: the console script is not installed"
+    return str(path)
+
+
 def pgknee_processes() -> list[str]:
-    """postgres or pgbench processes that belong to pgknee's private directories."""
+    """postgres, pgbench or pgbouncer processes that belong to pgknee's private directories."""
     out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
     return [ln for ln in out.splitlines() if f"{RUN_TMP}/pgknee-" in ln and "ps -eo" not in ln]
 
@@ -68,21 +159,27 @@ def tmp_pgknee_dirs() -> set[str]:
     return {p.name for p in Path(RUN_TMP).glob("pgknee-*")}
 
 
-@pytest.fixture(scope="session")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, CliResult]]:
-    """One real sweep on the embedded cluster, shared by the tests that read its store."""
-    d = tmp_path_factory.mktemp("sweep")
-    store, js = d / "s.db", d / "s.json"
-    r = pgknee("run", "--clients", "2,4", "--duration", "3s", "--reps", "2", "--scale", SCALE,
-               "--store", str(store), "--json", str(js), cwd=d)
-    assert r.code == 0, r.err
-    yield store, js, r
+@pytest.fixture
+def golden(tmp_path: Path) -> Path:
+    """A copy of the golden store: two runs made by scripts/make_golden.py on fresh embedded
+    clusters (run A: direct, managed pgbouncer and idle sessions, clients 1,2,4, two repetitions;
+    run B: one variant, a larger data size)."""
+    assert GOLDEN.is_file(), f"{GOLDEN} is missing: make it with scripts/make_golden.py"
+    copy = tmp_path / "golden.db"
+    shutil.copyfile(GOLDEN, copy)
+    return copy
+
+
+def golden_runs(store: Path) -> list[str]:
+    """The run ids of the golden store, the oldest first: [A, B]."""
+    return [str(r) for (r,) in sql(store, "SELECT run_id FROM runs ORDER BY created_at")]
 
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[EmbeddedCluster]:
     """A PostgreSQL server that pgknee did NOT create for the run: it plays the user's
-    server for --dsn tests (an app role with a password, an app schema with data)."""
+    server for --dsn tests (an app role with a password, an app schema with data). One per test
+    process; each test that runs the workload there gives it a schema of its own."""
     # the server may run as another user (root runs it as postgres), so its directory must be
     # reachable by that user; and it must not look like one of pgknee's own run directories
     base = tempfile.mkdtemp(prefix="pgkt-server-")
@@ -103,6 +200,7 @@ def server() -> Iterator[EmbeddedCluster]:
 
 
 APP_PASSWORD = "s3cr3t:pw\\x"
+APP_ENV = {"PGPASSWORD": APP_PASSWORD}
 
 
 def dsn_of(c: EmbeddedCluster, user: str = "app") -> str:
@@ -110,22 +208,14 @@ def dsn_of(c: EmbeddedCluster, user: str = "app") -> str:
 
 
 def sql(store: Path, q: str, *args: object) -> list[tuple[object, ...]]:
-    with sqlite3.connect(store) as db:
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
         return db.execute(q, args).fetchall()
 
 
-def wait_for(pred: object, timeout: float) -> bool:
+def wait_for(pred: Callable[[], object], timeout: float, every: float = 0.1) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if pred():  # type: ignore[operator]
+        if pred():
             return True
-        time.sleep(0.2)
-    return False
-
-
-def have_binaries() -> bool:
-    try:
-        find_bindir()
-    except Exception:
-        return False
-    return shutil.which("pgbench") is not None
+        time.sleep(every)
+    return bool(pred())

@@ -5,15 +5,15 @@ embedded server restarted with a variant's max_connections, and the refusals."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import threading
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_PASSWORD, ENV, SCALE, dsn_of, pgknee, pgknee_processes, sql, wait_for
+from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, pgknee_processes, sql, wait_for
 
 
 def _idle_sessions(c: EmbeddedCluster) -> list[tuple[str, int]]:
@@ -27,8 +27,8 @@ def test_idle_kinds_on_the_users_server_and_none_left(server: EmbeddedCluster, t
     store, js = tmp_path / "i.db", tmp_path / "i.json"
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_idle", "--clients", "2", "--duration", "2s",
                "--scale", SCALE, "--variant", "idle=0", "--variant", "idle=30", "--variant", "idle=20:idle_kind=sleep",
-               "--variant", "idle=3:idle_kind=catalog", "--store", str(store), "--json", str(js), "--quiet",
-               env={"PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+               "--variant", "idle=3:idle_kind=catalog", "--store", str(store), "--json", str(js), "--quiet", *QUICK,
+               env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     assert _idle_sessions(server) == []  # every one closed
     steps = sql(store, "SELECT step_id, variant, idle, idle_kind, status FROM steps ORDER BY seq")
@@ -50,11 +50,12 @@ def test_idle_kinds_on_the_users_server_and_none_left(server: EmbeddedCluster, t
     assert all(s[0] != "pgknee:idle" for s in sql(store, "SELECT DISTINCT application_name FROM snap_pg_stat_activity"))
 
 
+@pytest.mark.slow
 def test_idle_on_the_embedded_server_measures_backend_memory(tmp_path: Path) -> None:
     store = tmp_path / "m.db"
     r = pgknee("run", "--workload", "select-only", "--scale", "1", "--clients", "2", "--duration", "2s",
                "--variant", "idle=0", "--variant", "idle=200", "--set", "max_connections=260", "--store", str(store),
-               "--quiet", cwd=tmp_path)
+               "--quiet", *QUICK, cwd=tmp_path)
     assert r.code == 0, r.err
     (sid,) = sql(store, "SELECT step_id FROM steps WHERE idle = 200")[0]
     facts = dict(sql(store, "SELECT name, value FROM step_facts WHERE step_id = ?", sid))
@@ -69,7 +70,7 @@ def test_idle_on_the_embedded_server_measures_backend_memory(tmp_path: Path) -> 
 
 def test_more_idle_sessions_than_the_server_allows_is_refused(server: EmbeddedCluster, tmp_path: Path) -> None:
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_idle", "--clients", "2", "--variant", "idle=100",
-               "--scale", SCALE, "--store", str(tmp_path / "x.db"), env={"PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+               "--scale", SCALE, "--store", str(tmp_path / "x.db"), env=APP_ENV, cwd=tmp_path)
     assert r.code == 3 and "needs 102 connections (100 of them idle sessions)" in r.err, r.err
     assert r.err.count("\n") == 1
     for args, words in ((["--variant", "idle=x"], "idle='x'"), (["--variant", "idle=5:idle_kind=nap"],
@@ -77,7 +78,7 @@ def test_more_idle_sessions_than_the_server_allows_is_refused(server: EmbeddedCl
         bad = pgknee("run", *args, "--store", str(tmp_path / "y.db"), cwd=tmp_path)
         assert bad.code == 2 and words in bad.err, bad.err
     remote = pgknee("run", "--dsn", dsn_of(server), "--variant", "max_connections=500", "--store",
-                    str(tmp_path / "y.db"), env={"PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+                    str(tmp_path / "y.db"), env=APP_ENV, cwd=tmp_path)
     assert remote.code == 2 and "which pgknee does only on its embedded server" in remote.err
     assert not (tmp_path / "y.db").exists()
     assert _idle_sessions(server) == []
@@ -85,23 +86,33 @@ def test_more_idle_sessions_than_the_server_allows_is_refused(server: EmbeddedCl
 
 def test_the_server_ending_idle_sessions_fails_the_step(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "k.db"
-    p = subprocess.Popen([sys.executable, "-m", "pgknee", "run", "--dsn", dsn_of(server), "--schema", "bench_idle",
-                          "--clients", "2", "--duration", "6s", "--scale", SCALE, "--variant", "idle=10",
-                          "--store", str(store)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env={**ENV, "PGPASSWORD": APP_PASSWORD})
-    assert wait_for(lambda: sum(n for _, n in _idle_sessions(server)) == 10, 120), p.stderr
-    with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="pgknee") as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgknee:idle'")
-    _, err = p.communicate(timeout=120)
+    ended: list[int] = []
+
+    def end_them() -> None:  # as another session of the server's, while the run goes on in this thread
+        if wait_for(lambda: sum(n for _, n in _idle_sessions(server)) == 10, 120):
+            with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="pgknee") as conn:
+                ended.extend(r[0] for r in conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgknee:idle'"))
+
+    killer = threading.Thread(target=end_them, daemon=True)
+    killer.start()
+    try:
+        r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_idle", "--clients", "2", "--duration", "3s",
+                   "--scale", SCALE, "--variant", "idle=10", "--store", str(store), *QUICK, env=APP_ENV, cwd=tmp_path)
+    finally:
+        killer.join(timeout=130)
+    assert ended == [True] * 10, "the ten idle sessions were not seen open during the step"
     assert sql(store, "SELECT status, status_reason FROM steps") == [
-        ("failed", "the server ended 10 of the 10 idle sessions during the step")], err
+        ("failed", "the server ended 10 of the 10 idle sessions during the step")], r.err
     assert _idle_sessions(server) == []
 
 
+@pytest.mark.slow
 def test_max_connections_variants_restart_the_embedded_server(tmp_path: Path) -> None:
     store = tmp_path / "c.db"
     r = pgknee("run", "--workload", "select-only", "--scale", "1", "--clients", "2", "--duration", "2s",
-               "--variant", "max_connections=50,150", "--reps", "2", "--store", str(store), "--quiet", cwd=tmp_path)
+               "--variant", "max_connections=50,150", "--reps", "2", "--store", str(store), "--quiet", *QUICK,
+               cwd=tmp_path)
     assert r.code == 0, r.err
     rows = sql(store, "SELECT s.variant, s.settings_json, f.value FROM steps s JOIN step_facts f "
                       "ON f.step_id = s.step_id AND f.name = 'setting.max_connections' ORDER BY s.seq")

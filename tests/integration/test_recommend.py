@@ -1,17 +1,24 @@
-"""A recommendation from a real sweep of the embedded cluster, and the sizing arithmetic."""
+"""A recommendation from a real sweep of the user's server, extending a run, and the sizing
+arithmetic."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from .conftest import pgknee
+import pytest
+
+from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import APP_ENV, QUICK, dsn_of, pgknee, sql
 
 
-def test_a_real_sweep_ends_with_a_recommendation(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_a_real_sweep_ends_with_a_recommendation(server: EmbeddedCluster, tmp_path: Path) -> None:
     store, js = tmp_path / "r.db", tmp_path / "r.json"
-    r = pgknee("run", "--workload", "select-only", "--scale", "1", "--clients", "1,2,4,8,16", "--duration", "2s",
-               "--store", str(store), "--quiet", "--no-waits", "--recommend", cwd=tmp_path)
+    r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_select", "--workload", "select-only", "--scale",
+               "1", "--clients", "1,2,4,8,16", "--duration", "2s", "--store", str(store), "--quiet", "--no-waits",
+               "--recommend", *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     assert "▶ base: " in r.out and "rule of thumb (cores x 2) + spindles" in r.out and "Why:" in r.out
     again = pgknee("recommend", "last", "--store", str(store), "--json", str(js), "--p99-target", "50ms")
@@ -38,20 +45,22 @@ def test_size_reproduces_the_articles_arithmetic() -> None:
     assert bad.code == 2 and "not a duration" in bad.err
 
 
-def test_extend_adds_the_proposed_counts_to_the_same_run(tmp_path: Path) -> None:
-    from .conftest import sql
-
+def test_extend_adds_the_proposed_counts_to_the_same_run(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "e.db"
-    r = pgknee("run", "--workload", "select-only", "--scale", "1", "--clients", "1,2,3", "--duration", "2s",
-               "--store", str(store), "--quiet", "--no-waits", cwd=tmp_path)
+    dsn = ("--dsn", dsn_of(server))
+    r = pgknee("run", *dsn, "--schema", "bench_select", "--workload", "select-only", "--scale", "1", "--clients",
+               "1,2,3", "--duration", "2s", "--store", str(store), "--quiet", "--no-waits", *QUICK, env=APP_ENV,
+               cwd=tmp_path)
     assert r.code == 0, r.err
     (run_id,) = sql(store, "SELECT run_id FROM runs")[0]
-    bad = pgknee("run", "--extend", str(run_id), "--duration", "5s", "--store", str(store), cwd=tmp_path)
+    bad = pgknee("run", "--extend", str(run_id), *dsn, "--duration", "5s", "--store", str(store), env=APP_ENV,
+                 cwd=tmp_path)
     assert bad.code == 2 and "only --clients, --dsn and the programs" in bad.err
-    dup = pgknee("run", "--extend", str(run_id), "--clients", "3,6", "--store", str(store), cwd=tmp_path)
+    dup = pgknee("run", "--extend", str(run_id), *dsn, "--clients", "3,6", "--store", str(store), env=APP_ENV,
+                 cwd=tmp_path)
     assert dup.code == 2 and "already has 3 clients" in dup.err
-    more = pgknee("run", "--extend", str(run_id), "--clients", "6", "--store", str(store), "--quiet", "--no-waits",
-                  cwd=tmp_path)
+    more = pgknee("run", "--extend", str(run_id), *dsn, "--clients", "6", "--store", str(store), "--quiet",
+                  "--no-waits", env=APP_ENV, cwd=tmp_path)
     assert more.code == 0, more.err
     assert sql(store, "SELECT run_id, status, steps_planned FROM runs") == [(run_id, "completed", 4)]
     assert sql(store, "SELECT seq, clients, status FROM steps ORDER BY seq") == [

@@ -1,8 +1,12 @@
-"""The report from a real sweep, rendered in real browsers: headless Chromium driven by
-Playwright (Debian's chromium, no browser download), and Firefox's own headless screenshot."""
+"""The report of a stored run (the golden store, made by real runs: scripts/make_golden.py),
+rendered in real browsers: headless Chromium driven by Playwright (Debian's chromium, no browser
+download), and Firefox's own headless screenshot. (A run writing its own report as it ends:
+test_sweep.py.)"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -15,7 +19,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from .conftest import SCALE, CliResult, pgknee
+from .conftest import GOLDEN, CliResult, golden_runs, pgknee, sql
 
 CHROMIUM = "/usr/lib/chromium/chromium"  # the binary itself: /usr/bin/chromium is a shell wrapper
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -38,19 +42,19 @@ def _need(path: str | None, what: str) -> None:
 
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, CliResult]]:
-    """A sweep with a direct, a pooled and an idle-sessions variant over three client counts,
-    writing its report as it ends."""
+    """The report of the golden store's run A (a direct, a pooled and an idle-sessions variant over
+    three client counts, two repetitions), written by 'pgknee report'."""
     d = tmp_path_factory.mktemp("report")
     store, out = d / "r.db", d / "r.html"
-    r = pgknee("run", "--protocol", "extended", "--variant", "direct", "--variant", "pooled:transaction:pool=2",
-               "--variant", "idle=20", "--clients", "1,2,4", "--duration", "2s", "--scale", SCALE,
-               "--store", str(store), "--report", str(out), cwd=d, timeout=600)
+    shutil.copyfile(GOLDEN, store)
+    r = pgknee("report", golden_runs(store)[0], "--store", str(store), "-o", str(out), cwd=d)
     assert r.code == 0, r.err
     yield store, out, r
 
 
-def test_run_writes_a_self_contained_report(reported: tuple[Path, Path, CliResult]) -> None:
-    _, out, r = reported
+@pytest.mark.xdist_group("report")  # the tests of one rendered report: one test process renders it
+def test_the_report_is_self_contained_with_every_chart(reported: tuple[Path, Path, CliResult]) -> None:
+    store, out, r = reported
     assert re.search(r"wrote .*r\.html \(\d+\.\d MB, \d+ charts, self-contained\)", r.err + r.out)
     text = out.read_text()
     assert 50_000 < len(text) < 3_000_000
@@ -62,7 +66,10 @@ def test_run_writes_a_self_contained_report(reported: tuple[Path, Path, CliResul
                   "Pooler — pooled:transaction:pool=2", "Idle sessions and memory", "Wait events", "Checks",
                   "Steps", "Environment", "Server settings", "max_connections"):
         assert title in text, title
-    assert "pgknee run --protocol extended" in text  # the command line, to reproduce the run
+    # the command line, to reproduce the run
+    argv = json.loads(str(sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'pgknee' AND run_id = ?",
+                              golden_runs(store)[0])[0][0]))
+    assert argv[:2] == ["pgknee", "run"] and " ".join(argv[:6]) in text
 
 
 def _open(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
@@ -94,6 +101,7 @@ CHART_JS = """() => [...document.querySelectorAll('figure.chart')].map(f => {
 })"""
 
 
+@pytest.mark.xdist_group("report")
 def test_every_chart_is_drawn_with_data_in_chromium(reported: tuple[Path, Path, CliResult],
                                                     tmp_path: Path) -> None:
     _need(CHROMIUM, "Chromium")
@@ -130,6 +138,7 @@ def test_every_chart_is_drawn_with_data_in_chromium(reported: tuple[Path, Path, 
         assert img.width > 500 and len(_colours(img)) > 50, kind  # not a blank box
 
 
+@pytest.mark.xdist_group("report")
 def test_firefox_renders_it_too(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
     _need(shutil.which("firefox-esr"), "Firefox")
     _, out, _ = reported
@@ -148,10 +157,9 @@ def test_firefox_renders_it_too(reported: tuple[Path, Path, CliResult], tmp_path
     assert any(abs(r - 0x1f) < 12 and abs(g - 0x77) < 12 and abs(b - 0xb4) < 12 for r, g, b in colours)
 
 
-def test_markdown_report_with_its_charts(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
-    store, _, _ = reported
+def test_markdown_report_with_its_charts(golden: Path, tmp_path: Path) -> None:
     md = tmp_path / "r.md"
-    r = pgknee("report", "last", "--store", str(store), "-o", str(md))
+    r = pgknee("report", golden_runs(golden)[0], "--store", str(golden), "-o", str(md))
     assert r.code == 0, r.err
     text = md.read_text()
     links = re.findall(r"!\[[^\]]*\]\((r_files/[^)]+\.png)\)", text)
@@ -164,27 +172,23 @@ def test_markdown_report_with_its_charts(reported: tuple[Path, Path, CliResult],
     assert sorted(p.name for p in (tmp_path / "r_files").iterdir()) == sorted(Path(x).name for x in links)
 
 
-def test_comparison_report_of_two_runs(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
-    store, _, _ = reported
-    copy = tmp_path / "two.db"
-    shutil.copy(store, copy)
-    r = pgknee("run", "--clients", "1,2,4", "--duration", "2s", "--scale", SCALE, "--store", str(copy),
-               cwd=tmp_path, timeout=300)
-    assert r.code == 0, r.err
-    ids = [row[0] for row in sqlite3.connect(copy).execute("SELECT run_id FROM runs ORDER BY created_at")]
+def test_comparison_report_of_two_runs(golden: Path, tmp_path: Path) -> None:
+    ids = golden_runs(golden)
     out = tmp_path / "c.html"
-    r = pgknee("report", *ids, "--store", str(copy), "-o", str(out))
+    r = pgknee("report", *ids, "--store", str(golden), "-o", str(out))
     assert r.code == 0, r.err
     text = out.read_text()
     assert f"A = {ids[0]}, B = {ids[1]}" in text
     # the first run's three variants and the second run, aligned per client count
-    for label in ("A:direct", "A:pooled:transaction:pool=2", "A:idle=20", ">B<"):
+    variants = [v for (v,) in sql(golden, "SELECT DISTINCT variant FROM steps WHERE run_id = ? ORDER BY seq", ids[0])]
+    assert len(variants) == 3 and variants[0] == "direct"
+    for label in (*(f"A:{v}" for v in variants), ">B<"):
         assert label in text, label
     assert "TPS vs A:direct" in text
 
 
-def test_bad_input_is_one_line_and_writes_nothing(reported: tuple[Path, Path, CliResult], tmp_path: Path) -> None:
-    store, _, _ = reported
+def test_bad_input_is_one_line_and_writes_nothing(golden: Path, tmp_path: Path) -> None:
+    store = golden
     before = sorted(p.name for p in tmp_path.iterdir())
     for args, message in (
             (("report", "nope", "-o", str(tmp_path / "x.html")), "no run"),
@@ -200,25 +204,24 @@ def test_bad_input_is_one_line_and_writes_nothing(reported: tuple[Path, Path, Cl
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_a_run_with_failed_and_missing_steps_reports_what_exists(reported: tuple[Path, Path, CliResult],
-                                                                 tmp_path: Path) -> None:
+def test_a_run_with_failed_and_missing_steps_reports_what_exists(golden: Path, tmp_path: Path) -> None:
     """What an interrupted run leaves: the store as a crash or Ctrl-C leaves it (a step failed,
-    the last ones never started)."""
-    store, _, _ = reported
-    copy = tmp_path / "cut.db"
-    shutil.copy(store, copy)
-    with sqlite3.connect(copy) as db:
-        last = db.execute("SELECT max(seq) FROM steps").fetchone()[0]
+    the last ones never started). Cut after the first client count: no scalability fit to wait for."""
+    copy = golden
+    run_a = golden_runs(copy)[0]
+    with contextlib.closing(sqlite3.connect(copy)) as db, db:
+        last = db.execute("SELECT max(seq) FROM steps WHERE run_id = ?", (run_a,)).fetchone()[0]
+        kept = db.execute("SELECT max(seq) FROM steps WHERE run_id = ? AND clients = 1", (run_a,)).fetchone()[0]
         db.execute("PRAGMA foreign_keys = ON")
-        db.execute("DELETE FROM steps WHERE seq > ?", (last - 3,))
+        db.execute("DELETE FROM steps WHERE run_id = ? AND seq > ?", (run_a, kept))
         db.execute("UPDATE steps SET status = 'failed', status_reason = 'pgbench: server closed the connection', "
-                   "tps = NULL WHERE seq = 2")
-        db.execute("UPDATE runs SET status = 'interrupted'")
+                   "tps = NULL WHERE run_id = ? AND seq = 2", (run_a,))
+        db.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", (run_a,))
     out = tmp_path / "cut.html"
-    r = pgknee("report", "last", "--store", str(copy), "-o", str(out))
+    r = pgknee("report", run_a, "--store", str(copy), "-o", str(out))
     assert r.code == 0, r.err
     text = out.read_text()
     assert "FAILED" in text and "pgbench: server closed the connection" in text
-    assert text.count(">NOT RUN<") == 3
-    assert "1 step(s) did not complete and 3 planned step(s) were never run" in text
+    assert last - kept >= 3 and text.count(">NOT RUN<") == last - kept
+    assert f"1 step(s) did not complete and {last - kept} planned step(s) were never run" in text
     assert 'data-chart="throughput-latency"' in text

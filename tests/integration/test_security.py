@@ -13,7 +13,6 @@ import signal
 import sqlite3
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -25,10 +24,22 @@ import pytest
 
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 
-from .conftest import APP_PASSWORD, ENV, RUN_TMP, SCALE, dsn_of, pgknee, sql, tmp_pgknee_dirs, wait_for
+from .conftest import (
+    APP_ENV,
+    APP_PASSWORD,
+    QUICK,
+    RUN_TMP,
+    SCALE,
+    dsn_of,
+    pgknee,
+    pgknee_popen,
+    pgknee_process,
+    sql,
+    tmp_pgknee_dirs,
+    wait_for,
+)
 
 AS_ROOT = os.geteuid() == 0
-APP_ENV = {"PGPASSWORD": APP_PASSWORD}
 
 
 def _admin(c: EmbeddedCluster, db: str = "pgknee") -> psycopg.Connection[tuple[object, ...]]:
@@ -67,7 +78,7 @@ def test_builtin_workloads_live_in_pgknees_own_marked_schema(server: EmbeddedClu
                                                             tmp_path: Path) -> None:
     before = _checksum(server, "public.pgbench_accounts")
     r = pgknee("run", "--dsn", dsn_of(server), "--workload", "tpcb", "--schema", "bench_tpcb", "--clients", "2",
-               "--duration", "1s", "--store", str(tmp_path / "s.db"), env=APP_ENV, cwd=tmp_path)
+               "--duration", "1s", "--store", str(tmp_path / "s.db"), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     assert _checksum(server, "public.pgbench_accounts") == before  # the user's rows, exactly as they were
     with _admin(server) as conn:
@@ -81,7 +92,7 @@ def test_builtin_workloads_live_in_pgknees_own_marked_schema(server: EmbeddedClu
     assert history is not None and int(history[0]) > 0  # the transactions ran there
     # select-only and read-heavy reuse the same marked tables, and still leave the user's alone
     r = pgknee("run", "--dsn", dsn_of(server), "--workload", "select-only", "--schema", "bench_tpcb", "--clients", "2",
-               "--duration", "1s", "--store", str(tmp_path / "s.db"), env=APP_ENV, cwd=tmp_path)
+               "--duration", "1s", "--store", str(tmp_path / "s.db"), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0 and "reusing the pgbench tables in schema bench_tpcb" in r.err, r.err
     assert _checksum(server, "public.pgbench_accounts") == before
 
@@ -112,7 +123,7 @@ def test_reinit_never_cascades_and_never_queues_behind_the_users_locks(server: E
                                                                        tmp_path: Path) -> None:
     store = str(tmp_path / "r.db")
     base = ("run", "--dsn", dsn_of(server), "--schema", "bench_reinit", "--clients", "2", "--duration", "1s",
-            "--scale", SCALE, "--store", store)
+            "--scale", SCALE, "--store", store, *QUICK)
     assert pgknee(*base, env=APP_ENV, cwd=tmp_path).code == 0
     wallets = _checksum(server, "bench_reinit.wallets")
     # a view of the user's that reads pgknee's table: DROP ... CASCADE would take it along
@@ -154,7 +165,7 @@ def test_custom_scripts_run_as_written_and_pgknee_adds_nothing(server: EmbeddedC
     with _admin(server) as conn:
         schemas = conn.execute("SELECT count(*) FROM pg_namespace").fetchone()
     r = pgknee("run", "--dsn", dsn_of(server), "--workload", "custom", "--script", str(script), "--clients", "2",
-               "--duration", "1s", "--store", str(tmp_path / "c.db"), env=APP_ENV, cwd=tmp_path)
+               "--duration", "1s", "--store", str(tmp_path / "c.db"), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     with _admin(server) as conn:
         assert conn.execute("SELECT count(*) FROM pg_namespace").fetchone() == schemas  # no schema, no DDL
@@ -200,7 +211,7 @@ def test_plan_file_settings_are_checked_with_their_line(tmp_path: Path) -> None:
 def test_quoted_values_reach_the_server_as_written_and_keep_gives_a_working_passfile(tmp_path: Path) -> None:
     value = "it's a \\test, = ok"
     r = pgknee("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--keep", "--set",
-               f"cluster_name={value}", "--store", str(tmp_path / "k.db"), cwd=tmp_path)
+               f"cluster_name={value}", "--store", str(tmp_path / "k.db"), *QUICK, cwd=tmp_path)
     assert r.code == 0, r.err
     line = next(ln for ln in r.err.splitlines() if ln.startswith("kept the embedded server"))
     passfile = Path(line.split("PGPASSFILE=")[1].split()[0])
@@ -222,7 +233,7 @@ def test_quoted_values_reach_the_server_as_written_and_keep_gives_a_working_pass
 def test_a_tampered_stored_plan_is_checked_again(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "e.db"
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_extend", "--clients", "2", "--duration", "1s",
-               "--scale", SCALE, "--store", str(store), env=APP_ENV, cwd=tmp_path)
+               "--scale", SCALE, "--store", str(store), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     (run_id, plan_json), = sql(store, "SELECT run_id, plan_json FROM runs")
     good = json.loads(str(plan_json))
@@ -253,7 +264,7 @@ def test_a_tampered_stored_plan_is_checked_again(server: EmbeddedCluster, tmp_pa
 
 
 # ---- 3. no privilege handed over ---------------------------------------------------------------------------
-def _attacker(victim: Path, stop: Path) -> subprocess.Popen[str]:
+def _attacker(victim: Path, stop: Path, top: str) -> subprocess.Popen[str]:
     """As the unprivileged user the server runs as: wherever that user can write in pgknee's
     directories, plant a link to `victim` under every name pgknee writes (or once wrote: the
     variant configuration, pgbouncer's files, the password file, the logs), before pgknee gets
@@ -262,7 +273,7 @@ def _attacker(victim: Path, stop: Path) -> subprocess.Popen[str]:
              "pwfile", "pgpass", "server.log", "no-passfile", "pgbouncer.pid"]
     code = f"""
 import os, time, glob
-victim, names, top, stop = {str(victim)!r}, {names!r}, {RUN_TMP!r}, {str(stop)!r}
+victim, names, top, stop = {str(victim)!r}, {names!r}, {top!r}, {str(stop)!r}
 n = 0
 end = time.time() + 120
 while time.time() < end and not os.path.exists(stop):
@@ -291,15 +302,21 @@ def test_root_never_writes_through_a_link_the_server_user_planted(tmp_path: Path
     victim = tmp_path / "victim"  # root's file, which the postgres user must never get written or given
     victim.write_text("root's own\n")
     victim.chmod(0o600)
-    stop = Path(RUN_TMP) / f"stop-{tmp_path.name}"
-    attacker = _attacker(victim, stop)
+    # pgknee's directories for this run go to a TMPDIR of the test's own: what the attacker plants
+    # while pgknee removes them can outlive the run, and must not meet the next test's
+    arena = tempfile.mkdtemp(prefix="pgkt-attack-")
+    os.chmod(arena, 0o755)
+    stop = Path(arena) / "stop"
+    attacker = _attacker(victim, stop, arena)
     try:
+        # the waits around the steps at their defaults: the attacker's time to plant
         r = pgknee("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--protocol", "extended",
                    "--variant", "direct", "--variant", "max_connections=120", "--variant", "pooled:transaction:pool=2",
-                   "--store", str(tmp_path / "a.db"), cwd=tmp_path)
+                   "--store", str(tmp_path / "a.db"), env={"TMPDIR": arena}, cwd=tmp_path)
     finally:
         stop.write_text("")
         out, _ = attacker.communicate(timeout=30)
+        shutil.rmtree(arena, ignore_errors=True)
     assert r.code == 0, r.err
     assert int(out.strip() or 0) > 0, "the attacker found no directory to plant links in"
     assert victim.read_text() == "root's own\n"
@@ -315,7 +332,7 @@ def test_a_custom_scripts_shell_does_not_run_as_root(server: EmbeddedCluster, tm
     script = tmp_path / "whoami.sql"
     script.write_text(f"\\setshell uid id -u\n\\shell sh -c 'id -u > {shared}/uid'\nSELECT :uid;\n")
     r = pgknee("run", "--dsn", dsn_of(server), "--workload", "custom", "--script", str(script), "--clients", "1",
-               "--duration", "1s", "--store", str(tmp_path / "w.db"), env=APP_ENV, cwd=tmp_path)
+               "--duration", "1s", "--store", str(tmp_path / "w.db"), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     uid = int((shared / "uid").read_text())
     assert uid != 0 and uid == pwd.getpwnam("postgres").pw_uid
@@ -352,21 +369,23 @@ def _watch(stop: threading.Event, seen: dict[int, tuple[str, dict[str, str], int
 
 
 def test_children_get_no_secret_and_no_argument_holds_one(server: EmbeddedCluster, tmp_path: Path) -> None:
+    """What other processes can see is the point: pgknee in a process of its own, with the secrets
+    in its environment, as a user would start it."""
     seen: dict[int, tuple[str, dict[str, str], int]] = {}
     stop = threading.Event()
     watcher = threading.Thread(target=_watch, args=(stop, seen), daemon=True)
     watcher.start()
     try:
         # the embedded server, initdb, pgbench and a managed pgbouncer
-        r = pgknee("run", "--clients", "2", "--duration", "2s", "--scale", SCALE, "--protocol", "extended",
-                   "--variant", "direct", "--variant", "pooled:transaction:pool=2", "--store",
-                   str(tmp_path / "e.db"), env=SECRETS, cwd=tmp_path)
+        r = pgknee_process("run", "--clients", "2", "--duration", "2s", "--scale", SCALE, "--protocol", "extended",
+                           "--variant", "direct", "--variant", "pooled:transaction:pool=2", "--store",
+                           str(tmp_path / "e.db"), *QUICK, env=SECRETS, cwd=tmp_path)
         assert r.code == 0, r.err
         # the user's server: pgbench and pgbouncer log in with the application's password
-        r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_secret", "--clients", "2", "--duration", "2s",
-                   "--scale", SCALE, "--protocol", "extended", "--variant", "direct", "--variant",
-                   "pooled:transaction:pool=2", "--store", str(tmp_path / "r.db"),
-                   env={**SECRETS, "PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+        r = pgknee_process("run", "--dsn", dsn_of(server), "--schema", "bench_secret", "--clients", "2",
+                           "--duration", "2s", "--scale", SCALE, "--protocol", "extended", "--variant", "direct",
+                           "--variant", "pooled:transaction:pool=2", "--store", str(tmp_path / "r.db"), *QUICK,
+                           env={**SECRETS, "PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
         assert r.code == 0, r.err
     finally:
         stop.set()
@@ -395,13 +414,16 @@ def test_files_pgknee_writes_are_private(tmp_path: Path) -> None:
     modes: dict[str, int] = {}
     stop = threading.Event()
 
+    def listed(pattern: str) -> list[Path]:
+        """What the glob finds; nothing this time round when pgknee removes a directory it walks."""
+        try:
+            return list(Path(RUN_TMP).glob(pattern))
+        except OSError:
+            return []
+
     def watch() -> None:
         while not stop.is_set():
-            for p in list(Path(RUN_TMP).glob("pgknee-*")) + list(Path(RUN_TMP).glob("pgknee-*/conn-*")):
-                with contextlib.suppress(OSError):
-                    st = p.lstat()
-                    modes[str(p)] = st.st_mode | (st.st_uid << 32)
-            for p in Path(RUN_TMP).glob("pgknee-*/**/pgpass"):
+            for p in listed("pgknee-*") + listed("pgknee-*/conn-*") + listed("pgknee-*/**/pgpass"):
                 with contextlib.suppress(OSError):
                     st = p.lstat()
                     modes[str(p)] = st.st_mode | (st.st_uid << 32)
@@ -411,7 +433,8 @@ def test_files_pgknee_writes_are_private(tmp_path: Path) -> None:
     t.start()
     store = tmp_path / "f.db"
     try:
-        r = pgknee("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--store", str(store), cwd=tmp_path)
+        r = pgknee("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--store", str(store), *QUICK,
+                   cwd=tmp_path)
     finally:
         stop.set()
         t.join()
@@ -452,7 +475,7 @@ def test_the_sampler_keeps_to_the_benchmarks_database(server: EmbeddedCluster, t
         for name, extra in (("default", []), ("all", ["--sample-all-databases"]), ("notext", ["--no-query-text"])):
             store = tmp_path / f"{name}.db"
             r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_sampler", "--clients", "2", "--duration",
-                       "1s", "--scale", SCALE, "--store", str(store), *extra, env=APP_ENV, cwd=tmp_path)
+                       "1s", "--scale", SCALE, "--store", str(store), *extra, *QUICK, env=APP_ENV, cwd=tmp_path)
             assert r.code == 0, r.err
             runs[name] = sql(store, "SELECT datname, query FROM snap_pg_stat_activity WHERE query LIKE '%pg_sleep%' "
                                     "OR datname = 'otherdb' OR query IS NULL")
@@ -482,8 +505,9 @@ def _active(c: EmbeddedCluster) -> int:
 
 
 # ---- 5. outputs -----------------------------------------------------------------------------------------
-def test_outputs_to_stdout_and_never_over_a_special_file(sweep: tuple[Path, Path, object], tmp_path: Path) -> None:
-    store = str(sweep[0])
+@pytest.mark.timeout(60)  # opening the FIFO hung, once
+def test_outputs_to_stdout_and_never_over_a_special_file(golden: Path, tmp_path: Path) -> None:
+    store = str(golden)
     r = pgknee("show", "last", "--store", store, "--json", "-", cwd=tmp_path)
     assert r.code == 0 and json.loads(r.out)["status"] == "completed", r.err
     r = pgknee("report", "last", "--store", store, "-o", "-", cwd=tmp_path)
@@ -493,7 +517,7 @@ def test_outputs_to_stdout_and_never_over_a_special_file(sweep: tuple[Path, Path
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     t0 = time.monotonic()
-    r = pgknee("show", "last", "--store", store, "--json", str(fifo), cwd=tmp_path, timeout=60)
+    r = pgknee("show", "last", "--store", store, "--json", str(fifo), cwd=tmp_path)
     assert r.code == 2 and "it is a FIFO" in r.err and time.monotonic() - t0 < 30
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
     r = pgknee("show", "last", "--store", store, "--json", "/dev/null", cwd=tmp_path)
@@ -516,7 +540,7 @@ def test_every_client_reaches_the_server_the_dsn_resolved_to(server: EmbeddedClu
     services.write_text(f"[bench]\nhost=127.0.0.1,127.0.0.1\nport=1,{server.port}\ndbname=pgknee\nuser=app\n")
     r = pgknee("run", "--dsn", "service=bench", "--schema", "bench_truth", "--clients", "2", "--duration", "1s",
                "--scale", SCALE, "--protocol", "extended", "--variant", "direct", "--variant",
-               "pooled:transaction:pool=2", "--variant", "idle=3", "--store", str(tmp_path / "t.db"),
+               "pooled:transaction:pool=2", "--variant", "idle=3", "--store", str(tmp_path / "t.db"), *QUICK,
                env={**APP_ENV, "PGSERVICEFILE": str(services)}, cwd=tmp_path)
     assert r.code == 0, r.err
     assert sql(tmp_path / "t.db", "SELECT variant, status FROM steps ORDER BY seq") == [
@@ -534,13 +558,17 @@ def test_error_messages_never_echo_a_password(tmp_path: Path) -> None:
     assert r.code == 2 and "Sup3rS3cret" not in r.err and "got list" in r.err
 
 
-def test_interrupted_run_leaves_no_passfile(tmp_path: Path) -> None:
-    p = subprocess.Popen([sys.executable, "-m", "pgknee", "run", "--clients", "2,2,2", "--duration", "3s",
-                          "--scale", SCALE, "--store", str(tmp_path / "i.db")], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**ENV, **SECRETS})
-    assert wait_for(lambda: bool(list(Path(RUN_TMP).glob("pgknee-run-*/conn-*/pgpass"))), 120)
+def test_interrupted_run_leaves_no_passfile(server: EmbeddedCluster, tmp_path: Path) -> None:
+    """The signal is the point: pgknee in a process of its own."""
+    p = pgknee_popen("run", "--dsn", dsn_of(server), "--schema", "bench_interrupted", "--clients", "2,2,2",
+                     "--duration", "3s", "--scale", SCALE, "--store", str(tmp_path / "i.db"), *QUICK,
+                     env={**SECRETS, "PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+    if not wait_for(lambda: bool(list(Path(RUN_TMP).glob("pgknee-run-*/conn-*/pgpass"))), 120):
+        p.kill()
+        raise AssertionError(f"no passfile was seen: {p.communicate()[1]}")
     p.send_signal(signal.SIGTERM)
-    p.communicate(timeout=60)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err  # interrupted, not ended on its own before the signal
     assert not list(Path(RUN_TMP).glob("pgknee-*/**/pgpass"))
 
 
@@ -579,6 +607,7 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Embed
     shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.xdist_group("tls")  # one TLS server for these tests, in one test process
 @pytest.mark.parametrize("dsn_tail", ["sslmode=require", "", "sslmode=verify-ca sslrootcert={ca}"])
 def test_pooled_steps_keep_the_dsns_tls(tls_server: tuple[EmbeddedCluster, Path], tmp_path: Path,
                                         dsn_tail: str) -> None:
@@ -587,7 +616,7 @@ def test_pooled_steps_keep_the_dsns_tls(tls_server: tuple[EmbeddedCluster, Path]
     store = tmp_path / "tls.db"
     r = pgknee("run", "--dsn", dsn, "--schema", "bench_tls", "--clients", "2", "--duration", "1s", "--scale", SCALE,
                "--protocol", "extended", "--variant", "direct", "--variant", "pooled:transaction:pool=2",
-               "--store", str(store), env={"PGPASSWORD": "tls-app-pw"}, cwd=tmp_path)
+               "--store", str(store), *QUICK, env={"PGPASSWORD": "tls-app-pw"}, cwd=tmp_path)
     assert r.code == 0, r.err
     assert sql(store, "SELECT variant, status FROM steps ORDER BY seq") == [
         ("direct", "completed"), ("pooled:transaction:pool=2", "completed")]
@@ -595,6 +624,7 @@ def test_pooled_steps_keep_the_dsns_tls(tls_server: tuple[EmbeddedCluster, Path]
     assert mode == {"setting.server_tls_sslmode": "verify-ca" if "verify" in dsn_tail else "require"}
 
 
+@pytest.mark.xdist_group("tls")
 def test_a_tls_setting_pgbouncer_cannot_carry_refuses_the_pooled_variant(tls_server: tuple[EmbeddedCluster, Path],
                                                                           tmp_path: Path) -> None:
     c, ca = tls_server

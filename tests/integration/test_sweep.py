@@ -1,12 +1,35 @@
-"""A real sweep on the embedded cluster: what lands in the store, and the views."""
+"""The real end-to-end sweep: pgknee's own embedded cluster, the waits around each step at their
+defaults, the tables, a JSON and a report written as the run ends; what lands in the store, and
+whether it agrees with the server and pgbench. (The read commands on a stored run are tested on
+the golden store: test_views.py.)"""
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
-from .conftest import CliResult, pgknee, pgknee_processes, sql
+import pytest
+
+from .conftest import SCALE, CliResult, pgknee, pgknee_processes, sql, tmp_pgknee_dirs
+
+# one sweep for the whole module, so its tests stay in one test process
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sweep")]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, CliResult]]:
+    """One real sweep on a throwaway embedded cluster: 2 and 4 clients, twice each, 3 s steps."""
+    d = tmp_path_factory.mktemp("sweep")
+    store, js = d / "s.db", d / "s.json"
+    before = tmp_pgknee_dirs()
+    r = pgknee("run", "--clients", "2,4", "--duration", "3s", "--reps", "2", "--scale", SCALE,
+               "--store", str(store), "--json", str(js), "--report", str(d / "s.html"), cwd=d)
+    assert r.code == 0, r.err
+    assert tmp_pgknee_dirs() - before == set()  # its server and run directories are gone
+    yield store, js, r
 
 ARTICLE_QUERY = """
 SELECT
@@ -156,21 +179,20 @@ def test_show_prints_the_same_tables_from_the_store(sweep: tuple[Path, Path, Cli
     assert summary(last.out) == summary(r.out)
 
 
-def test_runs_and_waits_commands(sweep: tuple[Path, Path, CliResult]) -> None:
-    store, _, _ = sweep
-    runs = pgknee("runs", "--store", str(store))
-    assert runs.code == 0 and _run_id(store) in runs.out and "4/4" in runs.out
-    w = pgknee("waits", _run_id(store)[:12], "--phase", "bench", "--clients", "4", "--store", str(store))
-    assert w.code == 0, w.err
-    assert "c4 (2 step(s))" in w.out and "running" in w.out
-    bad = pgknee("waits", _run_id(store), "--clients", "7", "--store", str(store))
-    assert bad.code == 2 and "client counts in this run: 2, 4" in bad.err
-    bad = pgknee("waits", _run_id(store), "--phase", "nope", "--store", str(store))
-    assert bad.code == 2 and bad.err.count("\n") == 1
-
-
 def test_nothing_left_running(sweep: tuple[Path, Path, CliResult]) -> None:
     assert pgknee_processes() == []
+
+
+def test_the_run_writes_its_report_as_it_ends(sweep: tuple[Path, Path, CliResult]) -> None:
+    """run --report: one self-contained file, written after the tables (every chart kind, from a
+    stored run with pooler and idle variants: test_report.py)."""
+    store, _, r = sweep
+    assert re.search(r"wrote .*s\.html \(\d+\.\d MB, \d+ charts, self-contained\)", r.err + r.out)
+    text = (store.parent / "s.html").read_text()
+    assert not re.search(r"<script|<link|<img|@import|url\((?!#)|src=|href=\"(?!#)", text)
+    assert {"throughput-latency", "cpu", "waits", "timeline"} <= set(re.findall(r'data-chart="([a-z-]+)"', text))
+    assert _run_id(store) in text
+    assert "pgknee run --clients 2,4 --duration 3s" in text  # the command line, to reproduce the run
 
 
 def test_sampled_sessions_agree_with_the_servers_clock(sweep: tuple[Path, Path, CliResult]) -> None:

@@ -5,14 +5,26 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_PASSWORD, ENV, SCALE, dsn_of, pgknee, pgknee_processes, sql, tmp_pgknee_dirs, wait_for
+from .conftest import (
+    APP_ENV,
+    APP_PASSWORD,
+    QUICK,
+    SCALE,
+    dsn_of,
+    pgknee,
+    pgknee_popen,
+    pgknee_process,
+    pgknee_processes,
+    sql,
+    tmp_pgknee_dirs,
+    wait_for,
+)
 
 
 def _orders_checksum(c: EmbeddedCluster) -> tuple[int, str]:
@@ -26,9 +38,9 @@ def _orders_checksum(c: EmbeddedCluster) -> tuple[int, str]:
 def test_remote_dsn_installs_own_schema_and_keeps_secrets(server: EmbeddedCluster, tmp_path: Path) -> None:
     before = _orders_checksum(server)
     store = tmp_path / "r.db"
-    env = {"PGPASSWORD": APP_PASSWORD}
+    env = APP_ENV
     r = pgknee("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "2s", "--scale", SCALE,
-               "--schema", "bench_a", "--store", str(store), env=env, cwd=tmp_path)
+               "--schema", "bench_a", "--store", str(store), *QUICK, env=env, cwd=tmp_path)
     assert r.code == 0, r.err
     assert sql(store, "SELECT status, target_kind FROM runs") == [("completed", "remote")]
     assert _orders_checksum(server) == before  # the user's own data is untouched
@@ -42,7 +54,7 @@ def test_remote_dsn_installs_own_schema_and_keeps_secrets(server: EmbeddedCluste
 
     # a second run reuses the seeded schema...
     again = pgknee("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "1s", "--scale", SCALE,
-                   "--schema", "bench_a", "--store", str(store), env=env, cwd=tmp_path)
+                   "--schema", "bench_a", "--store", str(store), *QUICK, env=env, cwd=tmp_path)
     assert again.code == 0, again.err
     assert "reusing the e-wallet data" in again.err
     # ...refuses to reseed it at another scale without --reinit, and changes nothing
@@ -62,7 +74,7 @@ def test_password_in_dsn_is_redacted_everywhere(server: EmbeddedCluster, tmp_pat
     store = tmp_path / "p.db"
     dsn = f"postgresql://app:{APP_PASSWORD.replace(':', '%3A').replace(chr(92), '%5C')}@127.0.0.1:{server.port}/pgknee"
     r = pgknee("run", "--dsn", dsn, "--clients", "2", "--duration", "1s", "--scale", SCALE, "--schema", "bench_p",
-               "--store", str(store), "--json", str(tmp_path / "p.json"), cwd=tmp_path)
+               "--store", str(store), "--json", str(tmp_path / "p.json"), *QUICK, cwd=tmp_path)
     assert r.code == 0, r.err
     assert "process list" in r.err  # the user is told the DSN's password is visible to ps
     for blob in (store.read_bytes(), (tmp_path / "p.json").read_bytes(), (r.out + r.err).encode()):
@@ -87,7 +99,7 @@ def test_wrong_password_and_unreachable_server(server: EmbeddedCluster, tmp_path
 
 def test_too_many_clients_for_max_connections(server: EmbeddedCluster, tmp_path: Path) -> None:
     r = pgknee("run", "--dsn", dsn_of(server), "--clients", "2,80", "--duration", "1s", "--store",
-               str(tmp_path / "m.db"), env={"PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+               str(tmp_path / "m.db"), env=APP_ENV, cwd=tmp_path)
     assert r.code == 3
     assert "needs 80 connections" in r.err and "max_connections=60" in r.err
 
@@ -123,7 +135,7 @@ def test_unwritable_store(tmp_path: Path) -> None:
 
 def test_keep_leaves_a_usable_server(tmp_path: Path) -> None:
     r = pgknee("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--keep",
-               "--store", str(tmp_path / "k.db"), cwd=tmp_path)
+               "--store", str(tmp_path / "k.db"), *QUICK, cwd=tmp_path)
     assert r.code == 0, r.err
     line = next(ln for ln in r.err.splitlines() if ln.startswith("kept the embedded server"))
     host = line.split("host=")[1].split()[0]
@@ -139,11 +151,11 @@ def test_keep_leaves_a_usable_server(tmp_path: Path) -> None:
 
 
 def test_sigterm_keeps_completed_steps_and_leaves_nothing(tmp_path: Path) -> None:
+    """The signal is the point: pgknee in a process of its own."""
     before = tmp_pgknee_dirs()
     store = tmp_path / "i.db"
-    p = subprocess.Popen([sys.executable, "-m", "pgknee", "run", "--clients", "2,2,2,2", "--duration", "3s",
-                          "--scale", SCALE, "--store", str(store), "--report", "r.html"], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    p = pgknee_popen("run", "--clients", "2,2,2,2", "--duration", "3s", "--scale", SCALE, "--store", str(store),
+                     "--report", "r.html", *QUICK, cwd=tmp_path)
 
     def one_step_done() -> bool:
         try:
@@ -151,7 +163,9 @@ def test_sigterm_keeps_completed_steps_and_leaves_nothing(tmp_path: Path) -> Non
         except Exception:
             return False
 
-    assert wait_for(one_step_done, 120), "no step completed"
+    if not wait_for(lambda: store.exists() and one_step_done(), 120):  # (sqlite3 would create the store)
+        p.kill()
+        raise AssertionError(f"no step completed: {p.communicate()[1]}")
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
@@ -161,9 +175,8 @@ def test_sigterm_keeps_completed_steps_and_leaves_nothing(tmp_path: Path) -> Non
     assert statuses[0] == "completed" and "running" not in statuses
     assert pgknee_processes() == []
     assert tmp_pgknee_dirs() - before == set()
-    shown = subprocess.run([sys.executable, "-m", "pgknee", "show", "last", "--store", str(store)],
-                           capture_output=True, text=True, check=False)
-    assert shown.returncode == 0 and "interrupted" in shown.stdout
+    shown = pgknee_process("show", "last", "--store", str(store), script=True)  # the installed console script
+    assert shown.code == 0 and "interrupted" in shown.out
     # the report asked for is written all the same: what exists, the steps never run marked
     report = (tmp_path / "r.html").read_text()
     done = statuses.count("completed")

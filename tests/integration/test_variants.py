@@ -1,18 +1,27 @@
-"""Variants on the embedded cluster: pipeline mode and a new connection per transaction,
-interleaved, with money still conserved."""
+"""Variants on the user's server: pipeline mode and a new connection per transaction,
+interleaved, with money still conserved; think time, an open loop, a plan file."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from .conftest import SCALE, pgknee, pgknee_processes, sql
+import pytest
+
+from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import APP_ENV, QUICK, SCALE, dsn_of, golden_runs, pgknee, pgknee_processes, sql
+
+WORKLOAD = ("--schema", "bench_variants", "--scale", SCALE)
 
 
-def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.alone  # pipeline vs normal vs connect per repetition: another test's load skews one step
+def test_pipeline_and_connect_variants_interleaved(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "v.db"
-    r = pgknee("run", "--variant", "normal", "--variant", "pipeline", "--variant", "connect", "--clients", "2",
-               "--reps", "2", "--duration", "3s", "--scale", SCALE, "--store", str(store), "--no-waits", cwd=tmp_path)
+    r = pgknee("run", "--dsn", dsn_of(server), *WORKLOAD, "--variant", "normal", "--variant", "pipeline",
+               "--variant", "connect", "--clients", "2", "--reps", "2", "--duration", "3s", "--store", str(store),
+               "--no-waits", *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     steps = sql(store, "SELECT seq, variant, rep, pipeline, connect_per_txn, status, tps, failed FROM steps "
                        "ORDER BY seq")
@@ -37,7 +46,7 @@ def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
     assert "▶ pipeline: x" in r.out and "connect: x0." in r.out
     assert pgknee_processes() == []
 
-    # the same comparison from the store alone, and across two runs
+    # the same comparison from the store alone (across two runs: test_compare_two_stored_runs)
     cmp = pgknee("compare", "last", "--store", str(store), "--json", str(tmp_path / "c.json"))
     assert cmp.code == 0, cmp.err
     assert "TPS vs normal" in cmp.out and "connect" in cmp.out
@@ -50,24 +59,27 @@ def test_pipeline_and_connect_variants_interleaved(tmp_path: Path) -> None:
     assert pipeline["tps_ratio"]["lo95"] < pipeline["tps_ratio"]["value"] < pipeline["tps_ratio"]["hi95"]
     assert connect["tps_ratio"]["value"] < 0.8 and connect["latency_ratio"]["value"] > 1.2
     assert pipeline["tps"]["min"] <= pipeline["tps"]["median"] <= pipeline["tps"]["max"]
-    again = pgknee("run", "--clients", "2", "--duration", "2s", "--scale", "0.2", "--store", str(store),
-                   "--quiet", cwd=tmp_path)
-    assert again.code == 0, again.err
-    first, second = (r for (r,) in sql(store, "SELECT run_id FROM runs ORDER BY created_at"))
-    two = pgknee("compare", first, second, "--store", str(store))
+
+
+def test_compare_two_stored_runs(golden: Path) -> None:
+    """Two runs, each on a throwaway embedded cluster of its own, at two data sizes (the golden store)."""
+    first, second = golden_runs(golden)
+    two = pgknee("compare", first, second, "--store", str(golden))
     assert two.code == 0, two.err
     assert f"A = run {first}" in two.out and f"B = run {second}" in two.out
     assert "workload.users: 1000 vs 2000" in two.out  # different data sizes are called out
-    assert "target.endpoint" not in two.out  # a throwaway cluster's new port is not a difference
-    one = pgknee("compare", second, "--store", str(store))
+    ports = {str(p) for (p,) in sql(golden, "SELECT value FROM run_environment WHERE key = 'target.endpoint'")}
+    assert len(ports) == 2  # each cluster had its own port...
+    assert "target.endpoint" not in two.out  # ...which is not a difference
+    one = pgknee("compare", second, "--store", str(golden))
     assert one.code == 2 and "one variant only" in one.err
 
 
-def test_think_time_is_paced_and_left_out_of_the_latency(tmp_path: Path) -> None:
+def test_think_time_is_paced_and_left_out_of_the_latency(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "t.db"
-    r = pgknee("run", "--variant", "normal", "--variant", "name=think:think=20ms", "--clients", "2",
-               "--duration", "3s", "--scale", SCALE, "--store", str(store), "--quiet", "--json",
-               str(tmp_path / "t.json"), cwd=tmp_path)
+    r = pgknee("run", "--dsn", dsn_of(server), *WORKLOAD, "--variant", "normal", "--variant", "name=think:think=20ms",
+               "--clients", "2", "--duration", "3s", "--store", str(store), "--quiet", "--json",
+               str(tmp_path / "t.json"), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     steps = {s[0]: s[1:] for s in sql(store, "SELECT variant, think_ms, tps, lat_avg_ms, lat_avg_pgbench_ms "
                                              "FROM steps")}
@@ -105,25 +117,29 @@ def test_dry_run_prints_the_command_lines_and_runs_nothing(tmp_path: Path) -> No
     assert pgknee_processes() == []
 
 
-def test_a_plan_file_runs_and_travels_with_the_run(tmp_path: Path) -> None:
+def test_a_plan_file_runs_and_travels_with_the_run(server: EmbeddedCluster, tmp_path: Path) -> None:
     plan = tmp_path / "plan.toml"
-    plan.write_text('description = "tiny"\n[workload]\nscale = 0.1\n[sweep]\nclients = [2]\nduration = "2s"\n'
-                    'variants = ["normal", "name=pipe:pipeline:extended"]\n')
+    plan.write_text('description = "tiny"\n[workload]\nscale = 0.1\nschema = "bench_variants"\n[sweep]\n'
+                    'clients = [2]\nduration = "2s"\nvariants = ["normal", "name=pipe:pipeline:extended"]\n'
+                    '[collect]\npre = "0.2s"\npost = "300ms"\nsettle = 1\nidle_flush = "1s"\n')
     store = tmp_path / "p.db"
-    r = pgknee("run", str(plan), "--reps", "1", "--store", str(store), "--quiet", "--no-waits", cwd=tmp_path)
+    r = pgknee("run", str(plan), "--dsn", dsn_of(server), "--reps", "1", "--store", str(store), "--quiet",
+               "--no-waits", env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     assert sql(store, "SELECT variant, protocol, pipeline FROM steps ORDER BY seq") == [
         ("normal", "prepared", 0), ("pipe", "extended", 1)]
     env = dict(sql(store, "SELECT key, value FROM run_environment"))
     assert env["plan.source"] == plan.read_text() and env["plan.file"] == str(plan)
+    stored = json.loads(str(sql(store, "SELECT plan_json FROM runs")[0][0]))
+    assert (stored["pre_s"], stored["post_s"], stored["settle_s"], stored["idle_flush_s"]) == (0.2, 0.3, 1, 1)
     scen = pgknee("scenarios")
     assert scen.code == 0 and "ewallet-pipeline" in scen.out and "connect-overhead" in scen.out
 
 
-def test_open_loop_variant_reports_schedule_lag(tmp_path: Path) -> None:
+def test_open_loop_variant_reports_schedule_lag(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "o.db"
-    r = pgknee("run", "--variant", "rate=300", "--clients", "4", "--duration", "3s", "--scale", SCALE,
-               "--store", str(store), "--no-waits", cwd=tmp_path)
+    r = pgknee("run", "--dsn", dsn_of(server), *WORKLOAD, "--variant", "rate=300", "--clients", "4", "--duration",
+               "3s", "--store", str(store), "--no-waits", *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     rate, tps, lag_avg, lag_p99, lat = sql(store, "SELECT rate, tps, lag_avg_ms, lag_p99_ms, lat_avg_ms FROM steps")[0]
     assert rate == 300 and abs(tps - 300) / 300 < 0.2  # the schedule, not the server, sets the pace

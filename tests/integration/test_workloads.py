@@ -9,13 +9,15 @@ import psycopg
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_PASSWORD, dsn_of, pgknee, sql
+from .conftest import APP_ENV, QUICK, dsn_of, pgknee, sql
 
 
-def test_tpcb_and_select_only_are_initialised_by_pgbench_and_books_balance(tmp_path: Path) -> None:
+def test_tpcb_and_select_only_are_initialised_by_pgbench_and_books_balance(server: EmbeddedCluster,
+                                                                          tmp_path: Path) -> None:
     store = tmp_path / "t.db"
-    r = pgknee("run", "--workload", "tpcb", "--clients", "2", "--duration", "2s", "--store", str(store),
-               "--no-waits", cwd=tmp_path)
+    target = ("--dsn", dsn_of(server), "--schema", "bench_pgbench")
+    r = pgknee("run", *target, "--workload", "tpcb", "--clients", "2", "--duration", "2s", "--store", str(store),
+               "--no-waits", *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     env = dict(sql(store, "SELECT key, value FROM run_environment"))
     assert env["check.money.ok"] == "true" and "TPC-B books balance" in env["check.money"]
@@ -23,8 +25,8 @@ def test_tpcb_and_select_only_are_initialised_by_pgbench_and_books_balance(tmp_p
     init = [json.loads(a) for (a,) in sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'init'")]
     assert init and "--initialize" in init[0] and "--scale=1" in init[0]
     assert int(env["workload.size.pgbench_accounts"]) > 10_000_000
-    r = pgknee("run", "--workload", "select-only", "--clients", "2", "--duration", "2s", "--store", str(store),
-               "--no-waits", cwd=tmp_path)
+    r = pgknee("run", *target, "--workload", "select-only", "--clients", "2", "--duration", "2s", "--store",
+               str(store), "--no-waits", *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     tx = sql(store, "SELECT s.transactions FROM steps s JOIN runs r USING (run_id) WHERE r.workload = 'select-only'")
     assert tx[0][0] > 1000
@@ -47,7 +49,7 @@ def test_custom_scripts_run_against_the_users_schema_untouched(server: EmbeddedC
     store = tmp_path / "c.db"
     r = pgknee("run", "--dsn", dsn_of(server), "--workload", "custom", "--script", f"{script}@100",
                "--script", f"{writer}@10", "--clients", "2", "--duration", "2s", "--store", str(store), "--no-waits",
-               env={"PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
+               *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     assert snapshot() == before  # same data, no schema added
     rows = sql(store, "SELECT script, weight, transactions FROM step_scripts ORDER BY script_no")

@@ -1,9 +1,13 @@
 """Bad input to the pgknee command, in-process: one line on stderr, a non-zero exit code, no
-traceback, and nothing started (the Runner, which would start PostgreSQL and pgbench, is
-replaced by a sentinel that records whether it was ever built)."""
+traceback, and nothing started. Whatever pgknee starts (its preflight pgbench, a cluster, a
+pgbouncer, a run) first makes a private directory under TMPDIR: here TMPDIR is a file, so a bad
+input that slipped through fails there, at once and with another message than the one expected,
+instead of starting a server."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,21 +17,22 @@ from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 
 
-class _RunnerSentinel:
-    built: list[object] = []
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        _RunnerSentinel.built.append(args)
-        raise AssertionError("the Runner was built: a server would have been started")
-
-
 @pytest.fixture(autouse=True)
 def _hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     for var in ("PGKNEE_STORE", "PGKNEE_DSN", "PGKNEE_DEBUG"):
         monkeypatch.delenv(var, raising=False)
-    _RunnerSentinel.built = []
-    monkeypatch.setattr("pgknee.run.Sweep", _RunnerSentinel)
+    nowhere = tmp_path / "TMPDIR"
+    nowhere.write_text(UNTOUCHED)
+    monkeypatch.setenv("TMPDIR", str(nowhere))
+    monkeypatch.setattr(tempfile, "tempdir", str(nowhere))  # (what tempfile answers, unchecked, once it is set)
+
+
+UNTOUCHED = "not a directory: pgknee cannot start anything here\n"
+
+
+def _nothing_started() -> bool:
+    return Path(os.environ["TMPDIR"]).read_text() == UNTOUCHED
 
 
 def _main(argv: list[str]) -> tuple[int, bool]:
@@ -49,7 +54,7 @@ def _assert_one_error_line(capsys: pytest.CaptureFixture[str], rc: int, raised: 
     for f in fragments:
         assert f in lines[0]
     assert out == ""
-    assert _RunnerSentinel.built == []
+    assert _nothing_started()
     return lines[0]
 
 
@@ -78,7 +83,8 @@ def test_bad_run_input(capsys: pytest.CaptureFixture[str], tmp_path: Path, argv:
 @pytest.mark.parametrize("argv", [["run", "--duration", "-5s"], ["run", "--reps", "many"]])
 def test_argparse_errors_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     rc, raised = _main(argv)
-    _assert_one_error_line(capsys, rc, raised)
+    _assert_one_error_line(capsys, rc, raised, f"pgknee run: argument {argv[1]}")
+    assert rc == 2
 
 
 def test_store_in_a_missing_directory(capsys: pytest.CaptureFixture[str]) -> None:
@@ -137,4 +143,6 @@ def test_every_subcommand_has_working_help(command: str, capsys: pytest.CaptureF
         cli.main([command, "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"usage: pgknee {command}") and "--store" in out or command in ("scenarios", "size")
+    assert out.startswith(f"usage: pgknee {command}"), out
+    # every command that reads or writes a store says so; 'scenarios' has none
+    assert ("--store" in out) is (command != "scenarios"), out

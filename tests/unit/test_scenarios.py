@@ -21,7 +21,9 @@ def test_the_articles_experiments_are_there() -> None:
 
 @pytest.mark.parametrize("small", [False, True])
 def test_every_scenario_is_a_valid_plan(small: bool) -> None:
+    seen = set()
     for s in all_scenarios():
+        seen.add(s.name)
         plan = plan_from_values({}, load_plan_file(str(s.path), small_machine=small))
         assert plan.clients and plan.duration_s >= 10, s.name
         if s.name == "linear-best-of-3":
@@ -41,6 +43,8 @@ def test_every_scenario_is_a_valid_plan(small: bool) -> None:
         if s.name == "ewallet-pipeline":
             assert [v.pipeline for v in plan.variants] == [False, True]
             assert plan.duration_s == (20 if small else 60)
+    # the checks above ran: none of them is skipped by a scenario renamed or gone
+    assert {"linear-best-of-3", "connect-overhead", "pool-size", "pooler-placement", "ewallet-pipeline"} <= seen
 
 
 def test_unknown_scenario() -> None:

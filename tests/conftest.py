@@ -1,0 +1,47 @@
+"""For the whole suite: while a test that compares the timings of its steps runs (marked `alone`),
+no other test of this suite runs beside it on another xdist worker. Every test holds a shared
+lock on one file for its duration; an `alone` test holds it exclusively. (Other load on the
+machine is not this suite's to stop.)"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pgknee's registry of what it starts (and the sweep every command does of it) lives in a
+    directory of this test process's own, not the user's ~/.local/state."""
+    if not os.environ.get("PGKNEE_STATE_DIR"):
+        os.environ["PGKNEE_STATE_DIR"] = tempfile.mkdtemp(prefix="pgkt-state-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop("PGKNEE_STATE_DIR"), ignore_errors=True))
+
+
+@pytest.fixture(scope="session")
+def _suite_lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's base is a directory of the run's own: its parent is shared
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "suite.lock"
+
+
+@contextlib.contextmanager
+def holding(lock: Path, *, exclusive: bool) -> Iterator[None]:
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # (releases the lock)
+
+
+@pytest.fixture(autouse=True)
+def _one_at_a_time_when_timing(request: pytest.FixtureRequest, _suite_lock: Path) -> Iterator[None]:
+    with holding(_suite_lock, exclusive=request.node.get_closest_marker("alone") is not None):
+        yield
