@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup system system-browsers venv demo test unit integration lint bench clean
+.PHONY: setup system system-browsers venv demo test faults unit integration lint bench clean
 
 setup: system venv
 
@@ -35,7 +35,12 @@ demo: setup
 	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
 test: system-browsers venv lint
-	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not faults"
+
+# the faults done for real (kill -9, stop signals, a server killed or restarted mid-step, a full
+# disk, a foreign store): slower, so apart from make test; CI runs both
+faults: system venv
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m faults tests/faults
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit

@@ -30,38 +30,52 @@ def execute(run: PgbenchRun, *, env: Mapping[str, str], run_as: proc.RunAs | Non
     p = proc.spawn(run.argv(), env=env, cpus=cpus, run_as=run_as, cwd=str(cwd))
     if on_start is not None:
         on_start(p.pid)
-    points: list[ProgressPoint] = []
-    err_lines: list[str] = []
-    out_chunks: list[bytes] = []
-
-    def pump_err() -> None:
-        assert p.stderr is not None
-        for raw in p.stderr:
-            line = raw.decode(errors="replace").rstrip("\n")
-            pt = parse_progress_line(line)
-            if pt is None:
-                err_lines.append(line)
-                continue
-            points.append(pt)
-            if on_progress is not None:
-                on_progress(pt)
-
-    def pump_out() -> None:
-        assert p.stdout is not None
-        out_chunks.append(p.stdout.read())
-
-    threads = [threading.Thread(target=pump_err, daemon=True), threading.Thread(target=pump_out, daemon=True)]
-    for t in threads:
-        t.start()
+    pumps = _Pumps(p, on_progress)
     limit = run.duration_s + 60 + run.clients * 0.05
     try:
         with proc.guarded(p, first=signal.SIGINT):
             try:
                 p.wait(timeout=limit)
             except subprocess.TimeoutExpired:
-                err_lines.append(f"pgbench did not finish within {limit:.0f} s and was stopped")
+                pumps.err_lines.append(f"pgbench did not finish within {limit:.0f} s and was stopped")
     finally:
-        for t in threads:
+        pumps.finish()
+    return Execution(p.returncode if p.returncode is not None else -1, b"".join(pumps.out).decode(errors="replace"),
+                     "\n".join(pumps.err_lines), tuple(pumps.points))
+
+
+class _Pumps:
+    """Threads reading pgbench's output as it comes: progress lines to `on_progress`, the rest kept."""
+
+    def __init__(self, p: subprocess.Popen[bytes], on_progress: Callable[[ProgressPoint], None] | None) -> None:
+        self.p, self.on_progress = p, on_progress
+        self.points: list[ProgressPoint] = []
+        self.err_lines: list[str] = []
+        self.out: list[bytes] = []
+        self.threads = [threading.Thread(target=self._err, daemon=True),
+                        threading.Thread(target=self._out, daemon=True)]
+        for t in self.threads:
+            t.start()
+
+    def _err(self) -> None:
+        assert self.p.stderr is not None
+        for raw in self.p.stderr:
+            line = raw.decode(errors="replace").rstrip("\n")
+            pt = parse_progress_line(line)
+            if pt is None:
+                self.err_lines.append(line)
+                continue
+            self.points.append(pt)
+            if self.on_progress is not None:
+                self.on_progress(pt)
+
+    def _out(self) -> None:
+        assert self.p.stdout is not None
+        self.out.append(self.p.stdout.read())
+
+    def finish(self) -> None:
+        for t in self.threads:
             t.join(timeout=5)
-    return Execution(p.returncode if p.returncode is not None else -1, b"".join(out_chunks).decode(errors="replace"),
-                     "\n".join(err_lines), tuple(points))
+        for pipe in (self.p.stdout, self.p.stderr):
+            if pipe is not None:
+                pipe.close()
