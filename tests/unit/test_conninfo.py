@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from pgknee.dsn import parse_dsn, redact_dsn, split_secret
 from pgknee.errors import UserError
-from pgknee.targets.conninfo import child_env, parse_dsn, redact_dsn, split_secret, write_passfile
+from pgknee.targets.conninfo import child_env, write_passfile
 
 PW = "s3cr:et\\Zq9"  # ':' and '\' must be escaped in a passfile
 

@@ -21,10 +21,6 @@ import psycopg.conninfo
 from psycopg import pq
 
 from pgknee import safefs
-from pgknee.dsn import parse_dsn as parse_dsn  # re-exported until every caller imports pgknee.dsn
-from pgknee.dsn import redact_dsn as redact_dsn
-from pgknee.dsn import scrub_secrets as scrub_secrets
-from pgknee.dsn import split_secret as split_secret
 from pgknee.errors import UserError
 from pgknee.proc import RunAs, base_env
 
