@@ -57,6 +57,31 @@ def is_alive(pid: int, start: str | None) -> bool:
     return start is not None and start_time(pid) == start
 
 
+def group_left(pgid: int, start: str) -> list[int]:
+    """The live members of the process group a recorded leader (pid `pgid`, started at `start`)
+    led, after the leader itself may be gone (a parent-death signal kills the leader only, a
+    shell's background job stays). Linux gives no new process a pid still in use as a group id,
+    so the group is the leader's while any member lives; members started before the leader are
+    not its own and are left alone, and if the pid now runs another process, nothing is the
+    leader's."""
+    now = start_time(pgid)
+    if now is not None and now != start:
+        return []
+    left = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        live = len(fields) > 19 and fields[0] not in ("Z", "X")
+        if live and int(fields[2]) == pgid and int(fields[19]) >= int(start):
+            left.append(int(d))
+    return left
+
+
 @dataclass
 class Child:
     kind: str  # 'postgres', 'pgbouncer', 'pgbench', ...
@@ -210,8 +235,8 @@ def clean_up(entry: dict[str, Any], reason: str) -> list[str]:
     """Stop, remove and mark what an entry of a dead pgknee lists (the watchdog's job too)."""
     done = []
     for c in reversed(entry.get("children", [])):
-        if is_alive(c["pid"], c["start"]):
-            stop_process(c["pid"], STOPS[c["stop"]], group=c["group"])
+        if is_alive(c["pid"], c["start"]) or (c["group"] and group_left(c["pid"], c["start"])):
+            stop_process(c["pid"], STOPS[c["stop"]], group=c["group"], start=c["start"])
             done.append(f"stopped {c['kind']} (pid {c['pid']})")
     for d in entry.get("dirs", []):
         if os.path.basename(d).startswith("pgknee-") and os.path.isdir(d):
@@ -223,15 +248,25 @@ def clean_up(entry: dict[str, Any], reason: str) -> list[str]:
     return done
 
 
-def stop_process(pid: int, first: int, *, group: bool, grace: float = 15.0) -> None:
-    """`first`, then (after `grace` s) SIGQUIT for a server's immediate shutdown, then SIGKILL."""
-    start = start_time(pid)
+def stop_process(pid: int, first: int, *, group: bool, start: str | None = None, grace: float = 15.0) -> None:
+    """`first`, then (after `grace` s) SIGQUIT for a server's immediate shutdown, then SIGKILL.
+    With `group` (and the leader's recorded `start`), to its whole process group, until no
+    member of it is left, even when the leader itself is already gone."""
+    start = start or start_time(pid)
+    if start is None:
+        return
+
+    def gone() -> bool:
+        return start_time(pid) != start and not (group and group_left(pid, start))
+
     for sig, wait in ((first, grace), (signal.SIGQUIT, 5.0), (signal.SIGKILL, 5.0)):
+        if gone():  # checked before every signal: a pid now another process's is never signalled
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, sig) if group else os.kill(pid, sig)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if start_time(pid) != start:
+            if gone():
                 return
             time.sleep(0.1)
 

@@ -116,8 +116,15 @@ def test_sigkill_mid_step_leaves_nothing_and_resume_completes(sandbox: dict[str,
     assert _rows(store, "SELECT status FROM runs") == [("completed",)]
     # every (variant, clients, repetition) of the plan has a completed step: the run reads as one
     done = _rows(store, "SELECT variant, clients, rep FROM steps WHERE status = 'completed' ORDER BY 1, 2, 3")
-    assert len(done) == 8 and len(set(done)) == 8
+    assert len(done) == 8 and len(set(done)) == 8, (done, r.stdout, r.stderr)
     assert "(8/8 steps)" in r.stdout
+
+
+def _sleeps(entry: dict[str, object]) -> list[tuple[int, str]]:
+    """The `sleep` processes (pid, start) in the group of the entry's first child."""
+    group = entry["children"][0]["pid"]  # type: ignore[index]
+    out = subprocess.run(["pgrep", "-g", str(group), "-x", "sleep"], capture_output=True, text=True, check=False).stdout
+    return [(int(pid), start) for pid in out.split() if (start := start_time(int(pid)))]
 
 
 def test_sigkill_in_preflight_leaves_nothing(sandbox: dict[str, str], tmp_path: Path) -> None:
@@ -128,14 +135,15 @@ def test_sigkill_in_preflight_leaves_nothing(sandbox: dict[str, str], tmp_path: 
     p = _start(sandbox, tmp_path, "--clients", "2", "--duration", "1s", "--pgbench", str(slow),
                "--store", str(tmp_path / "p.db"))
     assert _wait(lambda: list(Path(sandbox["PGKNEE_STATE_DIR"]).glob("pgknee-*.json"))
-                 and "sleep" in subprocess.run(["pgrep", "-a", "-g", str(_registry(sandbox)["children"][0]["pid"])],  # type: ignore[index]
-                                               capture_output=True, text=True, check=False).stdout, 30)
+                 and _registry(sandbox)["children"] and _sleeps(_registry(sandbox)), 30)
     entry = _registry(sandbox)
-    group = entry["children"][0]["pid"]  # type: ignore[index]
+    sleeps = _sleeps(entry)
     p.send_signal(signal.SIGKILL)
     p.communicate(timeout=30)
-    assert _wait(lambda: not _left_behind(entry) and subprocess.run(
-        ["pgrep", "-g", str(group)], capture_output=True, check=False).returncode != 0, 30)  # the sleep too
+    # the parent-death signal kills the wrapper (the group's leader) at once; its background
+    # sleep is left in the group, and the watchdog stops that too
+    assert _wait(lambda: not _left_behind(entry) and not any(_alive(*s) for s in sleeps), 30), \
+        (_left_behind(entry), [s for s in sleeps if _alive(*s)])
     assert not (tmp_path / "p.db").exists()
 
 
@@ -195,7 +203,9 @@ def test_the_sweep_survives_its_server_and_its_own_sessions(sandbox: dict[str, s
                           "IN ('pgknee:sampler', 'pgknee:stats')").fetchone()
     assert ended == (2,)
     during(5)
-    subprocess.run(["pkill", "-KILL", "-f", "pgbench --no-vacuum"], check=False)
+    # this run's pgbench, as its pgknee recorded it (not another test's)
+    bench = next(c for c in _registry(sandbox)["children"] if c["kind"] == "pgbench")  # type: ignore[union-attr,index]
+    os.killpg(int(bench["pid"]), signal.SIGKILL)
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     steps = dict(_rows(store, "SELECT seq, status FROM steps"))
