@@ -3,8 +3,12 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,11 +17,19 @@ from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.errors import StoreError
+from pgknee.store import db as db_mod
 from pgknee.store import writer as writer_mod
 from pgknee.store.db import SCHEMA_VERSION, Store, load_run
+from pgknee.store.migrate import APPLICATION_ID, migrations, split_sql
 from pgknee.store.sql import load
 from pgknee.store.writer import RunWriter
-from pgknee.types import LatencyStats, PgbenchSummary, ScriptResult, StepMeasurement, StepResult
+from pgknee.types import (
+    LatencyStats,
+    PgbenchSummary,
+    ScriptResult,
+    StepMeasurement,
+    StepResult,
+)
 
 # the article's wait-profile query (000, section 7), verbatim
 ARTICLE_SQL = """
@@ -28,6 +40,12 @@ GROUP BY 1, 2
 ORDER BY 3 DESC
 LIMIT 20
 """
+
+
+@pytest.fixture(autouse=True)
+def _own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Side files that go to pgknee's state directory go to the test's."""
+    monkeypatch.setenv("PGKNEE_STATE_DIR", str(tmp_path / "state"))
 
 
 @pytest.fixture
@@ -100,20 +118,20 @@ def test_reopening_keeps_data(tmp_path: Path, clock: None) -> None:
 
 def test_newer_store_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.db"
-    con = sqlite3.connect(path)
+    con = sqlite3.connect(path)  # a newer pgknee marks its stores as this one does
+    con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.execute("CREATE TABLE runs (run_id TEXT)")
     con.close()
-    with pytest.raises(StoreError) as ei:
-        Store(path)
-    assert "newer pgknee" in ei.value.message
-    assert f"format {SCHEMA_VERSION + 1}" in ei.value.message
-    assert ei.value.exit_code == 5
-    con = sqlite3.connect(path)  # not downgraded or touched
-    try:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
-        assert con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
-    finally:
-        con.close()
+    before = path.read_bytes()
+    for create in (True, False):
+        with pytest.raises(StoreError) as ei:
+            Store(path, create=create)
+        assert "newer pgknee" in ei.value.message
+        assert f"format {SCHEMA_VERSION + 1}" in ei.value.message
+        assert ei.value.exit_code == 5
+    assert path.read_bytes() == before  # not downgraded or touched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["future.db"]
 
 
 def test_missing_file_without_create(tmp_path: Path) -> None:
@@ -132,8 +150,13 @@ def test_missing_directory(tmp_path: Path) -> None:
 def test_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "junk.db"
     path.write_bytes(b"this is not an SQLite file at all, just some text " * 100)
-    with pytest.raises(StoreError, match="cannot use the collector database"):
-        Store(path)
+    for create in (True, False):
+        with pytest.raises(StoreError) as ei:
+            Store(path, create=create)
+        assert ei.value.message == f"the collector database {path} is not a pgknee store: it is not an SQLite " \
+                                   "file; pgknee leaves it as it is"
+        assert ei.value.exit_code == 5
+    assert path.read_bytes() == b"this is not an SQLite file at all, just some text " * 100
 
 
 # ---- runs and steps -------------------------------------------------------------------------------
@@ -291,3 +314,136 @@ def test_load_run_round_trip(store: Store) -> None:
     assert data.env == {"host.cpus": "4"}
     view = build(data)
     assert [g.tps.value if g.tps else None for g in view.groups] == [100.0, 300.0]
+
+
+# ---- what a file is, before pgknee changes anything ------------------------------------------------
+
+
+def _old_store(path: Path, version: int, *, wal: bool = True) -> None:
+    """A store as a pgknee of format `version` left it (before the application_id), with a run."""
+    db = sqlite3.connect(path, isolation_level=None)
+    if wal:
+        db.execute("PRAGMA journal_mode = WAL")
+    for v, text in migrations():
+        if v > version:
+            break
+        for stmt in split_sql(text):
+            db.execute(stmt)
+        db.execute(f"PRAGMA user_version = {v}")
+    db.execute("INSERT INTO runs (run_id, created_at, status, workload, target_kind, target_label, plan_json, "
+               "steps_planned) VALUES ('r-old', '2024-01-01 00:00:00.000', 'completed', 'ewallet', 'embedded', 'x', "
+               "'{\"clients\": [2], \"reps\": 1}', 1)")
+    db.close()
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def test_a_new_store_is_marked_as_pgknees(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    Store(path).close()
+    assert int.from_bytes(path.read_bytes()[68:72], "big") == APPLICATION_ID == 0x70676B6E
+
+
+def test_an_unmarked_store_is_read_as_it_is_and_marked_by_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    _old_store(path, SCHEMA_VERSION)  # this format, made before stores were marked
+    before = _files(tmp_path)
+    s = Store(path, create=False)
+    assert [r.run_id for r in s.runs()] == ["r-old"] and s.migrated_from is None
+    s.close()
+    assert _files(tmp_path) == before
+    Store(path).close()
+    assert int.from_bytes(path.read_bytes()[68:72], "big") == APPLICATION_ID
+
+
+def _foreign_marked(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA application_id = 1234")
+    db.execute("CREATE TABLE runs (run_id TEXT)")  # pgknee's names do not make it pgknee's
+    db.execute("CREATE TABLE steps (step_id INTEGER)")
+    db.close()
+
+
+def _foreign_tables(path: Path, *, wal: bool) -> None:
+    db = sqlite3.connect(path, isolation_level=None)
+    if wal:
+        db.execute("PRAGMA journal_mode = WAL")
+    db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    db.execute("INSERT INTO notes (body) VALUES ('mine')")
+    db.close()
+
+
+def _unversioned_lookalike(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE runs (run_id TEXT)")
+    db.execute("CREATE TABLE steps (step_id INTEGER)")
+    db.close()
+
+
+@pytest.mark.parametrize(("make", "why"), [
+    (_foreign_marked, "its SQLite application_id is 0x4d2, another program's"),
+    (lambda p: _foreign_tables(p, wal=False), "an SQLite database without pgknee's tables (runs, steps)"),
+    (lambda p: _foreign_tables(p, wal=True), "an SQLite database without pgknee's tables (runs, steps)"),
+    (_unversioned_lookalike, "an SQLite database without pgknee's tables (runs, steps)"),
+    (lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x00" * 4000), None),
+], ids=["another-application-id", "another-program", "another-program-wal", "lookalike", "damaged"])
+@pytest.mark.parametrize("create", [True, False], ids=["write", "read"])
+def test_a_file_that_is_not_a_store_is_refused_and_left_alone(tmp_path: Path, make: Any, why: str | None,
+                                                              create: bool) -> None:
+    path = tmp_path / "other.db"
+    make(path)
+    before = _files(tmp_path)
+    with pytest.raises(StoreError) as ei:
+        Store(path, create=create)
+    if why is not None:
+        assert ei.value.message == f"the collector database {path} is not a pgknee store: {why}; pgknee leaves it " \
+                                   "as it is"
+    else:
+        assert ei.value.message.startswith(f"the collector database {path} is damaged or not an SQLite file")
+    assert ei.value.exit_code == 5
+    assert _files(tmp_path) == before  # the same files, byte for byte: nothing made beside it either
+
+
+@pytest.mark.parametrize("copy_max", [64 << 20, 0], ids=["in-memory", "temporary-file"])
+def test_an_older_store_is_read_through_an_upgraded_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         copy_max: int) -> None:
+    path = tmp_path / "old.db"
+    _old_store(path, 7)
+    before = _files(tmp_path)
+    monkeypatch.setattr(db_mod, "MEMORY_COPY_MAX", copy_max)
+    s = Store(path, create=False)
+    assert s.migrated_from == 7
+    assert s.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # the copy
+    (run,) = s.runs()
+    assert (run.run_id, run.status, run.owner) == ("r-old", "completed", None)  # read through format 8's columns
+    s.close()
+    assert _files(tmp_path) == before
+
+
+def test_two_processes_migrate_an_old_store_once(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _old_store(path, 6)
+    db = sqlite3.connect(path, isolation_level=None)  # migration 7 updates every step: count the updates
+    db.execute("INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, duration_s, warmup_s, "
+               "status, started_at) VALUES ('r-old', 1, 'base', 2, 1, 1, 'prepared', 1, 0, 'completed', 'x')")
+    db.execute("CREATE TABLE updates (n INTEGER)")
+    db.execute("CREATE TRIGGER counted AFTER UPDATE ON steps BEGIN INSERT INTO updates VALUES (1); END")
+    db.execute("BEGIN IMMEDIATE")  # both wait for this lock, then race for the migrations
+    code = "import sys; from pgknee.store.db import Store; Store(sys.argv[1]).close()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    time.sleep(1.5)
+    db.execute("ROLLBACK")
+    db.close()
+    results = [(p.communicate(timeout=60)[1], p.returncode) for p in procs]
+    assert results == [("", 0), ("", 0)]
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert db.execute("SELECT count(*) FROM updates").fetchone()[0] == 1  # migration 7 ran once
+        assert db.execute("SELECT run_id, owner FROM runs").fetchall() == [("r-old", None)]
+    finally:
+        db.close()
