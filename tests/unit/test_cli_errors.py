@@ -139,14 +139,15 @@ def test_waits_bad_phase(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("command", ["run", "runs", "show", "waits", "scenarios", "compare", "recommend", "size",
-                                     "report"])
+                                     "report", "store"])
 def test_every_subcommand_has_working_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """argparse formats help with %: a bare % in a help text breaks --help (it did: '10% unless')."""
     with pytest.raises(SystemExit) as exit_info:
         cli.main([command, "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"usage: pgknee {command}") and "--store" in out or command in ("scenarios", "size")
+    assert out.startswith(f"usage: pgknee {command}") and "--store" in out or command in ("scenarios", "size",
+                                                                                         "store")
 
 
 # ---- exceptions from below the error tree, each really caused: one line, the tree's exit code --------
@@ -245,6 +246,17 @@ def test_a_server_error_outside_the_run_is_a_target_error() -> None:
     assert isinstance(err, TargetError) and err.exit_code == 3
     assert err.message.startswith("lost the connection to the server: connection failed: ")
     assert "\n" not in err.one_line()
+
+
+def test_the_store_subcommands_on_what_is_not_a_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{}")
+    rc, raised = _main(["store", "import", "x.json"])
+    assert _assert_one_error_line(capsys, rc, raised) == ("pgknee: error: x.json is not a pgknee side file (give the "
+                                                          "file an error line named)")
+    rc, raised = _main(["store", "upgrade", "--store", "missing.db"])
+    assert _assert_one_error_line(capsys, rc, raised) == ("pgknee: error: no collector database at missing.db (point "
+                                                          "--store at the right file)")
+    assert rc == 5
 
 
 def test_a_damaged_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import socket
 import sqlite3
+import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,16 +20,21 @@ from pgknee.analyze.run import build
 from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
-from pgknee.errors import StoreError
+from pgknee.errors import StoreBusy, StoreError, UserError
 from pgknee.store import db as db_mod
+from pgknee.store import sidefile
 from pgknee.store import writer as writer_mod
 from pgknee.store.db import SCHEMA_VERSION, Store, load_run
 from pgknee.store.migrate import APPLICATION_ID, migrations, split_sql
 from pgknee.store.sql import load
-from pgknee.store.writer import RunWriter
+from pgknee.store.writer import RunWriter, import_side_file
 from pgknee.types import (
+    ActivitySamples,
     LatencyStats,
     PgbenchSummary,
+    PoolerResult,
+    ProgressPoint,
+    RunData,
     ScriptResult,
     StepMeasurement,
     StepResult,
@@ -182,9 +191,14 @@ def test_create_run_and_steps(store: Store) -> None:
 def test_step_status_is_checked(store: Store) -> None:
     w = _run(store, "r")
     sid = _step(w, 1, 2)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(StoreError) as ei:
         w.write_step(_result(sid, "weird"))
+    assert "refused a row (writing step 1): CHECK constraint failed" in ei.value.message
+    assert ei.value.hint is not None and "a bug in pgknee" in ei.value.hint
     assert store.steps("r")[0].status == "running"  # the step's whole write was rolled back
+    side = store.path.parent / f"{store.path.name}.r.step-1.json"  # and nothing measured is lost
+    assert f"step 1's results are kept in {side}" in ei.value.message
+    assert json.loads(side.read_text())["result"]["status"] == "weird"
 
 
 def test_resolve_run(store: Store) -> None:
@@ -447,3 +461,253 @@ def test_two_processes_migrate_an_old_store_once(tmp_path: Path) -> None:
         assert db.execute("SELECT run_id, owner FROM runs").fetchall() == [("r-old", None)]
     finally:
         db.close()
+
+
+# ---- a store that cannot take what is written --------------------------------------------------------
+
+
+def _locked(path: Path) -> sqlite3.Connection:
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_a_locked_store_is_one_line_after_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      clock: None) -> None:
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.3")
+    path = tmp_path / "s.db"
+    s = Store(path)
+    holder = _locked(path)
+    t0 = time.monotonic()
+    with pytest.raises(StoreBusy) as ei:
+        _run(s, "r")
+    assert time.monotonic() - t0 >= 0.3
+    assert ei.value.exit_code == 7
+    assert ei.value.one_line() == (
+        f"the collector database {path} is locked by another process after waiting 0.3 s (writing: create run) "
+        "(let the other pgknee finish ('pgknee runs' lists what runs), or raise PGKNEE_STORE_TIMEOUT (seconds))")
+    holder.close()
+    s.close()
+
+
+def test_a_bad_store_timeout_is_bad_input(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "soon")
+    with pytest.raises(UserError, match="PGKNEE_STORE_TIMEOUT='soon' is not a number of seconds"):
+        Store(tmp_path / "s.db")
+
+
+def _full_result(step_id: int) -> StepResult:
+    """A step with every kind of row a step can hand the writer."""
+    lat = LatencyStats(1000, 20.0, 2.0, 1.0, 19.0, 30.0, 40.0, 90.0)
+    script = ScriptResult(0, "transfer", 60, 1000, 1, 2, 100.0, lat)
+    m = StepMeasurement(1000, 1, 2, 3, 100.0, lat, (script,), {"serialization": 1}, lag=lat, skipped=0)
+    act_row = dict.fromkeys(ACTIVITY_COLUMNS)
+    act_row.update(pid=4242, state="active", wait_event_type="Lock", wait_event="transactionid",
+                   backend_type="client backend", query="SELECT 1", client_port=5432)
+    at = "2025-01-01 00:00:01.000"
+    activity = ActivitySamples(((at, "bench", 1.0, 5, 3, 2, 0, 0.4),), ((at, "bench", *act_row.values()),),
+                               ("one error",))
+    os_row = (at, "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0, 8000, 4000, 1000, 2000,
+              25.0, None)
+    pooler = PoolerResult(((at, "bench", 1.0, 2, 0, 2, 0, 2, 0, 0),),
+                          {"version": "1.21", "delta.total_xact_count": "9"})
+    return StepResult(step_id, "completed", None, 0, 1.0, 11.0, PgbenchSummary(1000, 0, 99.5, 20.1, 3.0, 10.0), m,
+                      101.0, {"xact_commit": 1002.0}, (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), activity,
+                      (os_row,), {"mem.server_kb": 1234.5}, pooler)
+
+
+def test_a_step_result_round_trips_through_json() -> None:
+    r = _full_result(7)
+    assert sidefile.result_from_json(json.loads(json.dumps(sidefile.result_to_json(r)))) == r
+
+
+def _comparable(data: RunData) -> dict[str, Any]:
+    (s,) = data.steps
+    i = s.step_id
+    return {"step": {k: getattr(s, k) for k in s.__slots__ if k not in ("step_id", "started_at")},
+            "scripts": data.scripts[i], "failures": data.failures[i], "pgdb": data.pgdb[i], "os": data.os[i],
+            "waits": data.waits[i], "snaps": data.snaps[i], "pooler": data.pooler.get(i), "facts": data.facts.get(i),
+            "progress": data.progress.get(i)}
+
+
+def test_a_step_the_store_cannot_take_goes_to_a_side_file_and_comes_back(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         clock: None) -> None:
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.2")
+    reference = Store(tmp_path / "reference.db")  # the same step, written as it should have been
+    ref = _run(reference, "r", steps=1)
+    ref.write_step(_full_result(_step(ref, 1, 2)))
+    path = tmp_path / "s.db"
+    s = Store(path)
+    w = _run(s, "r", steps=1)
+    sid = _step(w, 1, 2)
+    holder = _locked(path)  # another process holds the store past the timeout
+    with pytest.raises(StoreBusy) as ei:
+        w.write_step(_full_result(sid))
+    holder.close()
+    side = tmp_path / "s.db.r.step-1.json"
+    assert ei.value.message == (f"the collector database {path} is locked by another process after waiting 0.2 s "
+                                f"(writing step 1); step 1's results are kept in {side}")
+    assert ei.value.hint is not None and ei.value.hint.endswith(f"then load them with 'pgknee store import {side}'")
+    assert stat.S_IMODE(side.stat().st_mode) == 0o600
+    assert s.steps("r")[0].status == "running"
+    assert import_side_file(s, sidefile.read(side)) == [f"step 1 (c2 rep 1) of run r stored in {path}"]
+    assert _comparable(load_run(s, "r")) == _comparable(load_run(reference, "r"))
+    with pytest.raises(UserError, match="step 1 of run r is already in"):
+        import_side_file(s, sidefile.read(side))
+    other = Store(tmp_path / "other.db")
+    with pytest.raises(StoreError, match="run r is not in"):
+        import_side_file(other, sidefile.read(side))
+    for store in (s, reference, other):
+        store.close()
+
+
+def test_a_side_file_makes_the_step_row_a_store_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      clock: None) -> None:
+    """A side file loaded into a copy of the store made before the step began."""
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.2")
+    path = tmp_path / "s.db"
+    s = Store(path)
+    w = _run(s, "r", steps=1)
+    s.close()
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(path.read_bytes())
+    s = Store(path)
+    w = RunWriter(s, "r")
+    sid = _step(w, 1, 2)
+    holder = _locked(path)
+    with pytest.raises(StoreBusy):
+        w.write_step(_full_result(sid))
+    holder.close()
+    c = Store(copy)
+    assert c.steps("r") == []
+    import_side_file(c, sidefile.read(tmp_path / "s.db.r.step-1.json"))
+    (step,) = c.steps("r")
+    assert (step.seq, step.clients, step.status, step.tps) == (1, 2, "completed", 100.0)
+    s.close()
+    c.close()
+
+
+def test_side_files_go_where_they_can(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = tmp_path / "s.db"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    monkeypatch.setenv("PGKNEE_SIDE_DIR", str(mine))
+    monkeypatch.setenv("PGKNEE_STATE_DIR", str(tmp_path / "state"))
+    assert sidefile.write({"a": 1}, store, "n.json", disk_full=False) == (tmp_path / "n.json", [])
+    assert sidefile.write({"a": 1}, store, "n.json", disk_full=False)[0] == tmp_path / "n-2.json"  # never over one
+    assert sidefile.write({"a": 1}, store, "n.json", disk_full=True) == (mine / "n.json", [])  # not on the full disk
+    monkeypatch.setenv("PGKNEE_SIDE_DIR", str(tmp_path / "missing"))
+    path, tried = sidefile.write({"a": 1}, store, "n.json", disk_full=True)
+    assert path == tmp_path / "state" / "side" / "n.json"
+    assert tried == [f"{tmp_path / 'missing'}: No such file or directory"]
+    assert sidefile.read(path)["a"] == 1
+    assert sorted(p.name for p in (tmp_path / "state" / "side").iterdir()) == ["n.json"]  # no temporary left
+
+
+def test_reading_never_writes(tmp_path: Path, clock: None) -> None:
+    path = tmp_path / "s.db"
+    s = Store(path)
+    w = _run(s, "r")
+    w.write_step(_result(_step(w, 1, 2), "completed", tps=10.0, transactions=100))
+    s.close()
+    before = _files(tmp_path)
+    reader = Store(path, create=False)
+    assert load_run(reader, "r").steps[0].tps == 10.0
+    with pytest.raises(StoreError) as ei:
+        RunWriter(reader, "r2").create_run(workload="ewallet", target_kind="embedded", target_label="x", plan={},
+                                           steps_planned=1)
+    assert ei.value.message == f"the collector database {path} is read-only (writing: create run)"
+    reader.close()
+    assert _files(tmp_path) == before
+
+
+def _dead_owner() -> str:
+    """The owner string of a pgknee that has exited (a real process, gone)."""
+    p = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                       check=True)
+    return f"{socket.gethostname()}:{int(p.stdout)}:1"
+
+
+def test_when_the_run_s_end_cannot_be_written_either_it_is_kept_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    clock: None) -> None:
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.2")
+    path = tmp_path / "s.db"
+    s = Store(path)
+    w = _run(s, "r", steps=1)
+    sid = _step(w, 1, 2)
+    holder = _locked(path)
+    try:
+        w.write_step(_full_result(sid))
+    except StoreBusy as e:  # the orchestrator: the run ends with the step's error in flight
+        w.end_run("failed", e.message)
+    holder.close()
+    side = tmp_path / "s.db.r.step-1.json"
+    doc = sidefile.read(side)
+    assert doc["run_end"]["status"] == "failed"
+    assert doc["run_end"]["reason"].endswith(f"(writing step 1); step 1's results are kept in {side}")
+    assert s.resolve_run("r").status == "running"
+    # this pgknee still holds the run: its end is not the side file's to write
+    assert import_side_file(s, doc) == [f"step 1 (c2 rep 1) of run r stored in {path}",
+                                        "run r is marked 'running' already: the side file's end of it is left out"]
+    gone = _dead_owner()  # once the pgknee that wrote it is gone, the import marks the run
+    s.db.execute("UPDATE runs SET owner = ? WHERE run_id = 'r'", (gone,))
+    s.db.execute("UPDATE steps SET status = 'failed' WHERE run_id = 'r'")
+    assert import_side_file(s, {**doc, "owner": gone})[1] == f"run r marked 'failed': {doc['run_end']['reason']}"
+    run = s.resolve_run("r")
+    assert (run.status, run.status_reason, run.finished_at) == ("failed", doc["run_end"]["reason"],
+                                                                doc["run_end"]["finished_at"])
+    s.close()
+
+
+def test_a_run_s_end_alone_goes_to_a_side_file_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          clock: None) -> None:
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.2")
+    path = tmp_path / "s.db"
+    s = Store(path)
+    w = _run(s, "r", steps=0)
+    holder = _locked(path)
+    with pytest.raises(StoreBusy) as ei:
+        w.end_run("completed", None)
+    holder.close()
+    side = tmp_path / "s.db.r.end.json"
+    assert ei.value.message.endswith(f"(writing how the run ended); how the run ended is kept in {side} "
+                                     f"('pgknee store import {side}' marks it)")
+    assert sidefile.read(side)["run_end"]["status"] == "completed"
+    s.close()
+
+
+def test_room_is_kept_for_the_run_s_end(tmp_path: Path, clock: None) -> None:
+    path = tmp_path / "s.db"
+    s = Store(path)
+    stale = tmp_path / f".s.db.pgknee-reserve.{_dead_owner().split(':')[1]}.1"  # a pgknee that died
+    stale.write_bytes(b"x")
+    w = _run(s, "r")
+    (reserve,) = tmp_path.glob(".s.db.pgknee-reserve.*")
+    assert reserve.name == f".s.db.pgknee-reserve.{os.getpid()}.{writer_mod.start_time(os.getpid())}"
+    assert reserve.stat().st_size == writer_mod.RESERVE_BYTES
+    w.end_run("completed", None)
+    assert list(tmp_path.glob(".s.db.pgknee-reserve.*")) == []
+    s.close()
+
+
+# ---- a thread's exception --------------------------------------------------------------------------
+
+
+def test_a_thread_failure_fails_a_run_that_would_have_completed(store: Store, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from pgknee.cli import _thread_failed
+
+    monkeypatch.setattr(threading, "excepthook", _thread_failed)
+    w = _run(store, "r")
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"x" * 200)
+    t = threading.Thread(target=lambda: Store(junk, create=False), name="pgknee-activity")
+    t.start()
+    t.join()
+    with pytest.raises(StoreError) as ei:
+        w.end_run("completed", None)
+    assert ei.value.message == (f"the pgknee-activity thread failed: the collector database {junk} is not a pgknee "
+                                "store: it is not an SQLite file; pgknee leaves it as it is")
+    run = store.resolve_run("r")
+    assert (run.status, run.status_reason) == ("failed", ei.value.message)

@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import report as report_cmd
     from pgknee.cli import run as run_cmd
     from pgknee.cli import show as show_cmd
+    from pgknee.cli import store as store_cmd
 
     p = _Parser(
         prog="pgknee",
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     recommend_cmd.add_parsers(sub)
     report_cmd.add_parser(sub)
     cleanup_cmd.add_parser(sub)
+    store_cmd.add_parser(sub)
     return p
 
 
