@@ -20,7 +20,7 @@ from pgknee.analyze.run import build
 from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
-from pgknee.errors import StoreBusy, StoreError, UserError
+from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
 from pgknee.store import db as db_mod
 from pgknee.store import sidefile
 from pgknee.store import writer as writer_mod
@@ -689,6 +689,131 @@ def test_room_is_kept_for_the_run_s_end(tmp_path: Path, clock: None) -> None:
     w.end_run("completed", None)
     assert list(tmp_path.glob(".s.db.pgknee-reserve.*")) == []
     s.close()
+
+
+# ---- --extend and --resume: who holds a run, and a failed extension ------------------------------------
+
+
+def _extendable(store: Store) -> None:
+    """A completed run of clients 2 and 4, as --extend finds it."""
+    w = RunWriter(store, "r")
+    w.create_run(workload="ewallet", target_kind="embedded", target_label="x", plan={"clients": [2, 4], "reps": 1},
+                 steps_planned=2)
+    w.set_environment({"host.cpus": "4", "server.version": "17.2"})
+    w.add_command(None, "pgknee", ["pgknee", "run", "--clients", "2,4"])
+    for seq, clients in ((1, 2), (2, 4)):
+        sid = _step(w, seq, clients)
+        w.add_command(sid, "bench", ["pgbench", f"--client={clients}"])
+        w.write_step(_full_result(sid))
+    w.end_run("completed", None)
+
+
+def _dump(store: Store, run_id: str) -> dict[str, Any]:
+    q = store.db.execute
+    ids = [r[0] for r in q("SELECT step_id FROM steps WHERE run_id = ?", (run_id,))]
+    out: dict[str, Any] = {"runs": q("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchall(),
+                           "env": dict(q("SELECT key, value FROM run_environment WHERE run_id = ?", (run_id,))),
+                           "commands": q("SELECT * FROM run_commands WHERE run_id = ? ORDER BY id",
+                                         (run_id,)).fetchall(),
+                           "steps": q("SELECT * FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()}
+    for table, column in (("step_scripts", "step_id"), ("step_progress", "step_id"), ("snapshots", "step_id"),
+                          ("snap_pg_stat_activity", "_step_id"), ("os_samples", "step_id"),
+                          ("pooler_samples", "step_id"), ("step_pooler", "step_id"), ("step_facts", "step_id"),
+                          ("step_failures", "step_id"), ("step_pg_stat_database", "step_id")):
+        out[table] = q(f"SELECT * FROM {table} WHERE {column} IN ({', '.join('?' * len(ids))}) ORDER BY 1, 2",
+                       ids).fetchall()
+    return out
+
+
+EXTENDED = {"clients": [2, 4, 8, 16], "reps": 1}
+
+
+def _extension(store: Store) -> RunWriter:
+    """--extend r --clients 8,16 under way: its session's environment and commands written."""
+    x = RunWriter(store, "r")
+    assert x.extend_run(plan=EXTENDED, more_steps=2) == 2
+    x.set_environment({"host.cpus": "8", "extended.20250101-000000": "clients 8,16 added on a new embedded server"})
+    x.add_command(None, "pgknee", ["pgknee", "run", "--extend", "r", "--clients", "8,16"])
+    return x
+
+
+def _ends_with(x: RunWriter, error: PgkneeError, status: str) -> None:
+    """The orchestrator's finally, with `error` in flight."""
+    try:
+        raise error
+    except PgkneeError as e:
+        x.end_run(status, e.message)
+
+
+def test_a_failed_extension_leaves_the_run_as_it_was(store: Store) -> None:
+    _extendable(store)
+    before = _dump(store, "r")
+    x = _extension(store)
+    sid = _step(x, 3, 8)
+    x.add_command(sid, "bench", ["pgbench", "--client=8"])
+    x.write_step(_result(sid, "failed", "pgbench exit 1: boom", tps=1.0, transactions=3))
+    _ends_with(x, DriverError("pgbench failed at 8 clients: boom"), "failed")
+    after = _dump(store, "r")
+    note = after["env"].pop("extended.20250101-000000")
+    assert after == before
+    assert note == "clients 8,16 added on a new embedded server: failed: pgbench failed at 8 clients: boom; " \
+                   "nothing kept"
+
+
+def test_a_failed_extension_keeps_the_steps_it_completed(store: Store) -> None:
+    _extendable(store)
+    before = _dump(store, "r")
+    x = _extension(store)
+    for seq, clients in ((3, 8), (4, 16)):
+        sid = _step(x, seq, clients)
+        x.add_command(sid, "bench", ["pgbench", f"--client={clients}"])
+    x.write_step(_full_result(store.steps("r")[2].step_id))
+    _ends_with(x, Interrupted("interrupted by SIGTERM"), "interrupted")
+    run = store.resolve_run("r")
+    was = before["runs"][0]
+    assert (run.status, run.status_reason, run.finished_at) == (was[3], was[4], was[2]) == ("completed", None,
+                                                                                            run.finished_at)
+    assert (run.plan["clients"], run.steps_planned, run.owner) == ([2, 4, 8], 3, writer_mod.owner())
+    assert [(s.seq, s.clients, s.status) for s in store.steps("r")] == [(1, 2, "completed"), (2, 4, "completed"),
+                                                                         (3, 8, "completed")]
+    assert [c[1:] for c in store.commands("r")] == [("pgknee", ["pgknee", "run", "--clients", "2,4"]),
+                                                    ("bench", ["pgbench", "--client=2"]),
+                                                    ("bench", ["pgbench", "--client=4"]),
+                                                    ("pgknee", ["pgknee", "run", "--extend", "r", "--clients", "8,16"]),
+                                                    ("bench", ["pgbench", "--client=8"])]
+    env = store.environment("r")
+    assert env["host.cpus"] == "8"  # the kept steps' machine
+    assert env["extended.20250101-000000"] == ("clients 8,16 added on a new embedded server: interrupted: interrupted "
+                                               "by SIGTERM; kept the completed steps of clients 8")
+    gone = store.db.execute("SELECT count(*) FROM snapshots WHERE step_id NOT IN (SELECT step_id FROM steps)")
+    assert gone.fetchone()[0] == 0
+
+
+def test_a_run_held_by_a_live_pgknee_is_not_reopened(store: Store) -> None:
+    _extendable(store)
+    _extension(store)  # this process holds it now
+    again = RunWriter(store, "r")
+    for more in (1, 0):  # --extend, --resume
+        with pytest.raises(StoreBusy) as ei:
+            again.extend_run(plan=EXTENDED, more_steps=more)
+        assert ei.value.message == f"run r is being written by another pgknee (pid {os.getpid()} on " \
+                                   f"{socket.gethostname()})"
+        assert ei.value.exit_code == 7
+    assert again.recorded is False
+    assert store.resolve_run("r").steps_planned == 4
+
+
+def test_a_run_left_running_by_a_dead_pgknee_is_taken_over_by_resume(store: Store) -> None:
+    _extendable(store)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    gone = f"{socket.gethostname()}:{int(dead.stdout)}:1"  # a pgknee that has exited
+    store.db.execute("UPDATE runs SET status = 'running', owner = ? WHERE run_id = 'r'", (gone,))
+    with pytest.raises(UserError, match="was left 'running' by a pgknee that is gone: it cannot be extended"):
+        RunWriter(store, "r").extend_run(plan=EXTENDED, more_steps=2)
+    resumed = RunWriter(store, "r")
+    assert resumed.extend_run(plan={"clients": [2, 4], "reps": 1}, more_steps=0) == 2
+    assert store.resolve_run("r").owner == writer_mod.owner()
 
 
 # ---- a thread's exception --------------------------------------------------------------------------

@@ -4,7 +4,9 @@ one transaction, so a step is in the store whole or not at all.
 
 When the store cannot take a step (its disk full, read-only, locked past the timeout, damaged),
 the StepResult goes to a side file (store/sidefile.py) and the error line says where;
-`pgknee store import FILE` loads it back (import_side_file)."""
+`pgknee store import FILE` loads it back (import_side_file). A run reopened by --extend or
+--resume is claimed in a write transaction: a second pgknee is refused while the first is alive.
+A failed --extend puts the run back as it was (end_run)."""
 
 from __future__ import annotations
 
@@ -16,21 +18,38 @@ import sqlite3
 import sys
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pgknee import errors
+from pgknee import errors, keys
 from pgknee.clock import now_iso
-from pgknee.errors import PgkneeError, StoreError, StoreFull, UserError, store_error
+from pgknee.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserError, store_error
 from pgknee.registry import is_alive, start_time
 from pgknee.store import sidefile
 from pgknee.store.db import Store
 from pgknee.store.migrate import split_sql
 from pgknee.store.sql import load
-from pgknee.types import LatencyStats, ProgressPoint, Row, StepMeasurement, StepResult
+from pgknee.types import LatencyStats, ProgressPoint, Row, RunRecord, StepMeasurement, StepResult
 
 RESERVE_BYTES = 256 << 10  # room kept on the store's disk for how a run ends
+
+
+@dataclass(frozen=True)
+class _Before:
+    """A run as it was when --extend reopened it, and what the extension asked for."""
+
+    status: str
+    reason: str | None
+    finished_at: str | None
+    plan_json: str
+    steps_planned: int
+    owner: str | None
+    env: dict[str, str]
+    last_command: int
+    last_step: int
+    merged_plan: dict[str, Any]
+    more_steps: int
 
 
 class RunWriter:
@@ -39,6 +58,7 @@ class RunWriter:
         self.db = store.db
         self.run_id = run_id
         self.recorded = False  # the run's row exists (created, or reopened for --extend)
+        self._before: _Before | None = None  # an --extend's run as it was
         self._begun: dict[int, dict[str, Any]] = {}  # the steps' rows as begun (for side files)
         self._side_files: list[Path] = []
         self._threads_before = errors.thread_failure_count()
@@ -73,14 +93,30 @@ class RunWriter:
         self._keep_room()
 
     def extend_run(self, *, plan: dict[str, Any], more_steps: int) -> int:
-        """Reopen the stored run for more steps (pgknee run --extend); returns its last seq."""
-        self._one("extend_run", {"plan_json": json.dumps(plan, sort_keys=True), "more_steps": more_steps,
-                                 "owner": owner()})
+        """Reopen the stored run for more steps (pgknee run --extend; --resume runs the steps it
+        did not complete, more_steps 0); returns its last seq. The run is claimed in one write
+        transaction: refused while another pgknee that is alive writes it (StoreBusy)."""
+        with self._writing("reopening the run"), self.store.transaction():
+            row = self.db.execute(load("run_state"), {"run_id": self.run_id}).fetchone()
+            if row is None:
+                raise StoreError(f"run {self.run_id} is no longer in {self.store.path}", "list the runs with "
+                                 "'pgknee runs'")
+            refusal = claim_refusal(self.run_id, row[0], row[5], resume=more_steps == 0)
+            if refusal is not None:
+                raise refusal
+            if more_steps:
+                status, reason, finished_at, plan_json, planned, held_by = row
+                self._before = _Before(status, reason, finished_at, plan_json, planned, held_by,
+                                       env=self.store.environment(self.run_id),
+                                       last_command=self._max("run_commands", "id"),
+                                       last_step=self._max("steps", "step_id"), merged_plan=plan,
+                                       more_steps=more_steps)
+            self.db.execute(load("extend_run"), {"run_id": self.run_id, "owner": owner(), "more_steps": more_steps,
+                                                 "plan_json": json.dumps(plan, sort_keys=True)})
+            last = self.db.execute(load("last_seq"), {"run_id": self.run_id}).fetchone()
         self.recorded = True
         self._keep_room()
-        with self._writing("reading the run's last step"):
-            row = self.db.execute(load("last_seq"), {"run_id": self.run_id}).fetchone()
-        return int(row[0]) if row else 0
+        return int(last[0]) if last else 0
 
     def _keep_room(self) -> None:
         """Room on the store's disk for how the run ends: a file of RESERVE_BYTES beside the store
@@ -113,6 +149,11 @@ class RunWriter:
             self._reserve.unlink(missing_ok=True)
             self._reserve = None
 
+    def _max(self, table: str, column: str) -> int:
+        row = self.db.execute(f"SELECT coalesce(max({column}), 0) FROM {table} WHERE run_id = ?",
+                              (self.run_id,)).fetchone()
+        return int(row[0])
+
     def finish_run(self, status: str, reason: str | None) -> None:
         """How the run ended; steps it left running are marked too (interrupted, or failed)."""
         with self._writing("writing how the run ended"), self.store.transaction():
@@ -129,7 +170,8 @@ class RunWriter:
         written). The exception in flight there (sys.exc_info), if any, is what the run ends with:
         its reason when none was given, and the error the user sees, should writing the end fail
         too (the end then goes to a side file). A thread's exception recorded during a run that
-        would have completed fails it, with that reason."""
+        would have completed fails it, with that reason. A failed --extend puts the run back as
+        it was (_undo_extension)."""
         pending = sys.exc_info()[1]
         self._free_room()
         if reason is None and pending is not None and status != "completed":
@@ -139,10 +181,16 @@ class RunWriter:
             failure = self._thread_failure()
             if failure is not None:
                 status, reason = "failed", failure.message
+        undo = self._before is not None and status != "completed"
         try:
-            self.finish_run(status, reason)
+            if undo:
+                self._undo_extension(status, reason)
+            else:
+                self.finish_run(status, reason)
         except StoreError as e:
-            kept = self._end_aside(status, reason, now_iso(), disk_full=isinstance(e, StoreFull))
+            b = self._before
+            end = (b.status, b.reason, b.finished_at) if undo and b is not None else (status, reason, now_iso())
+            kept = self._end_aside(*end, disk_full=isinstance(e, StoreFull))
             if pending is None:
                 raise type(e)(f"{e.message}; {kept}", e.hint) from None
         if failure is not None:
@@ -164,6 +212,52 @@ class RunWriter:
 
     def add_command(self, step_id: int | None, purpose: str, argv: Sequence[str]) -> None:
         self._one("add_command", {"step_id": step_id, "purpose": purpose, "argv_json": json.dumps(list(argv))})
+
+    # ---- a failed --extend ----------------------------------------------------------------------
+    def _undo_extension(self, status: str, reason: str | None) -> None:
+        """The run as it was before --extend reopened it: status, reason, finish time, plan and
+        planned steps, environment and commands; the extension's steps that did not complete are
+        removed. Steps it completed are kept, their client counts added to the plan (and their
+        planned steps to the run's), and the environment it wrote stays. The attempt is noted in
+        the environment (extended.TIME), with why it failed."""
+        b = self._before
+        assert b is not None
+        with self._writing("putting the run back as it was before --extend"), self.store.transaction():
+            steps = self.db.execute(load("extension_steps"), {"run_id": self.run_id, "after": b.last_step}).fetchall()
+            for step_id, _, st in steps:
+                if st != "completed":
+                    self._each("clear_step", {"step_id": step_id})
+                    self._each("remove_step", {"step_id": step_id})
+            kept = [c for _, c, st in steps if st == "completed"]
+            old = json.loads(b.plan_json) if b.plan_json else {}
+            new_counts = list(b.merged_plan.get("clients", []))[len(old.get("clients", [])):]
+            kept_counts = [c for c in new_counts if c in kept]
+            notes = self._attempt_notes(new_counts, kept_counts, status, reason, b.env)
+            values = {"status": b.status, "reason": b.reason, "finished_at": b.finished_at, "plan_json": b.plan_json,
+                      "steps_planned": b.steps_planned, "owner": b.owner}
+            if kept:
+                per_count = b.more_steps // max(1, len(new_counts))
+                values.update(plan_json=json.dumps({**old, "clients": [*old.get("clients", []), *kept_counts]},
+                                                   sort_keys=True),
+                              steps_planned=b.steps_planned + per_count * len(kept_counts), owner=owner())
+            else:
+                self.db.execute("DELETE FROM run_environment WHERE run_id = ?", (self.run_id,))
+                self._many("set_environment", [{"run_id": self.run_id, "key": k, "value": v} for k, v in b.env.items()])
+                self.db.execute("DELETE FROM run_commands WHERE run_id = ? AND id > ?", (self.run_id, b.last_command))
+            self.set_environment(notes)
+            self.db.execute(load("restore_run"), {"run_id": self.run_id, **values})
+
+    def _attempt_notes(self, counts: list[int], kept: list[int], status: str, reason: str | None,
+                       before: Mapping[str, str]) -> dict[str, str]:
+        """The extension's note (extended.TIME, written by its session), with how it ended."""
+        what = f"{status}: {reason or 'no reason given'}; " + (
+            f"kept the completed steps of clients {','.join(map(str, kept))}" if kept else "nothing kept")
+        now = self.store.environment(self.run_id)
+        notes = {k: v for k, v in now.items() if k.startswith(keys.EXTENDED) and k not in before}
+        if not notes:
+            stamp = now_iso().replace("-", "").replace(":", "").replace(" ", "-").split(".")[0]
+            notes = {keys.extended_at(stamp): f"clients {','.join(map(str, counts))} to be added"}
+        return {k: f"{v}: {what}" for k, v in notes.items()}
 
     # ---- steps --------------------------------------------------------------------------------
     def begin_step(self, step: Mapping[str, Any]) -> int:
@@ -232,7 +326,8 @@ class RunWriter:
 
     def _end_aside(self, status: str, reason: str | None, finished_at: str | None, *, disk_full: bool) -> str:
         """The run's end, which the store would not take, in a side file: this run's last one, or
-        a new one. Returns what the error line says of it."""
+        a new one (for a failed --extend, the run's end as it was before). Returns what the error
+        line says of it."""
         end = {"status": status, "reason": reason, "finished_at": finished_at}
         last = self._side_files[-1] if self._side_files else None
         if last is not None:
@@ -296,6 +391,25 @@ def owner_alive(text: str | None) -> tuple[str, int] | None:
     if host != socket.gethostname() or is_alive(pid, parts[2] if parts[2] != "None" else None):
         return host, pid
     return None
+
+
+def claim_refusal(run_id: str, status: str, run_owner: str | None, *, resume: bool) -> PgkneeError | None:
+    """Why another pgknee may not reopen a run now, or None: a pgknee that is alive writes it;
+    or (--extend) it was left 'running' by one that is gone (--resume takes such a run over)."""
+    if status != "running":
+        return None
+    holder = owner_alive(run_owner)
+    if holder is not None:
+        return StoreBusy(f"run {run_id} is being written by another pgknee (pid {holder[1]} on {holder[0]})",
+                         "wait until it ends ('pgknee runs' shows the run's status), or stop that pgknee first")
+    if resume:
+        return None
+    return UserError(f"run {run_id} was left 'running' by a pgknee that is gone: it cannot be extended as it is",
+                     f"'pgknee run --resume {run_id}' runs its missing steps first")
+
+
+def refusal_for(run: RunRecord, *, resume: bool) -> PgkneeError | None:
+    return claim_refusal(run.run_id, run.status, run.owner, resume=resume)
 
 
 def _describe(e: BaseException) -> str:

@@ -1,5 +1,5 @@
--- every row a step's measurement left (a step whose results are imported again); the step's
--- own row stays
+-- every row a step's measurement left (a step whose results are imported again, or one of a
+-- failed --extend that did not complete); the step's own row stays (remove_step.sql removes it)
 DELETE FROM step_scripts WHERE step_id = :step_id;
 DELETE FROM step_failures WHERE step_id = :step_id;
 DELETE FROM step_progress WHERE step_id = :step_id;
