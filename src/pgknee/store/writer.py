@@ -127,7 +127,8 @@ class RunWriter:
         for old in path.parent.glob(f".{path.name}.pgknee-reserve.*"):
             _, pid, start = old.name.rsplit(".", 2)
             if pid.isdigit() and not is_alive(int(pid), start):
-                old.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # another user's, in a shared directory: theirs to remove
+                    old.unlink()
         me = os.getpid()
         reserve = path.with_name(f".{path.name}.pgknee-reserve.{me}.{start_time(me)}")
         try:
