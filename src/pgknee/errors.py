@@ -1,7 +1,27 @@
 """One exception tree. Everything a user can cause or meet ends up here and is
-turned into one line and an exit code by the CLI, and nowhere else."""
+turned into one line and an exit code by the CLI, and nowhere else.
+
+Exit codes: 1 a bug (internal error), 2 bad input, 3 the server, 4 pgbench, 5 the collector
+database (store), 6 the pooler, 7 the store is busy (another process holds it, or the run,
+longer than pgknee waits: try again when it is done), 8 the store's disk is full (free space;
+what was measured is kept in a side file the error line names), 130 interrupted, 141 a broken
+pipe on standard output (quietly, as a shell reports SIGPIPE).
+
+`from_exception` maps the exceptions of the standard library and the drivers that a user can
+meet (SQLite's, files', a text file that is not UTF-8, the server connection's) to the tree."""
 
 from __future__ import annotations
+
+import errno
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite3
+
+BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 
 class PgkneeError(Exception):
@@ -15,7 +35,8 @@ class PgkneeError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        text = f"{self.message} ({self.hint})" if self.hint else self.message
+        return " ".join(text.split())  # one line, whatever a message quoted
 
 
 class UserError(PgkneeError):
@@ -37,9 +58,22 @@ class DriverError(PgkneeError):
 
 
 class StoreError(PgkneeError):
-    """The collector database: unwritable, newer format, unknown run."""
+    """The collector database: not a pgknee store, newer format, read-only, damaged, unknown run."""
 
     exit_code = 5
+
+
+class StoreBusy(StoreError):
+    """Another process holds the store (locked past the busy timeout) or the run (extending or
+    resuming it): try again when it is done."""
+
+    exit_code = 7
+
+
+class StoreFull(StoreError):
+    """No space left on the store's disk: free space; the step being written is in a side file."""
+
+    exit_code = 8
 
 
 class PoolerError(PgkneeError):
@@ -52,3 +86,113 @@ class Interrupted(PgkneeError):
     """Ctrl-C or SIGTERM: stop cleanly, keep what was measured."""
 
     exit_code = 130
+
+
+# ---- the standard library's and the drivers' exceptions, mapped -------------------------------------
+def store_error(e: sqlite3.Error, path: str | Path | None, doing: str | None = None,
+                timeout_s: float | None = None) -> StoreError:
+    """An SQLite error on the collector database at `path`, as one line with its cause and a fix.
+    `doing`: what pgknee was doing ('writing step 3'); `timeout_s`: how long it waited for a lock."""
+    name = getattr(e, "sqlite_errorname", None) or ""
+    what = f"the collector database {path}" if path else "the collector database"
+    during = f" ({doing})" if doing else ""
+    if name.startswith("SQLITE_FULL") or "disk is full" in str(e):
+        return StoreFull(f"{what}: its disk is full{during}",
+                         "free space on that disk, or give --store a file on another disk")
+    if name.startswith("SQLITE_READONLY"):
+        return StoreError(f"{what} is read-only{during}", "make the file and its directory writable, or give "
+                          "--store a writable path (show, runs and the other read commands still read it)")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        waited = f" after waiting {timeout_s:g} s" if timeout_s is not None else ""
+        return StoreBusy(f"{what} is locked by another process{waited}{during}",
+                         "let the other pgknee finish ('pgknee runs' lists what runs), or raise "
+                         "PGKNEE_STORE_TIMEOUT (seconds)")
+    if name.startswith("SQLITE_CANTOPEN"):
+        return StoreError(f"cannot open {what}{during}: SQLite cannot open it or its -wal/-shm files beside it",
+                          "check that the file and its directory exist and that you may read (and, to write, "
+                          "write) them")
+    if name.startswith("SQLITE_IOERR"):
+        return StoreError(f"{what}: disk I/O error{during}",
+                          "check the disk and the kernel log (dmesg); steps stored before are kept")
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return StoreError(f"{what} is damaged or not an SQLite file{during}: {e}",
+                          "restore it from a copy, or give --store another file")
+    if name.startswith("SQLITE_CONSTRAINT"):
+        return StoreError(f"{what} refused a row{during}: {e}", "this is a bug in pgknee: please report it")
+    return StoreError(f"{what}: {e}{during}", "check the file, or give --store another one")
+
+
+def os_error(e: OSError) -> PgkneeError:
+    """A file or directory pgknee could not read, write or create."""
+    where = f"{e.filename}: " if e.filename is not None else ""
+    why = e.strerror or str(e)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return UserError(f"{where}no space left on the device", "free space on it, or choose another path")
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return UserError(f"{where}permission denied", "check the file's and its directory's permissions")
+    if e.errno == errno.EROFS:
+        return UserError(f"{where}read-only file system", "choose a path on a writable file system")
+    if e.errno == errno.EMFILE or e.errno == errno.ENFILE:
+        return UserError(f"too many open files ({why})", "raise the limit (ulimit -n) or use fewer clients")
+    return UserError(f"{where}{why}", "check the path and the device")
+
+
+def from_exception(e: BaseException, *, store: str | None = None) -> PgkneeError | None:
+    """The error tree's view of an exception a user can meet, or None for a bug. `store`: the
+    collector database the command used, named in the line of an SQLite error."""
+    import sqlite3
+
+    if isinstance(e, PgkneeError):
+        return e
+    if isinstance(e, sqlite3.Error):
+        return store_error(e, store)
+    if isinstance(e, UnicodeDecodeError):
+        return UserError(f"a file pgknee read is not UTF-8 text ({e.reason} at byte {e.start})",
+                         "save the plan file or script as UTF-8")
+    if isinstance(e, OSError):
+        return os_error(e)
+    if isinstance(e, MemoryError):
+        return UserError("out of memory", "use fewer clients or idle sessions, or a machine with more memory")
+    if type(e).__module__.split(".")[0] == "psycopg" and isinstance(e, Exception):
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if type(e).__name__ == "OperationalError":
+            return TargetError(f"lost the connection to the server: {first}", "check the server and its log")
+        return TargetError(f"the server refused: {first}", "check the user's privileges on the target")
+    return None
+
+
+# ---- exceptions in threads, reported in the main thread ----------------------------------------------
+_lock = threading.Lock()
+_thread_failures: list[tuple[str, BaseException]] = []
+
+
+def record_thread_failure(thread: str, exc: BaseException) -> None:
+    """threading.excepthook's record (installed by the CLI): the main thread reports it."""
+    with _lock:
+        _thread_failures.append((thread, exc))
+
+
+def thread_failure_count() -> int:
+    with _lock:
+        return len(_thread_failures)
+
+
+def take_thread_failures(since: int = 0) -> list[tuple[str, BaseException]]:
+    """The failures recorded after the first `since`, which are then reported (and forgotten)."""
+    with _lock:
+        taken = _thread_failures[since:]
+        del _thread_failures[since:]
+        return taken
+
+
+def thread_error(thread: str, exc: BaseException) -> PgkneeError:
+    """A thread's exception as the one line the main thread reports."""
+    mapped = from_exception(exc)
+    if mapped is None:
+        return PgkneeError(f"internal error in the {thread} thread: {type(exc).__name__}: {exc}",
+                           "set PGKNEE_DEBUG=1 for the traceback and please report it")
+    return type(mapped)(f"the {thread} thread failed: {mapped.message}", mapped.hint)
+
+
+def debug() -> bool:
+    return bool(os.environ.get("PGKNEE_DEBUG"))

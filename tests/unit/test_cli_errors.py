@@ -7,12 +7,20 @@ instead of starting a server."""
 from __future__ import annotations
 
 import os
+import socket
+import sqlite3
+import subprocess
+import sys
 import tempfile
+import threading
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from pgknee import cli
+from pgknee.errors import TargetError, from_exception
+from pgknee.plan import Plan
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 
@@ -136,7 +144,7 @@ def test_waits_bad_phase(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("command", ["run", "runs", "show", "waits", "scenarios", "compare", "recommend", "size",
-                                     "report"])
+                                     "report", "store"])
 def test_every_subcommand_has_working_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """argparse formats help with %: a bare % in a help text breaks --help (it did: '10% unless')."""
     with pytest.raises(SystemExit) as exit_info:
@@ -144,5 +152,142 @@ def test_every_subcommand_has_working_help(command: str, capsys: pytest.CaptureF
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: pgknee {command}"), out
-    # every command that reads or writes a store says so; 'scenarios' has none
-    assert ("--store" in out) is (command != "scenarios"), out
+    # every command that reads or writes a store says so; 'scenarios' has none, and 'store' has
+    # it on each of its own subcommands
+    assert ("--store" in out) is (command not in ("scenarios", "store")), out
+
+
+# ---- exceptions from below the error tree, each really caused: one line, the tree's exit code --------
+
+
+def _store_with_a_run(path: Path) -> None:
+    s = Store(path)
+    w = RunWriter(s, "20250101-000000-abcd")
+    w.create_run(workload="ewallet", target_kind="embedded", target_label="x",
+                 plan=Plan(clients=(2,), duration_s=10).to_dict(), steps_planned=1)
+    w.finish_run("completed", None)
+    s.close()
+
+
+@pytest.mark.parametrize("argv", [["runs"], ["show", "last"]])
+def test_a_broken_pipe_exits_141_quietly(tmp_path: Path, argv: list[str]) -> None:
+    """pgknee runs | head -1: whoever reads standard output has gone before pgknee writes."""
+    store = tmp_path / "s.db"
+    _store_with_a_run(store)
+    p = subprocess.Popen([sys.executable, "-m", "pgknee", *argv, "--store", str(store)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={**os.environ, "PGKNEE_STATE_DIR": str(tmp_path / "state")})
+    assert p.stdout is not None
+    p.stdout.close()  # the reader is gone
+    _, err = p.communicate(timeout=60)
+    assert (p.returncode, err) == (141, b"")  # no message, no 'Exception ignored ... BrokenPipeError'
+
+
+def test_an_exception_in_a_thread_is_reported_once_by_the_main_thread(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database" * 10)
+
+    def runs_with_a_worker(args: object) -> int:
+        t = threading.Thread(target=lambda: Store(junk, create=False), name="pgknee-worker")
+        t.start()
+        t.join()
+        return 0
+
+    monkeypatch.setattr("pgknee.cli.show.cmd_runs", runs_with_a_worker)
+    rc, raised = _main(["runs", "--store", str(tmp_path / "s.db")])
+    line = _assert_one_error_line(capsys, rc, raised)
+    assert line == (f"pgknee: error: the pgknee-worker thread failed: the collector database {junk} is not a pgknee "
+                    "store: it is not an SQLite file; pgknee leaves it as it is (give --store a pgknee store, or the "
+                    "name of a new file)")
+    assert rc == 5
+    assert _main(["show", "last", "--store", str(tmp_path / "missing.db")])[0] == 5  # reported once: not again
+    assert "pgknee-worker" not in capsys.readouterr().err
+
+
+def test_a_plan_file_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "plan.toml").write_bytes(b'[sweep]\nclients = "2,4"\n# caf\xe9 au lait\n')
+    rc, raised = _main(["run", "plan.toml"])
+    line = _assert_one_error_line(capsys, rc, raised)
+    assert line == ("pgknee: error: the plan plan.toml is not UTF-8 text (invalid continuation byte at byte 29) "
+                    "(save it as UTF-8)")
+    assert rc == 2
+
+
+def test_an_unusable_state_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "state").write_text("a file where pgknee's state directory should be")
+    monkeypatch.setenv("PGKNEE_STATE_DIR", str(tmp_path / "state"))
+    rc, raised = _main(["runs", "--store", str(tmp_path / "s.db")])
+    line = _assert_one_error_line(capsys, rc, raised)
+    assert line == f"pgknee: error: {tmp_path / 'state'}: File exists (check the path and the device)"
+    assert rc == 2
+
+
+def test_a_store_locked_by_another_process(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    store = tmp_path / "s.db"
+    _store_with_a_run(store)
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # readers too must wait
+    holder.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.5")
+    try:
+        for argv in (["runs"], ["run", "--clients", "2", "--duration", "1s"]):
+            rc, raised = _main([*argv, "--store", str(store)])
+            line = _assert_one_error_line(capsys, rc, raised)
+            assert line == (f"pgknee: error: the collector database {store} is locked by another process after "
+                            "waiting 0.5 s (opening it) (let the other pgknee finish ('pgknee runs' lists what runs), "
+                            "or raise PGKNEE_STORE_TIMEOUT (seconds))")
+            assert rc == 7
+    finally:
+        holder.close()
+
+
+def test_a_server_error_outside_the_run_is_a_target_error() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(psycopg.OperationalError) as ei:
+        psycopg.connect(host="127.0.0.1", port=port, user="x", dbname="x", connect_timeout=3)
+    err = from_exception(ei.value)
+    assert isinstance(err, TargetError) and err.exit_code == 3
+    assert err.message.startswith("lost the connection to the server: connection failed: ")
+    assert "\n" not in err.one_line()
+
+
+def test_the_store_subcommands_on_what_is_not_a_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{}")
+    rc, raised = _main(["store", "import", "x.json"])
+    assert _assert_one_error_line(capsys, rc, raised) == ("pgknee: error: x.json is not a pgknee side file (give the "
+                                                          "file an error line named)")
+    rc, raised = _main(["store", "upgrade", "--store", "missing.db"])
+    assert _assert_one_error_line(capsys, rc, raised) == ("pgknee: error: no collector database at missing.db (point "
+                                                          "--store at the right file)")
+    assert rc == 5
+
+
+def test_a_damaged_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    _store_with_a_run(store)
+    db = sqlite3.connect(store)
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'runs'").fetchone()[0]
+    db.close()
+    data = bytearray(store.read_bytes())
+    data[(root - 1) * page:root * page] = b"\xa5" * page  # the runs table's page, overwritten
+    store.write_bytes(bytes(data))
+    rc, raised = _main(["runs", "--store", str(store)])
+    line = _assert_one_error_line(capsys, rc, raised)
+    assert line == (f"pgknee: error: the collector database {store} is damaged or not an SQLite file: database disk "
+                    "image is malformed (restore it from a copy, or give --store another file)")
+    assert rc == 5
+
+
+@pytest.mark.parametrize("argv", [["runs"], ["run", "--clients", "2", "--duration", "1s"]])
+def test_a_store_that_is_a_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str]) -> None:
+    (tmp_path / "d.db").mkdir()
+    rc, raised = _main([*argv, "--store", str(tmp_path / "d.db")])
+    line = _assert_one_error_line(capsys, rc, raised)
+    assert line == (f"pgknee: error: cannot open the collector database {tmp_path / 'd.db'}: Is a directory (check "
+                    "the path and its permissions)")
+    assert rc == 5

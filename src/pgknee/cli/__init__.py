@@ -4,14 +4,25 @@ turns every PgkneeError into one line and an exit code."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
+import threading
 import traceback
 from typing import Any, NoReturn
 
 from pgknee import __version__
-from pgknee.errors import PgkneeError, UserError
+from pgknee.errors import (
+    BROKEN_PIPE,
+    Interrupted,
+    UserError,
+    debug,
+    from_exception,
+    record_thread_failure,
+    take_thread_failures,
+    thread_error,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import report as report_cmd
     from pgknee.cli import run as run_cmd
     from pgknee.cli import show as show_cmd
+    from pgknee.cli import store as store_cmd
 
     p = _Parser(
         prog="pgknee",
@@ -34,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     recommend_cmd.add_parsers(sub)
     report_cmd.add_parser(sub)
     cleanup_cmd.add_parser(sub)
+    store_cmd.add_parser(sub)
     return p
 
 
@@ -50,33 +63,98 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every way a command ends is one line (or none) and an exit code (errors.py lists them):
+    a PgkneeError, an exception of the standard library or a driver that a user can meet (mapped
+    by errors.from_exception), an exception in one of pgknee's threads (recorded by the hook
+    below, reported here once), Ctrl-C, a broken pipe (quietly, 141)."""
     # psycopg logs warnings (a cancel that timed out, ...) that Python would print one per
     # line: pgknee reports what matters itself
     logging.getLogger("psycopg").addHandler(logging.NullHandler())
     logging.getLogger("psycopg").propagate = False
+    previous_hook, threading.excepthook = threading.excepthook, _thread_failed
+    args: argparse.Namespace | None = None
     try:
-        args = build_parser().parse_args(argv)
-        if args.command != "cleanup":
-            _sweep_quietly()
-        return int(args.func(args) or 0)
-    except PgkneeError as e:
-        print(f"pgknee: error: {e.one_line()}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("pgknee: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as e:  # a bug: still one line, unless asked for the traceback
-        if os.environ.get("PGKNEE_DEBUG"):
-            traceback.print_exc()
-        print(f"pgknee: internal error: {type(e).__name__}: {e} (set PGKNEE_DEBUG=1 for the traceback "
-              "and please report it)", file=sys.stderr)
-        return 1
-    finally:
-        from pgknee import registry
+        try:
+            args = build_parser().parse_args(argv)
+            if args.command != "cleanup":
+                _sweep_quietly()
+            code = int(args.func(args) or 0)
+            return _threads_failed(code)
+        except (Exception, KeyboardInterrupt) as e:
+            return _failed(e, args)
+        finally:
+            from pgknee import registry
 
-        registry.close()  # everything this command started is stopped by now: its watchdog may go
+            registry.close()  # everything this command started is stopped by now: its watchdog may go
+    except KeyboardInterrupt:  # a second Ctrl-C, while reporting or closing
+        return Interrupted.exit_code
+    except BrokenPipeError:
+        return _broken_pipe()
+    finally:
+        threading.excepthook = previous_hook
+
+
+def _failed(e: BaseException, args: argparse.Namespace | None) -> int:
+    """The one line of a command that failed (and of the threads that failed beside it)."""
+    if isinstance(e, BrokenPipeError):
+        return _broken_pipe()
+    if isinstance(e, KeyboardInterrupt):
+        return _say("pgknee: interrupted", Interrupted.exit_code)
+    err = from_exception(e, store=getattr(args, "store", None))
+    plan = getattr(args, "plan", None)
+    if isinstance(e, UnicodeDecodeError) and plan:  # the plan file is the one file read without a check
+        err = UserError(f"the plan {plan} is not UTF-8 text ({e.reason} at byte {e.start})", "save it as UTF-8")
+    if err is None:  # a bug: still one line, unless asked for the traceback
+        if debug():
+            traceback.print_exc()
+        return _say(f"pgknee: internal error: {type(e).__name__}: {e} (set PGKNEE_DEBUG=1 for the traceback "
+                    "and please report it)", 1)
+    code = _say(f"pgknee: error: {err.one_line()}", err.exit_code)
+    for name, exc in take_thread_failures():
+        _say(f"pgknee: error: {thread_error(name, exc).one_line()}", code)
+    return code
+
+
+def _threads_failed(code: int) -> int:
+    """A command that ended well, but a thread of its failed: the failure is the command's."""
+    failures = take_thread_failures()
+    if not failures:
+        return code
+    err = thread_error(*failures[0])
+    more = f" (and {len(failures) - 1} more thread error(s))" if len(failures) > 1 else ""
+    return _say(f"pgknee: error: {err.one_line()}{more}", err.exit_code)
+
+
+def _thread_failed(hook: threading.ExceptHookArgs) -> None:
+    """threading.excepthook: a thread's exception is recorded for the main thread to report, not
+    printed as a traceback from the thread (unless PGKNEE_DEBUG asks for it)."""
+    if hook.exc_type is SystemExit or hook.exc_value is None:
+        return
+    if debug():
+        threading.__excepthook__(hook)
+    record_thread_failure(hook.thread.name if hook.thread is not None else "unnamed", hook.exc_value)
+
+
+def _say(line: str, code: int) -> int:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        return _broken_pipe()
+    except (OSError, ValueError):  # standard error closed: the exit code says it
+        pass
+    return code
+
+
+def _broken_pipe() -> int:
+    """Whoever read standard output (or standard error) has gone (pgknee runs | head -1): exit
+    quietly with 141, as a shell reports SIGPIPE. Standard output is pointed at /dev/null, so that
+    Python's last flush at exit has nowhere to fail ('Exception ignored ... BrokenPipeError')."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return BROKEN_PIPE
 
 
 def _sweep_quietly() -> None:

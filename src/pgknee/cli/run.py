@@ -216,8 +216,9 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
                 ui.say(note)
             return sweep.run()
     except Interrupted:
-        ui.say(f"interrupted: run {sweep.run_id} is kept as 'interrupted' with its completed steps "
-               f"('pgknee show {sweep.run_id}')")
+        kept = ("is as it was before --extend, with the steps this extension completed" if extend and only is None
+                else "is kept as 'interrupted' with its completed steps")  # a failed --extend: store/writer.py
+        ui.say(f"interrupted: run {sweep.run_id} {kept} ('pgknee show {sweep.run_id}')")
         _partial_report(args, store, sweep.run_id, ui.say)
         raise
     except PgkneeError:

@@ -107,6 +107,7 @@ def extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]
     from pgknee.analyze.run import build
     from pgknee.plan import parse_clients, plan_from_stored
     from pgknee.store.db import Store, load_run
+    from pgknee.store.writer import refusal_for
 
     others = [k for k in FLAG_KEYS if k not in ("clients", "dsn", *_EXTEND_BINARIES)
               and getattr(args, k, None) is not None]
@@ -117,8 +118,9 @@ def extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]
     store = Store(args.store, create=False)
     view = build(load_run(store, args.extend))
     run = view.data.run
-    if run.status == "running":
-        raise UserError(f"run {run.run_id} is still running (or was killed): it cannot be extended")
+    refusal = refusal_for(run, resume=False)  # checked again when the run is claimed (store/writer.py)
+    if refusal is not None:
+        raise refusal
     if args.clients:
         clients = parse_clients(args.clients)
     else:
@@ -148,9 +150,9 @@ def resumption(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
     interrupted, failed, or its pgknee died), run with the stored plan, checked again, into the
     same run; returns the plan, the run, and which (variant, clients, repetition) to run."""
     from pgknee.plan import plan_from_stored
-    from pgknee.registry import is_alive
     from pgknee.run.schedule import schedule
     from pgknee.store.db import Store, load_run
+    from pgknee.store.writer import refusal_for
 
     others = [k for k in FLAG_KEYS if k not in ("dsn", *_EXTEND_BINARIES) and getattr(args, k, None) is not None]
     if args.plan or args.scenario or args.extend or others:
@@ -159,9 +161,9 @@ def resumption(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
                         f"drop {('--' + others[0].replace('_', '-')) if others else 'the other plan'}")
     data = load_run(Store(args.store, create=False), args.resume)
     run = data.run
-    owner = (run.owner or "::").split(":")
-    if run.status == "running" and owner[1].isdigit() and is_alive(int(owner[1]), owner[2]):
-        raise UserError(f"run {run.run_id} is running now (pgknee pid {owner[1]})", "let it finish, or stop it first")
+    refusal = refusal_for(run, resume=True)  # a live pgknee holds it; one that is gone is taken over
+    if refusal is not None:
+        raise refusal
     stored = run.plan
     dsn = args.dsn or os.environ.get("PGKNEE_DSN")
     plan = plan_from_stored(stored, tuple(stored.get("clients") or ()), dsn if stored.get("target", {}).get("dsn")

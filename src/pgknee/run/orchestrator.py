@@ -82,7 +82,7 @@ class Sweep:
                     stack.close()
                 finally:
                     if writer.recorded:
-                        writer.finish_run(status, reason)
+                        writer.end_run(status, reason)
                         registry.current().forget_run(self.run_id)
         return self.run_id
 

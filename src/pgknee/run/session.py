@@ -157,7 +157,7 @@ def _activity_sink(writer: RunWriter) -> Callable[[int, list[Any], list[Any]], N
 
     def sink(step_id: int, snapshots: list[Any], rows: list[Any]) -> None:
         if not mine:
-            mine.append(RunWriter(Store(writer.store.path, create=False), writer.run_id))
+            mine.append(RunWriter(Store(writer.store.path), writer.run_id))
         mine[0].write_activity(step_id, snapshots, rows)
 
     return sink  # its connection closes with the sampler (a connection is closed by the thread that made it)

@@ -1,5 +1,7 @@
-"""Connect, migrate (PRAGMA user_version + numbered migrations), typed reads and writes.
-A file written by a newer pgknee is refused, never downgraded."""
+"""Open (read-only for the read commands, writable for the others), typed reads, the writer's
+transaction. A file that is not a pgknee store, or was written by a newer pgknee, is refused and
+left as it is (store/migrate.py); a read never writes: it opens the file read-only, and reads a
+store of an older format through an upgraded copy of its own."""
 
 from __future__ import annotations
 
@@ -8,27 +10,50 @@ import json
 import os
 import sqlite3
 import stat
+import weakref
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pgknee import safefs
-from pgknee.errors import StoreError, UserError
+from pgknee.errors import StoreError, UserError, store_error
 from pgknee.plan import plan_from_stored
+from pgknee.store.migrate import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    Header,
+    foreign_mark,
+    judge,
+    migrate,
+    not_a_store,
+    raw_mark,
+    read_header,
+)
 from pgknee.types import OsSample, PoolerRecord, PoolerSample, RunData, RunRecord, ScriptRow, StepRecord
 
+__all__ = ["SCHEMA_VERSION", "Store", "load_run", "busy_timeout_s"]
 
-def _migrations() -> list[tuple[int, str]]:
-    out = []
-    for entry in resources.files("pgknee.store.migrations").iterdir():
-        name = entry.name
-        if name.endswith(".sql") and name[:4].isdigit():
-            out.append((int(name[:4]), entry.read_text()))
-    return sorted(out)
+DEFAULT_TIMEOUT_S = 30.0
+# an older store read by a read command is upgraded in a copy: in memory up to this size, above
+# it in SQLite's private temporary file (in $TMPDIR, unlinked as soon as it is opened, so that
+# it is gone however pgknee ends)
+MEMORY_COPY_MAX = 64 << 20
 
 
-SCHEMA_VERSION = max(v for v, _ in _migrations())
+def busy_timeout_s() -> float:
+    """How long pgknee waits for another process's lock on the store: $PGKNEE_STORE_TIMEOUT
+    seconds, 30 by default."""
+    text = os.environ.get("PGKNEE_STORE_TIMEOUT", "")
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 86400:
+        raise UserError(f"PGKNEE_STORE_TIMEOUT={text!r} is not a number of seconds", "e.g. PGKNEE_STORE_TIMEOUT=60")
+    return value
 
 
 class Store:
@@ -45,59 +70,77 @@ class Store:
                              "choose another --store")
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        """`create`: a writing command's store, made (or upgraded) if need be; else a read
+        command's, opened read-only and never changed."""
         self.path = Path(path)
+        self.readonly = not create
+        self.migrated_from: int | None = None  # the format the store (or the copy read) had
+        self.timeout_s = busy_timeout_s()
         if not create and not self.path.exists():
             raise StoreError(f"no collector database at {self.path}",
                              "run 'pgknee run' first, or point --store at the right file")
         try:
-            if create and not self.path.parent.exists():
-                raise StoreError(f"cannot write the collector database {self.path}: "
-                                 f"directory {self.path.parent} does not exist", "create it or choose another --store")
-            _refuse_shared_dir(self.path)
-            _private_file(self.path)
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            self.db.execute("PRAGMA foreign_keys = ON")
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise StoreError(f"{self.path} was written by a newer pgknee (format {version}, this one reads "
-                                 f"up to {SCHEMA_VERSION})", "upgrade pgknee to read it")
-            if version < SCHEMA_VERSION:
-                self._migrate(version)
-            self.db.execute("PRAGMA journal_mode = WAL")
-            self.db.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot use the collector database {self.path}: {e}",
-                             "check that it is a pgknee store and writable, or choose another --store") from None
+            self.db = self._open_to_read() if not create else self._open_to_write()
+        except sqlite3.Error as e:
+            raise store_error(e, self.path, "opening it", self.timeout_s) from None
+        except OSError as e:
+            raise StoreError(f"cannot open the collector database {self.path}: {e.strerror}",
+                             "check the path and its permissions") from None
 
-    def _migrate(self, current: int) -> None:
-        """Each migration in a write transaction of its own (a second pgknee migrating the same file
-        waits, then finds it done); foreign keys off meanwhile (a table made anew must not cascade
-        its old rows' deletion), checked before each commit."""
-        self.db.execute("PRAGMA foreign_keys = OFF")
+    def _open_to_write(self) -> sqlite3.Connection:
+        p = self.path
+        if not p.parent.exists():
+            raise StoreError(f"cannot write the collector database {p}: directory {p.parent} does not exist",
+                             "create it or choose another --store")
+        _refuse_shared_dir(p)
+        if p.exists():
+            _Reader(p, self.timeout_s).peek()  # read-only: a file that is not pgknee's is not touched
+            _check_writable(p)
+        _private_file(p)
+        db = _connect(_uri(p, "rw"), self.timeout_s)
         try:
-            for version, text in _migrations():
-                if version > current:
-                    self._migrate_to(version, text)
-        finally:
-            self.db.execute("PRAGMA foreign_keys = ON")
-
-    def _migrate_to(self, version: int, text: str) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            if self.db.execute("PRAGMA user_version").fetchone()[0] < version:
-                for stmt in _split_sql(text):
-                    self.db.execute(stmt)
-                if self.db.execute("PRAGMA foreign_key_check").fetchone() is not None:
-                    raise StoreError(f"migrating {self.path} to format {version} broke a reference",
-                                     "restore the file from a copy and report this")
-                self.db.execute(f"PRAGMA user_version = {version}")
-            self.db.execute("COMMIT")
+            judge(read_header(db), p)  # again: another pgknee may have made it meanwhile
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            self.migrated_from = migrate(db, p)
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            db.close()
             raise
+        return db
+
+    def _open_to_read(self) -> sqlite3.Connection:
+        reader = _Reader(self.path, self.timeout_s)
+        db, header = reader.open()
+        if header.objects == 0:
+            reader.close(db)
+            raise StoreError(f"no runs in {self.path}: it is an empty file", "run 'pgknee run' first")
+        if header.version < SCHEMA_VERSION:
+            db = self._upgraded_copy(reader, db)
+        else:
+            self._finalizer = weakref.finalize(self, reader.close, db)
+        db.execute("PRAGMA query_only = ON")
+        return db
+
+    def _upgraded_copy(self, reader: _Reader, src: sqlite3.Connection) -> sqlite3.Connection:
+        """A store of an older format, read: copied (in memory, or SQLite's own temporary file
+        for a big one) and the copy migrated; the file is not changed."""
+        size = sum(f.stat().st_size for f in (self.path, Path(f"{self.path}-wal")) if f.exists())
+        dst = sqlite3.connect(":memory:" if size <= MEMORY_COPY_MAX else "", isolation_level=None)
+        try:
+            src.backup(dst)
+        finally:
+            reader.close(src)
+        self.migrated_from = migrate(dst, self.path)
+        return dst
 
     def close(self) -> None:
-        self.db.close()
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()
+        else:
+            self.db.close()
 
     # ---- the writer's transaction (store/writer.py writes run data) ----------------------------
     def transaction(self) -> _Tx:
@@ -253,32 +296,119 @@ def _marks(seq: Sequence[Any]) -> str:
     return ", ".join("?" for _ in seq) or "NULL"
 
 
-def _split_sql(text: str) -> list[str]:
-    """Split a migration into statements (no semicolons inside our DDL's literals)."""
-    out, buf = [], []
-    for line in text.splitlines():
-        if line.strip().startswith("--"):
-            continue
-        buf.append(line)
-        if line.rstrip().endswith(";"):
-            stmt = "\n".join(buf).strip()
-            if stmt.strip(";").strip():
-                out.append(stmt)
-            buf = []
-    if "".join(buf).strip():
-        out.append("\n".join(buf))
-    return out
+def _uri(path: Path, mode: str, *, immutable: bool = False) -> str:
+    return f"file:{quote(str(path.absolute()))}?mode={mode}" + ("&immutable=1" if immutable else "")
+
+
+def _connect(uri: str, timeout_s: float) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None)
+
+
+def _check_writable(path: Path) -> None:
+    """A writing command on a store it cannot write: one line before anything is started."""
+    parent = path.parent if str(path.parent) else Path(".")
+    why = None
+    with contextlib.suppress(OSError):
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            why = "it is on a read-only file system"
+    if why is None and not os.access(path, os.W_OK):
+        why = "the file is not writable"
+    if why is None and not os.access(parent, os.W_OK | os.X_OK):
+        why = f"its directory {parent} is not writable (SQLite keeps its -wal and -shm files there)"
+    if why is not None:
+        raise StoreError(f"the collector database {path} is read-only: {why}",
+                         "make it writable, or give --store another path (show, runs and the other read commands "
+                         "still read it)")
+
+
+class _Reader:
+    """A read-only connection to a store file (SQLite's mode=ro). For a WAL store SQLite makes
+    the -wal and -shm files it needs beside it when they are missing: a reader that made them
+    has SQLite remove them when it is done (a connection that closes last removes them, and
+    changes nothing in the store), so a read leaves the directory as it found it. In a directory
+    where they cannot be made, the store is read as immutable: no writer can be at work there."""
+
+    def __init__(self, path: Path, timeout_s: float) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+        self.made_index = False
+
+    def open(self) -> tuple[sqlite3.Connection, Header]:
+        p = self.path
+        is_sqlite, application_id = raw_mark(p)  # the file's own bytes first: SQLite has not touched it
+        if not is_sqlite:
+            raise not_a_store(p, "it is not an SQLite file")
+        if application_id not in (0, APPLICATION_ID):
+            raise foreign_mark(p, application_id)
+        self.made_index = not Path(f"{p}-wal").exists()
+        db = _connect(_uri(p, "ro"), self.timeout_s)
+        try:
+            header = read_header(db)
+        except sqlite3.OperationalError as e:
+            db.close()
+            if getattr(e, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or not self.made_index \
+                    or Path(f"{p}-shm").exists():
+                raise
+            self.made_index = False
+            db = _connect(_uri(p, "ro", immutable=True), self.timeout_s)
+            header = read_header(db)
+        try:
+            judge(header, p)
+        except BaseException:
+            self.close(db)
+            raise
+        return db, header
+
+    def peek(self) -> None:
+        """Refuse what is not a pgknee store (or is a newer one), changing nothing."""
+        db, _ = self.open()
+        self.close(db)
+
+    def close(self, db: sqlite3.Connection) -> None:
+        db.close()
+        if self.made_index:
+            _tidy(self.path)
+
+
+def _tidy(path: Path) -> None:
+    """Let SQLite remove the empty -wal and the -shm a reader made (nothing else is open)."""
+    wal = Path(f"{path}-wal")
+    try:
+        if not wal.exists() or wal.stat().st_size != 0 or not os.access(path, os.W_OK) \
+                or not os.access(path.parent if str(path.parent) else ".", os.W_OK | os.X_OK):
+            return
+        with contextlib.closing(_connect(_uri(path, "rw"), 0)) as db:
+            db.execute("PRAGMA query_only = ON")
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except (OSError, sqlite3.Error):
+        return
 
 
 class _Tx:
+    """One write transaction (BEGIN IMMEDIATE: the lock is taken, or waited for, at the start);
+    rolled back on any error, including one SQLite met at COMMIT (a full disk), which may have
+    rolled it back itself."""
+
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
 
     def __enter__(self) -> None:
-        self.db.execute("BEGIN")
+        self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, *_: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            try:
+                self.db.execute("COMMIT")
+                return
+            except BaseException:
+                self._rollback()
+                raise
+        self._rollback()
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
 
 
 def load_run(store: Store, ref: str) -> RunData:

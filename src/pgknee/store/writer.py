@@ -1,22 +1,56 @@
 """The one place that writes run data: a run's row, its environment and commands, and each
 step from its frozen StepResult. The statements are SQL files (store/sql); a step is written in
-one transaction, so a step is in the store whole or not at all."""
+one transaction, so a step is in the store whole or not at all.
+
+When the store cannot take a step (its disk full, read-only, locked past the timeout, damaged),
+the StepResult goes to a side file (store/sidefile.py) and the error line says where;
+`pgknee store import FILE` loads it back (import_side_file). A run reopened by --extend or
+--resume is claimed in a write transaction: a second pgknee is refused while the first is alive.
+A failed --extend puts the run back as it was (end_run)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+import sqlite3
+import sys
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from pgknee import errors, keys
 from pgknee.clock import now_iso
+from pgknee.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserError, store_error
 from pgknee.keys import StepFact
-from pgknee.registry import start_time
+from pgknee.registry import is_alive, start_time
+from pgknee.store import sidefile
 from pgknee.store.db import Store
+from pgknee.store.migrate import split_sql
 from pgknee.store.sql import load
-from pgknee.types import LatencyStats, ProgressPoint, Row, StepMeasurement, StepResult
+from pgknee.types import LatencyStats, ProgressPoint, Row, RunRecord, StepMeasurement, StepResult
+
+RESERVE_BYTES = 256 << 10  # room kept on the store's disk for how a run ends
+
+
+@dataclass(frozen=True)
+class _Before:
+    """A run as it was when --extend reopened it, and what the extension asked for."""
+
+    status: str
+    reason: str | None
+    finished_at: str | None
+    plan_json: str
+    steps_planned: int
+    owner: str | None
+    env: dict[str, str]
+    last_command: int
+    last_step: int
+    merged_plan: dict[str, Any]
+    more_steps: int
 
 
 class RunWriter:
@@ -25,12 +59,30 @@ class RunWriter:
         self.db = store.db
         self.run_id = run_id
         self.recorded = False  # the run's row exists (created, or reopened for --extend)
+        self._before: _Before | None = None  # an --extend's run as it was
+        self._begun: dict[int, dict[str, Any]] = {}  # the steps' rows as begun (for side files)
+        self._side_files: list[Path] = []
+        self._threads_before = errors.thread_failure_count()
+        self._reserve: Path | None = None
 
-    def _one(self, name: str, params: Mapping[str, Any]) -> None:
-        self.db.execute(load(name), {"run_id": self.run_id, **params})
+    @contextlib.contextmanager
+    def _writing(self, doing: str) -> Iterator[None]:
+        """An SQLite error while writing, as the store's one line."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise store_error(e, self.store.path, doing, self.store.timeout_s) from None
+
+    def _one(self, name: str, params: Mapping[str, Any]) -> sqlite3.Cursor:
+        with self._writing(f"writing: {name.replace('_', ' ')}"):
+            return self.db.execute(load(name), {"run_id": self.run_id, **params})
 
     def _many(self, name: str, rows: Iterable[Mapping[str, Any] | Sequence[Any]]) -> None:
         self.db.executemany(load(name), rows)
+
+    def _each(self, name: str, params: Mapping[str, Any]) -> None:
+        for stmt in split_sql(load(name)):
+            self.db.execute(stmt, params)
 
     # ---- the run ----------------------------------------------------------------------------
     def create_run(self, *, workload: str, target_kind: str, target_label: str, plan: dict[str, Any],
@@ -39,63 +91,222 @@ class RunWriter:
                                  "target_label": target_label, "plan_json": json.dumps(plan, sort_keys=True),
                                  "steps_planned": steps_planned, "owner": owner()})
         self.recorded = True
+        self._keep_room()
 
     def extend_run(self, *, plan: dict[str, Any], more_steps: int) -> int:
-        """Reopen the stored run for more steps (pgknee run --extend); returns its last seq."""
-        self._one("extend_run", {"plan_json": json.dumps(plan, sort_keys=True), "more_steps": more_steps,
-                                 "owner": owner()})
+        """Reopen the stored run for more steps (pgknee run --extend; --resume runs the steps it
+        did not complete, more_steps 0); returns its last seq. The run is claimed in one write
+        transaction: refused while another pgknee that is alive writes it (StoreBusy)."""
+        with self._writing("reopening the run"), self.store.transaction():
+            row = self.db.execute(load("run_state"), {"run_id": self.run_id}).fetchone()
+            if row is None:
+                raise StoreError(f"run {self.run_id} is no longer in {self.store.path}", "list the runs with "
+                                 "'pgknee runs'")
+            refusal = claim_refusal(self.run_id, row[0], row[5], resume=more_steps == 0)
+            if refusal is not None:
+                raise refusal
+            if more_steps:
+                status, reason, finished_at, plan_json, planned, held_by = row
+                self._before = _Before(status, reason, finished_at, plan_json, planned, held_by,
+                                       env=self.store.environment(self.run_id),
+                                       last_command=self._max("run_commands", "id"),
+                                       last_step=self._max("steps", "step_id"), merged_plan=plan,
+                                       more_steps=more_steps)
+            self.db.execute(load("extend_run"), {"run_id": self.run_id, "owner": owner(), "more_steps": more_steps,
+                                                 "plan_json": json.dumps(plan, sort_keys=True)})
+            last = self.db.execute(load("last_seq"), {"run_id": self.run_id}).fetchone()
         self.recorded = True
-        row = self.db.execute(load("last_seq"), {"run_id": self.run_id}).fetchone()
-        return int(row[0]) if row else 0
+        self._keep_room()
+        return int(last[0]) if last else 0
+
+    def _keep_room(self) -> None:
+        """Room on the store's disk for how the run ends: a file of RESERVE_BYTES beside the store
+        (.NAME.pgknee-reserve.PID.START), removed just before the end is written (end_run), so
+        that a disk the run filled still takes it. Those of pgknee processes that are gone are
+        removed here; without room for it, the run goes without."""
+        path = self.store.path.absolute()
+        for old in path.parent.glob(f".{path.name}.pgknee-reserve.*"):
+            _, pid, start = old.name.rsplit(".", 2)
+            if pid.isdigit() and not is_alive(int(pid), start):
+                with contextlib.suppress(OSError):  # another user's, in a shared directory: theirs to remove
+                    old.unlink()
+        me = os.getpid()
+        reserve = path.with_name(f".{path.name}.pgknee-reserve.{me}.{start_time(me)}")
+        try:
+            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return
+        self._reserve = reserve
+        weakref.finalize(self, reserve.unlink, missing_ok=True)
+        try:
+            os.write(fd, bytes(RESERVE_BYTES))
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def _free_room(self) -> None:
+        if self._reserve is not None:
+            self._reserve.unlink(missing_ok=True)
+            self._reserve = None
+
+    def _max(self, table: str, column: str) -> int:
+        row = self.db.execute(f"SELECT coalesce(max({column}), 0) FROM {table} WHERE run_id = ?",
+                              (self.run_id,)).fetchone()
+        return int(row[0])
 
     def finish_run(self, status: str, reason: str | None) -> None:
         """How the run ended; steps it left running are marked too (interrupted, or failed)."""
-        self._one("end_unfinished_steps", {"status": "interrupted" if status == "interrupted" else "failed",
-                                           "reason": reason})
-        self._one("finish_run", {"status": status, "reason": reason, "finished_at": now_iso()})
+        with self._writing("writing how the run ended"), self.store.transaction():
+            self._finish(status, reason, now_iso())
+
+    def _finish(self, status: str, reason: str | None, at: str) -> None:
+        steps = "interrupted" if status == "interrupted" else "failed"
+        self.db.execute(load("end_unfinished_steps"), {"run_id": self.run_id, "reason": reason, "status": steps})
+        self.db.execute(load("finish_run"), {"run_id": self.run_id, "status": status, "reason": reason,
+                                             "finished_at": at})
+
+    def end_run(self, status: str, reason: str | None) -> None:
+        """How the run ended, written by the orchestrator's finally (the one place a run's end is
+        written). The exception in flight there (sys.exc_info), if any, is what the run ends with:
+        its reason when none was given, and the error the user sees, should writing the end fail
+        too (the end then goes to a side file). A thread's exception recorded during a run that
+        would have completed fails it, with that reason. A failed --extend puts the run back as
+        it was (_undo_extension)."""
+        pending = sys.exc_info()[1]
+        self._free_room()
+        if reason is None and pending is not None and status != "completed":
+            reason = _describe(pending)
+        failure = None
+        if status == "completed" and pending is None:
+            failure = self._thread_failure()
+            if failure is not None:
+                status, reason = "failed", failure.message
+        undo = self._before is not None and status != "completed"
+        try:
+            if undo:
+                self._undo_extension(status, reason)
+            else:
+                self.finish_run(status, reason)
+        except StoreError as e:
+            b = self._before
+            end = (b.status, b.reason, b.finished_at) if undo and b is not None else (status, reason, now_iso())
+            kept = self._end_aside(*end, disk_full=isinstance(e, StoreFull))
+            if pending is None:
+                raise type(e)(f"{e.message}; {kept}", e.hint) from None
+        if failure is not None:
+            raise failure
+
+    def _thread_failure(self) -> PgkneeError | None:
+        taken = errors.take_thread_failures(self._threads_before)
+        if not taken:
+            return None
+        err = errors.thread_error(*taken[0])
+        if len(taken) > 1:
+            err.message += f" (and {len(taken) - 1} more thread error(s))"
+        return err
 
     def set_environment(self, items: Mapping[str, object]) -> None:
-        self._many("set_environment", [{"run_id": self.run_id, "key": k, "value": str(v)} for k, v in items.items()])
+        with self._writing("writing the run's environment"):
+            self._many("set_environment", [{"run_id": self.run_id, "key": k, "value": str(v)}
+                                           for k, v in items.items()])
 
     def add_command(self, step_id: int | None, purpose: str, argv: Sequence[str]) -> None:
         self._one("add_command", {"step_id": step_id, "purpose": purpose, "argv_json": json.dumps(list(argv))})
 
+    # ---- a failed --extend ----------------------------------------------------------------------
+    def _undo_extension(self, status: str, reason: str | None) -> None:
+        """The run as it was before --extend reopened it: status, reason, finish time, plan and
+        planned steps, environment and commands; the extension's steps that did not complete are
+        removed. Steps it completed are kept, their client counts added to the plan (and their
+        planned steps to the run's), and the environment it wrote stays. The attempt is noted in
+        the environment (extended.TIME), with why it failed."""
+        b = self._before
+        assert b is not None
+        with self._writing("putting the run back as it was before --extend"), self.store.transaction():
+            steps = self.db.execute(load("extension_steps"), {"run_id": self.run_id, "after": b.last_step}).fetchall()
+            for step_id, _, st in steps:
+                if st != "completed":
+                    self._each("clear_step", {"step_id": step_id})
+                    self._each("remove_step", {"step_id": step_id})
+            kept = [c for _, c, st in steps if st == "completed"]
+            old = json.loads(b.plan_json) if b.plan_json else {}
+            new_counts = list(b.merged_plan.get("clients", []))[len(old.get("clients", [])):]
+            kept_counts = [c for c in new_counts if c in kept]
+            notes = self._attempt_notes(new_counts, kept_counts, status, reason, b.env)
+            values = {"status": b.status, "reason": b.reason, "finished_at": b.finished_at, "plan_json": b.plan_json,
+                      "steps_planned": b.steps_planned, "owner": b.owner}
+            if kept:
+                per_count = b.more_steps // max(1, len(new_counts))
+                values.update(plan_json=json.dumps({**old, "clients": [*old.get("clients", []), *kept_counts]},
+                                                   sort_keys=True),
+                              steps_planned=b.steps_planned + per_count * len(kept_counts), owner=owner())
+            else:
+                self.db.execute("DELETE FROM run_environment WHERE run_id = ?", (self.run_id,))
+                self._many("set_environment", [{"run_id": self.run_id, "key": k, "value": v} for k, v in b.env.items()])
+                self.db.execute("DELETE FROM run_commands WHERE run_id = ? AND id > ?", (self.run_id, b.last_command))
+            self.set_environment(notes)
+            self.db.execute(load("restore_run"), {"run_id": self.run_id, **values})
+
+    def _attempt_notes(self, counts: list[int], kept: list[int], status: str, reason: str | None,
+                       before: Mapping[str, str]) -> dict[str, str]:
+        """The extension's note (extended.TIME, written by its session), with how it ended."""
+        what = f"{status}: {reason or 'no reason given'}; " + (
+            f"kept the completed steps of clients {','.join(map(str, kept))}" if kept else "nothing kept")
+        now = self.store.environment(self.run_id)
+        notes = {k: v for k, v in now.items() if k.startswith(keys.EXTENDED) and k not in before}
+        if not notes:
+            stamp = now_iso().replace("-", "").replace(":", "").replace(" ", "-").split(".")[0]
+            notes = {keys.extended_at(stamp): f"clients {','.join(map(str, counts))} to be added"}
+        return {k: f"{v}: {what}" for k, v in notes.items()}
+
     # ---- steps --------------------------------------------------------------------------------
     def begin_step(self, step: Mapping[str, Any]) -> int:
         """A step's row, 'running' (the columns of begin_step.sql but run_id and started_at)."""
-        cur = self.db.execute(load("begin_step"), {"run_id": self.run_id, "started_at": now_iso(), **step})
+        row = {"started_at": now_iso(), **step}
+        cur = self._one("begin_step", row)
         assert cur.lastrowid is not None
+        self._begun[cur.lastrowid] = dict(row)
         return cur.lastrowid
 
     def fail_step(self, step_id: int, reason: str) -> None:
         self._one("fail_step", {"step_id": step_id, "reason": reason})
 
     def write_step(self, r: StepResult) -> None:
-        with self.store.transaction():
-            self._one("end_step", _step_values(r))
-            if r.measurement is not None:
-                self._many("insert_step_scripts", _script_rows(r.step_id, r.measurement))
-                self._many("insert_step_failures", [{"step_id": r.step_id, "kind": k, "count": n}
-                                                    for k, n in r.measurement.failures.items()])
-            self._many("insert_pg_stat_database", [{"step_id": r.step_id, "name": k, "delta": v}
-                                                   for k, v in r.pg_delta.items()])
-            first: dict[float, ProgressPoint] = {}
-            for p in r.progress:  # pgbench repeats a second's line now and then: the first one counts
-                first.setdefault(p.t_s, p)
-            self._many("insert_progress", [{"step_id": r.step_id, **asdict(p)} for p in first.values()])
-            if r.activity is not None:
-                self._many("insert_snapshots", self._rows(r.step_id, r.activity.snapshots))
-                self._many("insert_activity", self._rows(r.step_id, r.activity.rows))
-                self._many("insert_step_facts", [
-                    {"step_id": r.step_id, "name": name, "value": float(n)}
-                    for name, n in ((StepFact.ACTIVITY_TICKS_LOST, r.activity.ticks_lost),
-                                    (StepFact.ACTIVITY_RECONNECTS, r.activity.reconnects)) if n])
-            self._many("insert_os_samples", self._rows(r.step_id, r.os_rows))
-            self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
-            if r.pooler is not None:
-                self._many("insert_pooler_samples", self._rows(r.step_id, r.pooler.samples))
-                self._many("insert_step_pooler", [{"step_id": r.step_id, "name": k, "value": v}
-                                                  for k, v in r.pooler.facts.items()])
+        """The step's results in one transaction; if the store cannot take them, in a side file
+        (and the error says where)."""
+        try:
+            with self.store.transaction():
+                self._step_rows(r)
+        except sqlite3.Error as e:
+            raise self._step_aside(r, e) from None
+
+    def _step_rows(self, r: StepResult) -> None:
+        self.db.execute(load("end_step"), {"run_id": self.run_id, **_step_values(r)})
+        if r.measurement is not None:
+            self._many("insert_step_scripts", _script_rows(r.step_id, r.measurement))
+            self._many("insert_step_failures", [{"step_id": r.step_id, "kind": k, "count": n}
+                                                for k, n in r.measurement.failures.items()])
+        self._many("insert_pg_stat_database", [{"step_id": r.step_id, "name": k, "delta": v}
+                                               for k, v in r.pg_delta.items()])
+        first: dict[float, ProgressPoint] = {}
+        for p in r.progress:  # pgbench repeats a second's line now and then: the first one counts
+            first.setdefault(p.t_s, p)
+        self._many("insert_progress", [{"step_id": r.step_id, **asdict(p)} for p in first.values()])
+        if r.activity is not None:
+            self._many("insert_snapshots", self._rows(r.step_id, r.activity.snapshots))
+            self._many("insert_activity", self._rows(r.step_id, r.activity.rows))
+            self._many("insert_step_facts", [
+                {"step_id": r.step_id, "name": name, "value": float(n)}
+                for name, n in ((StepFact.ACTIVITY_TICKS_LOST, r.activity.ticks_lost),
+                                (StepFact.ACTIVITY_RECONNECTS, r.activity.reconnects)) if n])
+        self._many("insert_os_samples", self._rows(r.step_id, r.os_rows))
+        self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
+        if r.pooler is not None:
+            self._many("insert_pooler_samples", self._rows(r.step_id, r.pooler.samples))
+            self._many("insert_step_pooler", [{"step_id": r.step_id, "name": k, "value": v}
+                                              for k, v in r.pooler.facts.items()])
 
     def write_activity(self, step_id: int, snapshots: Iterable[Row], rows: Iterable[Row]) -> None:
         """pg_stat_activity samples handed over while a step runs (collect.activity's sink)."""
@@ -106,12 +317,139 @@ class RunWriter:
     def _rows(self, step_id: int, rows: Iterable[Row]) -> Iterable[Row]:
         return ((self.run_id, step_id, *row) for row in rows)
 
+    # ---- side files -----------------------------------------------------------------------------
+    def _side_doc(self, reason: str) -> dict[str, Any]:
+        return {"store": str(self.store.path.absolute()), "run_id": self.run_id, "owner": owner(),
+                "written_at": now_iso(), "reason": reason}
 
+    def _step_aside(self, r: StepResult, e: sqlite3.Error) -> StoreError:
+        step = self._begun.get(r.step_id, {})
+        seq = step.get("seq", r.step_id)
+        err = store_error(e, self.store.path, f"writing step {seq}", self.store.timeout_s)
+        doc = {**self._side_doc(err.message), "step": step, "result": sidefile.result_to_json(r)}
+        path, tried = sidefile.write(doc, self.store.path, f"{self.store.path.name}.{self.run_id}.step-{seq}.json",
+                                     disk_full=isinstance(err, StoreFull))
+        if path is None:
+            return type(err)(f"{err.message}; step {seq}'s results could not be kept anywhere else either "
+                             f"({'; '.join(tried)})", err.hint)
+        self._side_files.append(path)
+        return type(err)(f"{err.message}; step {seq}'s results are kept in {path}",
+                         f"{err.hint}; then load them with 'pgknee store import {path}'")
+
+    def _end_aside(self, status: str, reason: str | None, finished_at: str | None, *, disk_full: bool) -> str:
+        """The run's end, which the store would not take, in a side file: this run's last one, or
+        a new one (for a failed --extend, the run's end as it was before). Returns what the error
+        line says of it."""
+        end = {"status": status, "reason": reason, "finished_at": finished_at}
+        last = self._side_files[-1] if self._side_files else None
+        if last is not None:
+            with contextlib.suppress(UserError):
+                doc = {**sidefile.read(last), "run_end": end}
+                doc.pop("kind"), doc.pop("version")
+                path, _ = sidefile.write(doc, self.store.path, last.name, disk_full=True, replace=last)
+                if path is not None:
+                    return f"how the run ended is kept in {path} too"
+        doc = {**self._side_doc(reason or status), "run_end": end}
+        path, _ = sidefile.write(doc, self.store.path, f"{self.store.path.name}.{self.run_id}.end.json",
+                                 disk_full=disk_full)
+        if path is None:
+            return f"the run is left marked 'running' (pgknee run --resume {self.run_id} takes it over)"
+        self._side_files.append(path)
+        return f"how the run ended is kept in {path} ('pgknee store import {path}' marks it)"
+
+
+    # ---- a side file, loaded back (import_side_file) --------------------------------------------
+    def import_step(self, step: Mapping[str, Any], result: StepResult) -> str:
+        row = self.db.execute(load("step_of_seq"), {"run_id": self.run_id, "seq": step["seq"]}).fetchone()
+        if row is None:
+            step_id = int(self.db.execute(load("begin_step"), {"run_id": self.run_id, **step}).lastrowid or 0)
+        else:
+            step_id, status, variant, clients, rep = row
+            if status == "completed":
+                raise UserError(f"step {step['seq']} of run {self.run_id} is already in {self.store.path}: there is "
+                                "nothing to import", "the side file may go")
+            if (variant, clients, rep) != (step["variant"], step["clients"], step["rep"]):
+                raise UserError(f"step {step['seq']} of run {self.run_id} in {self.store.path} is another step than "
+                                "the side file's", "give --store the store the side file came from")
+            act = result.activity
+            first = min((row[0] for row in act.snapshots), default=None) if act is not None else None
+            self._each("clear_step_results", {"step_id": step_id, "samples_from": first})
+        self._step_rows(replace(result, step_id=step_id))
+        return f"step {step['seq']} (c{step['clients']} rep {step['rep']}) of run {self.run_id} stored in " \
+               f"{self.store.path}"
+
+    def import_end(self, end: Mapping[str, Any], writer: str | None) -> str:
+        status, run_owner = self.db.execute("SELECT status, owner FROM runs WHERE run_id = ?",
+                                            (self.run_id,)).fetchone()
+        if status != "running" or run_owner != writer or owner_alive(run_owner) is not None:
+            return f"run {self.run_id} is marked '{status}' already: the side file's end of it is left out"
+        self._finish(end["status"], end["reason"], end["finished_at"])
+        return f"run {self.run_id} marked '{end['status']}': {end['reason']}"
+
+
+# ---- who holds a run ---------------------------------------------------------------------------------
 def owner() -> str:
     """Which pgknee writes a run: host, pid and the pid's start time (a later process with the
     same pid is not it)."""
     me = os.getpid()
     return f"{socket.gethostname()}:{me}:{start_time(me)}"
+
+
+def owner_alive(text: str | None) -> tuple[str, int] | None:
+    """(host, pid) of the pgknee a run's owner names when it may be alive: it runs on this host
+    (pid and start time match), or on another host, where pgknee cannot tell."""
+    parts = (text or "").rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None  # a run written before pgknee recorded owners
+    host, pid = parts[0], int(parts[1])
+    if host != socket.gethostname() or is_alive(pid, parts[2] if parts[2] != "None" else None):
+        return host, pid
+    return None
+
+
+def claim_refusal(run_id: str, status: str, run_owner: str | None, *, resume: bool) -> PgkneeError | None:
+    """Why another pgknee may not reopen a run now, or None: a pgknee that is alive writes it;
+    or (--extend) it was left 'running' by one that is gone (--resume takes such a run over)."""
+    if status != "running":
+        return None
+    holder = owner_alive(run_owner)
+    if holder is not None:
+        return StoreBusy(f"run {run_id} is being written by another pgknee (pid {holder[1]} on {holder[0]})",
+                         "wait until it ends ('pgknee runs' shows the run's status), or stop that pgknee first")
+    if resume:
+        return None
+    return UserError(f"run {run_id} was left 'running' by a pgknee that is gone: it cannot be extended as it is",
+                     f"'pgknee run --resume {run_id}' runs its missing steps first")
+
+
+def refusal_for(run: RunRecord, *, resume: bool) -> PgkneeError | None:
+    return claim_refusal(run.run_id, run.status, run.owner, resume=resume)
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted"
+    mapped = errors.from_exception(e)
+    return mapped.message if mapped is not None else f"internal error: {type(e).__name__}: {e}"
+
+
+# ---- a side file, loaded back ------------------------------------------------------------------------
+def import_side_file(store: Store, doc: Mapping[str, Any]) -> list[str]:
+    """Load a side file into `store` in one transaction: its step (into the step's row, made anew
+    when the store lacks it), and how the run ended when the run is still marked 'running' by
+    the pgknee that wrote the file, which is gone. Returns what was done, a line each."""
+    run_id = str(doc.get("run_id"))
+    if store.db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+        raise StoreError(f"run {run_id} is not in {store.path}", f"give --store the store it came from "
+                         f"({doc.get('store')})")
+    w = RunWriter(store, run_id)
+    done = []
+    with w._writing("importing a side file"), store.transaction():
+        if doc.get("result") is not None:
+            done.append(w.import_step(doc["step"], sidefile.result_from_json(doc["result"])))
+        if doc.get("run_end") is not None:
+            done.append(w.import_end(doc["run_end"], doc.get("owner")))
+    return done
 
 
 def _latency(prefix: str, lat: LatencyStats | None, fields: Sequence[str]) -> dict[str, float | None]:

@@ -1,0 +1,146 @@
+"""Side files: what the store could not take when writing it failed (its disk full, read-only,
+locked past the timeout, damaged), kept as JSON so that nothing measured is lost: a step's
+StepResult (with the step's row as begin_step wrote it) and, when even the run's end could not
+be written, how the run ended. `pgknee store import FILE` loads one back (store/writer.py).
+
+Where: beside the store (`STORE.RUN_ID.step-SEQ.json`), unless the store's disk is full (the same
+disk); then $PGKNEE_SIDE_DIR if set, then pgknee's state directory (registry.state_dir()/side),
+then the system's temporary directory: the first that takes the whole file. Private (0600, as the
+store: it holds query texts), written whole (a temporary name, then a rename)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pgknee.errors import UserError
+from pgknee.types import (
+    ActivitySamples,
+    LatencyStats,
+    PgbenchSummary,
+    PoolerResult,
+    ProgressPoint,
+    ScriptResult,
+    StepMeasurement,
+    StepResult,
+)
+
+KIND = "pgknee-side-file"
+VERSION = 1
+
+
+# ---- a StepResult as JSON and back ---------------------------------------------------------------------
+def result_to_json(r: StepResult) -> dict[str, Any]:
+    """Every field, nested records as objects, tuples as lists (StepResult holds plain values)."""
+    def plain(obj: Any) -> Any:
+        if hasattr(obj, "__dataclass_fields__"):
+            return {f: plain(getattr(obj, f)) for f in obj.__dataclass_fields__}
+        if isinstance(obj, tuple | list):
+            return [plain(x) for x in obj]
+        if isinstance(obj, dict):
+            return {str(k): plain(v) for k, v in obj.items()}
+        return obj
+
+    out: dict[str, Any] = plain(r)
+    return out
+
+
+def _rows(rows: list[list[Any]]) -> tuple[tuple[Any, ...], ...]:
+    return tuple(tuple(r) for r in rows)
+
+
+def _latency(d: dict[str, Any] | None) -> LatencyStats | None:
+    return LatencyStats(**d) if d is not None else None
+
+
+def _measurement(d: dict[str, Any] | None) -> StepMeasurement | None:
+    if d is None:
+        return None
+    scripts = tuple(ScriptResult(**{**s, "latency": _latency(s["latency"])}) for s in d["scripts"])
+    return StepMeasurement(**{**d, "latency": _latency(d["latency"]), "lag": _latency(d["lag"]), "scripts": scripts})
+
+
+def result_from_json(d: dict[str, Any]) -> StepResult:
+    act, pooler = d["activity"], d["pooler"]
+    return StepResult(
+        step_id=int(d["step_id"]), status=d["status"], reason=d["reason"], pgbench_exit=d["pgbench_exit"],
+        bench_start=d["bench_start"], bench_end=d["bench_end"], summary=PgbenchSummary(**d["summary"]),
+        measurement=_measurement(d["measurement"]), tps_db=d["tps_db"], pg_delta=dict(d["pg_delta"]),
+        progress=tuple(ProgressPoint(**p) for p in d["progress"]),
+        activity=(ActivitySamples(_rows(act["snapshots"]), _rows(act["rows"]), tuple(act["errors"]),
+                                  int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)))
+                  if act is not None else None),
+        os_rows=_rows(d["os_rows"]), facts=dict(d["facts"]),
+        pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None)
+
+
+# ---- writing and reading side files ----------------------------------------------------------------------
+def directories(store: Path, *, disk_full: bool) -> Iterator[Path]:
+    """Where a side file may go, in order (see the module's docstring)."""
+    from pgknee.registry import state_dir
+
+    if not disk_full:
+        yield store.absolute().parent
+    if os.environ.get("PGKNEE_SIDE_DIR"):
+        yield Path(os.environ["PGKNEE_SIDE_DIR"])
+    with contextlib.suppress(OSError):
+        side = state_dir() / "side"
+        side.mkdir(mode=0o700, exist_ok=True)
+        yield side
+    yield Path(tempfile.gettempdir())
+
+
+def write(doc: dict[str, Any], store: Path, name: str, *, disk_full: bool,
+          replace: Path | None = None) -> tuple[Path | None, list[str]]:
+    """Write `doc` to the first directory that takes it whole: (its path, or None, and why each
+    directory did not take it). `replace`: a side file to write anew (same name, same place)."""
+    data = json.dumps({"kind": KIND, "version": VERSION, **doc}, default=str).encode()
+    tried: list[str] = []
+    places = [replace.parent] if replace is not None else list(directories(store, disk_full=disk_full))
+    for d in places:
+        try:
+            return _write_whole(d, replace.name if replace is not None else name, data, replace is not None), tried
+        except OSError as e:
+            tried.append(f"{d}: {e.strerror or e}")
+    return None, tried
+
+
+def _write_whole(directory: Path, name: str, data: bytes, overwrite: bool) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        target = directory / name
+        n = 1
+        while not overwrite and target.exists():
+            n += 1
+            target = directory / f"{Path(name).stem}-{n}.json"
+        os.replace(tmp, target)
+        return target
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    """A side file, checked to be one."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read the side file {path}: {e.strerror}", "check the path") from None
+    except (UnicodeDecodeError, ValueError):
+        raise UserError(f"{path} is not a pgknee side file: it is not JSON",
+                        "give the file an error line named") from None
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise UserError(f"{path} is not a pgknee side file", "give the file an error line named")
+    if doc.get("version") != VERSION:
+        raise UserError(f"{path} is a side file of another pgknee (version {doc.get('version')})",
+                        "import it with the pgknee that wrote it")
+    return doc
