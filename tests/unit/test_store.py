@@ -836,3 +836,29 @@ def test_a_thread_failure_fails_a_run_that_would_have_completed(store: Store, tm
                                 "store: it is not an SQLite file; pgknee leaves it as it is")
     run = store.resolve_run("r")
     assert (run.status, run.status_reason) == ("failed", ei.value.message)
+
+
+def _other_process_reads(path: Path, q: str) -> object:
+    """What another process sees, on a connection it opens and closes (as 'pgknee show' would)."""
+    out = subprocess.run([sys.executable, "-c", "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
+                          "print(db.execute(sys.argv[2]).fetchone()[0]); db.close()", str(path), q],
+                         capture_output=True, text=True, check=True).stdout
+    return out.strip()
+
+
+@pytest.mark.parametrize("second", ["writer", "reader"])
+def test_a_second_store_in_the_process_keeps_the_writers_locks(tmp_path: Path, second: str) -> None:
+    """The sampler's thread opens the store a second time while the run's writer has it open (and
+    a read command may too). Opening it must not read the file outside SQLite: closing that
+    descriptor dropped the writer's POSIX locks, another process's reader then took itself for
+    the last connection and deleted the -wal being written, and no step written after it was
+    visible (or would survive a crash)."""
+    path = tmp_path / "s.db"
+    store = Store(path)
+    w = _run(store, "r1")
+    Store(path, create=second == "reader").close()
+    assert _other_process_reads(path, "SELECT count(*) FROM runs") == "1"
+    assert Path(f"{path}-wal").exists()
+    w.finish_run("completed", None)
+    assert _other_process_reads(path, "SELECT status FROM runs") == "completed"
+    store.close()

@@ -40,6 +40,43 @@ DEFAULT_TIMEOUT_S = 30.0
 # it is gone however pgknee ends)
 MEMORY_COPY_MAX = 64 << 20
 
+# The store files this process has an SQLite connection to, by (device, inode), with how many.
+# Such a file is never opened again outside SQLite (to read its first bytes): closing any
+# descriptor of a file drops every POSIX lock the process holds on it (fcntl semantics), the
+# locks SQLite's connections rely on, and another process's connection then believes itself
+# the last one and deletes the -wal that is still being written (readers see nothing new, a
+# crash loses it). A second connection in the same process is SQLite's own business: it knows.
+_OPEN: dict[tuple[int, int], int] = {}
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _count_open(owner: object, path: Path) -> Any:
+    """Count a connection of this process to `path` until `owner` is closed or collected;
+    returns what uncounts it (once)."""
+    key = _inode(path)
+    if key is None:
+        return lambda: None
+    _OPEN[key] = _OPEN.get(key, 0) + 1
+
+    def closed() -> None:
+        _OPEN[key] -= 1
+        if not _OPEN[key]:
+            del _OPEN[key]
+    return weakref.finalize(owner, closed)
+
+
+def _open_here(path: Path) -> bool:
+    """This process has an SQLite connection to the file already (it was judged then)."""
+    key = _inode(path)
+    return key is not None and key in _OPEN
+
 
 def busy_timeout_s() -> float:
     """How long pgknee waits for another process's lock on the store: $PGKNEE_STORE_TIMEOUT
@@ -79,6 +116,7 @@ class Store:
         if not create and not self.path.exists():
             raise StoreError(f"no collector database at {self.path}",
                              "run 'pgknee run' first, or point --store at the right file")
+        self._copy = False  # an older store read: a migrated copy, not the file
         try:
             self.db = self._open_to_read() if not create else self._open_to_write()
         except sqlite3.Error as e:
@@ -86,6 +124,7 @@ class Store:
         except OSError as e:
             raise StoreError(f"cannot open the collector database {self.path}: {e.strerror}",
                              "check the path and its permissions") from None
+        self._uncount = _count_open(self, self.path) if not self._copy else (lambda: None)
 
     def _open_to_write(self) -> sqlite3.Connection:
         p = self.path
@@ -93,7 +132,7 @@ class Store:
             raise StoreError(f"cannot write the collector database {p}: directory {p.parent} does not exist",
                              "create it or choose another --store")
         _refuse_shared_dir(p)
-        if p.exists():
+        if p.exists() and not _open_here(p):
             _Reader(p, self.timeout_s).peek()  # read-only: a file that is not pgknee's is not touched
             _check_writable(p)
         _private_file(p)
@@ -128,6 +167,7 @@ class Store:
         for a big one) and the copy migrated; the file is not changed."""
         size = sum(f.stat().st_size for f in (self.path, Path(f"{self.path}-wal")) if f.exists())
         dst = sqlite3.connect(":memory:" if size <= MEMORY_COPY_MAX else "", isolation_level=None)
+        self._copy = True
         try:
             src.backup(dst)
         finally:
@@ -141,6 +181,7 @@ class Store:
             finalizer()
         else:
             self.db.close()
+        self._uncount()
 
     # ---- the writer's transaction (store/writer.py writes run data) ----------------------------
     def transaction(self) -> _Tx:
@@ -335,12 +376,13 @@ class _Reader:
 
     def open(self) -> tuple[sqlite3.Connection, Header]:
         p = self.path
-        is_sqlite, application_id = raw_mark(p)  # the file's own bytes first: SQLite has not touched it
-        if not is_sqlite:
-            raise not_a_store(p, "it is not an SQLite file")
-        if application_id not in (0, APPLICATION_ID):
-            raise foreign_mark(p, application_id)
-        self.made_index = not Path(f"{p}-wal").exists()
+        if not _open_here(p):  # the file's own bytes first: SQLite has not touched it
+            is_sqlite, application_id = raw_mark(p)
+            if not is_sqlite:
+                raise not_a_store(p, "it is not an SQLite file")
+            if application_id not in (0, APPLICATION_ID):
+                raise foreign_mark(p, application_id)
+            self.made_index = not Path(f"{p}-wal").exists()
         db = _connect(_uri(p, "ro"), self.timeout_s)
         try:
             header = read_header(db)
