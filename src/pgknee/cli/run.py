@@ -93,6 +93,9 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--max-tries", type=int,
                    help="pgbench tries per transaction on serialization failures and deadlocks (default 3)")
     s.add_argument("--pgbench", metavar="PATH", help="the pgbench to use (default: from PATH)")
+    s.add_argument("--server-wait", metavar="DURATION",
+                   help="how long the sweep waits for a server that went away during a step (a restart, a "
+                        "failover) before it ends, completed steps kept; 0 ends it at once (default 120s)")
 
 
 def _pooler_options(p: argparse.ArgumentParser) -> None:

@@ -230,6 +230,7 @@ class Plan:
     post_s: float = 1.0  # sampled after it ends
     settle_s: float = 3.0  # the longest wait for pg_stat_database to stop moving after a step
     idle_flush_s: float = 11.0  # idle sessions that read the catalogue report to pg_stat_database within 10 s
+    server_wait_s: float = 120.0  # how long the sweep waits for a server that went away during a step
     log_sampling_rate: float = 1.0
     pgbench: str | None = None
     pgbouncer: str | None = None  # the binary for managed pooled variants (default: from PATH)
@@ -274,8 +275,8 @@ class Plan:
             raise UserError("--log-sampling-rate must be in (0, 1]")
         if self.workload.scale <= 0 or not math.isfinite(self.workload.scale):
             raise UserError("--scale must be a positive number")
-        if any(x < 0 for x in (self.pre_s, self.post_s, self.settle_s, self.idle_flush_s)):
-            raise UserError("--pre, --post, --settle and --idle-flush cannot be negative")
+        if any(x < 0 for x in (self.pre_s, self.post_s, self.settle_s, self.idle_flush_s, self.server_wait_s)):
+            raise UserError("--pre, --post, --settle, --idle-flush and --server-wait cannot be negative")
 
     def _check_types(self) -> None:
         """A plan may come from a stored run: numbers must be numbers before they are compared."""
@@ -285,7 +286,7 @@ class Plan:
         if not isinstance(self.clients, tuple) or not all(_whole(c) and c >= 1 for c in self.clients):
             raise UserError("client counts must be whole numbers of at least 1")
         for name in ("noise_pct", "sample_interval_s", "os_interval_s", "pre_s", "post_s", "settle_s", "idle_flush_s",
-                     "log_sampling_rate",
+                     "server_wait_s", "log_sampling_rate",
                      "pooler_interval_s"):
             if not isinstance(getattr(self, name), int | float) or isinstance(getattr(self, name), bool):
                 raise UserError(f"{name} must be a number, got {getattr(self, name)!r}")

@@ -25,8 +25,6 @@ from pgknee.run.ui import UI
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 
-SERVER_WAIT_S = 120.0  # how long a sweep waits for a server that went away during a step
-
 
 def _answers(session: RunSession) -> bool:
     """Whether the server answers pgknee's statistics session (made again if it was lost)."""
@@ -118,6 +116,7 @@ class Sweep:
         """The server went away during a step (a restart, a failover, a crash): start it again if it
         is pgknee's own, wait for it (bounded, saying so), and reconnect pgknee's sessions."""
         session.target.revive(self.ui.say)
+        limit = self.plan.server_wait_s
         t0 = time.monotonic()
         said = 0.0
         while True:
@@ -126,13 +125,13 @@ class Sweep:
                 break
             except (psycopg.Error, PgkneeError) as e:
                 waited = time.monotonic() - t0
-                if waited > SERVER_WAIT_S:
-                    raise TargetError(f"the server did not come back within {SERVER_WAIT_S:.0f} s: "
+                if waited > limit:
+                    raise TargetError(f"the server did not come back within {limit:.0f} s: "
                                       f"{str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
                                       "check the server; completed steps are kept ('pgknee run --resume' goes on)") \
                         from None
                 if waited >= said:
-                    self.ui.say(f"waiting for the server to come back ({waited:.0f} s of {SERVER_WAIT_S:.0f})")
+                    self.ui.say(f"waiting for the server to come back ({waited:.0f} s of {limit:.0f})")
                     said += 10.0
                 time.sleep(1.0)
         if session.activity is not None:
