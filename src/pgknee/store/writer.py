@@ -229,6 +229,7 @@ class RunWriter:
             for step_id, _, st in steps:
                 if st != "completed":
                     self._each("clear_step", {"step_id": step_id})
+                    self._each("clear_step_samples", {"step_id": step_id, "samples_from": None})
                     self._each("remove_step", {"step_id": step_id})
             kept = [c for _, c, st in steps if st == "completed"]
             old = json.loads(b.plan_json) if b.plan_json else {}
@@ -371,9 +372,11 @@ class RunWriter:
             if (variant, clients, rep) != (step["variant"], step["clients"], step["rep"]):
                 raise UserError(f"step {step['seq']} of run {self.run_id} in {self.store.path} is another step than "
                                 "the side file's", "give --store the store the side file came from")
+            self._each("clear_step", {"step_id": step_id})
             act = result.activity
             first = min((row[0] for row in act.snapshots), default=None) if act is not None else None
-            self._each("clear_step_results", {"step_id": step_id, "samples_from": first})
+            if first is not None:  # the side file's samples replace those from its first on
+                self._each("clear_step_samples", {"step_id": step_id, "samples_from": first})
         self._step_rows(replace(result, step_id=step_id))
         return f"step {step['seq']} (c{step['clients']} rep {step['rep']}) of run {self.run_id} stored in " \
                f"{self.store.path}"

@@ -1,5 +1,6 @@
--- every row a step's measurement left (a step whose results are imported again, or one of a
--- failed --extend that did not complete); the step's own row stays (remove_step.sql removes it)
+-- every row of a step's measurement but its pg_stat_activity samples (clear_step_samples.sql),
+-- before a side file's import writes them again or a failed --extend removes the step; the
+-- step's own row stays (remove_step.sql removes it)
 DELETE FROM step_scripts WHERE step_id = :step_id;
 DELETE FROM step_failures WHERE step_id = :step_id;
 DELETE FROM step_progress WHERE step_id = :step_id;
@@ -7,6 +8,4 @@ DELETE FROM step_pg_stat_database WHERE step_id = :step_id;
 DELETE FROM step_facts WHERE step_id = :step_id;
 DELETE FROM step_pooler WHERE step_id = :step_id;
 DELETE FROM pooler_samples WHERE step_id = :step_id;
-DELETE FROM snapshots WHERE step_id = :step_id;
-DELETE FROM snap_pg_stat_activity WHERE _step_id = :step_id;
 DELETE FROM os_samples WHERE step_id = :step_id;
