@@ -16,6 +16,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -202,6 +203,30 @@ def signals(handler: Handler, which: tuple[int, ...] = STOP_SIGNALS) -> Iterator
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def deferred(which: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
+    """The stop signals held while a block that must not be cut in half runs (a step's results
+    being written, or put in a side file). When it ends, the first signal that came is handled as
+    it would have been; if the block failed, its error ends the run and says more (where the step
+    went), so the signal has nothing left to add. Outside the main thread the block just runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = {s: signal.signal(s, lambda signum, _frame: got.append(signum)) for s in which}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if got:
+        handler = old[got[0]]
+        if callable(handler):
+            handler(got[0], None)
+        elif handler == signal.SIG_DFL:
+            os.kill(os.getpid(), got[0])
 
 
 def wait_until(predicate: Callable[[], object], *, timeout: float, interval: float = 0.05) -> bool:

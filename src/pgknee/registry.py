@@ -242,8 +242,9 @@ def clean_up(entry: dict[str, Any], reason: str) -> list[str]:
         if os.path.basename(d).startswith("pgknee-") and os.path.isdir(d):
             shutil.rmtree(d, ignore_errors=True)
             done.append(f"removed {d}")
+    owner = f"{entry.get('host')}:{entry.get('pid')}:{entry.get('start')}"  # as the store's writer spells it
     for store, run_id in entry.get("runs", []):
-        if mark_abandoned(store, run_id, reason):
+        if mark_abandoned(store, run_id, reason, owner):
             done.append(f"marked run {run_id} in {store} abandoned")
     return done
 
@@ -271,8 +272,9 @@ def stop_process(pid: int, first: int, *, group: bool, start: str | None = None,
             time.sleep(0.1)
 
 
-def mark_abandoned(store: str, run_id: str, reason: str) -> bool:
-    """A run still 'running' whose pgknee is gone: 'abandoned', its unfinished steps interrupted."""
+def mark_abandoned(store: str, run_id: str, reason: str, owner: str) -> bool:
+    """A run still 'running' whose pgknee (`owner`) is gone: 'abandoned', its unfinished steps
+    interrupted. A run another pgknee took over meanwhile (--resume) is left to it."""
     if not os.path.isfile(store):
         return False
     sql = resources.files("pgknee") / "store" / "sql"  # the store's own statements, read without loading it
@@ -280,8 +282,9 @@ def mark_abandoned(store: str, run_id: str, reason: str) -> bool:
         with contextlib.closing(sqlite3.connect(store, timeout=10, isolation_level=None)) as db:
             db.execute("BEGIN IMMEDIATE")
             cur = db.execute((sql / "abandon_run.sql").read_text(), {"run_id": run_id, "reason": reason,
-                                                                     "at": now_iso()})
-            db.execute((sql / "abandon_steps.sql").read_text(), {"run_id": run_id, "reason": reason})
+                                                                     "at": now_iso(), "owner": owner})
+            if cur.rowcount > 0:
+                db.execute((sql / "abandon_steps.sql").read_text(), {"run_id": run_id, "reason": reason})
             db.execute("COMMIT")
             return cur.rowcount > 0
     except sqlite3.Error:

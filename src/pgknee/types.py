@@ -284,3 +284,16 @@ class StepResult:
     os_rows: tuple[Row, ...]
     facts: dict[str, float]
     pooler: PoolerResult | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reopening:
+    """A stored run that --extend or --resume reopens: its id, the plan it runs under (for
+    --extend, the stored one with the new client counts), and what pgknee read of it when it
+    worked out the steps to run (its plan, its completed steps). The run is claimed only if it
+    is still as read: another pgknee may have extended or resumed it meanwhile."""
+
+    run_id: str
+    plan: dict[str, Any]
+    read_plan: dict[str, Any]
+    read_completed: int

@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 import socket
 import sqlite3
 import stat
@@ -16,13 +17,14 @@ from typing import Any
 
 import pytest
 
+from pgknee import proc, registry
 from pgknee.analyze.run import build
 from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
+from pgknee.store import claims, sidefile
 from pgknee.store import db as db_mod
-from pgknee.store import sidefile
 from pgknee.store import writer as writer_mod
 from pgknee.store.db import SCHEMA_VERSION, Store, load_run
 from pgknee.store.migrate import APPLICATION_ID, migrations, split_sql
@@ -34,6 +36,7 @@ from pgknee.types import (
     PgbenchSummary,
     PoolerResult,
     ProgressPoint,
+    Reopening,
     RunData,
     ScriptResult,
     StepMeasurement,
@@ -728,10 +731,16 @@ def _dump(store: Store, run_id: str) -> dict[str, Any]:
 EXTENDED = {"clients": [2, 4, 8, 16], "reps": 1}
 
 
+def _reading(store: Store, plan: dict[str, Any], run_id: str = "r") -> Reopening:
+    """The run reopened as the CLI does it: under `plan`, as it reads now."""
+    done = store.db.execute("SELECT count(*) FROM steps WHERE run_id = ? AND status = 'completed'", (run_id,))
+    return Reopening(run_id, plan, store.resolve_run(run_id).plan, done.fetchone()[0])
+
+
 def _extension(store: Store) -> RunWriter:
     """--extend r --clients 8,16 under way: its session's environment and commands written."""
     x = RunWriter(store, "r")
-    assert x.extend_run(plan=EXTENDED, more_steps=2) == 2
+    assert x.extend_run(_reading(store, EXTENDED), more_steps=2) == 2
     x.set_environment({"host.cpus": "8", "extended.20250101-000000": "clients 8,16 added on a new embedded server"})
     x.add_command(None, "pgknee", ["pgknee", "run", "--extend", "r", "--clients", "8,16"])
     return x
@@ -773,7 +782,7 @@ def test_a_failed_extension_keeps_the_steps_it_completed(store: Store) -> None:
     was = before["runs"][0]
     assert (run.status, run.status_reason, run.finished_at) == (was[3], was[4], was[2]) == ("completed", None,
                                                                                             run.finished_at)
-    assert (run.plan["clients"], run.steps_planned, run.owner) == ([2, 4, 8], 3, writer_mod.owner())
+    assert (run.plan["clients"], run.steps_planned, run.owner) == ([2, 4, 8], 3, claims.owner())
     assert [(s.seq, s.clients, s.status) for s in store.steps("r")] == [(1, 2, "completed"), (2, 4, "completed"),
                                                                          (3, 8, "completed")]
     assert [c[1:] for c in store.commands("r")] == [("pgknee", ["pgknee", "run", "--clients", "2,4"]),
@@ -795,7 +804,7 @@ def test_a_run_held_by_a_live_pgknee_is_not_reopened(store: Store) -> None:
     again = RunWriter(store, "r")
     for more in (1, 0):  # --extend, --resume
         with pytest.raises(StoreBusy) as ei:
-            again.extend_run(plan=EXTENDED, more_steps=more)
+            again.extend_run(_reading(store, EXTENDED), more_steps=more)
         assert ei.value.message == f"run r is being written by another pgknee (pid {os.getpid()} on " \
                                    f"{socket.gethostname()})"
         assert ei.value.exit_code == 7
@@ -810,10 +819,10 @@ def test_a_run_left_running_by_a_dead_pgknee_is_taken_over_by_resume(store: Stor
     gone = f"{socket.gethostname()}:{int(dead.stdout)}:1"  # a pgknee that has exited
     store.db.execute("UPDATE runs SET status = 'running', owner = ? WHERE run_id = 'r'", (gone,))
     with pytest.raises(UserError, match="was left 'running' by a pgknee that is gone: it cannot be extended"):
-        RunWriter(store, "r").extend_run(plan=EXTENDED, more_steps=2)
+        RunWriter(store, "r").extend_run(_reading(store, EXTENDED), more_steps=2)
     resumed = RunWriter(store, "r")
-    assert resumed.extend_run(plan={"clients": [2, 4], "reps": 1}, more_steps=0) == 2
-    assert store.resolve_run("r").owner == writer_mod.owner()
+    assert resumed.extend_run(_reading(store, {"clients": [2, 4], "reps": 1}), more_steps=0) == 2
+    assert store.resolve_run("r").owner == claims.owner()
 
 
 # ---- a thread's exception --------------------------------------------------------------------------
@@ -862,3 +871,87 @@ def test_a_second_store_in_the_process_keeps_the_writers_locks(tmp_path: Path, s
     w.finish_run("completed", None)
     assert _other_process_reads(path, "SELECT status FROM runs") == "completed"
     store.close()
+
+
+def _signal_during_a_held_lock(path: Path, hold_s: float) -> sqlite3.Connection:
+    """Another connection holds the store's write lock for `hold_s` (0: until closed), and a
+    SIGINT reaches this process 0.2 s into the wait."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    if hold_s:
+        threading.Timer(hold_s, holder.close).start()
+    return holder
+
+
+def test_ctrl_c_while_a_step_is_written_waits_for_the_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            clock: None) -> None:
+    """The step is measured: a Ctrl-C that comes while its results wait for the store's lock is
+    handled once they are written (before, it cut the transaction and the step was lost)."""
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "5")
+    path = tmp_path / "s.db"
+    s = Store(path)
+    w = _run(s, "r", steps=1)
+    sid = _step(w, 1, 2)
+    _signal_during_a_held_lock(path, 0.8)
+    with pytest.raises(Interrupted, match="SIGINT"), \
+            proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))), proc.deferred():
+        w.write_step(_full_result(sid))
+    assert s.db.execute("SELECT status, transactions FROM steps WHERE step_id = ?", (sid,)).fetchone() \
+        == ("completed", _full_result(sid).measurement.transactions)  # type: ignore[union-attr]  # it has one
+    assert not list(tmp_path.glob("*.json"))
+    s.close()
+
+
+def test_ctrl_c_while_a_step_goes_to_a_side_file_leaves_the_line_that_names_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: None) -> None:
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.5")
+    path = tmp_path / "s.db"
+    s = Store(path)
+    w = _run(s, "r", steps=1)
+    sid = _step(w, 1, 2)
+    holder = _signal_during_a_held_lock(path, 0)
+    with pytest.raises(StoreBusy, match="step 1's results are kept in"), \
+            proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))), proc.deferred():
+        w.write_step(_full_result(sid))
+    holder.close()
+    doc = sidefile.read(tmp_path / "s.db.r.step-1.json")
+    assert doc["result"]["measurement"]["transactions"] == _full_result(sid).measurement.transactions  # type: ignore[union-attr]  # it has one
+    s.close()
+
+
+def test_a_dead_pgknees_cleanup_leaves_a_run_another_pgknee_took_over(tmp_path: Path) -> None:
+    """pgknee A died; while its watchdog still stops A's server, pgknee B resumes the run (and
+    becomes its owner). A's cleanup must not mark B's live run abandoned, nor B's running step."""
+    path = tmp_path / "s.db"
+    s = Store(path)
+    w = _run(s, "r", steps=1)
+    _step(w, 1, 2)
+    dead = f"{socket.gethostname()}:1:1"
+    assert not registry.mark_abandoned(str(path), "r", "pgknee (pid 1) died", dead)
+    assert s.db.execute("SELECT status FROM runs").fetchone() == ("running",)
+    assert s.db.execute("SELECT status FROM steps").fetchone() == ("running",)
+    assert registry.mark_abandoned(str(path), "r", "pgknee died", claims.owner())  # its own owner's: marked
+    assert s.db.execute("SELECT status FROM runs").fetchone() == ("abandoned",)
+    assert s.db.execute("SELECT status FROM steps").fetchone() == ("interrupted",)
+    s.close()
+
+
+def test_a_run_that_changed_since_it_was_read_is_not_reopened(store: Store) -> None:
+    """Two --extend (or --resume) of one run started together: the second read the run before the
+    first claimed it. When it claims the run in turn, the run is no longer as it read it (another
+    plan, more completed steps): it is refused rather than writing its stale plan over the first's
+    or running again the steps the first ran."""
+    _extendable(store)
+    read_before = _reading(store, EXTENDED)  # B reads the run
+    first = _extension(store)  # A claims it, runs a step, and ends
+    sid = _step(first, 3, 8)
+    first.write_step(_full_result(sid))
+    first.end_run("completed", None)
+    for more in (2, 0):
+        with pytest.raises(StoreBusy) as ei:
+            RunWriter(store, "r").extend_run(read_before, more_steps=more)
+        assert ei.value.one_line() == ("run r changed since pgknee read it: another pgknee extended or resumed it "
+                                       "meanwhile (run the command again: it reads the run as it is now)")
+        assert ei.value.exit_code == 7
+    assert json.loads(store.db.execute("SELECT plan_json FROM runs").fetchone()[0]) == EXTENDED

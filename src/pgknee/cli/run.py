@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pgknee.plan import Plan, PlanFile
     from pgknee.run import Prepared
     from pgknee.store.db import Store
+    from pgknee.types import Reopening
 
 
 def add_parser(sub: Any) -> None:
@@ -184,7 +185,7 @@ def _run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]] | None, PlanFile | None,
+def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile | None,
                                              Counter[tuple[str, int, int]] | None]:
     """The plan: a stored run's (--extend, --resume: and which of its steps to run), or a plan
     file's or a scenario's with the flags on top."""
@@ -201,7 +202,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]] | 
 
 
 def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepared,
-           extend: tuple[str, dict[str, Any]] | None, extra_env: dict[str, str], new_store: bool,
+           extend: Reopening | None, extra_env: dict[str, str], new_store: bool,
            only: Counter[tuple[str, int, int]] | None) -> str:
     """The run, with progress; however it ends, the user learns how (and gets the report of what
     exists, when one was asked for)."""

@@ -19,6 +19,7 @@ from pgknee.errors import UserError
 from pgknee.plan import DEFAULTS, Plan, PlanFile, load_plan_file, plan_from_values
 from pgknee.scenarios import SMALL_MACHINE_CPUS
 from pgknee.scenarios import find as find_scenario
+from pgknee.types import Reopening
 
 FLAG_KEYS = tuple(DEFAULTS)
 
@@ -100,14 +101,14 @@ def _safe_redact(dsn: str) -> str:
         return "<unparseable DSN>"
 
 
-def extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]]]:
+def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     """pgknee run --extend RUN_ID: the stored run's plan, at the counts its recommendation
     proposes (or --clients), to be added to the same run."""
     from pgknee.analyze.recommend import recommend
     from pgknee.analyze.run import build
     from pgknee.plan import parse_clients, plan_from_stored
+    from pgknee.store.claims import refusal_for
     from pgknee.store.db import Store, load_run
-    from pgknee.store.writer import refusal_for
 
     others = [k for k in FLAG_KEYS if k not in ("clients", "dsn", *_EXTEND_BINARIES)
               and getattr(args, k, None) is not None]
@@ -139,20 +140,20 @@ def extension(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]
                             binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
     _same_scripts(plan, view.data.env)
     merged = {**stored, "clients": [*stored.get("clients", ()), *clients]}
-    return plan, (run.run_id, merged)
+    return plan, Reopening(run.run_id, merged, stored, sum(s.status == "completed" for s in view.data.steps))
 
 
 _EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer")
 
 
-def resumption(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any]], Counter[tuple[str, int, int]]]:
+def resumption(args: argparse.Namespace) -> tuple[Plan, Reopening, Counter[tuple[str, int, int]]]:
     """pgknee run --resume RUN_ID: the steps of a stored run's plan that did not complete (it was
     interrupted, failed, or its pgknee died), run with the stored plan, checked again, into the
     same run; returns the plan, the run, and which (variant, clients, repetition) to run."""
     from pgknee.plan import plan_from_stored
     from pgknee.run.schedule import schedule
+    from pgknee.store.claims import refusal_for
     from pgknee.store.db import Store, load_run
-    from pgknee.store.writer import refusal_for
 
     others = [k for k in FLAG_KEYS if k not in ("dsn", *_EXTEND_BINARIES) and getattr(args, k, None) is not None]
     if args.plan or args.scenario or args.extend or others:
@@ -176,7 +177,7 @@ def resumption(args: argparse.Namespace) -> tuple[Plan, tuple[str, dict[str, Any
     if not todo:
         raise UserError(f"every step of run {run.run_id} completed: there is nothing to resume",
                         f"pgknee run --extend {run.run_id} runs more client counts")
-    return plan, (run.run_id, stored), todo
+    return plan, Reopening(run.run_id, stored, stored, sum(s.status == "completed" for s in data.steps)), todo
 
 
 def _same_scripts(plan: Plan, env: dict[str, str]) -> None:

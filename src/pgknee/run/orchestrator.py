@@ -9,7 +9,6 @@ import contextlib
 import signal
 import time
 from collections import Counter
-from typing import Any
 
 import psycopg
 
@@ -24,6 +23,7 @@ from pgknee.run.step import ends_the_run, finished_line, run_step
 from pgknee.run.ui import UI
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
+from pgknee.types import Reopening
 
 
 def _answers(session: RunSession) -> bool:
@@ -36,16 +36,15 @@ def _answers(session: RunSession) -> bool:
 
 
 class Sweep:
-    """One run of a plan into a store. `extend`: (a stored run's id, its plan with the new client
-    counts added), for pgknee run --extend."""
+    """One run of a plan into a store. `extend`: a stored run reopened (pgknee run --extend, or
+    --resume with `only`, the steps still to run)."""
 
     def __init__(self, plan: Plan, store: Store, ui: UI, prepared: Prepared, *, argv: list[str] | None = None,
-                 extend: tuple[str, dict[str, Any]] | None = None, extra_env: dict[str, str] | None = None,
+                 extend: Reopening | None = None, extra_env: dict[str, str] | None = None,
                  only: Counter[tuple[str, int, int]] | None = None) -> None:
         self.plan, self.store, self.ui, self.prepared = plan, store, ui, prepared
-        self.run_id = extend[0] if extend is not None else new_run_id()
-        self.record = RunRecordPlan(self.run_id, argv or [], extra_env or {},
-                                    extend[1] if extend is not None else None, resume=only is not None)
+        self.run_id = extend.run_id if extend is not None else new_run_id()
+        self.record = RunRecordPlan(self.run_id, argv or [], extra_env or {}, extend, resume=only is not None)
         self.kept_message: str | None = None  # how to use and stop a server kept with --keep
         self.only = only  # --resume: the (variant, clients, repetition) still to run
 
@@ -102,7 +101,8 @@ class Sweep:
         several = len(self.plan.variants) > 1
         for i, spec in enumerate(steps, 1):
             result = run_step(session, spec, i, len(steps))
-            session.writer.write_step(result)
+            with proc.deferred():  # a Ctrl-C now would lose the measured step: it waits for the write
+                session.writer.write_step(result)
             self.ui.step_finished(finished_line(spec, result, several))
             if result.facts.get(StepFact.SERVER_RESTARTED) or not _answers(session):
                 self._recover(session)  # the step failed with the reason; the sweep goes on

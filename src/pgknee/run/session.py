@@ -31,6 +31,7 @@ from pgknee.run.ui import UI
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 from pgknee.targets import Target, open_target
+from pgknee.types import Reopening
 from pgknee.workloads import Script
 
 
@@ -57,12 +58,12 @@ class RunSession:
 
 @dataclass(frozen=True)
 class RunRecordPlan:
-    """How the run's row is made: a new run, or a stored one extended (its id and merged plan)."""
+    """How the run's row is made: a new run, or a stored one reopened (--extend, --resume)."""
 
     run_id: str
     argv: list[str]
     extra_env: dict[str, str]
-    extend_plan: dict[str, object] | None = None
+    reopening: Reopening | None = None
     resume: bool = False  # the stored plan's own steps that did not complete (planned already)
 
 
@@ -133,16 +134,16 @@ def _install(plan: Plan, prepared: Prepared, target: Target, conn: psycopg.Conne
 
 def _record_run(plan: Plan, writer: RunWriter, record: RunRecordPlan, target: Target, prepared: Prepared,
                 steps: list[StepSpec]) -> list[StepSpec]:
-    if record.extend_plan is None:
+    if record.reopening is None:
         writer.create_run(workload=prepared.workload.name, target_kind=target.kind,
                           target_label=target.endpoint.label, plan=plan.to_dict(), steps_planned=len(steps))
         return steps
-    last = writer.extend_run(plan=record.extend_plan, more_steps=0 if record.resume else len(steps))
+    last = writer.extend_run(record.reopening, more_steps=0 if record.resume else len(steps))
     return [dataclasses.replace(s, seq=last + i) for i, s in enumerate(steps, 1)]
 
 
 def _extension_note(plan: Plan, record: RunRecordPlan, target: Target) -> dict[str, str]:
-    if record.extend_plan is None:
+    if record.reopening is None:
         return {}
     where = "embedded server" if target.created_by_pgknee else f"session to {target.endpoint.label}"
     what = "the steps that had not completed resumed" if record.resume else \

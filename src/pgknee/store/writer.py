@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import sqlite3
 import sys
 import weakref
@@ -28,10 +27,11 @@ from pgknee.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserErr
 from pgknee.keys import StepFact
 from pgknee.registry import is_alive, start_time
 from pgknee.store import sidefile
+from pgknee.store.claims import claim_refusal, owner, owner_alive
 from pgknee.store.db import Store
 from pgknee.store.migrate import split_sql
 from pgknee.store.sql import load
-from pgknee.types import LatencyStats, ProgressPoint, Row, RunRecord, StepMeasurement, StepResult
+from pgknee.types import LatencyStats, ProgressPoint, Reopening, Row, StepMeasurement, StepResult
 
 RESERVE_BYTES = 256 << 10  # room kept on the store's disk for how a run ends
 
@@ -93,16 +93,19 @@ class RunWriter:
         self.recorded = True
         self._keep_room()
 
-    def extend_run(self, *, plan: dict[str, Any], more_steps: int) -> int:
+    def extend_run(self, reopening: Reopening, *, more_steps: int) -> int:
         """Reopen the stored run for more steps (pgknee run --extend; --resume runs the steps it
         did not complete, more_steps 0); returns its last seq. The run is claimed in one write
-        transaction: refused while another pgknee that is alive writes it (StoreBusy)."""
+        transaction: refused while another pgknee that is alive writes it, or if it changed since
+        it was read (another pgknee extended or resumed it meanwhile) (StoreBusy)."""
+        plan = reopening.plan
         with self._writing("reopening the run"), self.store.transaction():
             row = self.db.execute(load("run_state"), {"run_id": self.run_id}).fetchone()
             if row is None:
                 raise StoreError(f"run {self.run_id} is no longer in {self.store.path}", "list the runs with "
                                  "'pgknee runs'")
-            refusal = claim_refusal(self.run_id, row[0], row[5], resume=more_steps == 0)
+            refusal = claim_refusal(self.run_id, row[0], row[5], resume=more_steps == 0) or self._changed(reopening,
+                                                                                                          row[3])
             if refusal is not None:
                 raise refusal
             if more_steps:
@@ -118,6 +121,14 @@ class RunWriter:
         self.recorded = True
         self._keep_room()
         return int(last[0]) if last else 0
+
+    def _changed(self, reopening: Reopening, plan_json: str | None) -> StoreBusy | None:
+        """The run is no longer as pgknee read it: its plan or its completed steps changed."""
+        completed = self.db.execute(load("completed_steps"), {"run_id": self.run_id}).fetchone()[0]
+        if json.loads(plan_json or "{}") == reopening.read_plan and completed == reopening.read_completed:
+            return None
+        return StoreBusy(f"run {self.run_id} changed since pgknee read it: another pgknee extended or resumed it "
+                         "meanwhile", "run the command again: it reads the run as it is now")
 
     def _keep_room(self) -> None:
         """Room on the store's disk for how the run ends: a file of RESERVE_BYTES beside the store
@@ -388,45 +399,6 @@ class RunWriter:
             return f"run {self.run_id} is marked '{status}' already: the side file's end of it is left out"
         self._finish(end["status"], end["reason"], end["finished_at"])
         return f"run {self.run_id} marked '{end['status']}': {end['reason']}"
-
-
-# ---- who holds a run ---------------------------------------------------------------------------------
-def owner() -> str:
-    """Which pgknee writes a run: host, pid and the pid's start time (a later process with the
-    same pid is not it)."""
-    me = os.getpid()
-    return f"{socket.gethostname()}:{me}:{start_time(me)}"
-
-
-def owner_alive(text: str | None) -> tuple[str, int] | None:
-    """(host, pid) of the pgknee a run's owner names when it may be alive: it runs on this host
-    (pid and start time match), or on another host, where pgknee cannot tell."""
-    parts = (text or "").rsplit(":", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
-        return None  # a run written before pgknee recorded owners
-    host, pid = parts[0], int(parts[1])
-    if host != socket.gethostname() or is_alive(pid, parts[2] if parts[2] != "None" else None):
-        return host, pid
-    return None
-
-
-def claim_refusal(run_id: str, status: str, run_owner: str | None, *, resume: bool) -> PgkneeError | None:
-    """Why another pgknee may not reopen a run now, or None: a pgknee that is alive writes it;
-    or (--extend) it was left 'running' by one that is gone (--resume takes such a run over)."""
-    if status != "running":
-        return None
-    holder = owner_alive(run_owner)
-    if holder is not None:
-        return StoreBusy(f"run {run_id} is being written by another pgknee (pid {holder[1]} on {holder[0]})",
-                         "wait until it ends ('pgknee runs' shows the run's status), or stop that pgknee first")
-    if resume:
-        return None
-    return UserError(f"run {run_id} was left 'running' by a pgknee that is gone: it cannot be extended as it is",
-                     f"'pgknee run --resume {run_id}' runs its missing steps first")
-
-
-def refusal_for(run: RunRecord, *, resume: bool) -> PgkneeError | None:
-    return claim_refusal(run.run_id, run.status, run.owner, resume=resume)
 
 
 def _describe(e: BaseException) -> str:
