@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +26,7 @@ from .conftest import (
     sql,
     start,
     tmp_pgknee_dirs,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -150,3 +153,27 @@ def test_an_older_store_is_read_as_it_is_and_upgraded_on_request(measured: tuple
     assert (up.code, up.out, up.err) == (0, f"{old}: upgraded from format 7 to 8\n", "")
     assert sql(old, "PRAGMA user_version") == [(8,)] and sql(old, "PRAGMA application_id") == [(0x70676B6E,)]
     assert sql(old, "SELECT owner FROM runs") == [(None,)]
+
+
+def test_a_refused_run_leaves_a_new_store_another_pgknee_opened_meanwhile(tmp_path: Path, state: Path) -> None:
+    """Two pgknee started on one new store: the one refused before its run began removes the
+    store it made, unless another process has it open by then (that one's run would be lost)."""
+    store = tmp_path / "n.db"
+    p = start("run", "--clients", "500", "--duration", "1s", "--store", str(store), state=state, cwd=tmp_path)
+    assert wait_for(lambda: store.exists() and store.stat().st_size > 0, 60), "the store was never made"
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time; db = sqlite3.connect(sys.argv[1]); "
+                               "db.execute('SELECT count(*) FROM runs').fetchone(); print('open', flush=True); "
+                               "time.sleep(60)", str(store)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 3 and "--set max_connections=" in err, err
+        assert store.exists()  # the other process's store is left to it
+        assert sql(store, "SELECT count(*) FROM runs") == [(0,)]
+    finally:
+        holder.kill()
+        holder.communicate()
+    # alone, the same refusal removes the store it made
+    alone = tmp_path / "m.db"
+    r = run("run", "--clients", "500", "--duration", "1s", "--store", str(alone), state=state, cwd=tmp_path)
+    assert r.code == 3 and not alone.exists() and not Path(f"{alone}-wal").exists()

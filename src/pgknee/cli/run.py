@@ -226,10 +226,13 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
         _partial_report(args, store, sweep.run_id, ui.say)
         raise
     except PgkneeError:
-        if new_store and not store.runs():  # refused before a run began (the server too small, ...)
+        if new_store and store.created and not store.runs():  # refused before a run began (the server too small)
             store.close()
-            for suffix in ("", "-wal", "-shm"):
-                Path(args.store + suffix).unlink(missing_ok=True)
+            # SQLite removes the -wal when the last connection closes: if it is still there, another
+            # pgknee started on the same new store has it open, and it is that pgknee's now
+            if not Path(args.store + "-wal").exists():
+                for suffix in ("", "-shm"):
+                    Path(args.store + suffix).unlink(missing_ok=True)
         else:
             _partial_report(args, store, sweep.run_id, ui.say)
         raise

@@ -111,6 +111,7 @@ class Store:
         command's, opened read-only and never changed."""
         self.path = Path(path)
         self.readonly = not create
+        self.created = False  # this process made the file (a run refused before it began removes it)
         self.migrated_from: int | None = None  # the format the store (or the copy read) had
         self.timeout_s = busy_timeout_s()
         if not create and not self.path.exists():
@@ -135,7 +136,7 @@ class Store:
         if p.exists() and not _open_here(p):
             _Reader(p, self.timeout_s).peek()  # read-only: a file that is not pgknee's is not touched
             _check_writable(p)
-        _private_file(p)
+        self.created = _private_file(p)
         db = _connect(_uri(p, "rw"), self.timeout_s)
         try:
             judge(read_header(db), p)  # again: another pgknee may have made it meanwhile
@@ -312,14 +313,14 @@ def _refuse_shared_dir(path: Path) -> None:
                          "give --store a path in a directory only root can write")
 
 
-def _private_file(path: Path) -> None:
+def _private_file(path: Path) -> bool:
     """The store is the user's alone (0600; SQLite gives its -wal and -shm the same mode): it
     holds query texts and the server's settings. A new one is created so, never through a link;
-    an existing one of the user's is made so."""
+    an existing one of the user's is made so. Returns whether it was made here."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         os.close(fd)
-        return
+        return True
     except FileExistsError:
         pass
     except OSError as e:
@@ -331,6 +332,7 @@ def _private_file(path: Path) -> None:
             with contextlib.suppress(OSError):
                 if p.exists() and not p.is_symlink():
                     os.chmod(p, 0o600)
+    return False
 
 
 def _marks(seq: Sequence[Any]) -> str:
