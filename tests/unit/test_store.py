@@ -644,8 +644,14 @@ def test_when_the_run_s_end_cannot_be_written_either_it_is_kept_too(tmp_path: Pa
         w.write_step(_full_result(sid))
     except StoreBusy as e:  # the orchestrator: the run ends with the step's error in flight
         w.end_run("failed", e.message)
+        seen = e.one_line()
     holder.close()
     side = tmp_path / "s.db.r.step-1.json"
+    # the line the user sees names where the step went and where the run's end went
+    assert f"step 1's results are kept in {side}; the store could not take how the run ended either" in seen
+    assert seen.endswith(f"how the run ended is kept in {side} too (let the other pgknee finish ('pgknee runs' lists "
+                         "what runs), or raise PGKNEE_STORE_TIMEOUT (seconds); then load them with 'pgknee store "
+                         f"import {side}')"), seen
     doc = sidefile.read(side)
     assert doc["run_end"]["status"] == "failed"
     assert doc["run_end"]["reason"].endswith(f"(writing step 1); step 1's results are kept in {side}")

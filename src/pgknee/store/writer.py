@@ -206,6 +206,8 @@ class RunWriter:
             kept = self._end_aside(*end, disk_full=isinstance(e, StoreFull))
             if pending is None:
                 raise type(e)(f"{e.message}; {kept}", e.hint) from None
+            if isinstance(pending, PgkneeError):  # the error the user sees says where the end went too
+                pending.message += f"; the store could not take how the run ended either ({e.message}): {kept}"
         if failure is not None:
             raise failure
 
