@@ -153,6 +153,7 @@ class EmbeddedCluster:
         self.kept = False
         self.variant_settings: dict[str, str] = {}
         self._adopted: int | None = None  # a postmaster of this directory someone else started (pg_ctl restart)
+        self._adopted_start: str | None = None  # its start time: a later process with its pid is not it
 
     # ---- lifecycle -------------------------------------------------------------
     def start(self) -> None:
@@ -283,7 +284,7 @@ class EmbeddedCluster:
         if adopted is None:
             return False
         if adopted != self._adopted:
-            self._adopted = adopted
+            self._adopted, self._adopted_start = adopted, registry.start_time(adopted)
             registry.current().child("postgres", adopted, "fast")
             say(f"the embedded server was restarted by someone else (postmaster {adopted}): pgknee stops it at the "
                 "end")
@@ -304,10 +305,12 @@ class EmbeddedCluster:
     def _stop_server(self) -> None:
         if self._adopted is None and (self._proc is None or self._proc.poll() is not None):
             self._adopted = self._postmaster_from_pidfile()  # someone restarted it: it is stopped all the same
+            self._adopted_start = registry.start_time(self._adopted) if self._adopted is not None else None
         if self._adopted is not None:
-            registry.stop_process(self._adopted, signal.SIGINT, group=False)
+            if self._adopted_start is not None:
+                registry.stop_process(self._adopted, signal.SIGINT, group=False, start=self._adopted_start)
             registry.current().forget_child(self._adopted)
-            self._adopted = None
+            self._adopted = self._adopted_start = None
         p = self._proc
         if p is None:
             return
@@ -365,7 +368,7 @@ class EmbeddedCluster:
     def server_pid(self) -> int | None:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc.pid
-        if self._adopted is not None and registry.start_time(self._adopted) is not None:
+        if self._adopted is not None and registry.is_alive(self._adopted, self._adopted_start):
             return self._adopted
         return None
 
