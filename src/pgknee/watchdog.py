@@ -27,7 +27,8 @@ def main(entry_path: str) -> int:
             return 0
         _apply(entry, op, msg)
     with contextlib.suppress(OSError, ValueError):  # the pipe closed without 'done': pgknee is gone
-        entry["pid"] = json.loads(Path(entry_path).read_text()).get("pid", 0)
+        written = json.loads(Path(entry_path).read_text())
+        entry.update({k: written.get(k) for k in ("pid", "host", "start")})  # who it was: its runs' owner
     clean_up(entry, f"pgknee (pid {entry['pid']}) died; its watchdog stopped what it had started")
     Path(entry_path).unlink(missing_ok=True)
     return 0
