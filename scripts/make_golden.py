@@ -2,7 +2,7 @@
 a fresh embedded cluster (initdb'd and started by pgknee, stopped and removed after), so that those
 tests need no server and no minutes of sweeping.
 
-    .venv/bin/python scripts/make_golden.py [--output tests/data/golden.db]
+    .venv/bin/python scripts/make_golden.py [--output tests/data/golden.sql]
 
 Two runs in one store, with fixed, small parameters:
   A: ewallet (scale 0.1), extended protocol, clients 1,2,4, two repetitions, 2 s steps, three
@@ -10,8 +10,9 @@ Two runs in one store, with fixed, small parameters:
   B: the same workload at scale 0.2, clients 1,2,4 once, one variant (a second run to compare A
      with, on a different data size).
 Query texts are not stored (--no-query-text: no analysis reads them, and they are most of the
-size); the store is VACUUMed into 1 KB pages (most of its tables are small) and left in
-rollback-journal mode, one self-contained file.
+size). The store is kept as SQL text (its format and application id first, then SQLite's own
+dump): the tree holds no binary file, a change to it reads in a diff, and the tests build the
+store from it in a few milliseconds (tests/integration/conftest.py, make_golden).
 
 Run it again when the store's format or what a run records changes; the tests read whatever the
 store says (run ids, variants, client counts), not numbers of this particular run."""
@@ -38,7 +39,7 @@ RUNS = [
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--output", type=Path, default=ROOT / "tests" / "data" / "golden.db")
+    p.add_argument("--output", type=Path, default=ROOT / "tests" / "data" / "golden.sql")
     a = p.parse_args()
     # pgknee's directories go here; the server's user (postgres, when this runs as root) must reach it
     work = tempfile.mkdtemp(prefix="pgknee-golden-")
@@ -51,20 +52,19 @@ def main() -> int:
             print("+", " ".join(argv[1:]), flush=True)
             subprocess.run(argv, env=env, cwd=work, check=True)
         db = sqlite3.connect(store, isolation_level=None)
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        db.execute("PRAGMA journal_mode = DELETE")
-        db.execute("PRAGMA page_size = 1024")  # small tables and indexes take a page each
-        db.execute("VACUUM")
         steps = db.execute("SELECT count(*) FROM steps WHERE status = 'completed'").fetchone()[0]
         runs = db.execute("SELECT count(*) FROM runs WHERE status = 'completed'").fetchone()[0]
-        db.close()
         if (runs, steps) != (2, 21):
             print(f"expected 2 completed runs of 21 steps, got {runs} runs and {steps} steps", file=sys.stderr)
             return 1
+        header = [f"PRAGMA {p} = {db.execute(f'PRAGMA {p}').fetchone()[0]};"
+                  for p in ("user_version", "application_id")]
+        text = "\n".join(["-- the golden store (scripts/make_golden.py): two real runs, as SQL text; the tests build "
+                          "it with executescript", *header, *db.iterdump()]) + "\n"
+        db.close()
         a.output.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(store, a.output)
-        os.chmod(a.output, 0o644)
-        print(f"wrote {a.output} ({a.output.stat().st_size // 1024} KB)")
+        a.output.write_text(text)
+        print(f"wrote {a.output} ({len(text) // 1024} KB)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

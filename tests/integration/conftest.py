@@ -53,7 +53,16 @@ os.chmod(RUN_TMP, 0o755)
 COMMAND_ENV = {"NO_COLOR": "1", "TMPDIR": RUN_TMP, "COLUMNS": "140", "LINES": "40"}
 ENV = {**os.environ, **COMMAND_ENV}
 
-GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden.db"
+GOLDEN_SQL = Path(__file__).resolve().parent.parent / "data" / "golden.sql"
+
+
+def make_golden(path: Path) -> Path:
+    """The golden store at `path`, built from its SQL text (tests/data/golden.sql, written by
+    scripts/make_golden.py: text in the tree, not a binary file)."""
+    assert GOLDEN_SQL.is_file(), f"{GOLDEN_SQL} is missing: make it with scripts/make_golden.py"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(GOLDEN_SQL.read_text())
+    return path
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -164,10 +173,7 @@ def golden(tmp_path: Path) -> Path:
     """A copy of the golden store: two runs made by scripts/make_golden.py on fresh embedded
     clusters (run A: direct, managed pgbouncer and idle sessions, clients 1,2,4, two repetitions;
     run B: one variant, a larger data size)."""
-    assert GOLDEN.is_file(), f"{GOLDEN} is missing: make it with scripts/make_golden.py"
-    copy = tmp_path / "golden.db"
-    shutil.copyfile(GOLDEN, copy)
-    return copy
+    return make_golden(tmp_path / "golden.db")
 
 
 def golden_runs(store: Path) -> list[str]:

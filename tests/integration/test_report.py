@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from .conftest import GOLDEN, CliResult, golden_runs, pgknee, sql
+from .conftest import CliResult, golden_runs, make_golden, pgknee, sql
 
 CHROMIUM = "/usr/lib/chromium/chromium"  # the binary itself: /usr/bin/chromium is a shell wrapper
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -46,7 +46,7 @@ def reported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
     three client counts, two repetitions), written by 'pgknee report'."""
     d = tmp_path_factory.mktemp("report")
     store, out = d / "r.db", d / "r.html"
-    shutil.copyfile(GOLDEN, store)
+    make_golden(store)
     r = pgknee("report", golden_runs(store)[0], "--store", str(store), "-o", str(out), cwd=d)
     assert r.code == 0, r.err
     yield store, out, r
