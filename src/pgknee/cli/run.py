@@ -79,7 +79,7 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--duration",
                    help="measured time per step, whole seconds (default 60s); or auto (auto:MAX): each step "
                         "stops once its steady TPS is known within --steady-target, after a warm-up found in "
-                        "its progress, 10 s at least and at most MAX (default 2m)")
+                        "its progress, 20 s at least and at most MAX (default 2m)")
     s.add_argument("--steady-target", metavar="PCT",
                    help="with --duration auto: the half-width of the steady TPS's 95%% interval at which a step "
                         "stops (default 2%%)")

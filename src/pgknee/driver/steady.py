@@ -64,9 +64,11 @@ def mser_truncation(z: np.ndarray) -> int:
     return best_d
 
 
-def steadiness(tps: Sequence[float], *, batch: int = BATCH, min_batches: int = MIN_STEADY_BATCHES) -> Steadiness:
+def steadiness(tps: Sequence[float], *, batch: int = BATCH, min_batches: int = MIN_STEADY_BATCHES,
+               target: float | None = None) -> Steadiness:
     """The progress series (TPS per second, oldest first) judged: warm-up, steady or not, and
-    the steady mean's 95% interval."""
+    the steady mean's 95% interval. With a `target`, a trend counts only when it moved the TPS by
+    more than the target across the steady part (a smaller one cannot change the answer)."""
     z = batch_means(tps, batch)
     if z.size < min_batches:
         return Steadiness(len(tps), 0, False, float(np.mean(tps)) if len(tps) else 0.0, math.inf)
@@ -74,7 +76,11 @@ def steadiness(tps: Sequence[float], *, batch: int = BATCH, min_batches: int = M
     rest = z[d:]
     # a steady part still trending (its batch means' regression slope significant at 5%, in the
     # spirit of Geweke's test of the early against the late part) is not steady yet
-    drifting = rest.size >= 3 and float(stats.linregress(np.arange(rest.size), rest).pvalue) < 0.05
+    drifting = False
+    if rest.size >= 3:
+        fit = stats.linregress(np.arange(rest.size), rest)
+        moved = abs(float(fit.slope)) * (rest.size - 1) / max(float(rest.mean()), 1e-9)
+        drifting = float(fit.pvalue) < 0.05 and (target is None or moved > target)
     mean = float(rest.mean())
     if rest.size < min_batches or mean <= 0:
         return Steadiness(len(tps), d * batch, False, mean, math.inf)
@@ -88,7 +94,7 @@ class SteadyWatch:
     part's interval within `target`, after `min_s`), and keeps the last judgement for the store."""
 
     target: float  # relative half-width, 0.02 = ±2%
-    min_s: int = 10
+    min_s: int = 20
     last: Steadiness | None = None
     steady_at_s: int | None = None  # first second at which the interval was within target
 
@@ -100,7 +106,7 @@ class SteadyWatch:
         self.tps.append(tps)
         if len(self.tps) % BATCH:
             return False
-        self.last = steadiness(self.tps)
+        self.last = steadiness(self.tps, target=self.target)
         if self.last.within(self.target) and len(self.tps) >= self.min_s:
             self.steady_at_s = len(self.tps)
             return True
@@ -108,4 +114,4 @@ class SteadyWatch:
 
     def final(self) -> Steadiness:
         """The judgement over everything pgbench reported (at the step's end)."""
-        return steadiness(self.tps)
+        return steadiness(self.tps, target=self.target)

@@ -237,7 +237,7 @@ class Plan:
     # --duration auto: a step stops once its steady TPS is known within ±steady_pct % (95%), after
     # min_duration_s and at most duration_s; None: every step runs duration_s
     steady_pct: float | None = None
-    min_duration_s: int = 10
+    min_duration_s: int = 20  # four batches of MSER-5 after no warm-up at all
     pgbench: str | None = None
     pgbouncer: str | None = None  # the binary for managed pooled variants (default: from PATH)
     pooler_dsn: str | None = None  # a pgbouncer the user runs (pooled-external variants)
