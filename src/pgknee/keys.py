@@ -99,6 +99,7 @@ class StepFact(StrEnum):
     ACTIVITY_RECONNECTS = "activity.reconnects"
     SERVER_RESTARTED = "server.restarted"  # 1: the server restarted (or failed over) during the step
     LOG_SAMPLING_RATE = "log.sampling_rate"  # the share of transactions pgbench logged for latency
+    PROBE_TPS = "probe.tps"  # the warm-up's TPS before a variant's first step, for the log's sampling rate
     LOG_TRANSACTIONS = "log.transactions"  # how many successful ones the latency figures come from
     BENCH_SECONDS = "bench.seconds"  # pgbench's measured window (a --duration auto step's actual length)
     STEADY_WARMUP_S = "steady.warmup_s"  # leading seconds MSER-5 cut as warm-up

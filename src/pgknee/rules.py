@@ -80,7 +80,7 @@ LATENCY_SAMPLES = round(LATENCY_TAIL / (1 - LATENCY_PERCENTILE / 100))  # 20,000
 def log_sampling_rate(expected_transactions: float | None, wanted: int = LATENCY_SAMPLES) -> float:
     """The share of a step's transactions pgbench logs: all of them when their number is not
     known or not much above `wanted`, else about `wanted` (two significant figures, rounded up)."""
-    if not expected_transactions or expected_transactions <= 2 * wanted:
+    if not expected_transactions or expected_transactions <= 1.25 * wanted:
         return 1.0
     rate = wanted / expected_transactions
     scale: float = 10.0 ** (1 - math.floor(math.log10(rate)))

@@ -6,10 +6,12 @@ orchestrator hands the result to the store writer."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
 import shutil
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ T = TypeVar("T")
 class _Sampled:
     """What the phases around pgbench gathered, before it is judged."""
 
+    run: PgbenchRun  # as it ran (its log's sampling rate chosen after the warm-up)
     execution: Execution
     bench_start: float
     bench_end: float
@@ -64,17 +67,17 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
     s.ui.step_started(index, total, v.name, spec.clients, spec.rep, plan.duration_s + plan.warmup_s)
     # pgbench's own (it writes its logs there): read back with safefs.open_child_file
     step_dir = safefs.make_dir(s.work_dir / f"step-{spec.seq}", owner=s.target.run_as)
+    # its log's sampling rate is settled after the warm-up (which may be what tells the TPS)
     run = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
                       clients=spec.clients, threads=threads, seconds=plan.duration_s, log_prefix=step_dir / "log",
-                      progress=True, log_sampling_rate=_sampling_rate(s, spec))
-    s.writer.add_command(step_id, "bench", run.argv())
+                      progress=True)
     try:
         with contextlib.ExitStack() as stack:
             pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec))
             facts = dict(s.settings_facts)
             holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
             sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts)
-        result = _judge(s, spec, step_id, run, step_dir, sampled)
+        result = _judge(s, spec, step_id, sampled.run, step_dir, sampled)
         if result.status == "completed" and result.measurement is not None and result.measurement.tps > 0:
             s.tps_seen[v.name] = result.measurement.tps
         return result
@@ -84,14 +87,14 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
 
 def _sampling_rate(s: RunSession, spec: StepSpec) -> float:
     """The share of transactions pgbench logs: the user's, or enough for the percentiles
-    (rules.log_sampling_rate) judged from the variant's last step's TPS, halved in case this
-    step's is lower; all of them when there is no such step yet."""
+    (rules.log_sampling_rate) judged from the variant's last TPS (its last step's, or the probe's
+    before its first), less a quarter in case this step's is lower; all when none is known."""
     plan = s.plan
     if plan.log_sampling_rate is not None:
         return plan.log_sampling_rate
     seen = s.tps_seen.get(spec.variant.name)
     shortest = plan.min_duration_s if plan.steady_pct is not None else plan.duration_s
-    return log_sampling_rate(seen * shortest / 2 if seen else None)
+    return log_sampling_rate(seen * shortest * 0.75 if seen else None)
 
 
 def _step_row(s: RunSession, spec: StepSpec, threads: int) -> dict[str, object]:
@@ -208,13 +211,9 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
         s.activity.begin_step(step_id)
     s.os.begin_step()
     time.sleep(plan.pre_s)
-    if plan.warmup_s:
-        _set_phase(s, "warmup", pooled)
-        warm = pgbench_run(plan, s.prepared.pgbench, spec.variant, s.scripts[spec.variant.name],
-                           s.prepared.workload.defines(), clients=spec.clients, threads=run.threads,
-                           seconds=plan.warmup_s, log_prefix=None, progress=False)
-        s.writer.add_command(step_id, "warmup", warm.argv())
-        _run_pgbench(s, warm, env, step_dir, progress=False)
+    _warm_up(s, spec, step_id, run, env, step_dir, pooled, facts)
+    run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
+    s.writer.add_command(step_id, "bench", run.argv())
     q0, r0 = (s.activity.queries_run if s.activity else 0), s.reader.reads
     before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
     _set_phase(s, "bench", pooled)
@@ -232,9 +231,35 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
         time.sleep(rest)
-    return _Sampled(execution, bench_start, bench_end, pgstats.delta(before, after), own,
+    return _Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
                     spec.variant.idle - idle_alive if holder is not None else 0, watch)
+
+
+PROBE_S = 3  # an unmeasured run before a variant's first step, for its TPS (the log's sampling rate)
+PROBE_MIN_STEP_S = 20  # below this a step's full log costs less than the probe would
+
+
+def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: dict[str, str], step_dir: Path,
+             pooled: StepPooler | None, facts: dict[str, float]) -> None:
+    """The unmeasured run before the bench: the plan's warm-up, or a short probe when the log's
+    sampling rate needs a TPS and none is known yet (the variant's first step, if it is long enough
+    for the log to matter). Its progress tells the TPS."""
+    plan, v = s.plan, spec.variant
+    probe = (plan.log_sampling_rate is None and v.name not in s.tps_seen
+             and (plan.steady_pct is not None or plan.duration_s >= PROBE_MIN_STEP_S))
+    seconds = plan.warmup_s or (PROBE_S if probe else 0)
+    if not seconds:
+        return
+    _set_phase(s, "warmup", pooled)
+    warm = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
+                       clients=spec.clients, threads=run.threads, seconds=seconds, log_prefix=None, progress=probe)
+    s.writer.add_command(step_id, "warmup", warm.argv())
+    ex = _run_pgbench(s, warm, env, step_dir, progress=False)
+    rates = [p.tps for p in ex.progress[1:] if p.tps > 0] or [p.tps for p in ex.progress if p.tps > 0]
+    if probe and rates:
+        s.tps_seen[v.name] = statistics.median(rates)
+        facts[StepFact.PROBE_TPS] = s.tps_seen[v.name]
 
 
 def _statistics(s: RunSession, facts: dict[str, float], *, settle: bool) -> dict[str, float]:
