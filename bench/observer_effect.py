@@ -15,13 +15,20 @@ Two figures per client count:
   pgknee's statistics and sampling queries (pg_stat_statements): less noisy, and it explains
   the ratio.
 
-    .venv/bin/python bench/observer_effect.py [--factors 2,4] [--seconds 10] [--min-pairs 6]
-                                              [--max-pairs 30] [--target 2%] [--json PATH]
+    .venv/bin/python bench/observer_effect.py [--factors 2,4] [--seconds 20] [--min-pairs 6]
+                                              [--max-pairs 30] [--target 2%] [--aa-every 1] [--json PATH]
+
+A third figure: how far the percentiles pgknee reads from its sampled log can fall from those of
+a full per-transaction log. One bare pgbench run per client count logs every transaction; the
+rate pgknee would choose for that many (rules.log_sampling_rate) is drawn from it 200 times as
+pgbench's --sampling-rate does (each transaction kept with that probability), and the 95th
+percentile of the relative errors of p50, p95 and p99 is reported (target: within 5%).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -37,9 +44,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from pgknee import proc
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, parse_summary, pgbench_version
 from pgknee.plan import Plan, WorkloadSpec
+from pgknee.rules import LATENCY_SAMPLES, log_sampling_rate
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.workloads.base import write_scripts
 from pgknee.workloads.ewallet import EWallet
@@ -70,6 +80,24 @@ def narrow_enough(log_ratios: Sequence[float], target: float, min_pairs: int) ->
 def order_of(pair: int) -> tuple[str, str]:
     """A B, B A, A B, ...: which side runs first in a pair."""
     return ("bare", "pgknee") if pair % 2 == 0 else ("pgknee", "bare")
+
+
+def sampled_percentile_errors(latency: np.ndarray, rate: float, draws: int = 200, seed: int = 1,
+                              percentiles: Sequence[float] = (50, 95, 99)) -> dict[str, float]:
+    """How far the percentiles of a Bernoulli(rate) sample of a full log fall from the full log's
+    (what pgbench --sampling-rate does): the 95th percentile and the largest of |relative error|
+    over `draws` samples, per percentile."""
+    rng = np.random.default_rng(seed)
+    full = np.percentile(latency, percentiles)
+    errs = np.empty((draws, len(percentiles)))
+    for i in range(draws):
+        sample = latency[rng.random(latency.size) < rate]
+        errs[i] = np.abs(np.percentile(sample, percentiles) / full - 1)
+    out = {}
+    for j, p in enumerate(percentiles):
+        out[f"p{p:g}_err95"] = float(np.percentile(errs[:, j], 95))
+        out[f"p{p:g}_errmax"] = float(errs[:, j].max())
+    return out
 
 
 # ---- CPU of a process tree, from /proc ---------------------------------------------------------------
@@ -188,6 +216,26 @@ class Lab:
         s = parse_summary(out.decode(errors="replace"))
         return Side(s.tps or 0.0, s.transactions or 0, cpu.pgbench_s())
 
+    def full_log(self, clients: int, threads: int) -> np.ndarray:
+        """One bare pgbench run with every transaction logged: the latencies (µs) of the successes."""
+        d = self.tmp / "full-log"
+        d.mkdir(exist_ok=True)
+        if self.cluster.run_as is not None:
+            os.chown(d, self.cluster.run_as.uid, self.cluster.run_as.gid)
+        run = PgbenchRun(pgbench=self.pgbench, clients=clients, threads=threads, duration_s=self.seconds,
+                         protocol="prepared", scripts=tuple(self.scripts),
+                         defines=tuple(self.workload.defines().items()), log_prefix=d / "log", max_tries=3,
+                         version_num=self.version_num, progress_s=0)
+        p = proc.spawn(run.argv(), env=self.env, run_as=self.cluster.run_as)
+        with proc.guarded(p, first=signal.SIGINT):
+            p.communicate(timeout=self.seconds + 120)
+        parts = []
+        for f in sorted(d.glob("log*")):
+            cols = [line.split()[2] for line in f.read_text().splitlines() if len(line.split()) >= 6]
+            parts.append(np.array([int(c) for c in cols if c.isdigit()], dtype=np.int64))
+            f.unlink()
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
     def pgknee(self, clients: int) -> Side:
         self.n += 1
         store = self.tmp / f"run-{self.n}.db"
@@ -230,11 +278,14 @@ def sweep_one(lab: Lab, clients: int, threads: int, args: argparse.Namespace) ->
             sides[name] = lab.bare(clients, threads) if name == "bare" else lab.pgknee(clients)
             r.sides[name].append(sides[name])
         r.ab.append(math.log(sides["pgknee"].tps / sides["bare"].tps))
-        a, b = lab.bare(clients, threads), lab.bare(clients, threads)
-        r.aa.append(math.log(a.tps / b.tps))
+        aa = ""
+        if i % args.aa_every == 0:
+            a, b = lab.bare(clients, threads), lab.bare(clients, threads)
+            r.aa.append(math.log(a.tps / b.tps))
+            aa = f"; bare/bare {a.tps / b.tps:.3f}"
         mid, lo, hi = ratio_interval(r.ab)
         print(f"  c{clients} pair {i + 1}: pgknee/bare {sides['pgknee'].tps / sides['bare'].tps:.3f}  "
-              f"(so far {mid:.3f} [{lo:.3f}, {hi:.3f}]); bare/bare {a.tps / b.tps:.3f}", flush=True)
+              f"(so far {mid:.3f} [{lo:.3f}, {hi:.3f}]){aa}", flush=True)
     return r
 
 
@@ -259,6 +310,9 @@ class Figures:
     cpu_ms_added: float
     server_ms_observer_queries: float
     sides: dict[str, list[dict[str, float]]]
+    logged_transactions: int = 0  # the full log the sampling error is measured on
+    sampling_rate: float = 1.0  # the rate pgknee would choose for it
+    sampling_errors: dict[str, float] = field(default_factory=dict)
 
     def line(self) -> str:
         return (f"c{self.clients}: TPS pgknee/bare {self.ratio:.3f} [{self.ratio_low:.3f}, {self.ratio_high:.3f}] "
@@ -266,7 +320,16 @@ class Figures:
                 f"[{self.aa_low:.3f}, {self.aa_high:.3f}]); CPU per 1,000 transactions: bare pgbench "
                 f"{self.cpu_ms_bare_pgbench:.0f} ms, with pgknee {self.cpu_ms_pgknee_pgbench:.0f} ms pgbench + "
                 f"{self.cpu_ms_pgknee_itself:.0f} ms pgknee = {self.cpu_ms_added:+.0f} ms; server time of "
-                f"pgknee's queries {self.server_ms_observer_queries:.1f} ms")
+                f"pgknee's queries {self.server_ms_observer_queries:.1f} ms" + self._sampling())
+
+    def _sampling(self) -> str:
+        if not self.sampling_errors:
+            return ""
+        e = self.sampling_errors
+        return (f"\n     percentiles from a {self.sampling_rate:g} sample of a full log of "
+                f"{self.logged_transactions:,} "
+                f"transactions (rate chosen for {LATENCY_SAMPLES:,}), 95% of draws within: p50 {e['p50_err95']:.1%}, "
+                f"p95 {e['p95_err95']:.1%}, p99 {e['p99_err95']:.1%} (worst p99 {e['p99_errmax']:.1%})")
 
 
 def figures(r: Result) -> Figures:
@@ -287,7 +350,10 @@ def figures(r: Result) -> Figures:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--factors", default="2,4", help="client counts as multiples of the CPUs (default 2,4)")
-    p.add_argument("--seconds", type=int, default=10, help="each pgbench run's duration (default 10)")
+    p.add_argument("--seconds", type=int, default=20,
+                   help="each pgbench run's duration (default 20: pgknee probes the TPS of steps this long "
+                        "to choose its log's sampling rate)")
+    p.add_argument("--aa-every", type=int, default=1, help="an A/A pair after every Nth A/B pair (default 1)")
     p.add_argument("--min-pairs", type=int, default=6)
     p.add_argument("--max-pairs", type=int, default=30)
     p.add_argument("--target", default="2%", help="half-width of the ratio's 95%% interval to reach (default 2%%)")
@@ -320,7 +386,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 clients = f * cpus
                 threads = Plan(clients=(clients,)).threads_for(clients, cpus)
                 print(f"{clients} clients, {threads} threads, {args.seconds} s runs:", flush=True)
-                out.append(figures(sweep_one(lab, clients, threads, args)))
+                f = figures(sweep_one(lab, clients, threads, args))
+                latency = lab.full_log(clients, threads)
+                rate = log_sampling_rate(latency.size)
+                errors = sampled_percentile_errors(latency, rate) if rate < 1 and latency.size else {}
+                out.append(dataclasses.replace(f, logged_transactions=int(latency.size), sampling_rate=rate,
+                                               sampling_errors=errors))
         except (KeyboardInterrupt, RuntimeError, subprocess.TimeoutExpired) as e:
             print(f"stopped: {e or type(e).__name__}", file=sys.stderr)
             return 130 if isinstance(e, KeyboardInterrupt) else 1

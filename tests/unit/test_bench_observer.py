@@ -39,3 +39,18 @@ def test_pairs_are_added_until_the_interval_is_narrow_enough() -> None:
 
 def test_the_order_alternates_a_b_b_a() -> None:
     assert [oe.order_of(i) for i in range(3)] == [("bare", "pgknee"), ("pgknee", "bare"), ("bare", "pgknee")]
+
+
+def test_sampled_percentile_errors_shrink_with_the_sample_and_are_exact_at_rate_one() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    latency = rng.lognormal(7.5, 0.7, 200_000)
+    full = oe.sampled_percentile_errors(latency, 1.0, draws=5)
+    assert max(full.values()) == 0.0  # every transaction kept: the full log's percentiles
+    small, large = (oe.sampled_percentile_errors(latency, r, draws=100) for r in (0.02, 0.2))
+    assert set(small) == {f"p{p}_{k}" for p in (50, 95, 99) for k in ("err95", "errmax")}
+    assert large["p99_err95"] < small["p99_err95"]
+    assert small["p50_err95"] < small["p99_err95"]  # the tail is what the sample size is chosen for
+    # 4,000 kept (200 x 0.02): p99 from 40 beyond it, some 10%; the 20,000 pgknee keeps: within 5%
+    assert oe.sampled_percentile_errors(latency, 0.1, draws=100)["p99_err95"] < 0.05
