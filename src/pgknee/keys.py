@@ -98,6 +98,15 @@ class StepFact(StrEnum):
     ACTIVITY_TICKS_LOST = "activity.ticks_lost"  # pg_stat_activity sampling ticks without a connection
     ACTIVITY_RECONNECTS = "activity.reconnects"
     SERVER_RESTARTED = "server.restarted"  # 1: the server restarted (or failed over) during the step
+    LOG_SAMPLING_RATE = "log.sampling_rate"  # the share of transactions pgbench logged for latency
+    PROBE_TPS = "probe.tps"  # the warm-up's TPS before a variant's first step, for the log's sampling rate
+    LOG_TRANSACTIONS = "log.transactions"  # how many successful ones the latency figures come from
+    BENCH_SECONDS = "bench.seconds"  # pgbench's measured window (a --duration auto step's actual length)
+    STEADY_WARMUP_S = "steady.warmup_s"  # leading seconds MSER-5 cut as warm-up
+    STEADY_TPS = "steady.tps"  # mean TPS after the warm-up
+    STEADY_HALFWIDTH_PCT = "steady.halfwidth_pct"  # its 95% interval's half-width, % of the mean
+    STEADY_STOPPED = "steady.stopped"  # 1: stopped once steady (--duration auto); 0: ran to its end
+    STEADY_AT_S = "steady.at_s"  # when the interval first was within the target
 
 
 # memory pictures taken during a step, each under a prefix (collect.memory.memory_picture)

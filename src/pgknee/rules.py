@@ -64,3 +64,24 @@ def measured_window(transactions: int | None, tps: float | None, fallback_s: flo
 
 # the two summaries by name, for the code that tells them apart
 MEDIAN, BEST = SUMMARIES
+
+
+# pgbench logs a share of the transactions for latency (--sampling-rate), enough for the highest
+# percentile pgknee reports: LATENCY_TAIL of them beyond p99. An order statistic's relative error
+# shrinks as 1/sqrt(its tail count): for an exponential tail, 200 beyond p99 put p99 within about
+# ±3% (95%) of the full log's; p50 and p95 are far tighter (bench/observer_effect.py measures it
+# on real logs). Every transaction written costs pgbench's CPU (some 20% more per transaction at
+# full logging, measured on 2 cores), taken from the server it shares the machine with.
+LATENCY_TAIL = 200
+LATENCY_PERCENTILE = 99.0
+LATENCY_SAMPLES = round(LATENCY_TAIL / (1 - LATENCY_PERCENTILE / 100))  # 20,000
+
+
+def log_sampling_rate(expected_transactions: float | None, wanted: int = LATENCY_SAMPLES) -> float:
+    """The share of a step's transactions pgbench logs: all of them when their number is not
+    known or not much above `wanted`, else about `wanted` (two significant figures, rounded up)."""
+    if not expected_transactions or expected_transactions <= 1.25 * wanted:
+        return 1.0
+    rate = wanted / expected_transactions
+    scale: float = 10.0 ** (1 - math.floor(math.log10(rate)))
+    return min(1.0, math.ceil(rate * scale) / scale)

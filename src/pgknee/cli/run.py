@@ -76,7 +76,13 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("sweep")
     s.add_argument("--clients",
                    help="client counts in order: 2,4,8 or ranges 50:1000:50 and 2:64:x2 (default 2,4,8,16,32)")
-    s.add_argument("--duration", help="measured time per step, whole seconds (default 60s)")
+    s.add_argument("--duration",
+                   help="measured time per step, whole seconds (default 60s); or auto (auto:MAX): each step "
+                        "stops once its steady TPS is known within --steady-target, after a warm-up found in "
+                        "its progress, 20 s at least and at most MAX (default 2m)")
+    s.add_argument("--steady-target", metavar="PCT",
+                   help="with --duration auto: the half-width of the steady TPS's 95%% interval at which a step "
+                        "stops (default 2%%)")
     s.add_argument("--reps", type=int, help="repetitions of each step (default 1)")
     s.add_argument("--summary", choices=SUMMARIES,
                    help="figure shown for repeated steps: the median (default) or the best of N (the repetition "
@@ -118,7 +124,8 @@ def _collection_options(p: argparse.ArgumentParser) -> None:
                    help="pg_stat_activity sampling interval, with ±20%% jitter; 0 switches it off (default 100ms)")
     c.add_argument("--os-interval", help="OS sampling interval; 0 switches it off (default 1s)")
     c.add_argument("--log-sampling-rate", type=float,
-                   help="fraction of transactions pgbench logs for latency (default 1: all)")
+                   help="fraction of transactions pgbench logs for latency (default: chosen per step so that "
+                        "some 20,000 are logged, enough for p99 within a few %%; 1 logs all)")
     c.add_argument("--pre", help="seconds sampled before pgbench starts in each step (default 1s)")
     c.add_argument("--post", help="seconds sampled after it ends (default 1s)")
     c.add_argument("--settle", help="the longest wait after a step for the server's statistics to stop moving "

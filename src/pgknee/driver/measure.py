@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import numpy as np
 
 from pgknee.driver.histogram import Histogram
+from pgknee.driver.pgbench import Counts
 from pgknee.types import LatencyStats, ScriptResult, StepMeasurement
 
 if TYPE_CHECKING:
@@ -227,22 +228,56 @@ def latency_stats(h: Histogram, scale: float = 1e-3) -> LatencyStats | None:
                         max_ms=h.max * scale)
 
 
-def measure(log: LogSummary, scripts: Sequence[Script], duration_s: float) -> StepMeasurement:
+def measure(log: LogSummary, scripts: Sequence[Script], duration_s: float, *, rate: float = 1.0,
+            counts: Counts | None = None) -> StepMeasurement:
     """TPS and latency from the log: successful transactions / duration; latency over successes.
     With think time, the pause pgbench counted in each transaction was taken out while reading
     (read_transaction_logs(think_us=...): a histogram cannot be shifted afterwards without losing
-    its precision; what remains of a sleep's overshoot, some microseconds, stays in)."""
+    its precision; what remains of a sleep's overshoot, some microseconds, stays in).
+    When pgbench logged only a share of the transactions (--sampling-rate `rate` < 1), the counts
+    come from its summary (`counts`), exact, and the latency from the logged share; without a
+    summary (pgbench killed) the logged counts are scaled up by 1 / rate."""
     total, per_script = ScriptTally(), []
     for tally in log.scripts.values():
         total.latency.merge(tally.latency)
         total.failed, total.retried, total.retries = (total.failed + tally.failed, total.retried + tally.retried,
                                                       total.retries + tally.retries)
+    exact = _exact(log, total, len(scripts), rate, counts)
     for i, s in enumerate(scripts):
         t = log.scripts.get(i, ScriptTally())
+        tx, failed, retried = exact.script(i, t)
         per_script.append(ScriptResult(
-            script_no=i, name=s.name, weight=s.weight, transactions=t.latency.count, failed=t.failed,
-            retried=t.retried, tps=t.latency.count / duration_s, latency=latency_stats(t.latency)))
+            script_no=i, name=s.name, weight=s.weight, transactions=tx, failed=failed,
+            retried=retried, tps=tx / duration_s, latency=latency_stats(t.latency)))
     return StepMeasurement(
-        transactions=total.latency.count, failed=total.failed, retried=total.retried, retries=total.retries,
-        tps=total.latency.count / duration_s, latency=latency_stats(total.latency), scripts=tuple(per_script),
-        failures=dict(log.failures), lag=latency_stats(log.lag), skipped=log.skipped)
+        transactions=exact.total.transactions, failed=exact.total.failed, retried=exact.total.retried,
+        retries=exact.total.retries, tps=exact.total.transactions / duration_s, latency=latency_stats(total.latency),
+        scripts=tuple(per_script), failures=exact.failures, lag=latency_stats(log.lag), skipped=exact.total.skipped)
+
+
+@dataclass(frozen=True)
+class _Exact:
+    total: Counts
+    failures: dict[str, int]
+    per_script: tuple[Counts, ...] | None  # None: from the log (scaled by `scale`)
+    scale: float
+
+    def script(self, i: int, t: ScriptTally) -> tuple[int, int, int]:
+        if self.per_script is not None and i < len(self.per_script):
+            c = self.per_script[i]
+            return c.transactions, c.failed, c.retried
+        return (round(t.latency.count * self.scale), round(t.failed * self.scale), round(t.retried * self.scale))
+
+
+def _exact(log: LogSummary, total: ScriptTally, n_scripts: int, rate: float, counts: Counts | None) -> _Exact:
+    """The step's counts: the log's when it holds every transaction, else pgbench's summary's,
+    else the log's scaled up."""
+    if rate >= 1 or counts is None:
+        k = 1.0 if rate >= 1 else 1.0 / rate
+        c = Counts(round(total.latency.count * k), round(total.failed * k), retried=round(total.retried * k),
+                   retries=round(total.retries * k), skipped=round(log.skipped * k))
+        return _Exact(c, {kind: round(n * k) for kind, n in log.failures.items()}, None, k)
+    kinds = {"serialization": counts.serialization, "deadlock": counts.deadlock,
+             "other": counts.failed - counts.serialization - counts.deadlock}
+    per_script = counts.scripts if counts.scripts else ((counts,) if n_scripts == 1 else None)
+    return _Exact(counts, {k: n for k, n in kinds.items() if n > 0}, per_script, 1.0 / rate)

@@ -6,6 +6,7 @@ prints at the end (derived from run time x clients / transactions when no -P,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -228,6 +229,47 @@ def parse_summary(stdout: str) -> PgbenchSummary:
         conn_time_ms=f(grab(r"^initial connection time = ([\d.]+) ms")),
         duration_s=f(grab(r"^duration: ([\d.]+) s")),
     )
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Transactions as pgbench counted them (its summary): exact whatever share of them its log
+    holds. `scripts`: per script, in order, when it ran several (pgbench prints them then)."""
+
+    transactions: int  # successful
+    failed: int = 0
+    serialization: int = 0
+    deadlock: int = 0
+    retried: int = 0
+    retries: int = 0
+    skipped: int = 0
+    scripts: tuple[Counts, ...] = ()
+
+
+_COUNT_LINES = {"failed": r"number of failed transactions: (\d+)",
+                "serialization": r"number of serialization failures: (\d+)",
+                "deadlock": r"number of deadlock failures: (\d+)",
+                "retried": r"number of transactions retried: (\d+)", "retries": r"total number of retries: (\d+)",
+                "skipped": r"number of transactions skipped: (\d+)"}
+
+
+def _counts_in(text: str, transactions: int) -> Counts:
+    got = {k: int(m.group(1)) if (m := re.search(rx, text)) else 0 for k, rx in _COUNT_LINES.items()}
+    return Counts(transactions, got["failed"], got["serialization"], got["deadlock"], got["retried"], got["retries"],
+                  got["skipped"])
+
+
+def parse_counts(stdout: str) -> Counts | None:
+    """The transaction counts of pgbench's summary, overall and per script (None: no summary)."""
+    m = re.search(r"^number of transactions actually processed: (\d+)", stdout, re.MULTILINE)
+    if not m:
+        return None
+    sections = re.split(r"^SQL script \d+: .*$", stdout, flags=re.MULTILINE)
+    scripts = []
+    for sec in sections[1:]:
+        tx = re.search(r"^ - (\d+) transactions", sec, re.MULTILINE)
+        scripts.append(_counts_in(sec, int(tx.group(1)) if tx else 0))
+    return dataclasses.replace(_counts_in(sections[0], int(m.group(1))), scripts=tuple(scripts))
 
 
 def window_of(summary: PgbenchSummary, planned_s: float) -> float:

@@ -10,7 +10,14 @@ from typing import Any
 
 from pgknee.errors import UserError
 from pgknee.plan.model import Plan, TargetSpec, Variant, WorkloadSpec
-from pgknee.plan.parse import DEFAULT_CLIENTS, parse_clients, parse_script, parse_seconds
+from pgknee.plan.parse import (
+    DEFAULT_CLIENTS,
+    parse_clients,
+    parse_percent,
+    parse_script,
+    parse_seconds,
+    parse_step_duration,
+)
 from pgknee.plan.variants import parse_variants
 from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, check_noise_pct
 from pgknee.serverconf import parse_setting
@@ -23,7 +30,8 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
     "sweep": {"clients": "clients", "duration": "duration", "reps": "reps", "summary": "summary",
               "noise_threshold": "noise_threshold",
               "warmup": "warmup", "threads": "threads", "protocol": "protocol", "max_tries": "max_tries",
-              "variants": "variants", "pgbench": "pgbench", "server_wait": "server_wait"},
+              "variants": "variants", "pgbench": "pgbench", "server_wait": "server_wait",
+              "steady_target": "steady_target"},
     "pooler": {"pgbouncer": "pgbouncer", "dsn": "pooler_dsn", "admin_dsn": "pooler_admin_dsn",
                "interval": "pooler_interval"},
     "collect": {"sample_interval": "sample_interval", "os_interval": "os_interval",
@@ -36,7 +44,8 @@ DEFAULTS: dict[str, Any] = {
     "schema": "", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": DEFAULT_SUMMARY, "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
-    "log_sampling_rate": 1.0, "noise_threshold": DEFAULT_NOISE_PCT, "pgbouncer": None, "pooler_dsn": None,
+    "log_sampling_rate": None, "steady_target": "2%", "noise_threshold": DEFAULT_NOISE_PCT, "pgbouncer": None,
+    "pooler_dsn": None,
     "pooler_admin_dsn": None, "pooler_interval": "250ms", "sample_all_databases": False, "query_text": True,
     "pre": "1s", "post": "1s", "settle": "3s", "idle_flush": "11s", "server_wait": "120s",
 }
@@ -49,7 +58,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "noise_threshold": (int, float), "pgbouncer": (str,), "pooler_dsn": (str,), "pooler_admin_dsn": (str,),
     "pooler_interval": (str, int, float), "sample_all_databases": (bool,), "query_text": (bool,),
     "pre": (str, int, float), "post": (str, int, float), "settle": (str, int, float), "idle_flush": (str, int, float),
-    "server_wait": (str, int, float),
+    "server_wait": (str, int, float), "steady_target": (str, int, float),
 }
 
 
@@ -172,19 +181,23 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
     p = _Values(flags, source)
     v = p.v
     variants = p.items("variants", lambda s: parse_variants(s, v["protocol"]))
+    duration_s, auto = p.parse("duration", lambda x: parse_step_duration(str(x), p.label("duration")))
     try:
         return Plan(
             target=TargetSpec(dsn=v["dsn"] or None, pg_bindir=v["pg_bindir"], keep=bool(v["keep"]),
                               settings=p.items("settings", lambda s: (parse_setting(s),))),
             workload=WorkloadSpec(name=v["workload"], scale=float(v["scale"]), schema=v["schema"],
                                   reinit=bool(v["reinit"]), scripts=p.items("scripts", lambda s: (parse_script(s),))),
-            clients=p.parse("clients", _clients), duration_s=int(p.seconds("duration", allow_zero=False, whole=True)),
+            clients=p.parse("clients", _clients), duration_s=duration_s,
+            steady_pct=p.parse("steady_target", lambda x: parse_percent(str(x), p.label("steady_target")))
+            if auto else None,
             reps=int(v["reps"]), summary=v["summary"],
             noise_pct=float(p.parse("noise_threshold", lambda x: check_noise_pct(float(x)))),
             warmup_s=int(p.seconds("warmup", whole=True)), threads=v["threads"], max_tries=int(v["max_tries"]),
             variants=variants or (Variant(protocol=v["protocol"]),),
             sample_interval_s=p.seconds("sample_interval"), os_interval_s=p.seconds("os_interval"),
-            log_sampling_rate=float(v["log_sampling_rate"]), pgbench=v["pgbench"], pgbouncer=v["pgbouncer"],
+            log_sampling_rate=(float(v["log_sampling_rate"]) if v["log_sampling_rate"] is not None else None),
+            pgbench=v["pgbench"], pgbouncer=v["pgbouncer"],
             pooler_dsn=v["pooler_dsn"] or None, pooler_admin_dsn=v["pooler_admin_dsn"] or None,
             pooler_interval_s=p.seconds("pooler_interval", allow_zero=False),
             sample_all_databases=bool(v["sample_all_databases"]), query_text=bool(v["query_text"]),

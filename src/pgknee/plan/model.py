@@ -231,7 +231,13 @@ class Plan:
     settle_s: float = 3.0  # the longest wait for pg_stat_database to stop moving after a step
     idle_flush_s: float = 11.0  # idle sessions that read the catalogue report to pg_stat_database within 10 s
     server_wait_s: float = 120.0  # how long the sweep waits for a server that went away during a step
-    log_sampling_rate: float = 1.0
+    # the share of transactions pgbench logs for latency; None: chosen per step so that about
+    # rules.LATENCY_SAMPLES are logged (driver/steady and rules.log_sampling_rate)
+    log_sampling_rate: float | None = None
+    # --duration auto: a step stops once its steady TPS is known within ±steady_pct % (95%), after
+    # min_duration_s and at most duration_s; None: every step runs duration_s
+    steady_pct: float | None = None
+    min_duration_s: int = 20  # four batches of MSER-5 after no warm-up at all
     pgbench: str | None = None
     pgbouncer: str | None = None  # the binary for managed pooled variants (default: from PATH)
     pooler_dsn: str | None = None  # a pgbouncer the user runs (pooled-external variants)
@@ -254,6 +260,7 @@ class Plan:
             raise UserError("--duration must be at least 1 second")
         if self.reps < 1:
             raise UserError("--reps must be at least 1")
+        self._check_steady()
         if self.summary not in SUMMARIES:
             raise UserError(f"unknown summary {self.summary!r}", f"choose {' or '.join(SUMMARIES)}")
         check_noise_pct(self.noise_pct)
@@ -266,13 +273,22 @@ class Plan:
         if not self.clients:
             raise UserError("the client list is empty", "give client counts like --clients 2,4,8,16,32")
 
+    def _check_steady(self) -> None:
+        if self.steady_pct is None:
+            return
+        if not 0.1 <= self.steady_pct <= 50:
+            raise UserError(f"--steady-target must be between 0.1% and 50%, got {self.steady_pct:g}%")
+        if self.duration_s < self.min_duration_s:
+            raise UserError(f"--duration auto:{self.duration_s}s is shorter than a step's minimum "
+                            f"({self.min_duration_s} s)", "give a longer maximum, e.g. --duration auto:2m")
+
     def _check_collection(self) -> None:
         if self.sample_interval_s != 0 and self.sample_interval_s < 0.01:
             raise UserError("--sample-interval must be at least 10ms (or 0 to switch sampling off)")
         if self.os_interval_s != 0 and self.os_interval_s < 0.1:
             raise UserError("--os-interval must be at least 100ms (or 0 to switch OS sampling off)")
-        if not 0 < self.log_sampling_rate <= 1:
-            raise UserError("--log-sampling-rate must be in (0, 1]")
+        if self.log_sampling_rate is not None and not 0 < self.log_sampling_rate <= 1:
+            raise UserError("--log-sampling-rate must be in (0, 1]", "or leave it out: pgknee chooses it per step")
         if self.workload.scale <= 0 or not math.isfinite(self.workload.scale):
             raise UserError("--scale must be a positive number")
         if any(x < 0 for x in (self.pre_s, self.post_s, self.settle_s, self.idle_flush_s, self.server_wait_s)):
@@ -280,14 +296,16 @@ class Plan:
 
     def _check_types(self) -> None:
         """A plan may come from a stored run: numbers must be numbers before they are compared."""
-        for name in ("duration_s", "reps", "warmup_s", "max_tries"):
+        for name in ("duration_s", "reps", "warmup_s", "max_tries", "min_duration_s"):
             if not _whole(getattr(self, name)):
                 raise UserError(f"{name} must be a whole number, got {getattr(self, name)!r}")
         if not isinstance(self.clients, tuple) or not all(_whole(c) and c >= 1 for c in self.clients):
             raise UserError("client counts must be whole numbers of at least 1")
         for name in ("noise_pct", "sample_interval_s", "os_interval_s", "pre_s", "post_s", "settle_s", "idle_flush_s",
-                     "server_wait_s", "log_sampling_rate",
+                     "server_wait_s", "log_sampling_rate", "steady_pct",
                      "pooler_interval_s"):
+            if name in ("log_sampling_rate", "steady_pct") and getattr(self, name) is None:
+                continue
             if not isinstance(getattr(self, name), int | float) or isinstance(getattr(self, name), bool):
                 raise UserError(f"{name} must be a number, got {getattr(self, name)!r}")
 

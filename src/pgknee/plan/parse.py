@@ -3,6 +3,7 @@ ranges (2,4,8; 50:1000:50; 2:64:x2) and script files with weights (read_heavy.sq
 
 from __future__ import annotations
 
+import math
 import re
 
 from pgknee.errors import UserError
@@ -23,6 +24,31 @@ def parse_seconds(text: str, what: str, *, allow_zero: bool = False, whole: bool
         raise UserError(f"{what} must be greater than zero, got {text!r}")
     if whole and value != int(value):
         raise UserError(f"{what} must be a whole number of seconds (pgbench -T counts seconds), got {text!r}")
+    return value
+
+
+AUTO_MAX_S = 120  # --duration auto: a step's longest
+
+
+def parse_step_duration(text: str, what: str) -> tuple[int, bool]:
+    """A step's duration: '60s' (fixed), or 'auto' / 'auto:5m' (until its TPS is steady and known,
+    at most 120 s or the given maximum) -> (seconds, auto)."""
+    t = str(text).strip()
+    if t.lower() == "auto" or t.lower().startswith("auto:"):
+        rest = t[5:]
+        return (int(parse_seconds(rest, f"{what} auto's maximum", whole=True)) if rest else AUTO_MAX_S), True
+    return int(parse_seconds(t, what, whole=True)), False
+
+
+def parse_percent(text: str, what: str) -> float:
+    """'2%', '2', '0.5%' -> 2.0, 2.0, 0.5 (percent)."""
+    t = str(text).strip().removesuffix("%").strip()
+    try:
+        value = float(t)
+    except ValueError:
+        raise UserError(f"{what} {text!r} is not a percentage", "write it like 2% or 0.5%") from None
+    if not math.isfinite(value) or value <= 0:
+        raise UserError(f"{what} must be a positive percentage, got {text!r}")
     return value
 
 

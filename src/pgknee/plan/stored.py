@@ -26,7 +26,7 @@ def variant_from_dict(d: dict[str, Any]) -> Variant:
 # never taken from the store, where a path could have been changed to run something else
 _STORED_SWEEP_KEYS = ("duration_s", "reps", "summary", "noise_pct", "warmup_s", "threads", "max_tries",
                       "sample_interval_s", "os_interval_s", "pre_s", "post_s", "settle_s", "idle_flush_s",
-                      "server_wait_s", "log_sampling_rate",
+                      "server_wait_s", "log_sampling_rate", "steady_pct", "min_duration_s",
                       "pooler_dsn", "pooler_admin_dsn", "pooler_interval_s", "sample_all_databases",
                       "query_text")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -61,7 +62,7 @@ def header(view: RunView) -> Text:
              f"PostgreSQL {env.get(Env.SERVER_VERSION, '?').split()[0]} · "
              f"pgbench {env.get(Env.PGBENCH_VERSION, '?').split()[0]}\n")
     t.append(f"client machine: {env.get(Env.HOST_CPUS, '?')} CPUs, {env.get(Env.HOST_MEM_GB, '?')} GB · "
-             f"{plan.get('duration_s')} s per step, {plan.get('reps')} rep(s), warm-up {plan.get('warmup_s')} s, "
+             f"{_step_length(plan)} per step, {plan.get('reps')} rep(s), warm-up {plan.get('warmup_s')} s, "
              f"sampling every {plan.get('sample_interval_s', 0) * 1000:.0f} ms\n")
     variants = plan.get("variants") or []
     t.append("variants: " + "; ".join(f"{v['name']} = {variant_from_dict(v).describe()}" for v in variants)
@@ -179,3 +180,10 @@ def sizing_text(s: Sizing, measured: Reach | None) -> Text:
         lines.append(f"measured ({measured.variant}): the curve never reaches {measured.tps:g} TPS; its best is "
                      f"{measured.best[1]:,.0f} at {measured.best[0]} clients — more connections will not get there")
     return Text("\n".join(lines))
+
+
+def _step_length(plan: dict[str, Any]) -> str:
+    """'60 s', or for --duration auto 'until steady TPS ±2% (20-120 s)'."""
+    if plan.get("steady_pct") is None:
+        return f"{plan.get('duration_s')} s"
+    return f"until steady TPS ±{plan['steady_pct']:g}% ({plan.get('min_duration_s')}-{plan.get('duration_s')} s)"

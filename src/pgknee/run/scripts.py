@@ -41,9 +41,10 @@ def scripts_for(workload: Workload, variant: Variant, directory: Path,
 
 
 def pgbench_run(plan: Plan, pgbench: Pgbench, variant: Variant, scripts: list[Script], defines: dict[str, str], *,
-                clients: int, threads: int, seconds: int, log_prefix: Path | None, progress: bool) -> PgbenchRun:
+                clients: int, threads: int, seconds: int, log_prefix: Path | None, progress: bool,
+                log_sampling_rate: float = 1.0) -> PgbenchRun:
     return PgbenchRun(pgbench=pgbench.path, clients=clients, threads=threads, duration_s=seconds,
                       protocol=variant.protocol, scripts=tuple(scripts), defines=tuple(sorted(defines.items())),
                       log_prefix=log_prefix, max_tries=plan.max_tries, version_num=pgbench.version_num,
-                      progress_s=1 if progress else 0, log_sampling_rate=plan.log_sampling_rate,
+                      progress_s=1 if progress else 0, log_sampling_rate=log_sampling_rate,
                       connect_per_txn=variant.connect_per_txn, rate=variant.rate)

@@ -50,6 +50,7 @@ class RunSession:
     scripts: dict[str, list[Script]]
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
+    tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
 
     @property
     def poolers(self) -> Poolers | None:

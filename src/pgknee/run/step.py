@@ -6,10 +6,12 @@ orchestrator hands the result to the store writer."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
 import shutil
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,11 +25,13 @@ from pgknee.collect import pgstats
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.measure import measure, read_transaction_logs
-from pgknee.driver.pgbench import PgbenchRun, log_files, parse_summary, window_of
+from pgknee.driver.pgbench import PgbenchRun, log_files, parse_counts, parse_summary, window_of
+from pgknee.driver.steady import SteadyWatch, steadiness
 from pgknee.errors import PgkneeError
 from pgknee.idle import IdleHolder
 from pgknee.keys import PoolerFact, StepFact
 from pgknee.pooler.lab import StepPooler
+from pgknee.rules import log_sampling_rate
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
@@ -40,6 +44,7 @@ T = TypeVar("T")
 class _Sampled:
     """What the phases around pgbench gathered, before it is judged."""
 
+    run: PgbenchRun  # as it ran (its log's sampling rate chosen after the warm-up)
     execution: Execution
     bench_start: float
     bench_end: float
@@ -51,6 +56,7 @@ class _Sampled:
     pooler: PoolerResult | None
     pooler_died: str | None  # pgbouncer's last words, if it died
     idle_lost: int  # idle sessions the server ended during the step
+    watch: SteadyWatch | None  # --duration auto: what stopped the step
 
 
 def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResult:
@@ -61,19 +67,34 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
     s.ui.step_started(index, total, v.name, spec.clients, spec.rep, plan.duration_s + plan.warmup_s)
     # pgbench's own (it writes its logs there): read back with safefs.open_child_file
     step_dir = safefs.make_dir(s.work_dir / f"step-{spec.seq}", owner=s.target.run_as)
+    # its log's sampling rate is settled after the warm-up (which may be what tells the TPS)
     run = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
                       clients=spec.clients, threads=threads, seconds=plan.duration_s, log_prefix=step_dir / "log",
                       progress=True)
-    s.writer.add_command(step_id, "bench", run.argv())
     try:
         with contextlib.ExitStack() as stack:
             pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec))
             facts = dict(s.settings_facts)
             holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
             sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts)
-        return _judge(s, spec, step_id, run, step_dir, sampled)
+        result = _judge(s, spec, step_id, sampled.run, step_dir, sampled)
+        if result.status == "completed" and result.measurement is not None and result.measurement.tps > 0:
+            s.tps_seen[v.name] = result.measurement.tps
+        return result
     finally:
         shutil.rmtree(step_dir, ignore_errors=True)
+
+
+def _sampling_rate(s: RunSession, spec: StepSpec) -> float:
+    """The share of transactions pgbench logs: the user's, or enough for the percentiles
+    (rules.log_sampling_rate) judged from the variant's last TPS (its last step's, or the probe's
+    before its first), less a quarter in case this step's is lower; all when none is known."""
+    plan = s.plan
+    if plan.log_sampling_rate is not None:
+        return plan.log_sampling_rate
+    seen = s.tps_seen.get(spec.variant.name)
+    shortest = plan.min_duration_s if plan.steady_pct is not None else plan.duration_s
+    return log_sampling_rate(seen * shortest * 0.75 if seen else None)
 
 
 def _step_row(s: RunSession, spec: StepSpec, threads: int) -> dict[str, object]:
@@ -167,14 +188,16 @@ def _set_phase(s: RunSession, phase: str, pooled: StepPooler | None) -> None:
         pooled.sampler.phase = phase
 
 
-def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path, *, progress: bool) -> Execution:
+def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path, *, progress: bool,
+                 watch: SteadyWatch | None = None) -> Execution:
     def started(pid: int) -> None:
         s.os.client_pid = pid
 
     try:
         return execute(run, env=env, run_as=s.target.run_as, cwd=cwd,
                        cpus=s.poolers.client_cpus if s.poolers else None,
-                       on_progress=s.ui.step_progress if progress else None, on_start=started)
+                       on_progress=s.ui.step_progress if progress else None, on_start=started,
+                       stop_when=(lambda pt: watch.add(pt.tps)) if watch is not None else None)
     finally:
         s.os.client_pid = None
 
@@ -188,18 +211,15 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
         s.activity.begin_step(step_id)
     s.os.begin_step()
     time.sleep(plan.pre_s)
-    if plan.warmup_s:
-        _set_phase(s, "warmup", pooled)
-        warm = pgbench_run(plan, s.prepared.pgbench, spec.variant, s.scripts[spec.variant.name],
-                           s.prepared.workload.defines(), clients=spec.clients, threads=run.threads,
-                           seconds=plan.warmup_s, log_prefix=None, progress=False)
-        s.writer.add_command(step_id, "warmup", warm.argv())
-        _run_pgbench(s, warm, env, step_dir, progress=False)
+    _warm_up(s, spec, step_id, run, env, step_dir, pooled, facts)
+    run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
+    s.writer.add_command(step_id, "bench", run.argv())
     q0, r0 = (s.activity.queries_run if s.activity else 0), s.reader.reads
     before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
     _set_phase(s, "bench", pooled)
+    watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
     bench_start = time.time()
-    execution = _run_pgbench(s, run, env, step_dir, progress=True)
+    execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch)
     bench_end = time.time()
     _set_phase(s, "post", pooled)
     pooler, died = _pooler_after(pooled, pool_before)
@@ -211,9 +231,35 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
         time.sleep(rest)
-    return _Sampled(execution, bench_start, bench_end, pgstats.delta(before, after), own,
+    return _Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
-                    spec.variant.idle - idle_alive if holder is not None else 0)
+                    spec.variant.idle - idle_alive if holder is not None else 0, watch)
+
+
+PROBE_S = 3  # an unmeasured run before a variant's first step, for its TPS (the log's sampling rate)
+PROBE_MIN_STEP_S = 20  # below this a step's full log costs less than the probe would
+
+
+def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: dict[str, str], step_dir: Path,
+             pooled: StepPooler | None, facts: dict[str, float]) -> None:
+    """The unmeasured run before the bench: the plan's warm-up, or a short probe when the log's
+    sampling rate needs a TPS and none is known yet (the variant's first step, if it is long enough
+    for the log to matter). Its progress tells the TPS."""
+    plan, v = s.plan, spec.variant
+    probe = (plan.log_sampling_rate is None and v.name not in s.tps_seen
+             and (plan.steady_pct is not None or plan.duration_s >= PROBE_MIN_STEP_S))
+    seconds = plan.warmup_s or (PROBE_S if probe else 0)
+    if not seconds:
+        return
+    _set_phase(s, "warmup", pooled)
+    warm = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
+                       clients=spec.clients, threads=run.threads, seconds=seconds, log_prefix=None, progress=probe)
+    s.writer.add_command(step_id, "warmup", warm.argv())
+    ex = _run_pgbench(s, warm, env, step_dir, progress=False)
+    rates = [p.tps for p in ex.progress[1:] if p.tps > 0] or [p.tps for p in ex.progress if p.tps > 0]
+    if probe and rates:
+        s.tps_seen[v.name] = statistics.median(rates)
+        facts[StepFact.PROBE_TPS] = s.tps_seen[v.name]
 
 
 def _statistics(s: RunSession, facts: dict[str, float], *, settle: bool) -> dict[str, float]:
@@ -275,7 +321,8 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_di
     plan, v, ex = s.plan, spec.variant, x.execution
     summary = parse_summary(ex.stdout)
     window = window_of(summary, plan.duration_s)
-    m, err = _measurement(s, spec, run, step_dir, window, ex.stderr)
+    m, err = _measurement(s, spec, run, step_dir, window, ex)
+    x.facts.update(_measurement_facts(run, m, window, x))
     tps_db = ((x.pg_delta["xact_commit"] - x.own_commits) / window
               if "xact_commit" in x.pg_delta and window > 0 else None)
     status, reason = _verdict(s, ex.exit_code, err, m)
@@ -294,9 +341,10 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_di
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
-                 err: str) -> tuple[StepMeasurement | None, str]:
-    """The transaction log, read only where pgbench's user wrote plain files of its own."""
-    plan, v = s.plan, spec.variant
+                 ex: Execution) -> tuple[StepMeasurement | None, str]:
+    """The transaction log, read only where pgbench's user wrote plain files of its own; the
+    counts from pgbench's summary when it logged a share of the transactions."""
+    plan, v, err = s.plan, spec.variant, ex.stderr
     logs = log_files(step_dir / "log")
     if not logs:
         return None, err
@@ -307,7 +355,26 @@ def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path,
                                     think_us=round(v.think_ms * 1000))
     except OSError as e:  # a log that is a link, or not pgbench's
         return None, f"{err}\npgbench's log could not be read safely: {e}"
-    return measure(log, run.scripts, max(window, 1e-3)), err
+    return measure(log, run.scripts, max(window, 1e-3), rate=run.log_sampling_rate, counts=parse_counts(ex.stdout)), err
+
+
+def _measurement_facts(run: PgbenchRun, m: StepMeasurement | None, window: float, x: _Sampled) -> dict[str, float]:
+    """How the step's figures were got: the log's sampling rate and size, the measured window,
+    and the steady-state judgement of pgbench's progress (MSER-5 warm-up, the interval)."""
+    facts: dict[str, float] = {StepFact.LOG_SAMPLING_RATE: run.log_sampling_rate, StepFact.BENCH_SECONDS: window}
+    if m is not None and m.latency is not None:
+        facts[StepFact.LOG_TRANSACTIONS] = float(m.latency.count)
+    watch = x.watch
+    judged = (watch.final() if watch is not None
+              else steadiness([p.tps for p in x.execution.progress]) if x.execution.progress else None)
+    if judged is not None and judged.steady:
+        facts.update({StepFact.STEADY_WARMUP_S: float(judged.warmup_s), StepFact.STEADY_TPS: judged.mean_tps,
+                      StepFact.STEADY_HALFWIDTH_PCT: judged.halfwidth * 100})
+    if watch is not None:
+        facts[StepFact.STEADY_STOPPED] = 1.0 if x.execution.stopped_early else 0.0
+        if watch.steady_at_s is not None:
+            facts[StepFact.STEADY_AT_S] = float(watch.steady_at_s)
+    return facts
 
 
 def _verdict(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> tuple[str, str | None]:
@@ -330,8 +397,21 @@ def finished_line(spec: StepSpec, r: StepResult, several_variants: bool) -> str:
     m = r.measurement
     if r.status == "completed" and m is not None and m.latency is not None:
         return (f"c{spec.clients} rep {spec.rep}{' ' + spec.variant.name if several_variants else ''}: "
-                f"{m.tps:,.1f} tps, latency {m.latency.mean_ms:.2f} ms (p99 {m.latency.p99_ms:.2f}), {m.failed} failed")
+                f"{m.tps:,.1f} tps, latency {m.latency.mean_ms:.2f} ms (p99 {m.latency.p99_ms:.2f}), {m.failed} failed"
+                f"{steady_note(r.facts)}")
     return f"c{spec.clients} rep {spec.rep}: FAILED: {r.reason or 'no transaction completed in the step'}"
+
+
+def steady_note(facts: dict[str, float]) -> str:
+    """'; steady after 5 s, ±1.4% at 35 s (stopped)' for a --duration auto step; '' otherwise."""
+    if StepFact.STEADY_STOPPED not in facts:
+        return ""
+    seconds = facts.get(StepFact.BENCH_SECONDS, 0.0)
+    if StepFact.STEADY_HALFWIDTH_PCT not in facts:
+        return f"; not steady after {seconds:.0f} s (the maximum)"
+    how = "stopped once known" if facts[StepFact.STEADY_STOPPED] else "ran to its maximum"
+    warmup, half = facts[StepFact.STEADY_WARMUP_S], facts[StepFact.STEADY_HALFWIDTH_PCT]
+    return f"; warm-up {warmup:.0f} s, steady TPS ±{half:.1f}% at {seconds:.0f} s ({how})"
 
 
 def ends_the_run(r: StepResult) -> bool:

@@ -440,7 +440,9 @@ def _step_values(r: StepResult) -> dict[str, Any]:
         "bench_end": r.bench_end, "pgbench_exit": r.pgbench_exit, "tps_pgbench": r.summary.tps,
         "lat_avg_pgbench_ms": r.summary.lat_avg_ms, "conn_time_ms": r.summary.conn_time_ms, "tps_db": r.tps_db,
         "transactions": m.transactions if m else None, "failed": m.failed if m else None,
-        "retried": m.retried if m else None, "retries": m.retries if m else None, "tps": m.tps if m else None}
+        "retried": m.retried if m else None, "retries": m.retries if m else None, "tps": m.tps if m else None,
+        # a step that stopped itself (--duration auto) ran for its measured window, not its maximum
+        "duration_s": r.facts.get(StepFact.BENCH_SECONDS) if StepFact.STEADY_STOPPED in r.facts else None}
     lat = m.latency if m else None
     values.update(_latency("lat", lat, ("stddev", "min", "p50", "p95", "p99", "max")))
     values["lat_avg_ms"] = lat.mean_ms if lat else None
