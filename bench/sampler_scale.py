@@ -140,12 +140,12 @@ def stage_figures(samples: ActivitySamples, seconds: float, interval_s: float, s
 
 
 def table(stages: Sequence[Stage]) -> str:
-    head = (f"{'backends':>8} {'busy':>5} {'kept':>6} {'ticks/plan':>10} {'rate':>6} {'ended':>7} "
+    head = (f"{'backends':>8} {'busy':>5} {'kept':>6} {'late':>4} {'ticks/plan':>10} {'rate':>6} {'ended':>7} "
             f"{'query ms p50/p95/max':>22} {'server ms':>9} {'python ms':>9} {'rows':>6} {'RAM MB':>7} "
             f"{'kB/backend':>10}")
     lines = [head]
     for s in stages:
-        lines.append(f"{s.backends:>8} {s.busy:>5} {s.kept_pct:>5.1f}% {s.ticks:>5}/{s.expected:<4.0f} "
+        lines.append(f"{s.backends:>8} {s.busy:>5} {s.kept_pct:>5.1f}% {s.late:>4} {s.ticks:>5}/{s.expected:<4.0f} "
                      f"{s.rate_hz:>4.1f}Hz {s.ended_ms:>5.0f}ms {s.ms_p50:>7.1f}/{s.ms_p95:>6.1f}/{s.ms_max:>6.1f} "
                      f"{s.server_cpu_ms:>9.2f} {s.python_cpu_ms:>9.2f} {s.rows_per_tick:>6.0f} "
                      f"{s.mem_used_mb:>7.0f} {s.mem_per_backend_kb:>10.0f}")
@@ -338,8 +338,9 @@ def summary(a: argparse.Namespace, stages: Sequence[Stage]) -> str:
         f"\n=== pg_stat_activity sampler at {1 / a.interval_s:g} Hz{pace}, against backends ({a.seconds:g} s per "
         f"stage, {LOAD_CLIENTS} pgbench clients at {LOAD_RATE} tps, {a.busy_pct:g}% in pg_sleep) ===",
         table(stages),
-        "kept: ticks that began on time, % of the ticks taken; ticks/plan: ticks taken / the window's ticks at the "
-        "plan's interval;\nrate: ticks taken per second; ended: the interval the sampler ended the window at;",
+        "kept: ticks that began on time, % of the ticks taken (late: the others);",
+        "ticks/plan: ticks taken / the window's ticks at the plan's interval; rate: ticks taken per second;",
+        "ended: the interval the sampler ended the window at;",
         "server ms, python ms: CPU per tick of the sampler's backend and of pgknee's sampler thread;",
         "rows: sessions transferred per tick; RAM: MemAvailable's drop since before the first session (the "
         "clients' side included)"])
