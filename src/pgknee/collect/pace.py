@@ -1,12 +1,14 @@
 """How fast the pg_stat_activity sampler may go. Its query reads every backend's entry, so its
-cost grows with the backends (bench/sampler_scale.py: about 1 ms at 100, 30 ms of the server's
-CPU at 5,000, and several times that in wall time on a busy machine). A query that takes most
+cost grows with the backends (bench/sampler_scale.py: under 1 ms of the server's CPU at 100,
+about 30 ms at 5,000, and several times that in wall time on a busy machine). A query that takes most
 of its interval makes the sampler run back to back: the ticks come late, and its backend takes
 a core's share from the benchmark. So the sampler lengthens its interval by itself when the
 recent ticks' queries took more than half of it, to the next value of the 1-2-5 series that
 leaves them that much room, and keeps it for the rest of the step (each step starts again at
 the plan's interval: its backends are another matter). The mean over snapshots (AAS) does not
-depend on the rate; only the number of samples drops, which the step's facts record."""
+depend on the rate, only its number of samples, which the step's facts record; the snapshots
+before a slowdown weigh more than those after it, which matters only if the load changed then
+(it happens within the first ticks of a phase whose query is slow from the start)."""
 
 from __future__ import annotations
 
