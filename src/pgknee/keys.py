@@ -97,6 +97,8 @@ class StepFact(StrEnum):
     IDLE_OPEN_AT_END = "idle.open_at_end"
     ACTIVITY_TICKS_LOST = "activity.ticks_lost"  # pg_stat_activity sampling ticks without a connection
     ACTIVITY_RECONNECTS = "activity.reconnects"
+    ACTIVITY_INTERVAL_S = "activity.interval_s"  # the interval the step's sampling ended at (collect.pace)
+    ACTIVITY_TICKS_LATE = "activity.ticks_late"  # ticks that began late: the query before overran
     SERVER_RESTARTED = "server.restarted"  # 1: the server restarted (or failed over) during the step
     LOG_SAMPLING_RATE = "log.sampling_rate"  # the share of transactions pgbench logged for latency
     PROBE_TPS = "probe.tps"  # the warm-up's TPS before a variant's first step, for the log's sampling rate

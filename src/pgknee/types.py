@@ -254,6 +254,8 @@ class ActivitySamples:
     errors: tuple[str, ...] = ()
     ticks_lost: int = 0  # sampling ticks without a connection (a gap)
     reconnects: int = 0
+    interval_s: float = 0.0  # the interval the step's sampling ended at (longer than the plan's: slowed)
+    ticks_late: int = 0  # ticks that began late (the query before overran its interval)
 
 
 @dataclass(frozen=True)

@@ -509,7 +509,7 @@ def _full_result(step_id: int) -> StepResult:
                    backend_type="client backend", query="SELECT 1", client_port=5432)
     at = "2025-01-01 00:00:01.000"
     activity = ActivitySamples(((at, "bench", 1.0, 5, 3, 2, 0, 0.4),), ((at, "bench", *act_row.values()),),
-                               ("one error",))
+                               ("one error",), interval_s=0.5, ticks_late=3)
     os_row = (at, "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0, 8000, 4000, 1000, 2000,
               25.0, None)
     pooler = PoolerResult(((at, "bench", 1.0, 2, 0, 2, 0, 2, 0, 0),),
@@ -522,6 +522,15 @@ def _full_result(step_id: int) -> StepResult:
 def test_a_step_result_round_trips_through_json() -> None:
     r = _full_result(7)
     assert sidefile.result_from_json(json.loads(json.dumps(sidefile.result_to_json(r)))) == r
+
+
+def test_the_sampler_s_rate_and_late_ticks_are_step_facts(store: Store) -> None:
+    w = _run(store, "r", steps=1)
+    sid = _step(w, 1, 2)
+    w.write_step(_full_result(sid))
+    facts = load_run(store, "r").facts[sid]
+    assert (facts["activity.interval_s"], facts["activity.ticks_late"]) == (0.5, 3.0)
+    assert "activity.ticks_lost" not in facts  # none lost: no fact
 
 
 def _comparable(data: RunData) -> dict[str, Any]:

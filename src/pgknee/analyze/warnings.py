@@ -62,7 +62,23 @@ def _gaps(data: RunData) -> list[str]:
             out.append(f"step {s.seq} (c{s.clients} rep {s.rep} {s.variant}): pg_stat_activity sampling lost "
                        f"{lost:.0f} tick{'s' if lost != 1 else ''} (its connection was gone); its wait profile "
                        "covers the rest of the step")
-    return out
+    return out + _slowed(data)
+
+
+def _slowed(data: RunData) -> list[str]:
+    """Steps whose pg_stat_activity sampler lengthened its interval by itself (collect.pace)."""
+    planned = float(data.run.plan.get("sample_interval_s") or 0.0)
+    slowed = []
+    for s in data.steps:
+        facts = data.facts.get(s.step_id, {})
+        interval = facts.get(StepFact.ACTIVITY_INTERVAL_S)
+        if planned and interval and interval > planned * 1.001:
+            slowed.append(f"{s.seq} (c{s.clients} rep {s.rep} {s.variant}: {1 / interval:g} Hz)")
+    if not slowed:
+        return []
+    return [f"pg_stat_activity sampling slowed down by itself from {1 / planned:g} Hz in step "
+            + ", ".join(slowed) + ": its query took more than half the interval (it reads every backend); "
+            "the wait profile's averages hold, from fewer snapshots"]
 
 
 def _group_warnings(name: str, g: Group) -> list[str]:

@@ -6,7 +6,11 @@ Memory stays bounded: rows are handed to a sink in batches while the step runs
 (the run writes them to the store), the rest at the end of the step. A lost
 connection (a DBA's pg_terminate_backend, an idle-session timeout, a restart)
 is reconnected with backoff; the ticks missed meanwhile are counted and stored,
-so a gap is seen rather than silently shrinking the sample."""
+so a gap is seen rather than silently shrinking the sample.
+
+With thousands of backends the query may take most of the interval: the sampler then
+lengthens its interval for the rest of the step (collect.pace), says so through `on_slow`,
+and the step records the interval it ended at and its late ticks."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from typing import Any
 import psycopg
 
 from pgknee.clock import iso_of
+from pgknee.collect.pace import Pace
 from pgknee.collect.queries import load
 from pgknee.errors import PgkneeError
 from pgknee.targets.base import Endpoint
@@ -46,6 +51,7 @@ class StepSamples:
     rows: Rows = field(default_factory=list)  # (at, phase, *ACTIVITY_COLUMNS)
     errors: list[str] = field(default_factory=list)
     ticks_lost: int = 0  # ticks without a connection
+    ticks_late: int = 0  # ticks that began late: the one before overran the interval
     reconnects: int = 0
     flushed_at: float = field(default_factory=time.monotonic)
 
@@ -53,14 +59,16 @@ class StepSamples:
 class ActivitySampler:
     def __init__(self, endpoint: Endpoint, server_version_num: int, interval_s: float, *,
                  jitter: float = 0.2, all_databases: bool = False, query_text: bool = True,
-                 sink: Sink | None = None) -> None:
+                 sink: Sink | None = None, on_slow: Callable[[str], None] | None = None) -> None:
         self.endpoint = endpoint
         self.query = load("activity", server_version_num)
         # the benchmark's database only unless asked; query texts unless asked not to keep them
         self.params = {"all_databases": all_databases, "query_text": query_text}
-        self.interval_s = interval_s
+        self.pace = Pace(interval_s)
         self.jitter = jitter
         self.sink = sink
+        self.on_slow = on_slow  # told when the sampler slows down (from its thread)
+        self._said_s = interval_s  # the longest interval told so far: told again only when longer
         self.phase = "pre"
         self.queries_run = 0  # each one is a commit in the benchmark database
         self._lock = threading.Lock()
@@ -91,6 +99,17 @@ class ActivitySampler:
             with contextlib.suppress(psycopg.Error):
                 conn.close()
 
+    @property
+    def backend_pid(self) -> int | None:
+        """The server process of the sampler's connection (its cost on the server)."""
+        conn = self._conn
+        return conn.info.backend_pid if conn is not None and not conn.closed else None
+
+    @property
+    def thread_id(self) -> int | None:
+        """The sampler thread's kernel id (its cost in pgknee: /proc/self/task/ID/stat)."""
+        return self._thread.native_id if self._thread is not None else None
+
     def start(self) -> None:
         self._connect()
         self._thread = threading.Thread(target=self._loop, name="pgknee-activity", daemon=True)
@@ -100,6 +119,7 @@ class ActivitySampler:
         with self._lock:
             self._current = StepSamples(step_id)
             self.phase = "pre"
+            self.pace.reset()
 
     def end_step(self) -> ActivitySamples | None:
         """What was not handed to the sink yet, and the step's gap counts."""
@@ -108,19 +128,27 @@ class ActivitySampler:
         if cur is None:
             return None
         return ActivitySamples(tuple(cur.snapshots), tuple(cur.rows), tuple(cur.errors), cur.ticks_lost,
-                               cur.reconnects)
+                               cur.reconnects, self.pace.interval_s, cur.ticks_late)
+
+    @property
+    def interval_s(self) -> float:
+        """The interval the sampler runs at now."""
+        return self.pace.interval_s
 
     def _loop(self) -> None:
         rng = random.Random()
         next_at = time.monotonic()
         while not self._stop.is_set():
-            next_at += self.interval_s * (1 + rng.uniform(-self.jitter, self.jitter))
+            next_at += self.pace.interval_s * (1 + rng.uniform(-self.jitter, self.jitter))
             if self._current is not None:
                 self._tick()
             delay = next_at - time.monotonic()
             if delay < 0:
                 next_at = time.monotonic()  # fell behind: do not burst to catch up
                 delay = 0
+                with self._lock:
+                    if self._current is not None:
+                        self._current.ticks_late += 1
             self._stop.wait(delay)
 
     def _tick(self) -> None:
@@ -174,6 +202,21 @@ class ActivitySampler:
             head = rows[0]
             cur.snapshots.append((at, phase, epoch, head[0], head[1], head[2], head[3], ms))
             cur.rows.extend((at, phase, *r[4:]) for r in rows if r[4] is not None)
+            slowed = self.pace.observe(ms / 1000.0) is not None  # (begin_step resets it under the lock)
+        if slowed:
+            self._slowed(int(head[0]))
+
+    def _slowed(self, backends: int) -> None:
+        """Tell the run the first time the sampler goes this slow (each step starts fast again)."""
+        new = self.pace.interval_s
+        if new <= self._said_s or self.on_slow is None:
+            return
+        self._said_s = new
+        with contextlib.suppress(Exception):  # whoever listens, the sampling goes on
+            self.on_slow(f"pg_stat_activity sampling slowed to {1 / new:g} Hz (every {new * 1000:g} ms) for "
+                         f"the rest of the step: its query took {self.pace.took_s * 1000:.0f} ms with {backends:,} "
+                         "backends, more than half its interval; each step is sampled at the plan's rate "
+                         "first, and the step's rate is stored")
 
     def _maybe_flush(self) -> None:
         """Hand what was sampled so far to the sink, when there is much of it or it has waited."""

@@ -97,7 +97,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
         writer.add_command(None, "pgknee", record.argv)
     for purpose, argv in commands:
         writer.add_command(None, purpose, argv)
-    activity, os_sampler = _start_samplers(stack, plan, target, server, writer)
+    activity, os_sampler = _start_samplers(stack, plan, target, server, writer, ui.say)
     reader = StatsReader(lambda: target.endpoint.connect("stats"), plan.settle_s)
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
@@ -166,12 +166,12 @@ def _activity_sink(writer: RunWriter) -> Callable[[int, list[Any], list[Any]], N
 
 
 def _start_samplers(stack: contextlib.ExitStack, plan: Plan, target: Target, server: ServerFacts,
-                    writer: RunWriter) -> tuple[ActivitySampler | None, OsSampler]:
+                    writer: RunWriter, say: Callable[[str], None]) -> tuple[ActivitySampler | None, OsSampler]:
     activity = None
     if plan.sample_interval_s:
         activity = ActivitySampler(target.endpoint, server.version_num, plan.sample_interval_s,
                                    all_databases=plan.sample_all_databases, query_text=plan.query_text,
-                                   sink=_activity_sink(writer))
+                                   sink=_activity_sink(writer), on_slow=say)
         activity.start()
         stack.callback(activity.close)
     os_sampler = OsSampler(plan.os_interval_s)

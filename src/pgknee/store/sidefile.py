@@ -73,7 +73,8 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
         measurement=_measurement(d["measurement"]), tps_db=d["tps_db"], pg_delta=dict(d["pg_delta"]),
         progress=tuple(ProgressPoint(**p) for p in d["progress"]),
         activity=(ActivitySamples(_rows(act["snapshots"]), _rows(act["rows"]), tuple(act["errors"]),
-                                  int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)))
+                                  int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)),
+                                  float(act.get("interval_s", 0.0)), int(act.get("ticks_late", 0)))
                   if act is not None else None),
         os_rows=_rows(d["os_rows"]), facts=dict(d["facts"]),
         pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None)

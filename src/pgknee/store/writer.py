@@ -314,7 +314,9 @@ class RunWriter:
             self._many("insert_step_facts", [
                 {"step_id": r.step_id, "name": name, "value": float(n)}
                 for name, n in ((StepFact.ACTIVITY_TICKS_LOST, r.activity.ticks_lost),
-                                (StepFact.ACTIVITY_RECONNECTS, r.activity.reconnects)) if n])
+                                (StepFact.ACTIVITY_RECONNECTS, r.activity.reconnects),
+                                (StepFact.ACTIVITY_INTERVAL_S, r.activity.interval_s),
+                                (StepFact.ACTIVITY_TICKS_LATE, r.activity.ticks_late)) if n])
         self._many("insert_os_samples", self._rows(r.step_id, r.os_rows))
         self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
         if r.pooler is not None:
