@@ -339,7 +339,8 @@ def test_spread_of() -> None:
 
 
 def test_sampling_check_compares_sessions_in_statement_or_transaction() -> None:
-    """Under load pg_stat_activity shows part of active_time as idle in transaction; the sum agrees."""
+    """Under CPU contention snapshots show part of active_time as idle in transaction (the sampler gets a
+    core when a backend has just blocked: docs/aas.md); the sum agrees."""
     from builders import step
 
     from pgknee.analyze import checks as ck
@@ -355,6 +356,25 @@ def test_sampling_check_compares_sessions_in_statement_or_transaction() -> None:
     # without the idle-in-transaction figures it falls back to active only
     only = ck.sampled_vs_active_time(s, 2.5, 600, 26_000.0)
     assert only.status == "ok" and only.detail.startswith("sampled AAS 2.50 vs active_time 2.60 (-3.8%")
+
+
+def test_sampling_check_says_when_an_excess_is_the_clocks_parse_and_bind() -> None:
+    """Under the extended and prepared protocols active_time leaves out Parse and Bind (docs/aas.md):
+    sampling above it is the clock's shortfall, and the detail says so; still judged by the tolerance."""
+    from builders import step
+
+    from pgknee.analyze import checks as ck
+
+    def check(protocol: str, busy: float) -> ck.Check:
+        return ck.sampled_vs_active_time(step(protocol=protocol, bench_start=0.0, bench_end=10.0), 2.9, 600,
+                                         26_000.0, sampled_busy=busy, idle_in_xact_ms=38_000.0)
+
+    ext = check("extended", 6.72)  # +5%, as measured on the e-wallet workload
+    assert ext.status == "ok" and "leaves out Parse and Bind" in ext.detail
+    assert "Parse and Bind" not in check("simple", 6.72).detail
+    assert "Parse and Bind" not in check("prepared", 6.08).detail  # a shortfall is not the clock's
+    far = check("extended", 9.6)  # +50%: a query that takes long to plan
+    assert far.status == "warn" and "leaves out Parse and Bind" in far.detail
 
 
 def test_sampling_check_is_not_applied_to_pipeline_steps() -> None:
