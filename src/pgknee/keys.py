@@ -101,6 +101,9 @@ class StepFact(StrEnum):
     ACTIVITY_TICKS_LATE = "activity.ticks_late"  # ticks that began late: the query before overran
     SERVER_RESTARTED = "server.restarted"  # 1: the server restarted (or failed over) during the step
     LOG_SAMPLING_RATE = "log.sampling_rate"  # the share of transactions pgbench logged for latency
+    QUIET_WAIT_S = "quiet.wait_s"  # the 'pre' phase: how long the server took to be quiet
+    QUIET_BACKENDS_LEFT = "quiet.backends_left"  # the last step's pgbench backends still there at --pre's end
+    QUIET_CHECKPOINT = "quiet.checkpoint"  # at the step's start a checkpoint ran: 1 immediate, 0.5 spread
     PROBE_TPS = "probe.tps"  # the warm-up's TPS before a variant's first step, for the log's sampling rate
     LOG_TRANSACTIONS = "log.transactions"  # how many successful ones the latency figures come from
     BENCH_SECONDS = "bench.seconds"  # pgbench's measured window (a --duration auto step's actual length)

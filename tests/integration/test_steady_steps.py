@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psycopg
 import pytest
+
+from pgknee.collect.pgstats import StatsReader
+from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import SCALE, pgknee, sql
 
@@ -29,8 +33,24 @@ def test_an_auto_step_stops_once_steady_with_a_sampled_log(tmp_path: Path) -> No
     assert facts["steady.stopped"] == 1.0 and facts["steady.at_s"] >= 20
     assert facts["steady.halfwidth_pct"] <= 50 and facts["steady.tps"] > 0
     assert facts["log.sampling_rate"] == 0.25
+    assert 0.3 <= facts["quiet.wait_s"] < 5  # the 'pre' phase, measured: the first step waits for nothing
     assert 0.2 * tx <= facts["log.transactions"] <= 0.3 * tx
     assert "stopped once known" in r.err  # the line at the end of the step
     shown = pgknee("show", "last", "--store", str(store), cwd=tmp_path)
     assert "until steady TPS ±50%" in shown.out and "■ stopped once steady" in shown.out
     assert "Latency from (logged)" in shown.out
+
+
+def test_the_pre_phase_waits_for_the_last_steps_backends_and_no_longer(server: EmbeddedCluster) -> None:
+    """StatsReader.quiet: a pgbench backend still there keeps the step waiting up to --pre; once
+    it is gone the wait is the 0.3 s minimum (the fixed 1 s sleep it replaces), measured."""
+    connect = lambda: psycopg.connect(host=str(server.sock), port=server.port, user="pgknee",  # noqa: E731
+                                      dbname="pgknee", autocommit=True)
+    reader = StatsReader(connect, settle_s=1.0)
+    with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="pgknee",
+                         application_name="pgbench"):
+        held = reader.quiet(1.0)
+    assert held.backends_left == 1 and 1.0 <= held.waited_s < 1.5
+    gone = reader.quiet(1.0)
+    assert (gone.backends_left, gone.checkpointing) == (0, False) and 0.3 <= gone.waited_s < 0.6
+    reader.conn.close()

@@ -126,7 +126,9 @@ def _collection_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--log-sampling-rate", type=float,
                    help="fraction of transactions pgbench logs for latency (default: chosen per step so that "
                         "some 20,000 are logged, enough for p99 within a few %%; 1 logs all)")
-    c.add_argument("--pre", help="seconds sampled before pgbench starts in each step (default 1s)")
+    c.add_argument("--pre", help="the longest wait before pgbench starts in each step for the server to be quiet: "
+                                 "the last step's backends gone, no immediate checkpoint running; measured, "
+                                 "0.3 s at least, sampled as the 'pre' phase (default 5s)")
     c.add_argument("--post", help="seconds sampled after it ends (default 1s)")
     c.add_argument("--settle", help="the longest wait after a step for the server's statistics to stop moving "
                                     "(default 3s)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -47,6 +48,26 @@ def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]
     return {k: after[k] - before[k] for k in after if k in before and k != SERVER_START}
 
 
+# what keeps a server from being quiet before a step: the last step's pgbench backends still
+# leaving, an immediate checkpoint running (CHECKPOINT, a restart's). The checkpointer waits in
+# CheckpointerMain between checkpoints and in CheckpointWriteDelay while it spreads one over
+# checkpoint_timeout x checkpoint_completion_target: under a write load that is most of the time,
+# so a spread checkpoint is recorded, not waited for (it would idle the sweep for minutes).
+_QUIET = ("SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND application_name = 'pgbench'), "
+          "count(*) FILTER (WHERE backend_type = 'checkpointer' "
+          "AND wait_event IS DISTINCT FROM 'CheckpointerMain' AND wait_event IS DISTINCT FROM 'CheckpointWriteDelay'), "
+          "count(*) FILTER (WHERE backend_type = 'checkpointer' AND wait_event = 'CheckpointWriteDelay') "
+          "FROM pg_stat_activity")
+
+
+@dataclass(frozen=True)
+class Quiet:
+    waited_s: float
+    backends_left: int  # pgbench backends still there when the wait ended
+    checkpointing: bool  # an immediate checkpoint still running when it ended
+    spread_checkpoint: bool  # a spread checkpoint running then (not waited for)
+
+
 class StatsReader:
     """pg_stat_database reads on pgknee's own connection; each read is a commit in the benchmark
     database, counted so that the check of commits against transactions can take them out. The
@@ -76,6 +97,20 @@ class StatsReader:
         except psycopg.OperationalError:
             self.reconnect()
             return snapshot(self.conn)
+
+    def quiet(self, longest_s: float, shortest_s: float = 0.3, every_s: float = 0.1) -> Quiet:
+        """Wait, polling, until the server is quiet: no pgbench backend left from the last step and
+        no immediate checkpoint running; at least shortest_s (the 'pre' phase's samples), at most
+        longest_s."""
+        t0 = time.monotonic()
+        while True:
+            self.reads += 1
+            row = self.conn.execute(_QUIET).fetchone()
+            backends, checkpointing, spread = (int(row[0]), bool(row[1]), bool(row[2])) if row else (0, False, False)
+            waited = time.monotonic() - t0
+            if (waited >= shortest_s and backends == 0 and not checkpointing) or waited >= longest_s:
+                return Quiet(waited, backends, checkpointing, spread)
+            time.sleep(min(every_s, max(longest_s - waited, 0.0)))
 
     def settled(self) -> dict[str, float]:
         """The counters once they stop moving (backends flush them as they go idle), or after

@@ -47,7 +47,7 @@ DEFAULTS: dict[str, Any] = {
     "log_sampling_rate": None, "steady_target": "2%", "noise_threshold": DEFAULT_NOISE_PCT, "pgbouncer": None,
     "pooler_dsn": None,
     "pooler_admin_dsn": None, "pooler_interval": "250ms", "sample_all_databases": False, "query_text": True,
-    "pre": "1s", "post": "1s", "settle": "3s", "idle_flush": "11s", "server_wait": "120s",
+    "pre": "5s", "post": "1s", "settle": "3s", "idle_flush": "11s", "server_wait": "120s",
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),

@@ -226,7 +226,7 @@ class Plan:
     variants: tuple[Variant, ...] = (Variant(),)
     sample_interval_s: float = 0.1  # 0: no pg_stat_activity sampling
     os_interval_s: float = 1.0
-    pre_s: float = 1.0  # sampled before pgbench starts, in each step
+    pre_s: float = 5.0  # the longest wait for a quiet server before pgbench starts (collect.pgstats.quiet)
     post_s: float = 1.0  # sampled after it ends
     settle_s: float = 3.0  # the longest wait for pg_stat_database to stop moving after a step
     idle_flush_s: float = 11.0  # idle sessions that read the catalogue report to pg_stat_database within 10 s
@@ -340,7 +340,7 @@ class Plan:
         return max(1, min(clients, cpu_count))
 
     def estimated_seconds(self) -> float:
-        per_step = self.duration_s + self.warmup_s + self.pre_s + self.post_s + 2.0
+        per_step = self.duration_s + self.warmup_s + min(self.pre_s, 0.5) + self.post_s + 2.0  # pre: measured
         # opening idle sessions (measured on 2 cores: 0.003 s each, 0.35 s each touching the
         # catalogue, then the wait for their statistics), restarts for a variant's settings
         extra = sum(v.idle * (0.35 if v.idle_kind == "catalog" else 0.003)

@@ -141,5 +141,5 @@ def dry_run(plan: Plan, prepared: Prepared, cpus: int) -> list[str]:
     total = plan.estimated_seconds() + setup
     lines.append(f"estimated wall time: {int(total // 60)} min {int(total % 60)} s "
                  f"({plan.duration_s + plan.warmup_s} s per step plus about "
-                 f"{plan.pre_s + plan.post_s + 2:.0f} s around it, plus setup)")
+                 f"{min(plan.pre_s, 0.5) + plan.post_s + 2:.0f} s around it, plus setup)")
     return lines

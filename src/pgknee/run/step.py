@@ -210,7 +210,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     if s.activity is not None:
         s.activity.begin_step(step_id)
     s.os.begin_step()
-    time.sleep(plan.pre_s)
+    _wait_for_quiet(s, facts)
     _warm_up(s, spec, step_id, run, env, step_dir, pooled, facts)
     run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
     s.writer.add_command(step_id, "bench", run.argv())
@@ -234,6 +234,21 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     return _Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
                     spec.variant.idle - idle_alive if holder is not None else 0, watch)
+
+
+def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
+    """The 'pre' phase: as long as the server needs to be quiet (the last step's backends gone,
+    no immediate checkpoint running), at most --pre; measured and recorded, not slept."""
+    try:
+        q = s.reader.quiet(s.plan.pre_s, shortest_s=min(0.3, s.plan.pre_s))
+    except (psycopg.Error, PgkneeError):
+        time.sleep(s.plan.pre_s)  # the step will find out about the server
+        return
+    facts[StepFact.QUIET_WAIT_S] = q.waited_s
+    if q.backends_left:
+        facts[StepFact.QUIET_BACKENDS_LEFT] = float(q.backends_left)
+    if q.checkpointing or q.spread_checkpoint:
+        facts[StepFact.QUIET_CHECKPOINT] = 1.0 if q.checkpointing else 0.5
 
 
 PROBE_S = 3  # an unmeasured run before a variant's first step, for its TPS (the log's sampling rate)
