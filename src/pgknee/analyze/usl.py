@@ -265,17 +265,28 @@ def smallest_n_reaching(p: Params, fraction: float, ceiling: float) -> float | N
 
 
 def smallest_n_reaching_each(fits: Sequence[Params], fraction: float, ceiling: float) -> np.ndarray:
-    """smallest_n_reaching of each fit, on the same grid, all at once (NaN where none reaches)."""
+    """smallest_n_reaching of each fit, on the same grid, all at once (NaN where none reaches):
+    the model crosses the target t where tκN² + (tσ − tκ − λ)N + t(1 − σ) = 0, at its smaller
+    root; the grid point is the first at or after it, checked against the model itself."""
     arr = np.array([[f.lam, f.sigma, f.kappa] for f in fits], dtype=float).reshape(-1, 3)
+    lam, sigma, kappa = arr[:, 0], arr[:, 1], arr[:, 2]
     peak = _column(arr, "peak_x")
-    at_ceiling = usl(ceiling, arr[:, 0], arr[:, 1], arr[:, 2])
-    target = fraction * np.where(np.isfinite(peak), peak, at_ceiling)
+    t = fraction * np.where(np.isfinite(peak), peak, np.asarray(usl(ceiling, lam, sigma, kappa)))
+    a, b, c = t * kappa, t * sigma - t * kappa - lam, t * (1.0 - sigma)
+    disc = b * b - 4.0 * a * c
+    with np.errstate(invalid="ignore", divide="ignore"):
+        root = np.where(disc >= 0, 2.0 * c / (-b + np.sqrt(np.maximum(disc, 0.0))), np.inf)
     grid = np.linspace(1.0, ceiling, 2000)
-    out = np.full(len(arr), np.nan)
-    for i in range(0, len(arr), 256):  # 256 curves of 2,000 points at a time
-        a = arr[i:i + 256]
-        hits = usl(grid, a[:, :1], a[:, 1:2], a[:, 2:]) >= target[i:i + 256, None]
-        out[i:i + 256] = np.where(hits.any(axis=1), grid[np.argmax(hits, axis=1)], np.nan)
+    step = (ceiling - 1.0) / 1999.0
+    k = np.clip(np.ceil(np.nan_to_num((root - 1.0) / step, nan=2000.0, posinf=2000.0)), 0, 1999).astype(int)
+
+    def reaches(i: np.ndarray) -> np.ndarray:
+        return np.asarray(usl(grid[i], lam, sigma, kappa)) >= t
+
+    for _ in range(2):  # the root's rounding: a grid point either way
+        k = np.where(~reaches(k) & (k < 1999), k + 1, k)
+        k = np.where((k > 0) & reaches(np.maximum(k - 1, 0)), k - 1, k)
+    out: np.ndarray = np.where(reaches(k), grid[k], np.nan)
     return out
 
 
@@ -303,5 +314,6 @@ def band(f: Fit, grid: np.ndarray, min_fits: int = 20) -> tuple[np.ndarray, np.n
     each point); None with fewer than `min_fits` fits."""
     if len(f.samples) < min_fits:
         return None
-    curves = np.array([usl(grid, s.lam, s.sigma, s.kappa) for s in f.samples])
+    fits = np.array([[s.lam, s.sigma, s.kappa] for s in f.samples])
+    curves = np.asarray(usl(grid, fits[:, :1], fits[:, 1:2], fits[:, 2:]))
     return np.percentile(curves, 2.5, axis=0), np.percentile(curves, 97.5, axis=0)
