@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pgknee.analyze.records import Group, RunView
-from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching
+from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching, smallest_n_reaching_each
 from pgknee.analyze.waits import total_aas
 from pgknee.keys import CheckId, CheckStatus, Env
 from pgknee.rules import database_concurrency
@@ -226,8 +226,9 @@ def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[i
         return dataclasses.replace(start, verdict="not-identified", reasons=tuple(_reasons(groups, None, cores)),
                                    fit=f, knee=kn, next_counts=tuple(next_counts([g.clients for g in groups], cores)))
     ceiling = 2.0 * f.max_n
-    draws = [n for s in f.samples if (n := smallest_n_reaching(s, fraction, ceiling)) is not None]
-    interval = ((float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if draws else None)
+    each = smallest_n_reaching_each(f.samples, fraction, ceiling)
+    draws = each[np.isfinite(each)]
+    interval = ((float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if draws.size else None)
     chosen = _smallest_reaching(groups, by_n, fraction * f.params.peak_x, start.p99_target_ms)
     reasons = _reasons(groups, chosen, cores, fraction)
     if plateau:

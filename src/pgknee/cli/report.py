@@ -42,16 +42,21 @@ def options_from(args: argparse.Namespace) -> Options:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pgknee.analyze.run import build
-    from pgknee.report.files import LABELS, write
-    from pgknee.store.db import Store, load_run
+    from pgknee.cli.loading import loaded
 
     fmt = output_format(args.output, args.format)
     check_output(args.output, fmt)
-    if len(args.runs) > len(LABELS):
-        raise UserError(f"a report compares at most {len(LABELS)} runs")
-    store = Store(args.store, create=False)
-    datas = [load_run(store, r) for r in args.runs]
+
+    def meanwhile() -> None:  # the renderers' imports (matplotlib, scipy) while the store is read
+        from pgknee.report.files import LABELS
+
+        if len(args.runs) > len(LABELS):
+            raise UserError(f"a report compares at most {len(LABELS)} runs")
+
+    datas = loaded(args.store, args.runs, meanwhile)
+    from pgknee.analyze.run import build
+    from pgknee.report.files import write
+
     ids = [d.run.run_id for d in datas]
     if len(set(ids)) < len(ids):
         raise UserError("the same run is given twice", "give each run once")

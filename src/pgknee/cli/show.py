@@ -88,12 +88,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from pgknee.cli.loading import loaded
+
+    def meanwhile() -> None:  # what renders the run, imported while the store is read
+        import pgknee.analyze.run
+        import pgknee.report.jsonout
+        import pgknee.report.terminal  # noqa: F401
+
+    (data,) = loaded(args.store, [args.run_id], meanwhile)
     from pgknee.analyze.run import build
     from pgknee.report.jsonout import dumps, run_json
     from pgknee.report.terminal import run_report
-    from pgknee.store.db import load_run
 
-    view = build(load_run(_open(args.store), args.run_id), args.summary, args.noise_threshold)
+    view = build(data, args.summary, args.noise_threshold)
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
     print_items(run_report(view, waits=not args.no_waits), to_stderr=stdout_outputs(args.json))

@@ -225,6 +225,27 @@ def waits(view: RunView, variant: str) -> Chart | None:
     return chart
 
 
+TIMELINE_POINTS = 6000  # drawn over all steps at most (a 9-inch chart shows far fewer)
+
+
+def envelope(xs: Sequence[float], ys: Sequence[float], most: int) -> tuple[list[float], list[float]]:
+    """A series of more than `most` points, decimated: in each of most/2 runs of consecutive
+    points, its lowest and its highest, in their order; the line keeps every peak and dip."""
+    if len(ys) <= most:
+        return list(xs), list(ys)
+    buckets = most // 2
+    out_x: list[float] = []
+    out_y: list[float] = []
+    for b in range(buckets):
+        lo, hi = b * len(ys) // buckets, (b + 1) * len(ys) // buckets
+        i = min(range(lo, hi), key=ys.__getitem__)
+        j = max(range(lo, hi), key=ys.__getitem__)
+        for k in sorted({i, j}):
+            out_x.append(xs[k])
+            out_y.append(ys[k])
+    return out_x, out_y
+
+
 def timeline(view: RunView) -> Chart | None:
     steps = [s for s in sorted(view.data.steps, key=lambda s: s.seq)
              if s.bench_start and view.data.progress.get(s.step_id)]
@@ -234,7 +255,10 @@ def timeline(view: RunView) -> Chart | None:
     fig, (ax,) = new_figure(size=(9.0, 3.8))
     chart = Chart("timeline", "timeline", "TPS over time, second by second (pgbench --progress)",
                   "Each segment is one step. A rising start is warm-up; dips, saw-teeth or a collapse are "
-                  "checkpoints, vacuum or stalls. A step that is not flat is less trustworthy than its mean.", fig)
+                  "checkpoints, vacuum or stalls. A step that is not flat is less trustworthy than its mean."
+                  + (" A long run's seconds are drawn as the lowest and highest of each few: every dip and peak "
+                     "stays." if sum(len(view.data.progress[s.step_id]) for s in steps) > TIMELINE_POINTS else ""),
+                  fig)
     labelled: set[str] = set()
     every = max(1, math.ceil(len(steps) / 40))
     top = max(max(tps for _, tps in view.data.progress[s.step_id]) for s in steps)
@@ -246,7 +270,8 @@ def timeline(view: RunView) -> Chart | None:
         label = s.variant if len(view.variants()) > 1 and s.variant not in labelled else None
         labelled.add(s.variant)
         vals = [tps for _, tps in prog]
-        chart.mark(ax.plot(xs, vals, "-", color=colour, linewidth=1.2, label=label)[0], len(prog),
+        dx, dy = envelope(xs, vals, max(TIMELINE_POINTS // len(steps), 40))
+        chart.mark(ax.plot(dx, dy, "-", color=colour, linewidth=1.2, label=label)[0], len(prog),
                    f"{s.variant} c{s.clients} rep {s.rep}: mean {sum(vals) / len(vals):,.0f} TPS, "
                    f"min {min(vals):,.0f}, max {max(vals):,.0f} over {len(vals)} s")
         if s.status != "completed":

@@ -117,7 +117,8 @@ def recommendation_json(r: Recommendation) -> dict[str, Any]:
                       "sigma_interval": [f.sigma.lo, f.sigma.hi], "kappa_interval": [f.kappa.lo, f.kappa.hi],
                       "peak_n": num(f.params.peak_n), "peak_n_interval": [num(f.peak_n.lo), num(f.peak_n.hi)],
                       "peak_tps": num(f.params.peak_x), "peak_tps_interval": [num(f.peak_x.lo), num(f.peak_x.hi)],
-                      "r2": f.r2, "identified": f.identified, "points": f.points, "bootstrap": f.method}
+                      "r2": f.r2, "identified": f.identified, "points": f.points, "bootstrap": f.method,
+                      "bootstrap_draws": f.draws}
     return d
 
 

@@ -124,7 +124,7 @@ def recommendation_items(r: Recommendation) -> list[RenderableType]:
     if f is not None:
         p = f.params
         t.add_row("model", f"Universal Scalability Law on {r.concurrency}, {f.points} measurements, R² {f.r2:.3f}, "
-                           f"intervals by bootstrap over {f.method}")
+                           f"intervals by bootstrap over {f.method} ({f.draws:,} draws each)")
         t.add_row("σ contention", f"{p.sigma:.4f} [{f.sigma.lo:.4f}..{f.sigma.hi:.4f}]")
         t.add_row("κ coherency", f"{p.kappa:.6f} [{f.kappa.lo:.6f}..{f.kappa.hi:.6f}]")
         peak = "not identified" if not f.identified else f"{p.peak_n:.1f} [{f.peak_n.lo:.1f}..{f.peak_n.hi:.1f}]"
