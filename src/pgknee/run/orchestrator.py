@@ -31,6 +31,8 @@ def _answers(session: RunSession) -> bool:
     try:
         session.reader.snapshot()
         return True
+    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+        raise
     except (psycopg.Error, PgkneeError):
         return False
 
@@ -123,6 +125,8 @@ class Sweep:
             try:
                 session.reader.reconnect()
                 break
+            except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+                raise
             except (psycopg.Error, PgkneeError) as e:
                 waited = time.monotonic() - t0
                 if waited > limit:

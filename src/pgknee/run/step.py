@@ -27,7 +27,7 @@ from pgknee.driver.execute import Execution, execute
 from pgknee.driver.measure import measure, read_transaction_logs
 from pgknee.driver.pgbench import PgbenchRun, log_files, parse_counts, parse_summary, window_of
 from pgknee.driver.steady import SteadyWatch, steadiness
-from pgknee.errors import PgkneeError
+from pgknee.errors import Interrupted, PgkneeError
 from pgknee.idle import IdleHolder
 from pgknee.keys import PoolerFact, StepFact
 from pgknee.pooler.lab import StepPooler
@@ -241,6 +241,8 @@ def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
     no immediate checkpoint running), at most --pre; measured and recorded, not slept."""
     try:
         q = s.reader.quiet(s.plan.pre_s, shortest_s=min(0.3, s.plan.pre_s))
+    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+        raise
     except (psycopg.Error, PgkneeError):
         time.sleep(s.plan.pre_s)  # the step will find out about the server
         return
@@ -282,6 +284,8 @@ def _statistics(s: RunSession, facts: dict[str, float], *, settle: bool) -> dict
     the server cannot be reached even on a new connection (it restarted, or failed over)."""
     try:
         return s.reader.settled() if settle else s.reader.snapshot()
+    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+        raise
     except (psycopg.OperationalError, PgkneeError):
         facts[StepFact.SERVER_RESTARTED] = 1.0
         return {}
@@ -303,6 +307,8 @@ def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:
         return None
     try:
         return pooled.sampler.totals()
+    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+        raise
     except (PgkneeError, psycopg.Error):
         return None
 
