@@ -9,15 +9,30 @@ The synthetic run has two client counts (2 and 8) with two repetitions each:
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pgknee.plan import Plan
 from pgknee.types import OsSample, RunData, RunRecord, ScriptRow, StepRecord
 
 DATA = Path(__file__).resolve().parent.parent / "data"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def load_bench(name: str) -> ModuleType:
+    """A script of bench/ as a module, for the tests of its statistics (the benches are not on the
+    package's path); registered under its name, where its dataclasses look their module up."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def step(**kw: Any) -> StepRecord:

@@ -4,20 +4,13 @@ on a server of its own)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import load_bench
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "aas_accuracy.py"
-_spec = importlib.util.spec_from_file_location("aas_accuracy", _PATH)
-assert _spec is not None and _spec.loader is not None
-aa = importlib.util.module_from_spec(_spec)
-sys.modules["aas_accuracy"] = aa
-_spec.loader.exec_module(aa)
+aa = load_bench("aas_accuracy")
 
 
 def row(pid: int, state: str | None, etype: str | None = None, event: str | None = None, *,

@@ -3,19 +3,12 @@ minutes on a server of its own)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
+from builders import load_bench
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "observer_effect.py"
-_spec = importlib.util.spec_from_file_location("observer_effect", _PATH)
-assert _spec is not None and _spec.loader is not None
-oe = importlib.util.module_from_spec(_spec)
-sys.modules["observer_effect"] = oe
-_spec.loader.exec_module(oe)
+oe = load_bench("observer_effect")
 
 
 def test_the_ratio_is_the_geometric_mean_with_a_normal_interval() -> None:

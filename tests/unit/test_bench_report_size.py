@@ -3,27 +3,19 @@ synthetic store it writes (what a real one-hour run leaves, through pgknee's own
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from builders import load_bench
 
 from pgknee.store.db import Store, load_run
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "report_size.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("report_size_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("report_size")
 
 
 def test_the_one_hour_shapes_add_up_to_an_hour(bench: ModuleType) -> None:

@@ -3,21 +3,14 @@ sessions on a server of its own for minutes)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
+from builders import load_bench
 
 from pgknee.types import ActivitySamples
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "sampler_scale.py"
-_spec = importlib.util.spec_from_file_location("sampler_scale", _PATH)
-assert _spec is not None and _spec.loader is not None
-ss = importlib.util.module_from_spec(_spec)
-sys.modules["sampler_scale"] = ss
-_spec.loader.exec_module(ss)
+ss = load_bench("sampler_scale")
 
 
 def _snap(ms: float) -> tuple[object, ...]:
