@@ -145,11 +145,12 @@ class _Candidate:
 
 
 def repetitions(view: RunView, variant: str) -> dict[int, int]:
-    """Completed repetitions by client count."""
+    """Repetitions by client count, failed attempts included (a count that fails is not tried
+    without end)."""
     out: dict[int, int] = {}
     for g in view.groups:
         if g.variant == variant:
-            out[g.clients] = out.get(g.clients, 0) + len(g.done)
+            out[g.clients] = out.get(g.clients, 0) + len(g.steps)
     return out
 
 
