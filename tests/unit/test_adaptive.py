@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from builders import make_run_data, os_sample, step
 
 from pgknee.analyze import adaptive as ad
@@ -13,6 +14,10 @@ from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.run import build
 from pgknee.analyze.usl import Params
 from pgknee.types import RunData
+
+# each round fits the model with its bootstrap (seconds on a shared 2-CPU machine): the sweeps
+# below take several rounds
+SWEEP_TIMEOUT = pytest.mark.timeout(300)
 
 CURVE = Params(lam=1000.0, sigma=0.05, kappa=0.002)  # peak 7,397 TPS at 21.8 clients; 95% of it from 14.8
 TRUE_ANSWER = 15  # the smallest count whose modelled TPS reaches 95% of the peak
@@ -99,6 +104,7 @@ def test_it_starts_with_the_coarse_sweep_and_respects_the_budget_there() -> None
     assert none.counts == () and none.stopped == ad.BUDGET_SPENT and none.why.startswith("budget spent")
 
 
+@SWEEP_TIMEOUT
 def test_it_converges_on_the_true_answer_within_one_step_in_a_bounded_number_of_steps() -> None:
     lab = Lab(CURVE, noise=0.03, seed=1)
     nxt, asked = lab.run(ad.Settings(1, 32))
@@ -114,6 +120,7 @@ def test_it_converges_on_the_true_answer_within_one_step_in_a_bounded_number_of_
     assert lab.batches <= 10  # the exhaustive sweep: 24 counts x 3 repetitions
 
 
+@SWEEP_TIMEOUT
 def test_a_small_machine_finds_its_answer_in_one_to_eight_clients() -> None:
     lab = Lab(SMALL, noise=0.03, seed=3)
     nxt, asked = lab.run(ad.Settings(1, 8))
@@ -124,6 +131,7 @@ def test_a_small_machine_finds_its_answer_in_one_to_eight_clients() -> None:
     assert asked == [(1, 2, 4, 8), (3,)]  # the coarse sweep, then the count the fits disagreed on most
 
 
+@SWEEP_TIMEOUT
 def test_the_budget_ends_the_sweep_and_is_never_exceeded() -> None:
     lab = Lab(CURVE, noise=0.05, seed=6)
     nxt, asked = lab.run(ad.Settings(1, 32), budget=8)
@@ -131,6 +139,7 @@ def test_the_budget_ends_the_sweep_and_is_never_exceeded() -> None:
     assert nxt.stopped == ad.BUDGET_SPENT and nxt.why.startswith("budget spent: the next step (")
 
 
+@SWEEP_TIMEOUT
 def test_repetitions_come_when_every_count_around_the_answer_is_measured_and_stop_at_the_limit() -> None:
     lab = Lab(SMALL, noise=0.10, seed=2)
     lab.measure(tuple(range(1, 9)))
@@ -145,6 +154,7 @@ def test_repetitions_come_when_every_count_around_the_answer_is_measured_and_sto
         assert "measured 2 times" in done.why and "as narrow as this noise allows" in done.why
 
 
+@SWEEP_TIMEOUT
 def test_a_rising_curve_fills_the_top_of_the_range_then_says_the_peak_lies_beyond() -> None:
     rising = Params(lam=1000.0, sigma=0.0, kappa=0.0)
     lab = Lab(rising, noise=0.01)
