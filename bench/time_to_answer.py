@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     work = Path(a.dir or tempfile.mkdtemp(prefix="pgknee-tta-"))
     work.mkdir(parents=True, exist_ok=True)
-    common = ["--workload", a.workload, "--scale", a.scale, "--quiet", "--no-waits"]
+    common = ["--workload", a.workload, "--scale", a.scale, "--no-waits"]  # progress to the log
     print(f"reference: clients 1..{a.max_clients}, {REFERENCE_REPS} reps, {a.step} steps ({work})", flush=True)
     ref_wall = run_pgknee([*common, "--clients", f"1:{a.max_clients}:1", "--reps", str(REFERENCE_REPS),
                            "--duration", a.step, "--store", str(work / "reference.db")], work / "reference.log")

@@ -175,6 +175,8 @@ def _run_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         for line in dry_run(plan, preflight(plan), os.cpu_count() or 1):
             print(line)
+        if plan.until_answer:
+            print(_answer_dry_run(plan))
         return 0
     _check_outputs(args)
     # refusals before the store is created: a new store only once the plan can run
@@ -216,7 +218,7 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
     from pgknee.cli.run_plan import password_note, redacted_argv
     from pgknee.run import Sweep
 
-    ui = make_ui(args.quiet, plan.estimated_seconds())
+    ui = make_ui(args.quiet, plan.budget_s or plan.estimated_seconds())
     note = password_note(plan, sys.argv)
     sweep = Sweep(plan, store, ui, prepared, argv=["pgknee", *redacted_argv(sys.argv[1:])], extend=extend,
                   extra_env=extra_env, only=only, answer=_answer(args))
@@ -357,3 +359,9 @@ def _answer(args: argparse.Namespace) -> Answer:
 
     return Answer(fraction=args.min_fraction, p99_target_ms=args.p99_target,
                   started=getattr(args, "started", time.monotonic()))
+
+
+def _answer_dry_run(plan: Plan) -> str:
+    budget = f", within {plan.budget_s:g} s in all" if plan.budget_s else ", without a budget"
+    return (f"--until-answer: the steps above are the coarse start; then counts between {min(plan.clients)} and "
+            f"{max(plan.clients)} are chosen as the run goes, until the answer is known to one step{budget}")

@@ -6,8 +6,9 @@ repetitions of one count, numbered 1.. as a plan naming the count again would nu
 
 --budget is the wall time since the command started, setup included: a batch that would not end
 within it, less what the run's end needs (the choice after it, the workload's check, stopping the
-server, the recommendation printed: TAIL_S and twice the time the last choice took), is not
-started. A step's expected
+server, the recommendation printed: TAIL_S and twice the time the last choice took, or
+FIRST_CHOICE_S before one was timed), is not started; nor is a choice made with no room for a
+step after it. A step's expected
 time is the longest a step of this run took, or the plan's estimate before the first one.
 
 The stored plan says what ran: until_answer and budget_s, and as its client counts those of the
@@ -30,6 +31,7 @@ from pgknee.store.db import load_run
 from pgknee.store.writer import RunWriter
 
 TAIL_S = 5.0  # kept from the budget for the run's end, besides the last choice's time
+FIRST_CHOICE_S = 5.0  # what a choice (a fit of the model) is reckoned to take before one was timed
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class AdaptiveSteps:
                 self.batches.append([])
             self.batches[-1].append(s)
         self.walls: list[float] = []  # each step's wall time, its write included
-        self.choice_s = 0.0  # the time the last choice took (a fit of the model)
+        self.choice_s = FIRST_CHOICE_S  # the time the last choice took (a fit of the model)
         self.stopped: str | None = None
 
     def __len__(self) -> int:
@@ -87,6 +89,9 @@ class AdaptiveSteps:
                     yield spec
                     self.walls.append(time.monotonic() - t0)
                 i += 1
+            if self._affordable() < 1:  # no room for a step after the choice: no choice
+                self._stop("budget spent: no room left for another step")
+                return
             nxt = self._next()
             if nxt.stopped:
                 self._stop(nxt.why)
