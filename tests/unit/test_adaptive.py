@@ -166,3 +166,11 @@ def test_a_rising_curve_fills_the_top_of_the_range_then_says_the_peak_lies_beyon
 def test_too_small_a_range_has_no_answer() -> None:
     nxt = ad.next_step(build(Lab(SMALL).data()), "base", ad.Settings(3, 4), affordable=5)
     assert nxt.stopped == ad.NO_ANSWER and "fewer than three counts" in nxt.why
+
+
+def test_where_p99_crosses_the_target_is_part_of_the_region() -> None:
+    lab = Lab(SMALL, noise=0.05, seed=3)  # p99 = 3 x the mean latency: 6.4 ms at 4 clients, 12.7 ms at 8
+    lab.measure((1, 2, 4, 8))
+    nxt = ad.next_step(build(lab.data()), "base", ad.Settings(1, 8, p99_target_ms=10.0), affordable=5)
+    assert nxt.stopped is None and len(nxt.counts) == 1 and 3 <= nxt.counts[0] <= 7, nxt.why
+    assert "where p99 crosses 10 ms (4..8)" in nxt.why, nxt.why

@@ -246,6 +246,9 @@ def _choose(rec: Recommendation, region: dict[int, list[str]], done: dict[int, i
                               f"{_why(x, lead=False)})" for x in best), None, rec)
     if rec.verdict == "not-identified":
         why = f"the peak lies beyond {s.hi} clients, the top of the range (raise it with --clients 1:N:1)"
+    elif rec.verdict == "no-count-meets-target":
+        why = (f"no count measured meets both {s.fraction:.0%} of the peak and the p99 target, and every count "
+               f"where it could is measured {s.max_reps} times")
     elif rec.interval is not None:
         why = (f"every count around the answer is measured {s.max_reps} times; the interval "
                f"[{rec.interval[0]:.1f}, {rec.interval[1]:.1f}] is as narrow as this noise allows")

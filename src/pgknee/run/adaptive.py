@@ -5,10 +5,10 @@ says what to measure next and why, or why it stops. Each choice is a batch: the 
 repetitions of one count, numbered 1.. as a plan naming the count again would number them.
 
 --budget is the wall time since the command started, setup included: a batch that would not end
-within it, less what the run's end needs (the choice after it, the workload's check, stopping the
-server, the recommendation printed: TAIL_S and twice the time the last choice took, or
-FIRST_CHOICE_S before one was timed), is not started; nor is a choice made with no room for a
-step after it. A step's expected
+within it, less the choice after it (the time the last choice took, FIRST_CHOICE_S before one
+was timed) and what the run's end needs (TAIL_S: the workload's check, stopping the server), is
+not started; nor is a choice made with no room for a step after it. What the command prints
+after the run (the tables; a recommendation or a report when asked for) is not in the budget. A step's expected
 time is the longest a step of this run took, or the plan's estimate before the first one.
 
 The stored plan says what ran: until_answer and budget_s, and as its client counts those of the
@@ -110,9 +110,8 @@ class AdaptiveSteps:
     def _left_s(self) -> float:
         if self.plan.budget_s is None:
             return math.inf
-        # the run's end: the choice after the batch, the workload's check, stopping the server, the
-        # recommendation printed (a fit, as long as a choice)
-        return self.answer.started + self.plan.budget_s - time.monotonic() - TAIL_S - 2 * self.choice_s
+        # the choice after the batch; the run's end: the workload's check, stopping the server
+        return self.answer.started + self.plan.budget_s - time.monotonic() - TAIL_S - self.choice_s
 
     def _affordable(self) -> int:
         """Batches that still end within the budget."""
