@@ -20,8 +20,8 @@ import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from pgknee.analyze import adaptive as ad
 from pgknee.analyze.run import build
 from pgknee.keys import Env
 from pgknee.plan import Plan
@@ -29,6 +29,9 @@ from pgknee.run.schedule import StepSpec
 from pgknee.run.ui import UI
 from pgknee.store.db import load_run
 from pgknee.store.writer import RunWriter
+
+if TYPE_CHECKING:  # the model (scipy) loads when an adaptive run makes its first choice
+    from pgknee.analyze import adaptive as ad
 
 TAIL_S = 5.0  # kept from the budget for the run's end, besides the last choice's time
 FIRST_CHOICE_S = 5.0  # what a choice (a fit of the model) is reckoned to take before one was timed
@@ -52,6 +55,8 @@ class AdaptiveSteps:
     (each step is run and written before the next is asked for). len(): the steps chosen so far."""
 
     def __init__(self, plan: Plan, writer: RunWriter, ui: UI, answer: Answer, first: list[StepSpec]) -> None:
+        from pgknee.analyze import adaptive as ad
+
         self.plan, self.writer, self.ui, self.answer = plan, writer, ui, answer
         self.variant = plan.variants[0]
         self.settings = ad.Settings(min(plan.clients), max(plan.clients), fraction=answer.fraction,
@@ -69,6 +74,8 @@ class AdaptiveSteps:
         return sum(len(b) for b in self.batches)
 
     def __iter__(self) -> Iterator[StepSpec]:
+        from pgknee.analyze import adaptive as ad
+
         s = self.settings
         budget = f", budget {_clock(self.plan.budget_s)}" if self.plan.budget_s else ""
         self.ui.say(f"until-answer: looking for the answer between {s.lo} and {s.hi} clients (grid "
@@ -121,6 +128,8 @@ class AdaptiveSteps:
         return max(0, int(left // (self._step_s() * self.plan.reps)))
 
     def _next(self) -> ad.Next:
+        from pgknee.analyze import adaptive as ad
+
         t0 = time.monotonic()
         view = build(load_run(self.writer.store, self.writer.run_id))
         nxt = ad.next_step(view, self.variant.name, self.settings, affordable=self._affordable())
