@@ -104,7 +104,7 @@ class AdaptiveSteps:
                 self._stop(nxt.why)
                 return
             self._add(nxt.counts)
-            self.ui.say(f"until-answer: next {', '.join(map(str, nxt.counts))} clients: {nxt.why}")
+            self.ui.say(f"until-answer: measuring next {nxt.why}")
 
     def _batch_text(self, i: int) -> str:
         b = self.batches[i]
