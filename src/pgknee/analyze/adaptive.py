@@ -13,7 +13,7 @@ What it chooses next (one count per round, `per_round` to take more):
   (the bootstrap fits' spread of the modelled count reaching the fraction of the peak), the grid
   neighbours of the recommended count, and the counts between which the measured p99 crosses the
   latency target. Without an interval (peak not identified) it is the top of the range, between
-  the two largest counts measured, where a peak or a plateau would show, and the knee's
+  the two largest counts of the coarse sweep, where a peak or a plateau would show, and the knee's
   neighbours; with one, being next to the knee is a role (below) of a count already in it;
 * in that region, the count not measured yet where the bootstrap fits disagree most: the width
   of their 95% band of predicted TPS there, relative to its median, counted once more for every
@@ -196,14 +196,13 @@ def _region(view: RunView, variant: str, rec: Recommendation, g: Sequence[int], 
             if role and role not in roles[c]:
                 roles[c].append(role)
 
-    measured = sorted(repetitions(view, variant))
     if rec.interval is not None and rec.verdict in ("recommended", "no-count-meets-target"):
         a, b = rec.interval
         lo_edge, hi_edge = neighbours(a, g)[0], neighbours(b, g)[1]
         add([c for c in g if lo_edge <= c <= hi_edge and a <= c <= b], f"inside the interval [{a:.1f}, {b:.1f}]")
         add([c for c in g if lo_edge <= c <= hi_edge], "")
     else:  # no interval: the top of the range, where a peak or a plateau would show
-        top = measured[-2] if len(measured) >= 2 else s.lo
+        top = coarse(s.lo, s.hi)[-2:][0]
         add([c for c in g if c >= top], "the top of the range, where the peak would show")
     if rec.connections is not None:
         add(list(neighbours(rec.connections, g)), f"next to the recommended {rec.connections}")
