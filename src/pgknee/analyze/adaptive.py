@@ -27,7 +27,9 @@ When it stops (the first that holds):
 * "answer known": the answer is known to one grid step: the interval, rounded up to the grid
   (the grid counts from the first at or above its low end to the first at or above its high
   end), holds at most two adjacent counts, and the recommended (measured) count is one of them
-  or a grid neighbour of them;
+  or a grid neighbour of them; and the evidence is there: the grid neighbours of the answer
+  measured, five counts in all, the recommended count measured twice (until then these are the
+  counts it measures next);
 * "no answer possible": the recommendation is withheld (the client set the pace), open loop,
   or the range is too small for a model (fewer than three grid counts);
 * "budget spent": the caller can afford no further step (`affordable` batches left);
@@ -48,6 +50,7 @@ from pgknee.analyze.records import RunView
 from pgknee.analyze.usl import Fit, usl
 
 FINE_BELOW = 16  # every count below this is on the grid
+MIN_COUNTS = 5  # counts measured before an answer is called known (the model has three parameters)
 
 ANSWER_KNOWN = "answer-known"
 BUDGET_SPENT = "budget-spent"
@@ -166,7 +169,11 @@ def next_step(view: RunView, variant: str, s: Settings, *, affordable: int) -> N
         return _afford(Next(tuple(first), "coarse sweep: " + ", ".join(map(str, first)) + " clients"), affordable)
     rec = recommend(view, variant, fraction=s.fraction, p99_target_ms=s.p99_target_ms)
     if within_one_step(rec, g):
-        assert rec.interval is not None
+        assert rec.interval is not None and rec.connections is not None
+        gaps = _evidence_gaps(rec, g, done, s)
+        if gaps:
+            return _afford(Next(tuple(c for c, _ in gaps[:s.per_round]), "; ".join(w for _, w in gaps[:s.per_round]),
+                                None, rec), affordable)
         counts = "..".join(map(str, answer_counts(rec.interval, g)))
         return Next((), f"answer known: recommended {rec.connections}, interval [{rec.interval[0]:.1f}, "
                         f"{rec.interval[1]:.1f}] within one step (the answer is {counts})", ANSWER_KNOWN, rec)
@@ -177,6 +184,25 @@ def next_step(view: RunView, variant: str, s: Settings, *, affordable: int) -> N
     if not chosen.counts:
         return chosen
     return _afford(chosen, affordable)
+
+
+def _evidence_gaps(rec: Recommendation, g: Sequence[int], done: dict[int, int], s: Settings) -> list[tuple[int, str]]:
+    """What an answer the model knows to one step still needs before it is called known: the grid
+    neighbours of the answer measured, MIN_COUNTS counts in all (a fit of three parameters to
+    four points is sure of itself on no evidence), the recommended count measured twice."""
+    assert rec.interval is not None and rec.connections is not None
+    n = rec.connections
+    counts = answer_counts(rec.interval, g)
+    lo, hi = neighbours(min(counts[0], n), g)[0], neighbours(max(counts[-1], n), g)[1]
+    near = sorted((c for c in g if c not in done), key=lambda c: (abs(c - n), c))
+    out = [(c, f"{c} clients: next to the answer ({'..'.join(map(str, counts))}), not measured yet")
+           for c in near if lo <= c <= hi]
+    more = max(0, MIN_COUNTS - len(done) - len(out))
+    out += [(c, f"{c} clients: near the answer, the model wants {MIN_COUNTS} counts measured")
+            for c in near if not lo <= c <= hi][:more]
+    if not out and done.get(n, 0) < min(2 * s.batch, s.max_reps):
+        out.append((n, f"one more repetition at {n}: the recommended count, measured once"))
+    return out
 
 
 def _afford(n: Next, affordable: int) -> Next:
