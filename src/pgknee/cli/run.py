@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from pgknee.analyze.run import RunView
     from pgknee.plan import Plan, PlanFile
     from pgknee.run import Prepared
+    from pgknee.run.adaptive import Answer
     from pgknee.store.db import Store
     from pgknee.types import Reopening
 
@@ -40,6 +42,7 @@ def add_parser(sub: Any) -> None:
     for add in (_target_options, _workload_options, _sweep_options, _pooler_options, _collection_options,
                 _output_options):
         add(p)
+    _answer_options(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -168,6 +171,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     order: what was started is stopped, what was measured kept."""
     from pgknee import proc
 
+    args.started = time.monotonic()  # --budget counts from here, setup included
     with proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))):
         return _run_command(args)
 
@@ -180,6 +184,8 @@ def _run_command(args: argparse.Namespace) -> int:
     if args.dry_run:
         for line in dry_run(plan, preflight(plan), os.cpu_count() or 1):
             print(line)
+        if plan.until_answer:
+            print(_answer_dry_run(plan))
         return 0
     _check_outputs(args)
     # refusals before the store is created: a new store only once the plan can run
@@ -207,6 +213,8 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile | 
         plan, extend = extension(args)
         return plan, extend, None, None
     plan, source = plan_from_args(args)
+    if plan.until_answer:
+        plan = _answer_range(args, plan, source)
     return plan, None, source, None
 
 
@@ -219,10 +227,10 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
     from pgknee.cli.run_plan import password_note, redacted_argv
     from pgknee.run import Sweep
 
-    ui = make_ui(args.quiet, plan.estimated_seconds())
+    ui = make_ui(args.quiet, plan.budget_s or plan.estimated_seconds())
     note = password_note(plan, sys.argv)
     sweep = Sweep(plan, store, ui, prepared, argv=["pgknee", *redacted_argv(sys.argv[1:])], extend=extend,
-                  extra_env=extra_env, only=only)
+                  extra_env=extra_env, only=only, answer=_answer(args))
     try:
         with ui:
             if note:
@@ -314,3 +322,55 @@ def _write_report(args: argparse.Namespace, view: RunView, say: Callable[[str], 
     from pgknee.report.output import output_format
 
     say(write(args.report, output_format(args.report, None), [view], options_from(args), recs=recs))
+
+
+# ---- --until-answer, --budget: an adaptive sweep (analyze/adaptive.py chooses, run/adaptive.py runs) ----
+
+def _answer_options(p: argparse.ArgumentParser) -> None:
+    a = p.add_argument_group("adaptive sweep")
+    a.add_argument("--until-answer", action="store_true", default=None,
+                   help="choose the client counts as the run goes, until the recommendation is known to one step: "
+                        "a coarse sweep (1, 2, 4, ..), then the counts that narrow its interval most; --clients N or "
+                        "LOW:HIGH:STEP gives the range (default 1 to 4x the CPUs); --p99-target and --min-fraction "
+                        "say what the answer is")
+    a.add_argument("--budget", metavar="DURATION",
+                   help="with --until-answer: the whole run's wall time, setup included (e.g. 20m); a step that "
+                        "would not end within it is not started")
+
+
+def _answer_range(args: argparse.Namespace, plan: Plan, source: PlanFile | None) -> Plan:
+    """The range the adaptive sweep chooses in: 1 to 4x the CPUs, or --clients N (1..N) or one
+    range LOW:HIGH:STEP; the plan's counts become its coarse start."""
+    import dataclasses
+
+    from pgknee.analyze.adaptive import coarse, grid
+    from pgknee.errors import UserError
+    from pgknee.plan import parse_clients
+
+    given = args.clients if args.clients is not None else (source.values.get("clients") if source else None)
+    if given is None:
+        lo, hi = 1, 4 * (os.cpu_count() or 1)
+    else:
+        text = ",".join(map(str, given)) if isinstance(given, list) else str(given)
+        counts = parse_clients(text)
+        if "," in text:
+            raise UserError(f"--until-answer chooses the client counts itself, and --clients {text} fixes them",
+                            "give the range it may use: --clients 1:16:1, or the largest count: --clients 16")
+        lo, hi = (1, counts[0]) if len(counts) == 1 else (min(counts), max(counts))
+    if len(grid(lo, hi)) < 3:
+        raise UserError(f"--until-answer needs at least three client counts to choose from, got {lo}..{hi}",
+                        "give a wider range, e.g. --clients 1:8:1")
+    return dataclasses.replace(plan, clients=coarse(lo, hi))
+
+
+def _answer(args: argparse.Namespace) -> Answer:
+    from pgknee.run.adaptive import Answer
+
+    return Answer(fraction=args.min_fraction, p99_target_ms=args.p99_target,
+                  started=getattr(args, "started", time.monotonic()))
+
+
+def _answer_dry_run(plan: Plan) -> str:
+    budget = f", within {plan.budget_s:g} s in all" if plan.budget_s else ", without a budget"
+    return (f"--until-answer: the steps above are the coarse start; then counts between {min(plan.clients)} and "
+            f"{max(plan.clients)} are chosen as the run goes, until the answer is known to one step{budget}")

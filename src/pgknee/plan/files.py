@@ -31,7 +31,7 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
               "noise_threshold": "noise_threshold",
               "warmup": "warmup", "threads": "threads", "protocol": "protocol", "max_tries": "max_tries",
               "variants": "variants", "pgbench": "pgbench", "server_wait": "server_wait",
-              "steady_target": "steady_target"},
+              "steady_target": "steady_target", "until_answer": "until_answer", "budget": "budget"},
     "pooler": {"pgbouncer": "pgbouncer", "dsn": "pooler_dsn", "admin_dsn": "pooler_admin_dsn",
                "interval": "pooler_interval"},
     "collect": {"sample_interval": "sample_interval", "os_interval": "os_interval",
@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "pooler_dsn": None,
     "pooler_admin_dsn": None, "pooler_interval": "250ms", "sample_all_databases": False, "query_text": True,
     "pre": "5s", "post": "1s", "settle": "3s", "idle_flush": "11s", "server_wait": "120s",
+    "until_answer": False, "budget": None,
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
@@ -58,7 +59,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "noise_threshold": (int, float), "pgbouncer": (str,), "pooler_dsn": (str,), "pooler_admin_dsn": (str,),
     "pooler_interval": (str, int, float), "sample_all_databases": (bool,), "query_text": (bool,),
     "pre": (str, int, float), "post": (str, int, float), "settle": (str, int, float), "idle_flush": (str, int, float),
-    "server_wait": (str, int, float), "steady_target": (str, int, float),
+    "server_wait": (str, int, float), "steady_target": (str, int, float), "until_answer": (bool,),
+    "budget": (str, int, float),
 }
 
 
@@ -202,7 +204,9 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             pooler_interval_s=p.seconds("pooler_interval", allow_zero=False),
             sample_all_databases=bool(v["sample_all_databases"]), query_text=bool(v["query_text"]),
             pre_s=p.seconds("pre"), post_s=p.seconds("post"), settle_s=p.seconds("settle"),
-            idle_flush_s=p.seconds("idle_flush"), server_wait_s=p.seconds("server_wait"))
+            idle_flush_s=p.seconds("idle_flush"), server_wait_s=p.seconds("server_wait"),
+            until_answer=bool(v["until_answer"]),
+            budget_s=p.seconds("budget", allow_zero=False) if v["budget"] is not None else None)
     except UserError as e:
         if source is not None and not e.message.startswith(source.path):
             raise UserError(f"{source.path}: {e.message}", e.hint) from None

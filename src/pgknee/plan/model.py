@@ -245,8 +245,13 @@ class Plan:
     pooler_interval_s: float = 0.25  # SHOW POOLS sampling
     sample_all_databases: bool = False  # sample every database's sessions, not only the benchmark's
     query_text: bool = True  # store the sampled sessions' query texts
+    # --until-answer: the client counts are chosen as the run goes (analyze/adaptive.py) between the
+    # smallest and the largest of `clients` (its coarse start); --budget: the whole run's wall time
+    until_answer: bool = False
+    budget_s: float | None = None
 
     def __post_init__(self) -> None:
+        self._check_until_answer()
         self._check_types()
         self._check_sweep()
         self._check_collection()
@@ -329,6 +334,22 @@ class Plan:
                 raise UserError(f"variant {v.name} changes server settings ({', '.join(k for k, _ in v.settings)}), "
                                 "which pgknee does only on its embedded server",
                                 "run once per setting against your server and compare: pgknee compare RUN_A RUN_B")
+
+    def _check_until_answer(self) -> None:
+        """--until-answer looks for one variant's answer; --budget bounds it."""
+        if self.budget_s is not None and not self.until_answer:
+            raise UserError("--budget bounds an adaptive sweep", "add --until-answer, or drop --budget")
+        if self.budget_s is not None and not (isinstance(self.budget_s, int | float) and self.budget_s > 0):
+            raise UserError(f"--budget must be a positive duration, got {self.budget_s!r}")
+        if not self.until_answer:
+            return
+        if len(self.variants) > 1:
+            raise UserError("--until-answer looks for one variant's answer, and this plan has "
+                            f"{len(self.variants)}", "run each variant with --until-answer on its own, then "
+                                                     "pgknee compare RUN_A RUN_B")
+        if self.variants[0].rate:
+            raise UserError("--until-answer looks for a recommendation, and an open-loop variant (rate=) has none",
+                            "drop rate=, or sweep it with --clients")
 
     def pooled(self) -> list[Variant]:
         return [v for v in self.variants if v.pooler is not None]

@@ -16,6 +16,7 @@ from pgknee import keys, proc, registry
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
 from pgknee.keys import Env, StepFact
 from pgknee.plan import Plan
+from pgknee.run.adaptive import AdaptiveSteps, Answer
 from pgknee.run.preflight import Prepared
 from pgknee.run.schedule import StepSpec, new_run_id, schedule
 from pgknee.run.session import RunRecordPlan, RunSession, open_session
@@ -43,12 +44,13 @@ class Sweep:
 
     def __init__(self, plan: Plan, store: Store, ui: UI, prepared: Prepared, *, argv: list[str] | None = None,
                  extend: Reopening | None = None, extra_env: dict[str, str] | None = None,
-                 only: Counter[tuple[str, int, int]] | None = None) -> None:
+                 only: Counter[tuple[str, int, int]] | None = None, answer: Answer | None = None) -> None:
         self.plan, self.store, self.ui, self.prepared = plan, store, ui, prepared
         self.run_id = extend.run_id if extend is not None else new_run_id()
         self.record = RunRecordPlan(self.run_id, argv or [], extra_env or {}, extend, resume=only is not None)
         self.kept_message: str | None = None  # how to use and stop a server kept with --keep
         self.only = only  # --resume: the (variant, clients, repetition) still to run
+        self.answer = answer or Answer()  # --until-answer: the answer looked for, the budget's clock
 
     def run(self) -> str:
         writer = RunWriter(self.store, self.run_id)
@@ -101,8 +103,11 @@ class Sweep:
 
     def _steps(self, session: RunSession, steps: list[StepSpec]) -> None:
         several = len(self.plan.variants) > 1
-        for i, spec in enumerate(steps, 1):
-            result = run_step(session, spec, i, len(steps))
+        # --until-answer: the steps are chosen as the run goes (run/adaptive.py), the plan's are the start
+        source = AdaptiveSteps(self.plan, session.writer, self.ui, self.answer, steps) if self.plan.until_answer \
+            else steps
+        for i, spec in enumerate(source, 1):
+            result = run_step(session, spec, i, len(source))
             with proc.deferred():  # a Ctrl-C now would lose the measured step: it waits for the write
                 session.writer.write_step(result)
             self.ui.step_finished(finished_line(spec, result, several))

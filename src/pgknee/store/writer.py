@@ -93,6 +93,11 @@ class RunWriter:
         self.recorded = True
         self._keep_room()
 
+    def replan(self, plan: dict[str, Any], steps_planned: int) -> None:
+        """The plan and planned steps of a run whose client counts are chosen as it goes
+        (--until-answer): what it has run and chose to run next, as a plan of those counts."""
+        self._one("replan_run", {"plan_json": json.dumps(plan, sort_keys=True), "steps_planned": steps_planned})
+
     def extend_run(self, reopening: Reopening, *, more_steps: int) -> int:
         """Reopen the stored run for more steps (pgknee run --extend; --resume runs the steps it
         did not complete, more_steps 0); returns its last seq. The run is claimed in one write
