@@ -131,7 +131,7 @@ def test_a_small_machine_finds_its_answer_in_one_to_eight_clients() -> None:
     assert nxt.stopped == ad.ANSWER_KNOWN, nxt.why
     assert rec is not None and rec.connections is not None and abs(rec.connections - truth) <= 1, nxt.why
     assert asked[0] == (1, 2, 4, 8) and all(2 <= c <= 7 for batch in asked[1:] for c in batch), asked
-    assert lab.batches <= 10
+    assert lab.batches <= 12  # the coarse four, then one count or repetition at a time
 
 
 @SWEEP_TIMEOUT
@@ -146,8 +146,13 @@ def test_four_points_sure_of_themselves_are_not_an_answer_yet() -> None:
     assert nxt.why.endswith("clients: next to the answer (4), not measured yet")
     lab.measure((3, 5))
     again = ad.next_step(build(lab.data()), "base", settings, affordable=5)
-    if again.stopped is None:  # the recommended count measured twice before it is called known
-        assert again.counts == (again.recommendation.connections,) and "one more repetition" in again.why
+    if again.stopped is None:  # not called known yet: the recommended count measured twice first, or
+        # (when the interval, rounded up, now reaches the next count) that count's unmeasured neighbour
+        assert again.recommendation is not None and again.recommendation.connections is not None
+        rec_n = again.recommendation.connections
+        assert ((again.counts == (rec_n,) and "one more repetition" in again.why)
+                or (again.counts[0] not in (1, 2, 3, 4, 5, 8) and "next to the answer" in again.why
+                    and abs(again.counts[0] - rec_n) <= 2)), again.why
 
 
 @SWEEP_TIMEOUT
