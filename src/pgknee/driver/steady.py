@@ -91,7 +91,7 @@ def steadiness(tps: Sequence[float], *, batch: int = BATCH, min_batches: int = M
 @dataclass
 class SteadyWatch:
     """Fed pgbench's progress points one by one while a step runs: says when to stop (the steady
-    part's interval within `target`, after `min_s`), and keeps the last judgement for the store."""
+    part's interval within `target`, after `min_s`), and when it first could."""
 
     target: float  # relative half-width, 0.02 = ±2%
     min_s: int = 20
@@ -111,7 +111,3 @@ class SteadyWatch:
             self.steady_at_s = len(self.tps)
             return True
         return False
-
-    def final(self) -> Steadiness:
-        """The judgement over everything pgbench reported (at the step's end)."""
-        return steadiness(self.tps, target=self.target)

@@ -30,6 +30,7 @@ from pgknee.driver.steady import SteadyWatch, steadiness
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.idle import IdleHolder
 from pgknee.keys import PoolerFact, StepFact
+from pgknee.plan import Plan
 from pgknee.pooler.lab import StepPooler
 from pgknee.rules import log_sampling_rate
 from pgknee.run.schedule import StepSpec
@@ -77,7 +78,7 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
             facts = dict(s.settings_facts)
             holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
             sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts)
-        result = _judge(s, spec, step_id, sampled.run, step_dir, sampled)
+        result = _judge(s, spec, step_id, step_dir, sampled)
         if result.status == "completed" and result.measurement is not None and result.measurement.tps > 0:
             s.tps_seen[v.name] = result.measurement.tps
         return result
@@ -244,8 +245,7 @@ def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise
     except (psycopg.Error, PgkneeError):
-        time.sleep(s.plan.pre_s)  # the step will find out about the server
-        return
+        return  # the step will find out about the server: waiting for it here would tell nothing
     facts[StepFact.QUIET_WAIT_S] = q.waited_s
     if q.backends_left:
         facts[StepFact.QUIET_BACKENDS_LEFT] = float(q.backends_left)
@@ -336,14 +336,14 @@ def _pooler_after(pooled: StepPooler | None, before: dict[str, float] | None) ->
     return PoolerResult(rows, facts), died
 
 
-def _judge(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_dir: Path,
+def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
            x: _Sampled) -> StepResult:
     """What the step measured, from pgbench's log and summary, and whether it counts."""
-    plan, v, ex = s.plan, spec.variant, x.execution
+    plan, v, ex, run = s.plan, spec.variant, x.execution, x.run
     summary = parse_summary(ex.stdout)
     window = window_of(summary, plan.duration_s)
     m, err = _measurement(s, spec, run, step_dir, window, ex)
-    x.facts.update(_measurement_facts(run, m, window, x))
+    x.facts.update(_measurement_facts(plan, m, window, x))
     tps_db = ((x.pg_delta["xact_commit"] - x.own_commits) / window
               if "xact_commit" in x.pg_delta and window > 0 else None)
     status, reason = _verdict(s, ex.exit_code, err, m)
@@ -379,15 +379,15 @@ def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path,
     return measure(log, run.scripts, max(window, 1e-3), rate=run.log_sampling_rate, counts=parse_counts(ex.stdout)), err
 
 
-def _measurement_facts(run: PgbenchRun, m: StepMeasurement | None, window: float, x: _Sampled) -> dict[str, float]:
+def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float, x: _Sampled) -> dict[str, float]:
     """How the step's figures were got: the log's sampling rate and size, the measured window,
     and the steady-state judgement of pgbench's progress (MSER-5 warm-up, the interval)."""
-    facts: dict[str, float] = {StepFact.LOG_SAMPLING_RATE: run.log_sampling_rate, StepFact.BENCH_SECONDS: window}
+    facts: dict[str, float] = {StepFact.LOG_SAMPLING_RATE: x.run.log_sampling_rate, StepFact.BENCH_SECONDS: window}
     if m is not None and m.latency is not None:
         facts[StepFact.LOG_TRANSACTIONS] = float(m.latency.count)
     watch = x.watch
-    judged = (watch.final() if watch is not None
-              else steadiness([p.tps for p in x.execution.progress]) if x.execution.progress else None)
+    target = plan.steady_pct / 100 if plan.steady_pct is not None else None
+    judged = steadiness([p.tps for p in x.execution.progress], target=target) if x.execution.progress else None
     if judged is not None and judged.steady:
         facts.update({StepFact.STEADY_WARMUP_S: float(judged.warmup_s), StepFact.STEADY_TPS: judged.mean_tps,
                       StepFact.STEADY_HALFWIDTH_PCT: judged.halfwidth * 100})
