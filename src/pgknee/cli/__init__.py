@@ -28,6 +28,7 @@ from pgknee.errors import (
 def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import cleanup as cleanup_cmd
     from pgknee.cli import compare as compare_cmd
+    from pgknee.cli import export as export_cmd
     from pgknee.cli import recommend as recommend_cmd
     from pgknee.cli import report as report_cmd
     from pgknee.cli import run as run_cmd
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cmd.add_parser(sub)
     recommend_cmd.add_parsers(sub)
     report_cmd.add_parser(sub)
+    export_cmd.add_parser(sub)
     cleanup_cmd.add_parser(sub)
     store_cmd.add_parser(sub)
     return p
