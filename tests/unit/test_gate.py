@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from builders import make_run_data, step
 from stored_runs import store_run
 
 from pgknee import cli
-from pgknee.analyze.gate import Rule, parse_rule, welch_ratio
+from pgknee.analyze.gate import Rule, judge, parse_rule, welch_ratio
+from pgknee.analyze.run import build
 from pgknee.errors import GATE_FAILED, UserError
 
 BASE = {2: [1000.0, 1010.0, 990.0], 4: [1800.0, 1830.0, 1770.0]}  # +-1% spread
@@ -114,3 +116,22 @@ def test_welch_interval() -> None:
     one = welch_ratio([100.0], [90.0, 91.0])
     assert one is not None and one.lo is None and one.value == pytest.approx(0.9 * 1.0055, rel=1e-3)
     assert welch_ratio([], [1.0]) is None
+
+
+def test_a_runs_variants_are_judged_against_the_first_with_paired_repetitions() -> None:
+    """Repetitions drift together (100, 200, 150): paired, B's steady -10% is beyond the noise
+    although each variant's own spread is wide (unpaired, it would be noise); C at 4 clients has
+    no A to compare with."""
+    steps = [step(step_id=i, seq=i, variant=v, clients=c, rep=r, tps=t)
+             for i, (v, c, r, t) in enumerate([
+                 ("a", 2, 1, 100.0), ("b", 2, 1, 90.0), ("a", 2, 2, 200.0), ("b", 2, 2, 181.0),
+                 ("a", 2, 3, 150.0), ("b", 2, 3, 134.0), ("c", 4, 1, 10.0)], start=1)]
+    view = build(make_run_data(steps=steps, scripts={}, failures={}, pgdb={}, os={}, waits={}, waits_bg={},
+                               snaps={}))
+    gate = judge([view], [parse_rule("tps < -5%")])
+    (row,) = gate.rows
+    assert gate.paired and gate.base == "a" and (row.variant, row.clients) == ("b", 2)
+    assert row.ratio is not None and row.ratio.pairs == 3 and row.change_pct == pytest.approx(-9.9, abs=0.2)
+    assert row.failed and row.verdict == "FAIL" and gate.unmatched == ("c c4",)
+    unpaired = welch_ratio([100.0, 200.0, 150.0], [90.0, 181.0, 134.0])
+    assert unpaired is not None and unpaired.hi is not None and unpaired.hi > 1.0  # unpaired, it is noise

@@ -96,6 +96,7 @@ class Gate:
     rows: tuple[GateRow, ...]
     base: str  # what NEW is measured against: a run id, or the first variant
     unmatched: tuple[str, ...] = ()  # steps of one side with nothing to compare to
+    paired: bool = False  # a run's variants against its first (paired repetitions), not two runs
 
     @property
     def failed(self) -> bool:
@@ -172,4 +173,4 @@ def judge(views: Sequence[RunView], rules: Sequence[Rule]) -> Gate:
         if all(r.ratio is None for r in rows if r.rule == rule):
             raise UserError(f"--fail-if {rule.text!r}: no compared step measured {rule.metric}",
                             "choose a metric the runs measured (tps, latency)")
-    return Gate(tuple(rules), rows, base, tuple(lost))
+    return Gate(tuple(rules), rows, base, tuple(lost), paired)

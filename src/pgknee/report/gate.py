@@ -22,8 +22,10 @@ def _interval(row: GateRow) -> str:
 
 
 def gate_items(gate: Gate) -> list[RenderableType]:
-    t = Table(title=f"Gate (--fail-if): NEW against {gate.base}; a step fails when its change passes the threshold "
-                    "and its 95% interval excludes no change", box=box.SIMPLE_HEAVY, title_justify="left")
+    what = (f"each variant against {gate.base}, paired repetitions" if gate.paired
+            else f"NEW against {gate.base}, Welch's interval over the repetitions")
+    t = Table(title=f"Gate (--fail-if): {what}; a step fails when its change passes the threshold and its 95% "
+                    "interval excludes no change", box=box.SIMPLE_HEAVY, title_justify="left")
     for i, h in enumerate(("Rule", "Clients", "Variant", "Base", "New", "Change", "95% interval", "Verdict")):
         t.add_column(h, justify="right" if 1 <= i <= 6 and i != 2 else "left")
     last = None
@@ -52,7 +54,7 @@ def verdict_line(gate: Gate) -> str:
 
 
 def gate_json(gate: Gate) -> dict[str, Any]:
-    return {"failed": gate.failed, "base": gate.base, "rules": [r.text for r in gate.rules],
+    return {"failed": gate.failed, "base": gate.base, "paired": gate.paired, "rules": [r.text for r in gate.rules],
             "not_compared": list(gate.unmatched),
             "checks": [{"rule": row.rule.text, "metric": row.rule.metric, "clients": row.clients,
                         "variant": row.variant, "base": row.base, "new": row.new, "change_pct": row.change_pct,
