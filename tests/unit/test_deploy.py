@@ -48,8 +48,9 @@ def test_twelve_instances_direct_and_through_pgbouncer(db: Path, capsys: pytest.
     assert d["database_connections"] == 16  # the recommendation: the smallest count reaching 95% of the peak
     assert d["direct"] == {"per_instance": 2, "total": 24, "fits": True}  # ceil(16 / 12) = 2, 12 x 2
     assert d["max_connections"] == 100 and d["superuser_reserved_connections"] == 3
-    assert d["pgbouncer"] == {"pool_mode": "transaction", "default_pool_size": 16, "reserve_pool_size": 1,
-                              "reserve_pool_timeout": 5, "max_db_connections": 17, "max_client_conn": 60}
+    # reserve: the interval's upper bound (14.x, rounded up 15) less 16 is below ceil(10% of 16) = 2
+    assert d["pgbouncer"] == {"pool_mode": "transaction", "default_pool_size": 16, "reserve_pool_size": 2,
+                              "reserve_pool_timeout": 5, "max_db_connections": 18, "max_client_conn": 60}
     assert d["through_pgbouncer"] == {"app_pool_per_instance": 4, "fits": True}  # 2 x ceil(16/12); 1.25 x 12 x 4
     assert d["app_pools"] == {
         "hikari": {"direct": {"maximumPoolSize": 2, "minimumIdle": 2},
@@ -58,7 +59,7 @@ def test_twelve_instances_direct_and_through_pgbouncer(db: Path, capsys: pytest.
         "pgx": {"direct": {"MaxConns": 2}, "pgbouncer": {"MaxConns": 4}}}
     # the tables went to standard error, the arithmetic line by line with them
     assert "per instance ceil(16 / 12) = 2 (rounded up), so 12 x 2 = 24 connections, 8 more than N" in err
-    assert "max_db_connections = N + reserve = 16 + 1 = 17" in err
+    assert "min(max(15 - 16, 2), 4) = 2" in err and "max_db_connections = N + reserve = 16 + 2 = 18" in err
     assert "[pgbouncer]\npool_mode = transaction\ndefault_pool_size = 16\n" in err
     assert "max_client_conn = ceil(1.25 x 12 instances x 4) = 60" in err
 

@@ -114,7 +114,8 @@ def _with_pgbouncer(d: Deployment, view: RunView, r: Recommendation) -> tuple[De
     modes = {s.pool_mode for g in view.groups if g.variant == r.variant for s in g.steps if s.pool_mode}
     mode = sorted(modes)[0] if len(modes) == 1 else "transaction"
     upper = math.ceil(r.interval[1]) if r.interval else n
-    reserve = min(max(upper - n, 1), max(1, math.ceil(0.2 * n)))
+    low, high = math.ceil(0.1 * n), math.ceil(0.2 * n)  # at least 1: ceil of a positive N
+    reserve = min(max(upper - n, low), high)
     app_side = APP_QUEUE_FACTOR * d.per_instance
     clients = math.ceil(CLIENT_MARGIN * d.instances * app_side)
     snippet: dict[str, str | int] = {"pool_mode": mode, "default_pool_size": n, "reserve_pool_size": reserve,
@@ -125,9 +126,9 @@ def _with_pgbouncer(d: Deployment, view: RunView, r: Recommendation) -> tuple[De
                                                  "mode would pin one server connection per app connection)"),
              f"pgbouncer default_pool_size = N = {n} (per database/user pair: one application user on one "
              "database gets one pool; more pairs, more pools, bounded together by max_db_connections)",
-             f"pgbouncer reserve_pool_size = the interval's upper bound rounded up less N, at least 1 and at most "
-             f"ceil(20% of N): min(max({upper} - {n}, 1), {max(1, math.ceil(0.2 * n))}) = {reserve} (opened only "
-             "after a client waited reserve_pool_timeout)",
+             f"pgbouncer reserve_pool_size = the interval's upper bound rounded up less N, kept between ceil(10% "
+             f"of N) and ceil(20% of N): min(max({upper} - {n}, {low}), {high}) = {reserve} (opened only after a "
+             "client waited reserve_pool_timeout)",
              f"pgbouncer max_db_connections = N + reserve = {n} + {reserve} = {n + reserve} (the most the "
              "database ever sees from pgbouncer)",
              f"apps through pgbouncer: each app's pool = {APP_QUEUE_FACTOR} x its share ceil({n} / {d.instances}) = "
