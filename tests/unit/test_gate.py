@@ -15,6 +15,12 @@ from pgknee.analyze.gate import Rule, judge, parse_rule, welch_ratio
 from pgknee.analyze.run import build
 from pgknee.errors import GATE_FAILED, UserError
 
+
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # a table row on one line, whatever the terminal
+
+
 BASE = {2: [1000.0, 1010.0, 990.0], 4: [1800.0, 1830.0, 1770.0]}  # +-1% spread
 
 
