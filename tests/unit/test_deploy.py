@@ -87,3 +87,31 @@ def test_bad_input_is_one_line_and_exit_2(db: Path, capsys: pytest.CaptureFixtur
     rc, out, err = _recommend(db, capsys, *argv)
     assert rc == 2 and len(err.splitlines()) == 1 and err.startswith("pgknee: error: ") and line in err, err
     assert "Deployment" not in out
+
+
+def test_a_pooled_variant_deploys_its_pool_not_its_clients() -> None:
+    """Through a managed pool of 10 (reserve 0), 16 clients held 10 server connections: N is 10,
+    and the pool mode is the variant's own."""
+    from builders import make_run_data, step
+
+    from pgknee.analyze.deploy import deployment
+    from pgknee.analyze.recommend import Recommendation
+    from pgknee.analyze.run import build
+
+    steps = [step(step_id=i, seq=i, variant="pooled", clients=c, rep=1, pooler_kind="managed", pool_mode="session",
+                  pool_size=10, protocol="extended") for i, c in enumerate((4, 8, 16), start=1)]
+    view = build(make_run_data(steps=steps, scripts={}, failures={}, pgdb={}, os={}, waits={}, waits_bg={},
+                               snaps={}, env={"setting.max_connections": "20",
+                                              "setting.superuser_reserved_connections": "3"}))
+    r = Recommendation(variant="pooled", verdict="recommended", connections=16, interval=(9.0, 12.3), modelled_n=10.0,
+                       fit=None, knee=None, heuristic=4, cores=2, spindles=0, fraction=0.95, p99_target_ms=None,
+                       concurrency="pool size")
+    d = deployment(view, r, 4, pgbouncer=True, app_pools=("pgx",))
+    assert (d.n, d.per_instance, d.direct_total) == (10, 3, 12)  # ceil(10 / 4) = 3
+    # reserve: ceil(12.3) - 10 = 3, kept between ceil(1.0) = 1 and ceil(2.0) = 2
+    assert d.pgbouncer["pool_mode"] == "session" and d.pgbouncer["reserve_pool_size"] == 2
+    assert d.pgbouncer["max_db_connections"] == 12 and d.pgbouncer["max_client_conn"] == 30  # 1.25 x 4 x 6
+    assert d.fits(12) is True and d.fits(13) is False  # 12 + 3 + 5 = 20 of max_connections 20
+    assert d.app_pools == {"pgx": {"direct": {"MaxConns": 3}, "pgbouncer": {"MaxConns": 6}}}
+    assert d.lines[0].startswith("database concurrency N = 10 (the pool size of the recommended count)")
+    assert "pool_mode = session (as the run's pooled variant)" in "\n".join(d.lines)
