@@ -3,7 +3,7 @@
 # PostgreSQL server and contrib, pgbench (in the client package), pgbouncer, and
 # pg_wait_sampling for the installed server version. Safe to run again.
 # --browsers (for the tests): also Chromium and Firefox, to render the HTML report in both,
-# and a font for the charts' text.
+# a font for the charts' text, and zsh and fish (pgknee completion's scripts asked for real).
 set -euo pipefail
 
 browsers=0
@@ -24,6 +24,8 @@ if [ "$browsers" -eq 1 ]; then
   [ -x /usr/lib/chromium/chromium ] || missing+=(chromium)
   command -v firefox-esr >/dev/null 2>&1 || missing+=(firefox-esr)
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+  command -v zsh >/dev/null 2>&1 || missing+=(zsh)
+  command -v fish >/dev/null 2>&1 || missing+=(fish)
 fi
 
 SUDO=""

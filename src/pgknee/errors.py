@@ -4,7 +4,8 @@ turned into one line and an exit code by the CLI, and nowhere else.
 Exit codes: 1 a bug (internal error), 2 bad input, 3 the server, 4 pgbench, 5 the collector
 database (store), 6 the pooler, 7 the store is busy (another process holds it, or the run,
 longer than pgknee waits: try again when it is done), 8 the store's disk is full (free space;
-what was measured is kept in a side file the error line names), 130 interrupted, 141 a broken
+what was measured is kept in a side file the error line names), 9 a --fail-if gate failed
+(pgknee compare: the command worked, the change it measured is beyond a rule), 130 interrupted, 141 a broken
 pipe on standard output (quietly, as a shell reports SIGPIPE).
 
 `from_exception` maps the exceptions of the standard library and the drivers that a user can
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import sqlite3
 
 BROKEN_PIPE = 141  # 128 + SIGPIPE
+GATE_FAILED = 9  # pgknee compare --fail-if: a rule failed (not an error: the comparison was made)
 
 
 class PgkneeError(Exception):

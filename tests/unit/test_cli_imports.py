@@ -12,8 +12,9 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("matplotlib", "scipy", "numpy", "psycopg", "rich.table")
-READ_COMMANDS = ("runs", "show", "waits", "scenarios", "compare", "recommend", "size", "report")
+HEAVY = ("matplotlib", "scipy", "numpy", "psycopg", "rich.table", "prometheus_client", "argcomplete")
+READ_COMMANDS = ("runs", "show", "waits", "scenarios", "compare", "recommend", "size", "report", "export",
+                 "completion")
 
 _PROBE = """
 import contextlib, io, json, sys, types

@@ -28,6 +28,8 @@ from pgknee.errors import (
 def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import cleanup as cleanup_cmd
     from pgknee.cli import compare as compare_cmd
+    from pgknee.cli import completion as completion_cmd
+    from pgknee.cli import export as export_cmd
     from pgknee.cli import recommend as recommend_cmd
     from pgknee.cli import report as report_cmd
     from pgknee.cli import run as run_cmd
@@ -45,8 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cmd.add_parser(sub)
     recommend_cmd.add_parsers(sub)
     report_cmd.add_parser(sub)
+    export_cmd.add_parser(sub)
     cleanup_cmd.add_parser(sub)
     store_cmd.add_parser(sub)
+    completion_cmd.add_parser(sub)
     return p
 
 
@@ -75,7 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
         try:
-            args = build_parser().parse_args(argv)
+            parser = build_parser()
+            if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (pgknee completion SHELL)
+                from pgknee.cli.completion import complete
+
+                complete(parser)
+            args = parser.parse_args(argv)
             if args.command != "cleanup":
                 _sweep_quietly()
             code = int(args.func(args) or 0)

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
-from pgknee.errors import UserError
+from pgknee.errors import GATE_FAILED, UserError
 from pgknee.report.output import write_text_file
 from pgknee.rules import SUMMARIES
 
@@ -17,7 +17,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_ID", help="one run (its variants) or two runs")
     p.add_argument("--summary", choices=SUMMARIES, help="over repetitions (default: the run's own)")
     add_noise_threshold(p)
-    p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    p.add_argument("--fail-if", action="append", metavar="RULE", default=[],
+                   help="a CI gate, repeatable: 'tps < -5%%' or 'p99 > +10%%' (metrics: tps, latency, p50, p95, "
+                        "p99); exit code 9 when a client count's change passes the threshold beyond the noise "
+                        "(its 95%% interval excludes no change); with one repetition the threshold alone decides")
+    p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON ('-': standard output)")
     add_store(p)
     p.set_defaults(func=cmd_compare)
 
@@ -26,7 +30,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from pgknee.analyze.compare import headlines, metadata_differences
+    from pgknee.analyze.gate import judge, parse_rule
     from pgknee.analyze.run import build, combined
+    from pgknee.report.gate import gate_items, gate_json
     from pgknee.report.jsonout import compare_json, dumps
     from pgknee.report.side_by_side import variant_comparison
     from pgknee.report.terminal import compare_header, differences
@@ -34,6 +40,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if len(args.runs) > 2:
         raise UserError("compare takes one run (its variants) or two runs")
+    rules = [parse_rule(text) for text in args.fail_if]  # bad rules refused before the store is read
     store = Store(args.store, create=False)
     views = [build(load_run(store, r), args.summary, args.noise_threshold) for r in args.runs]
     items: list[Any] = []
@@ -53,7 +60,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     items += [compare_header(views), table, *[Text("▶ " + h) for h in headlines(view)]]
     if diffs:
         items.append(differences(diffs))
+    gate = judge(views, rules) if rules else None
+    items += gate_items(gate) if gate is not None else []
     print_items(items, to_stderr=stdout_outputs(args.json))
     if args.json:
-        write_text_file(args.json, dumps(compare_json(views, view, diffs)))
-    return 0
+        out = compare_json(views, view, diffs)
+        write_text_file(args.json, dumps({**out, "gate": gate_json(gate)} if gate is not None else out))
+    return GATE_FAILED if gate is not None and gate.failed else 0

@@ -41,12 +41,43 @@ def add_recommend_options(p: Any) -> None:
     p.add_argument("--spindles", type=int, default=0, help="disks, for the (cores x 2) + spindles heuristic (0)")
 
 
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} instances: an application has at least one (give the number of "
+                                         "processes, pods or servers that connect)")
+    return v
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of connections (0 or more)")
+    return int(text)
+
+
+def add_deploy_options(p: Any) -> None:
+    g = p.add_argument_group("deployment (the recommended count as pool sizes)")
+    g.add_argument("--app-instances", type=_positive, metavar="N",
+                   help="the application's instances (pods, servers) that share the database: per-instance pool "
+                        "sizes, with the arithmetic")
+    g.add_argument("--pgbouncer", action="store_true", help="also a pgbouncer snippet (apps through pgbouncer)")
+    g.add_argument("--app-pool", metavar="NAMES", help="also these application pools' settings: hikari, sqlalchemy, "
+                                                       "pgx (commas)")
+    g.add_argument("--other-connections", type=_count, default=5, metavar="N",
+                   help="connections others need on the server besides the application (monitoring, admin, "
+                        "migrations; default 5), for the max_connections check")
+
+
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("recommend", help="the connection count to use, with its interval and the reasons")
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--variant", help="the variant to recommend for (default: each of them)")
     add_recommend_options(p)
-    p.add_argument("--json", metavar="PATH", help="also write it as JSON")
+    add_deploy_options(p)
+    p.add_argument("--json", metavar="PATH", help="also write it as JSON ('-': standard output)")
     add_store(p)
     p.set_defaults(func=cmd_recommend)
 
@@ -67,10 +98,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
     from pgknee.analyze.recommend import recommend_all
     from pgknee.analyze.run import build
+    from pgknee.report.deploy import deployment_items, deployment_json
     from pgknee.report.jsonout import dumps, recommendations_json
     from pgknee.report.terminal import recommendation_items
     from pgknee.store.db import Store, load_run
 
+    pools = _deploy_args(args)
     view = build(load_run(Store(args.store, create=False), args.run_id))
     variants = view.variants()
     if args.variant and args.variant not in variants:
@@ -81,10 +114,35 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     items: list[Any] = [Text(f"run {view.data.run.run_id} ({view.data.run.workload})")]
     for r in recs:
         items.extend(recommendation_items(r))
+    deployed = _deployments(view, recs, args, pools) if args.app_instances else []
+    items += [x for d in deployed for x in deployment_items(d)]
     print_items(items, to_stderr=stdout_outputs(args.json))
     if args.json:
-        write_text_file(args.json, dumps(recommendations_json(view, recs)))
+        out = recommendations_json(view, recs)
+        write_text_file(args.json, dumps({**out, "deployments": [deployment_json(d) for d in deployed]}
+                                         if args.app_instances else out))
     return 0
+
+
+def _deploy_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """The deployment flags checked before the store is read."""
+    from pgknee.analyze.deploy import app_pool_names
+
+    if (args.pgbouncer or args.app_pool) and not args.app_instances:
+        raise UserError("--pgbouncer and --app-pool size pools for the application's instances",
+                        "add --app-instances N")
+    return app_pool_names(args.app_pool) if args.app_pool else ()
+
+
+def _deployments(view: Any, recs: list[Any], args: argparse.Namespace, pools: tuple[str, ...]) -> list[Any]:
+    """The deployment of each variant with a recommended count; none at all is bad input."""
+    from pgknee.analyze.deploy import database_n, deployment
+
+    usable = [r for r in recs if r.verdict == "recommended"]
+    if not usable:
+        database_n(view, recs[0])  # raises the one line that says why
+    return [deployment(view, r, args.app_instances, other=args.other_connections, pgbouncer=args.pgbouncer,
+                       app_pools=pools) for r in usable]
 
 
 def cmd_size(args: argparse.Namespace) -> int:

@@ -23,12 +23,13 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=cmd_scenarios)
 
     p = sub.add_parser("runs", help="list the stored runs")
+    p.add_argument("--json", metavar="PATH", help="also write the list as JSON ('-': standard output)")
     add_store(p)
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("show", help="print a run's tables again, from the store alone")
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
-    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-': standard output)")
     p.add_argument("--no-waits", action="store_true", help="leave out the per-step wait profiles")
     p.add_argument("--summary", choices=SUMMARIES,
                    help="over repetitions: median or best of N (default: what the run asked for)")
@@ -45,6 +46,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--variant", help="only this variant")
     p.add_argument("--backend", choices=("client", "background", "all"), default="client",
                    help="client backends (default), background processes, or all")
+    p.add_argument("--json", metavar="PATH", help="also write the profiles as JSON ('-': standard output)")
     add_store(p)
     p.set_defaults(func=cmd_waits)
 
@@ -76,14 +78,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from pgknee.analyze.run import listing
+    from pgknee.report.jsonout import dumps, runs_json
     from pgknee.report.terminal import runs_table
 
     store = _open(args.store)
     runs = [listing(r, store.steps(r.run_id)) for r in store.runs()]
+    if args.json:
+        write_text_file(args.json, dumps(runs_json(runs)))
+    to_stderr = stdout_outputs(args.json)
     if not runs:
-        print_items([Text(f"no runs in {args.store}")])
+        print_items([Text(f"no runs in {args.store}")], to_stderr=to_stderr)
         return 0
-    print_items([runs_table(runs)])
+    print_items([runs_table(runs)], to_stderr=to_stderr)
     return 0
 
 
@@ -130,10 +136,16 @@ def cmd_waits(args: argparse.Namespace) -> int:
     by_clients: dict[tuple[str, int], list[int]] = {}
     for s in steps:
         by_clients.setdefault((s.variant, s.clients), []).append(s.step_id)
+    profiles = []
     for (variant, clients), ids in by_clients.items():
         n = store.snapshot_count(ids, phases)
         profile = profile_of(wait_profile(store.wait_counts(ids, phases, args.backend), n), n)
+        profiles.append((variant, clients, len(ids), profile))
         items.append(wait_table(f"c{clients}" + (f" {variant}" if variant != "base" else "") +
                                 f" ({len(ids)} step(s))", profile))
-    print_items(items)
+    if args.json:
+        from pgknee.report.jsonout import dumps, waits_json
+
+        write_text_file(args.json, dumps(waits_json(run.run_id, phases, args.backend, profiles)))
+    print_items(items, to_stderr=stdout_outputs(args.json))
     return 0

@@ -11,6 +11,8 @@ from typing import Any
 from pgknee.analyze.compare import Ratio, comparison_rows, headlines
 from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.records import MemoryRow, PoolerRow, RunView, Spread
+from pgknee.analyze.run import RunListing
+from pgknee.analyze.waits import WaitProfile
 
 FORMAT_VERSION = 1
 
@@ -120,6 +122,28 @@ def recommendation_json(r: Recommendation) -> dict[str, Any]:
                       "r2": f.r2, "identified": f.identified, "points": f.points, "bootstrap": f.method,
                       "bootstrap_draws": f.draws}
     return d
+
+
+def runs_json(runs: Sequence[RunListing]) -> dict[str, Any]:
+    """pgknee runs --json."""
+    return {"format_version": FORMAT_VERSION, "runs": [
+        {"run_id": x.run.run_id, "created_at": x.run.created_at, "finished_at": x.run.finished_at,
+         "status": x.run.status, "workload": x.run.workload,
+         "target": {"kind": x.run.target_kind, "endpoint": x.run.target_label},
+         "steps_completed": x.completed, "steps_planned": x.run.steps_planned,
+         "best": None if x.best is None else {"tps": x.best.tps, "clients": x.best.clients,
+                                              "variant": x.best.variant}} for x in runs]}
+
+
+def waits_json(run_id: str, phases: Sequence[str], backend: str,
+               profiles: Sequence[tuple[str, int, int, WaitProfile]]) -> dict[str, Any]:
+    """pgknee waits --json: per (variant, clients), the steps' wait profile (AAS per event)."""
+    return {"format_version": FORMAT_VERSION, "run": run_id, "phases": list(phases), "backend": backend,
+            "profiles": [{"variant": variant, "clients": clients, "steps": steps, "snapshots": p.snapshots,
+                          "total_aas": p.total_aas,
+                          "events": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event,
+                                      "count": w.count, "aas": w.aas} for w in p.rows]}
+                         for variant, clients, steps, p in profiles]}
 
 
 def dumps(obj: dict[str, Any]) -> str:
