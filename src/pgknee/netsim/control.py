@@ -1,0 +1,157 @@
+"""The simulated network hop of a variant (rtt=): a delaying relay (netsim.relay, a process of
+its own started through proc.spawn, registered, killed with pgknee) between pgbench and the
+endpoint it would reach (the server, or the step's pgbouncer: the application's hop), and the
+round-trip probe that measures what a client really waits: the direct path, and the path
+through the relay."""
+
+from __future__ import annotations
+
+import os
+import select
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from types import TracebackType
+
+import psycopg
+
+from pgknee import proc
+from pgknee.errors import PgkneeError, TargetError
+from pgknee.targets.base import Endpoint
+
+PROBE_ROUND_TRIPS = 200
+PROBE_BUDGET_S = 1.0  # at most this long through a slow relay (fewer round trips, at least MIN)
+PROBE_MIN_ROUND_TRIPS = 30
+START_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class RttProbe:
+    """Round trips a client waited for, in ms: each an empty query (the server answers it without
+    parsing or planning anything), timed around libpq's call on one connection."""
+
+    median_ms: float
+    p99_ms: float
+    min_ms: float
+    count: int
+
+
+def summarize(times_ms: list[float]) -> RttProbe:
+    ordered = sorted(times_ms)
+    p99 = ordered[min(len(ordered) - 1, max(0, round(0.99 * len(ordered)) - 1))]
+    return RttProbe(statistics.median(ordered), p99, ordered[0], len(ordered))
+
+
+def probe(endpoint: Endpoint, *, expected_ms: float = 0.0, count: int = PROBE_ROUND_TRIPS) -> RttProbe:
+    """`count` round trips (fewer when each is expected to be slow), after five unmeasured."""
+    if expected_ms > 0:
+        count = max(PROBE_MIN_ROUND_TRIPS, min(count, int(PROBE_BUDGET_S * 1000 / expected_ms)))
+    with endpoint.connect("probe") as conn:
+        pg = conn.pgconn
+        times: list[float] = []
+        for i in range(count + 5):
+            t0 = time.perf_counter_ns()
+            res = pg.exec_(b"")
+            t1 = time.perf_counter_ns()
+            if res.status != psycopg.pq.ExecStatus.EMPTY_QUERY:
+                raise TargetError(f"the round-trip probe to {endpoint.label} got status {res.status}, "
+                                  "not an empty query's answer")
+            if i >= 5:
+                times.append((t1 - t0) / 1e6)
+    return summarize(times)
+
+
+def relayed(endpoint: Endpoint, port: int) -> Endpoint:
+    """The same connection, reached through the relay's port: libpq connects to the relay's
+    address (hostaddr) and still names the server's host (TLS host checks, the passfile)."""
+    params = dict(endpoint.params)
+    if params.get("host", "").startswith("/") or not params.get("host"):
+        params["host"] = "127.0.0.1"
+    params.update(hostaddr="127.0.0.1", port=str(port))
+    return Endpoint(params, endpoint.password, endpoint.tls)
+
+
+def upstream_args(endpoint: Endpoint) -> list[str]:
+    """Where the relay forwards to: the endpoint's address, or its Unix socket."""
+    p = endpoint.params
+    host, port = p.get("host", ""), p.get("port", "5432")
+    if p.get("hostaddr"):
+        return ["--upstream-host", p["hostaddr"], "--upstream-port", port]
+    if host.startswith("/"):
+        return ["--upstream-unix", os.path.join(host, f".s.PGSQL.{port}")]
+    if "," in host:
+        raise TargetError(f"the endpoint {endpoint.label} lists several hosts: a simulated network hop needs one")
+    return ["--upstream-host", host or "localhost", "--upstream-port", port]
+
+
+class Relay:
+    """A relay process for one step: `with Relay(upstream, rtt_ms, jitter_ms, clients) as r:`
+    pgbench connects to r.endpoint."""
+
+    def __init__(self, upstream: Endpoint, rtt_ms: float, jitter_ms: float = 0.0, connections: int = 100) -> None:
+        self.upstream = upstream
+        self.rtt_ms, self.jitter_ms = rtt_ms, jitter_ms
+        self.connections = connections
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return relayed(self.upstream, self.port)
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "pgknee.netsim.relay", *upstream_args(self.upstream),
+                "--rtt-ms", repr(self.rtt_ms), "--jitter-ms", repr(self.jitter_ms),
+                "--connections", str(self.connections + 10)]
+        env = {**proc.base_env(), "PYTHONPATH": os.pathsep.join(sys.path)}
+        self.process = proc.spawn(argv, env=env, stderr=subprocess.PIPE)
+        self.port = self._read_port(self.process)
+
+    @staticmethod
+    def _read_port(p: subprocess.Popen[bytes]) -> int:
+        assert p.stdout is not None
+        ready, _, _ = select.select([p.stdout], [], [], START_TIMEOUT_S)
+        line = p.stdout.readline() if ready else b""
+        if not line.strip().isdigit():
+            proc.stop(p, grace=1.0)
+            err = p.stderr.read().decode(errors="replace").strip() if p.stderr else ""
+            _close_pipes(p)
+            raise TargetError("the network relay (rtt=) did not start: "
+                              f"{err.splitlines()[-1] if err else 'no port within 10 s'}")
+        return int(line)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def close(self) -> None:
+        if self.process is not None:
+            proc.stop(self.process, grace=2.0)
+            _close_pipes(self.process)
+            self.process = None
+
+    def __enter__(self) -> Relay:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _close_pipes(p: subprocess.Popen[bytes]) -> None:
+    for f in (p.stdout, p.stderr):
+        if f is not None:
+            f.close()
+
+
+def try_probe(endpoint: Endpoint, expected_ms: float = 0.0) -> RttProbe | None:
+    """The probe, or None when the endpoint does not answer it (the step will say why)."""
+    try:
+        return probe(endpoint, expected_ms=expected_ms)
+    except (psycopg.Error, PgkneeError, OSError):
+        return None
