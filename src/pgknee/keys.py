@@ -175,6 +175,8 @@ class CheckId(StrEnum):
     CLIENT_CPU = "client-cpu"
     FAILURES = "failures"
     POOLER_OCCUPANCY = "pooler-occupancy"
+    NETWORK_BOUND = "network-bound"  # round trips x RTT against the latency (client-cpu: the client saturated)
+    RTT_ACHIEVED = "rtt-achieved"  # a simulated network hop gave the asked round trip
 
 
 class CheckStatus(StrEnum):

@@ -3,8 +3,15 @@ real server, and a short run through it."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
+import pytest
+
 from pgknee.netsim.control import Relay, probe
 from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, sql
 
 
 def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster) -> None:
@@ -29,3 +36,38 @@ def test_relay_through_a_unix_socket_and_jitter(server: EmbeddedCluster) -> None
         p = probe(r.endpoint, expected_ms=2.0)
     assert 1.5 <= p.median_ms <= 3.0
     assert p.p99_ms > p.median_ms + 0.5  # the jitter shows in the tail
+
+
+def _relays_to(port: int) -> list[str]:
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    return [ln for ln in out.splitlines() if "pgknee.netsim.relay" in ln and f"--upstream-port {port}" in ln]
+
+
+@pytest.mark.alone  # normal against pipeline through the hop: another test's load skews one step
+def test_a_run_through_a_simulated_hop(server: EmbeddedCluster, tmp_path: Path) -> None:
+    """--variant normal:rtt=2ms --variant pipeline:rtt=2ms: the round trip stored and achieved,
+    pipeline mode far ahead (one round trip per transfer instead of six), the relay gone after."""
+    store = tmp_path / "n.db"
+    r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_network", "--scale", SCALE,
+               "--variant", "normal:rtt=2ms", "--variant", "pipeline:rtt=2ms", "--clients", "2", "--duration", "3s",
+               "--store", str(store), "--no-waits", *QUICK, env=APP_ENV, cwd=tmp_path)
+    assert r.code == 0, r.err
+    steps = sql(store, "SELECT step_id, variant, rtt_ms, rtt_jitter_ms, status, tps FROM steps ORDER BY seq")
+    assert [s[1:5] for s in steps] == [("normal:rtt=2ms", 2.0, 0.0, "completed"),
+                                       ("pipeline:rtt=2ms", 2.0, 0.0, "completed")]
+    facts = {(sid, name): value for sid, name, value in sql(store, "SELECT step_id, name, value FROM step_facts "
+                                                                   "WHERE name LIKE 'net.%'")}
+    normal, pipeline = steps[0][0], steps[1][0]
+    # e-wallet: transfer 6 round trips (60%), balance and history 1 each: 4.0; in a pipeline 1
+    assert facts[(normal, "net.round_trips_per_txn")] == pytest.approx(4.0)
+    assert facts[(pipeline, "net.round_trips_per_txn")] == pytest.approx(1.0)
+    for sid in (normal, pipeline):
+        assert facts[(sid, "net.relay_added_ms")] == pytest.approx(2.0, rel=0.2)
+        assert facts[(sid, "net.direct_rtt_ms")] < 0.5
+    assert steps[1][5] > 2.0 * steps[0][5], steps
+    assert "Network per transaction" in r.out
+    row = next(ln for ln in r.out.splitlines() if ln.strip().startswith("c2") and "normal:rtt=2ms" in ln
+               and "%" in ln and "×" not in ln)
+    assert int(row.split()[-1].rstrip("%")) >= 50  # most of each transaction is the network
+    assert "network-bound" in r.out and "rtt-achieved" in r.out
+    assert _relays_to(server.port) == []
