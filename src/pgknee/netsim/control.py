@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 import psycopg
+from psycopg import pq
 
 from pgknee import proc
 from pgknee.errors import PgkneeError, TargetError
@@ -29,8 +30,10 @@ START_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class RttProbe:
-    """Round trips a client waited for, in ms: each an empty query (the server answers it without
-    parsing or planning anything), timed around libpq's call on one connection."""
+    """Round trips a client waited for, in ms: each a lone Sync (libpq's pipeline sync with
+    nothing in the pipeline), which the server answers with ReadyForQuery without starting a
+    transaction (so the probe adds no commit to the statistics, nor to a pooler's), timed around
+    libpq's calls on one connection."""
 
     median_ms: float
     p99_ms: float
@@ -50,16 +53,19 @@ def probe(endpoint: Endpoint, *, expected_ms: float = 0.0, count: int = PROBE_RO
         count = max(PROBE_MIN_ROUND_TRIPS, min(count, int(PROBE_BUDGET_S * 1000 / expected_ms)))
     with endpoint.connect("probe") as conn:
         pg = conn.pgconn
+        pg.enter_pipeline_mode()
         times: list[float] = []
         for i in range(count + 5):
             t0 = time.perf_counter_ns()
-            res = pg.exec_(b"")
+            pg.pipeline_sync()
+            res = pg.get_result()
             t1 = time.perf_counter_ns()
-            if res.status != psycopg.pq.ExecStatus.EMPTY_QUERY:
-                raise TargetError(f"the round-trip probe to {endpoint.label} got status {res.status}, "
-                                  "not an empty query's answer")
+            if res is None or res.status != pq.ExecStatus.PIPELINE_SYNC:
+                raise TargetError(f"the round-trip probe to {endpoint.label} got "
+                                  f"{'nothing' if res is None else f'status {res.status}'}, not a Sync's answer")
             if i >= 5:
                 times.append((t1 - t0) / 1e6)
+        pg.exit_pipeline_mode()
     return summarize(times)
 
 

@@ -12,10 +12,11 @@ from pgknee.analyze.network import NetworkRow, gain_headline, network_rows, pipe
 from pgknee.analyze.records import RunView
 from pgknee.keys import StepFact
 
-NETWORK_NOTE = ("RTT: the median of 200 empty queries on pgbench's path before each step (through the relay for "
-                "a simulated hop: the asked delay plus the relay's own cost, ~0.05 ms); round trips: per "
-                "transaction, counted from the scripts (a statement each, a pipeline one); network = round trips x "
-                "RTT, the part of each transaction that pipeline mode or a nearer client removes")
+NETWORK_NOTE = ("RTT: the median of 200 bare round trips (a Sync each, no transaction) on pgbench's path before "
+                "each step (through the relay for a simulated hop: the asked delay plus the relay's own cost, "
+                "~0.05 ms); round trips: per transaction, counted from the scripts (a statement each, a pipeline "
+                "one); network = round trips x RTT, the part of each transaction that pipeline mode or a nearer "
+                "client removes")
 
 
 def _ms(x: float | None, digits: int = 3) -> str:
