@@ -69,4 +69,8 @@ def network_items(view: RunView) -> list[RenderableType]:
     table = network_table(view)
     if table is None:
         return []
-    return [table, Text(NETWORK_NOTE, style="dim"), *[Text("▶ " + h) for h in gain_headline(pipeline_gains(view))]]
+    return [table, Text(NETWORK_NOTE, style="dim"), *[Text("▶ " + h) for h in gain_lines(view)]]
+
+
+def gain_lines(view: RunView) -> list[str]:
+    return gain_headline(pipeline_gains(view))
