@@ -122,6 +122,10 @@ class StepFact(StrEnum):
     NET_DIRECT_RTT_MS = "net.direct_rtt_ms"  # the median without the relay
     NET_RELAY_ADDED_MS = "net.relay_added_ms"  # through the relay less direct (asked rtt + the relay's own cost)
     NET_ROUND_TRIPS = "net.round_trips_per_txn"  # counted from the variant's scripts (run/network.py)
+    # what the relay said of itself at the step's end: chunks sent later than asked (each way), its CPU
+    NET_RELAY_LATE_MEAN_MS = "net.relay_late_mean_ms"
+    NET_RELAY_LATE_P99_MS = "net.relay_late_p99_ms"
+    NET_RELAY_CPU_PCT = "net.relay_cpu_pct"  # % of one core over the relay's life
 
 
 # memory pictures taken during a step, each under a prefix (collect.memory.memory_picture)

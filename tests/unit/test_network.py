@@ -135,3 +135,10 @@ def test_pipeline_gain_against_the_twin_at_each_round_trip() -> None:
     rows = {r.variant: r for r in network_rows(view)}
     assert rows["n5"].network_ms == pytest.approx(4 * 5.02) and rows["p5"].round_trips == 1.0
     assert rows["n5"].share_pct == pytest.approx(100 * 4 * 5.02 / (4000 / 181.8), rel=0.02)
+
+
+def test_rtt_achieved_warns_when_the_relay_fell_behind_during_the_step() -> None:
+    facts = {**_net_facts(1.05, 4, added=1.02), StepFact.NET_RELAY_LATE_MEAN_MS: 0.2, StepFact.NET_RELAY_CPU_PCT: 97.0}
+    c = rtt_achieved(step(rtt_ms=1.0), facts)
+    assert c.status is CheckStatus.WARN and c.value == pytest.approx(40.0)
+    assert "0.400 ms late per round trip" in c.detail and "97% of a core" in c.detail

@@ -6,8 +6,11 @@ through the relay."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -102,6 +105,7 @@ class Relay:
         self.connections = connections
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self.started = 0.0
 
     @property
     def endpoint(self) -> Endpoint:
@@ -114,6 +118,7 @@ class Relay:
         env = {**proc.base_env(), "PYTHONPATH": os.pathsep.join(sys.path)}
         self.process = proc.spawn(argv, env=env, stderr=subprocess.PIPE)
         self.port = self._read_port(self.process)
+        self.started = time.monotonic()
 
     @staticmethod
     def _read_port(p: subprocess.Popen[bytes]) -> int:
@@ -131,6 +136,28 @@ class Relay:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def finish(self) -> dict[str, float]:
+        """Stop the relay and read what it says of itself: how late its chunks left against the
+        asked delay (late_mean_ms, late_p99_ms, late_max_ms; chunks) and the CPU it used
+        (cpu_pct, of one core over its life)."""
+        p = self.process
+        if p is None or p.poll() is not None:
+            self.close()
+            return {}
+        cpu_s = _cpu_seconds(p.pid)
+        lived = time.monotonic() - self.started
+        p.send_signal(signal.SIGTERM)
+        out: dict[str, float] = {}
+        assert p.stdout is not None
+        ready, _, _ = select.select([p.stdout], [], [], 5.0)
+        line = p.stdout.readline() if ready else b""
+        with contextlib.suppress(ValueError):
+            out = {k: float(v) for k, v in json.loads(line or b"{}").items()}
+        if cpu_s is not None and lived > 0:
+            out["cpu_pct"] = 100.0 * cpu_s / lived
+        self.close()
+        return out
+
     def close(self) -> None:
         if self.process is not None:
             proc.stop(self.process, grace=2.0)
@@ -147,6 +174,16 @@ class Relay:
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """user + system time of a process so far (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _close_pipes(p: subprocess.Popen[bytes]) -> None:

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import json
 import random
 import selectors
 import signal
@@ -39,6 +40,37 @@ class _Lateness:
 
 MAX_LATENESS_S = 0.0005
 LATENESS = _Lateness()
+
+
+class _Delivered:
+    """How late chunks left against the delay asked for them (a busy machine, a relay short of
+    CPU): printed as JSON when the relay is stopped, for the step's facts."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.worst = 0.0
+        self.recent: list[float] = []  # the last KEEP, for a p99
+
+    def add(self, late_s: float) -> None:
+        self.count += 1
+        self.total += late_s
+        self.worst = max(self.worst, late_s)
+        self.recent.append(late_s)
+        if len(self.recent) > 2 * KEEP:
+            del self.recent[:KEEP]
+
+    def summary(self) -> dict[str, float]:
+        if not self.count:
+            return {"chunks": 0}
+        ordered = sorted(self.recent)
+        return {"chunks": self.count, "late_mean_ms": 1000 * self.total / self.count,
+                "late_p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+                "late_max_ms": 1000 * self.worst}
+
+
+KEEP = 10_000
+DELIVERED = _Delivered()
 
 
 class _Half(asyncio.Protocol):
@@ -68,13 +100,16 @@ class _Half(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         # timers fire late by about the same each time: ask for them that much early; a chunk
         # never overtakes the one before it (a timer heap does not keep ties in order)
-        at = max(loop.time() + d - LATENESS.estimate, self.last_due + 1e-9)
+        due = loop.time() + d
+        at = max(due - LATENESS.estimate, self.last_due + 1e-9)
         self.last_due = at
-        loop.call_at(at, peer.send, data, at)
+        loop.call_at(at, peer.send, data, at, due)
 
-    def send(self, data: bytes, at: float = 0.0) -> None:
+    def send(self, data: bytes, at: float = 0.0, due: float = 0.0) -> None:
         if at:
-            LATENESS.add(asyncio.get_running_loop().time() - at)
+            now = asyncio.get_running_loop().time()
+            LATENESS.add(now - at)
+            DELIVERED.add(now - due)
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
 
@@ -158,6 +193,7 @@ async def _serve(args: argparse.Namespace) -> None:
         loop.add_signal_handler(s, stop.set)
     await stop.wait()
     srv.close()
+    print(json.dumps(DELIVERED.summary()), flush=True)
 
 
 def _least_timer_slack() -> None:

@@ -26,6 +26,14 @@ def _probe_facts(p: RttProbe | None) -> dict[str, float]:
     return {StepFact.NET_RTT_MS: p.median_ms, StepFact.NET_RTT_P99_MS: p.p99_ms, StepFact.NET_RTT_MIN_MS: p.min_ms}
 
 
+def _relay_facts(relay: Relay, facts: dict[str, float]) -> None:
+    said = relay.finish()
+    for key, fact in (("late_mean_ms", StepFact.NET_RELAY_LATE_MEAN_MS),
+                      ("late_p99_ms", StepFact.NET_RELAY_LATE_P99_MS), ("cpu_pct", StepFact.NET_RELAY_CPU_PCT)):
+        if key in said:
+            facts[fact] = said[key]
+
+
 def step_network(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, pooled: StepPooler | None,
                  facts: dict[str, float]) -> Endpoint | None:
     """Probe the step's round trip; start its relay if its variant has rtt= (returns the endpoint
@@ -39,6 +47,7 @@ def step_network(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, poo
         facts.update(_probe_facts(direct))
         return None
     relay = stack.enter_context(Relay(upstream, v.rtt_ms, v.rtt_jitter_ms, connections=spec.clients))
+    stack.callback(_relay_facts, relay, facts)  # before the relay's close: at the step's end
     through = try_probe(relay.endpoint, expected_ms=v.rtt_ms)
     facts.update(_probe_facts(through))
     if direct is not None and through is not None:
