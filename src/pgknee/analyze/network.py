@@ -147,7 +147,8 @@ def network_bound(step: StepRecord, facts: dict[str, float], client_wait: float 
         detail += (f"; sessions waiting for their client {client_wait:.2f}, of which the network explains "
                    f"{explained:.2f}")
     if share >= NETWORK_BOUND_SHARE:
-        detail += "; network-bound: fewer round trips (pipeline mode) or a nearer client would raise TPS"
+        fewer = "pipeline mode" if not step.pipeline else "fewer pipelines per transaction"
+        detail += f"; network-bound: fewer round trips ({fewer}) or a nearer client would raise TPS"
     return Check(name, CheckStatus.WARN if share >= NETWORK_BOUND_SHARE else CheckStatus.OK, detail, share,
                  CheckUnit.CAPACITY_PCT)
 
