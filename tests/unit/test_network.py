@@ -19,9 +19,9 @@ from pgknee.analyze.network import (
 from pgknee.analyze.run import build
 from pgknee.driver.pgbench import pipeline_form
 from pgknee.driver.roundtrips import per_transaction, round_trips
-from pgknee.errors import UserError
+from pgknee.errors import TargetError, UserError
 from pgknee.keys import CheckId, CheckStatus, StepFact
-from pgknee.netsim.control import relayed, summarize, upstream_args
+from pgknee.netsim.control import Relay, relayed, summarize, upstream_args
 from pgknee.plan import Plan, Variant
 from pgknee.plan.files import plan_from_values
 from pgknee.plan.variants import parse_variants
@@ -76,6 +76,10 @@ def test_the_relayed_endpoint_keeps_the_host_name_and_reaches_the_relay() -> Non
     sock = Endpoint({"host": "/run/pg", "port": "5432", "user": "u", "dbname": "d"})
     assert upstream_args(sock) == ["--upstream-unix", "/run/pg/.s.PGSQL.5432"]
     assert relayed(sock, 1).params["host"] == "127.0.0.1"
+    through = relayed(sock, 1, Path("/run/pgknee-x/relay-y"))
+    assert through.params["host"] == "/run/pgknee-x/relay-y" and through.params["port"] == "5432"
+    with pytest.raises(TargetError):  # a Unix socket is never relayed from a loopback port
+        Relay(sock, 1.0)
 
 
 def test_probe_summary() -> None:

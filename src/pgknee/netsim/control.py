@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 
 import psycopg
@@ -23,6 +24,7 @@ from psycopg import pq
 
 from pgknee import proc
 from pgknee.errors import PgkneeError, TargetError
+from pgknee.proc import RunAs
 from pgknee.targets.base import Endpoint
 
 PROBE_ROUND_TRIPS = 200
@@ -72,14 +74,26 @@ def probe(endpoint: Endpoint, *, expected_ms: float = 0.0, count: int = PROBE_RO
     return summarize(times)
 
 
-def relayed(endpoint: Endpoint, port: int) -> Endpoint:
+def relayed(endpoint: Endpoint, port: int, socket_dir: Path | None = None) -> Endpoint:
     """The same connection, reached through the relay's port: libpq connects to the relay's
-    address (hostaddr) and still names the server's host (TLS host checks, the passfile)."""
+    address (hostaddr) and still names the server's host (TLS host checks, the passfile); or
+    through the relay's Unix socket in `socket_dir`."""
     params = dict(endpoint.params)
+    if socket_dir is not None:
+        params.pop("hostaddr", None)
+        params.update(host=str(socket_dir), port=str(SOCKET_PORT))
+        return Endpoint(params, endpoint.password, endpoint.tls)
     if params.get("host", "").startswith("/") or not params.get("host"):
         params["host"] = "127.0.0.1"
     params.update(hostaddr="127.0.0.1", port=str(port))
     return Endpoint(params, endpoint.password, endpoint.tls)
+
+
+SOCKET_PORT = 5432  # the relay's Unix socket: .s.PGSQL.5432 in a directory of its own
+
+
+def upstream_is_unix(endpoint: Endpoint) -> bool:
+    return not endpoint.params.get("hostaddr") and endpoint.params.get("host", "").startswith("/")
 
 
 def upstream_args(endpoint: Endpoint) -> list[str]:
@@ -97,10 +111,17 @@ def upstream_args(endpoint: Endpoint) -> list[str]:
 
 class Relay:
     """A relay process for one step: `with Relay(upstream, rtt_ms, jitter_ms, clients) as r:`
-    pgbench connects to r.endpoint."""
+    pgbench connects to r.endpoint. An upstream on a Unix socket is relayed from a Unix socket in
+    `socket_dir` (a private directory of pgknee's), given to `owner` (pgbench's user) alone: a
+    loopback port would open a socket the server may trust to every local user."""
 
-    def __init__(self, upstream: Endpoint, rtt_ms: float, jitter_ms: float = 0.0, connections: int = 100) -> None:
+    def __init__(self, upstream: Endpoint, rtt_ms: float, jitter_ms: float = 0.0, connections: int = 100, *,
+                 socket_dir: Path | None = None, owner: RunAs | None = None) -> None:
         self.upstream = upstream
+        self.socket_dir = socket_dir if upstream_is_unix(upstream) else None
+        if upstream_is_unix(upstream) and socket_dir is None:
+            raise TargetError(f"{upstream.label} is a Unix socket: its relay needs a private directory")
+        self.owner = owner
         self.rtt_ms, self.jitter_ms = rtt_ms, jitter_ms
         self.connections = connections
         self.process: subprocess.Popen[bytes] | None = None
@@ -109,12 +130,16 @@ class Relay:
 
     @property
     def endpoint(self) -> Endpoint:
-        return relayed(self.upstream, self.port)
+        return relayed(self.upstream, self.port, self.socket_dir)
 
     def start(self) -> None:
         argv = [sys.executable, "-m", "pgknee.netsim.relay", *upstream_args(self.upstream),
                 "--rtt-ms", repr(self.rtt_ms), "--jitter-ms", repr(self.jitter_ms),
                 "--connections", str(self.connections + 10)]
+        if self.socket_dir is not None:
+            argv += ["--listen-unix", str(self.socket_dir / f".s.PGSQL.{SOCKET_PORT}")]
+            if self.owner is not None:
+                argv += ["--listen-owner", f"{self.owner.uid}:{self.owner.gid}"]
         env = {**proc.base_env(), "PYTHONPATH": os.pathsep.join(sys.path)}
         self.process = proc.spawn(argv, env=env, stderr=subprocess.PIPE)
         self.port = self._read_port(self.process)
@@ -125,7 +150,7 @@ class Relay:
         assert p.stdout is not None
         ready, _, _ = select.select([p.stdout], [], [], START_TIMEOUT_S)
         line = p.stdout.readline() if ready else b""
-        if not line.strip().isdigit():
+        if not line.strip().isdigit():  # the port, or 0 for a Unix socket
             proc.stop(p, grace=1.0)
             err = p.stderr.read().decode(errors="replace").strip() if p.stderr else ""
             _close_pipes(p)

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import ctypes
 import json
+import os
 import random
 import selectors
 import signal
@@ -185,15 +186,31 @@ async def _serve(args: argparse.Namespace) -> None:
         return client
 
     tasks: set[asyncio.Task[None]] = set()
-    srv = await loop.create_server(accepted, "127.0.0.1", 0, backlog=4096)
-    port = srv.sockets[0].getsockname()[1]
-    print(port, flush=True)
+    srv = await _listen(loop, accepted, args)
+    print(srv.sockets[0].getsockname()[1] if not args.listen_unix else 0, flush=True)
     stop = asyncio.Event()
     for s in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(s, stop.set)
     await stop.wait()
     srv.close()
     print(json.dumps(DELIVERED.summary()), flush=True)
+
+
+async def _listen(loop: asyncio.AbstractEventLoop, accepted: Callable[[], _Half],
+                  args: argparse.Namespace) -> asyncio.Server:
+    """A loopback TCP port; or, for an upstream on a Unix socket (where the server may trust its
+    local peers), a Unix socket in a directory of pgknee's, open to pgbench's user alone."""
+    if not args.listen_unix:
+        return await loop.create_server(accepted, "127.0.0.1", 0, backlog=4096)
+    old = os.umask(0o177)
+    try:
+        srv = await loop.create_unix_server(accepted, args.listen_unix, backlog=4096)
+    finally:
+        os.umask(old)
+    if args.listen_owner:
+        uid, gid = (int(x) for x in args.listen_owner.split(":"))
+        os.chown(args.listen_unix, uid, gid)
+    return srv
 
 
 def _least_timer_slack() -> None:
@@ -209,6 +226,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--upstream-unix", default="")
     p.add_argument("--rtt-ms", type=float, default=0.0)
     p.add_argument("--jitter-ms", type=float, default=0.0)
+    p.add_argument("--listen-unix", default="", help="listen on this Unix socket, not a loopback port")
+    p.add_argument("--listen-owner", default="", help="UID:GID the Unix socket is given to")
     p.add_argument("--connections", type=int, default=100, help="how many connections to expect at most")
     return p.parse_args(argv)
 

@@ -9,10 +9,12 @@ the server or the step's pgbouncer (pgbouncer beside the server, the network in 
 from __future__ import annotations
 
 import contextlib
+import shutil
 
+from pgknee import safefs
 from pgknee.driver.roundtrips import per_transaction
 from pgknee.keys import StepFact
-from pgknee.netsim.control import Relay, RttProbe, try_probe
+from pgknee.netsim.control import Relay, RttProbe, try_probe, upstream_is_unix
 from pgknee.pooler.lab import StepPooler
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import script_texts
@@ -46,7 +48,12 @@ def step_network(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, poo
     if not v.rtt_ms:
         facts.update(_probe_facts(direct))
         return None
-    relay = stack.enter_context(Relay(upstream, v.rtt_ms, v.rtt_jitter_ms, connections=spec.clients))
+    socket_dir = (safefs.private_dir("relay-", base=str(s.work_dir), reachable_by=s.target.run_as, record=False)
+                  if upstream_is_unix(upstream) else None)
+    if socket_dir is not None:
+        stack.callback(shutil.rmtree, socket_dir, ignore_errors=True)  # after the relay stopped
+    relay = stack.enter_context(Relay(upstream, v.rtt_ms, v.rtt_jitter_ms, connections=spec.clients,
+                                      socket_dir=socket_dir, owner=s.target.run_as))
     stack.callback(_relay_facts, relay, facts)  # before the relay's close: at the step's end
     through = try_probe(relay.endpoint, expected_ms=v.rtt_ms)
     facts.update(_probe_facts(through))
