@@ -12,6 +12,7 @@ from pgknee.analyze.network import (
     gain_headline,
     network_bound,
     network_checks,
+    network_reasons,
     network_rows,
     pipeline_gains,
     rtt_achieved,
@@ -139,6 +140,10 @@ def test_pipeline_gain_against_the_twin_at_each_round_trip() -> None:
     rows = {r.variant: r for r in network_rows(view)}
     assert rows["n5"].network_ms == pytest.approx(4 * 5.02) and rows["p5"].round_trips == 1.0
     assert rows["n5"].share_pct == pytest.approx(100 * 4 * 5.02 / (4000 / 181.8), rel=0.02)
+    # a hop away is a reason in the recommendation's words, not a reason to withhold it
+    (why,) = network_reasons([g for g in view.groups if g.variant == "n5"])
+    assert why.startswith("at c4 most of each transaction was the network: 4.00 round trips x 5.020 ms")
+    assert network_reasons([g for g in view.groups if g.variant == "p0"]) == []
 
 
 def test_rtt_achieved_warns_when_the_relay_fell_behind_during_the_step() -> None:

@@ -190,3 +190,18 @@ def network_checks(step: StepRecord, facts: dict[str, float], snaps: tuple[int, 
     if step.rtt_ms:
         out.append(rtt_achieved(step, facts))
     return out
+
+
+def network_reasons(groups: Sequence[Group]) -> list[str]:
+    """The first client count whose steps were network-bound, in words, for the recommendation's
+    reasons. Unlike a saturated client (client-cpu), which withholds the answer, a network hop is
+    part of the deployment being sized: more connections hide its latency, and the answer holds."""
+    for g in groups:
+        for _rep, checks in g.checks:
+            for c in checks:
+                if c.id is CheckId.NETWORK_BOUND and c.status is CheckStatus.WARN:
+                    why = c.detail.split("; network-bound")[0]
+                    return [f"at c{g.clients} most of each transaction was the network: {why}; the answer holds "
+                            "for a client this far from the server (pipeline mode or a nearer client would "
+                            "raise TPS)"]
+    return []
