@@ -85,8 +85,7 @@ def _step(w: RunWriter, seq: int, clients: int) -> int:
     return w.begin_step({"seq": seq, "variant": "base", "clients": clients, "rep": 1, "threads": 2,
                          "protocol": "prepared", "duration_s": 10, "warmup_s": 0, "pipeline": 0,
                          "connect_per_txn": 0, "rate": None, "think_ms": 0.0, "pooler_kind": None, "pool_mode": None,
-                         "pool_size": None, "pool_reserve": 0, "idle": 0, "idle_kind": None, "settings_json": None,
-                         "rtt_ms": 0.0, "rtt_jitter_ms": 0.0})
+                         "pool_size": None, "pool_reserve": 0, "idle": 0, "idle_kind": None, "settings_json": None})
 
 
 def _result(step_id: int, status: str, reason: str | None = None, *, tps: float | None = None,
