@@ -114,6 +114,18 @@ class StepFact(StrEnum):
     STEADY_HALFWIDTH_PCT = "steady.halfwidth_pct"  # its 95% interval's half-width, % of the mean
     STEADY_STOPPED = "steady.stopped"  # 1: stopped once steady (--duration auto); 0: ran to its end
     STEADY_AT_S = "steady.at_s"  # when the interval first was within the target
+    # the network (netsim): round trips probed before the step on the path pgbench takes (through the
+    # relay when the variant simulates a hop), ms; the direct path's; what the relay added
+    NET_RTT_MS = "net.rtt_ms"  # median
+    NET_RTT_P99_MS = "net.rtt_p99_ms"
+    NET_RTT_MIN_MS = "net.rtt_min_ms"
+    NET_DIRECT_RTT_MS = "net.direct_rtt_ms"  # the median without the relay
+    NET_RELAY_ADDED_MS = "net.relay_added_ms"  # through the relay less direct (asked rtt + the relay's own cost)
+    NET_ROUND_TRIPS = "net.round_trips_per_txn"  # counted from the variant's scripts (run/network.py)
+    # what the relay said of itself at the step's end: chunks sent later than asked (each way), its CPU
+    NET_RELAY_LATE_MEAN_MS = "net.relay_late_mean_ms"
+    NET_RELAY_LATE_P99_MS = "net.relay_late_p99_ms"
+    NET_RELAY_CPU_PCT = "net.relay_cpu_pct"  # % of one core over the relay's life
 
 
 # memory pictures taken during a step, each under a prefix (collect.memory.memory_picture)
@@ -167,6 +179,8 @@ class CheckId(StrEnum):
     CLIENT_CPU = "client-cpu"
     FAILURES = "failures"
     POOLER_OCCUPANCY = "pooler-occupancy"
+    NETWORK_BOUND = "network-bound"  # round trips x RTT against the latency (client-cpu: the client saturated)
+    RTT_ACHIEVED = "rtt-achieved"  # a simulated network hop gave the asked round trip
 
 
 class CheckStatus(StrEnum):

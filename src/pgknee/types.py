@@ -139,6 +139,8 @@ class StepRecord:
     idle_kind: str | None = None
     settings_json: str | None = None  # the variant's server settings, if it restarted the server
     pool_reserve: int = 0  # a managed pgbouncer's reserve_pool_size
+    rtt_ms: float = 0.0  # a simulated network round trip (rtt=), ms
+    rtt_jitter_ms: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -244,3 +244,30 @@ def test_cleanup_after_pgknee_and_its_watchdog_died(sandbox: dict[str, str], tmp
     assert _rows(store, "SELECT status FROM runs") == [("abandoned",)]
     again = _run(sandbox, tmp_path, "cleanup")
     assert again.returncode == 0 and "nothing to clean up" in again.stdout
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_sigkill_leaves_no_network_relay(sandbox: dict[str, str], tmp_path: Path) -> None:
+    """A variant with a simulated network hop (rtt=): its relay is registered and dies with pgknee."""
+    store = tmp_path / "r.db"
+    p = _start(sandbox, tmp_path, "--clients", "2", "--duration", "20s", "--variant", "rtt=5ms",
+               "--store", str(store), *FAST)
+
+    def relays() -> list[dict[str, object]]:
+        entries = list(Path(sandbox["PGKNEE_STATE_DIR"]).glob("pgknee-*.json"))
+        children = json.loads(entries[0].read_text())["children"] if entries else []
+        return [c for c in children if "pgknee.netsim.relay" in _cmdline(c["pid"])]
+
+    assert _wait(lambda: _rows(store, "SELECT 1 FROM steps WHERE status = 'running'") and relays(), 180)
+    entry = _registry(sandbox)
+    (relay,) = relays()
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=30)
+    assert _wait(lambda: not _alive(relay["pid"], relay["start"]), 10)  # type: ignore[arg-type]
+    assert _wait(lambda: not _left_behind(entry), 30), _left_behind(entry)

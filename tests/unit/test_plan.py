@@ -246,10 +246,11 @@ def test_plan_to_dict_redacts_the_password_and_is_json() -> None:
     assert d["clients"] == (2, 4)
     assert d["variants"] == ({"name": "base", "protocol": "prepared", "pipeline": False, "connect_per_txn": False,
                                  "rate": None, "think_ms": 0.0, "pooler": None, "idle": 0,
-                                 "idle_kind": "quiet", "settings": ()},)
+                                 "idle_kind": "quiet", "settings": (), "rtt_ms": 0.0, "rtt_jitter_ms": 0.0},)
     assert json.loads(text)["variants"] == [{"name": "base", "protocol": "prepared", "pipeline": False,
                                              "connect_per_txn": False, "rate": None, "think_ms": 0.0, "pooler": None,
-                                             "idle": 0, "idle_kind": "quiet", "settings": []}]
+                                             "idle": 0, "idle_kind": "quiet", "settings": [], "rtt_ms": 0.0,
+                                             "rtt_jitter_ms": 0.0}]
     assert p.target.dsn is not None and "Sup3rS3cret" in p.target.dsn  # the plan itself is unchanged
 
 

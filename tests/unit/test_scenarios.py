@@ -40,11 +40,15 @@ def test_every_scenario_is_a_valid_plan(small: bool) -> None:
         if s.name == "pooler-placement":
             assert [v.pooler.placement for v in plan.variants if v.pooler] == ["server", "client"]
             assert all(v.connect_per_txn and v.pooler and v.pooler.mode == "session" for v in plan.variants)
+        if s.name == "pipeline-rtt":
+            assert [(v.pipeline, v.rtt_ms) for v in plan.variants] == [
+                (p, r) for p in (False, True) for r in (0.0, 1.0, 5.0)]
         if s.name == "ewallet-pipeline":
             assert [v.pipeline for v in plan.variants] == [False, True]
             assert plan.duration_s == (20 if small else 60)
     # the checks above ran: none of them is skipped by a scenario renamed or gone
-    assert {"linear-best-of-3", "connect-overhead", "pool-size", "pooler-placement", "ewallet-pipeline"} <= seen
+    assert {"linear-best-of-3", "connect-overhead", "pool-size", "pooler-placement", "ewallet-pipeline",
+            "pipeline-rtt"} <= seen
 
 
 def test_unknown_scenario() -> None:

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from pgknee.analyze import checks as ck
+from pgknee.analyze.network import network_checks
 from pgknee.analyze.records import Group, MemoryRow, PoolerRow, ScriptSummary, Spread, SystemRow
 from pgknee.analyze.waits import total_aas, wait_profile
 from pgknee.keys import (
@@ -221,4 +222,5 @@ def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
               ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s)]
     if s.pooler_kind is not None:
         checks.append(ck.pooler_occupancy(s, data.pooler.get(s.step_id)))
+    checks += network_checks(s, data.facts.get(s.step_id, {}), data.snaps.get(s.step_id), rows)
     return tuple(checks)

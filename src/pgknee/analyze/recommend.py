@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pgknee.analyze.network import network_reasons
 from pgknee.analyze.records import Group, RunView
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching, smallest_n_reaching_each
 from pgknee.analyze.waits import total_aas
@@ -172,7 +173,7 @@ def _reasons(groups: Sequence[Group], rec_n: int | None, cores: int, fraction: f
     if rec_n is not None:
         out.append(f"beyond {rec_n} connections the model gains at most the last {100 * (1 - fraction):.0f}% of "
                    "the peak")
-    return out
+    return [*out, *network_reasons(groups)]  # a network hop, unlike a saturated client, withholds nothing
 
 
 def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.95,

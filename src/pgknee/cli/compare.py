@@ -34,6 +34,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pgknee.analyze.run import build, combined
     from pgknee.report.gate import gate_items, gate_json
     from pgknee.report.jsonout import compare_json, dumps
+    from pgknee.report.network import network_items
     from pgknee.report.side_by_side import variant_comparison
     from pgknee.report.terminal import compare_header, differences
     from pgknee.store.db import Store, load_run
@@ -57,7 +58,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         diffs = metadata_differences(views[0].data.env, views[1].data.env)
     table = variant_comparison(view)
     assert table is not None
-    items += [compare_header(views), table, *[Text("▶ " + h) for h in headlines(view)]]
+    items += [compare_header(views), table, *[Text("▶ " + h) for h in headlines(view)], *network_items(view)]
     if diffs:
         items.append(differences(diffs))
     gate = judge(views, rules) if rules else None

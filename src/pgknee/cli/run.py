@@ -100,6 +100,11 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
                         "prepared, or several joined by ':', or key=value (name, protocol, pipeline, connect, "
                         "rate=TPS for an open loop, think=DURATION for a pause after each transaction), "
                         "e.g. --variant normal --variant pipeline")
+    s.add_argument("--rtt", metavar="DURATION[,...]",
+                   help="a simulated network round trip between pgbench and the server (or its pgbouncer) for every "
+                        "variant that sets no rtt= of its own: 1ms, or a list 0,1ms,5ms (one variant per value); "
+                        "a delaying relay, its own cost measured and shown")
+    s.add_argument("--rtt-jitter", metavar="DURATION", help="the simulated round trip's jitter (e.g. 0.2ms)")
     s.add_argument("--max-tries", type=int,
                    help="pgbench tries per transaction on serialization failures and deadlocks (default 3)")
     s.add_argument("--pgbench", metavar="PATH", help="the pgbench to use (default: from PATH)")

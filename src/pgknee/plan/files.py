@@ -18,7 +18,7 @@ from pgknee.plan.parse import (
     parse_seconds,
     parse_step_duration,
 )
-from pgknee.plan.variants import parse_variants
+from pgknee.plan.variants import parse_variants, with_network
 from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, check_noise_pct
 from pgknee.serverconf import parse_setting
 
@@ -31,7 +31,8 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
               "noise_threshold": "noise_threshold",
               "warmup": "warmup", "threads": "threads", "protocol": "protocol", "max_tries": "max_tries",
               "variants": "variants", "pgbench": "pgbench", "server_wait": "server_wait",
-              "steady_target": "steady_target", "until_answer": "until_answer", "budget": "budget"},
+              "steady_target": "steady_target", "until_answer": "until_answer", "budget": "budget",
+              "rtt": "rtt", "rtt_jitter": "rtt_jitter"},
     "pooler": {"pgbouncer": "pgbouncer", "dsn": "pooler_dsn", "admin_dsn": "pooler_admin_dsn",
                "interval": "pooler_interval"},
     "collect": {"sample_interval": "sample_interval", "os_interval": "os_interval",
@@ -48,7 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "pooler_dsn": None,
     "pooler_admin_dsn": None, "pooler_interval": "250ms", "sample_all_databases": False, "query_text": True,
     "pre": "5s", "post": "1s", "settle": "3s", "idle_flush": "11s", "server_wait": "120s",
-    "until_answer": False, "budget": None,
+    "until_answer": False, "budget": None, "rtt": None, "rtt_jitter": None,
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
@@ -60,7 +61,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "pooler_interval": (str, int, float), "sample_all_databases": (bool,), "query_text": (bool,),
     "pre": (str, int, float), "post": (str, int, float), "settle": (str, int, float), "idle_flush": (str, int, float),
     "server_wait": (str, int, float), "steady_target": (str, int, float), "until_answer": (bool,),
-    "budget": (str, int, float),
+    "budget": (str, int, float), "rtt": (str, int, float), "rtt_jitter": (str, int, float),
 }
 
 
@@ -182,7 +183,10 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
     """A plan file's values with the flags given on top (flags win) -> validated Plan."""
     p = _Values(flags, source)
     v = p.v
-    variants = p.items("variants", lambda s: parse_variants(s, v["protocol"]))
+    net = tuple(str(v[k]) if v[k] is not None else None for k in ("rtt", "rtt_jitter"))
+    variants = p.items("variants", lambda s: parse_variants(with_network(s, *net), v["protocol"]))
+    if not variants and any(net):
+        variants = tuple(parse_variants(with_network("base", *net), v["protocol"]))
     duration_s, auto = p.parse("duration", lambda x: parse_step_duration(str(x), p.label("duration")))
     try:
         return Plan(

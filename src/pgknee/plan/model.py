@@ -27,6 +27,7 @@ POOLER_AUTH = ("scram-sha-256", "md5")
 MAX_POOL = 10_000
 MAX_THINK_MS = 60_000.0
 MAX_VARIANT_NAME = 100
+MAX_RTT_MS = 1000.0  # a simulated network round trip (rtt=) and its jitter
 
 
 def _whole(n: object) -> bool:
@@ -88,9 +89,12 @@ class Variant:
     idle: int = 0  # sessions held open beside the workers for the whole step
     idle_kind: str = "quiet"  # quiet: connected, nothing else; catalog: touched the catalogue; sleep: pg_sleep
     settings: tuple[tuple[str, str], ...] = ()  # embedded server settings for this variant's steps (a restart)
+    rtt_ms: float = 0.0  # a simulated network round trip between pgbench and its endpoint (netsim relay)
+    rtt_jitter_ms: float = 0.0  # its jitter (standard deviation of the round trip)
 
     def __post_init__(self) -> None:
         """Every variant passes here, from flags, a plan file or a stored plan alike."""
+        _check_rtt(self)
         if not isinstance(self.name, str) or not 1 <= len(self.name) <= MAX_VARIANT_NAME \
                 or not self.name.isprintable():
             raise UserError(f"variant name {str(self.name)[:MAX_VARIANT_NAME]!r} must be 1-{MAX_VARIANT_NAME} "
@@ -131,7 +135,20 @@ class Variant:
             parts.append(f"{self.idle} idle sessions ({IDLE_KINDS[self.idle_kind]})")
         if self.settings:
             parts.append("server restarted with " + ", ".join(f"{k}={v}" for k, v in self.settings))
+        if self.rtt_ms:
+            jitter = f" ± {self.rtt_jitter_ms:g} ms" if self.rtt_jitter_ms else ""
+            parts.append(f"a network hop of {self.rtt_ms:g}{jitter} ms round trip (simulated by a relay)")
         return ", ".join(parts)
+
+
+def _check_rtt(v: Variant) -> None:
+    for what, x in (("rtt", v.rtt_ms), ("rtt_jitter", v.rtt_jitter_ms)):
+        if not isinstance(x, int | float) or isinstance(x, bool) or not 0 <= x <= MAX_RTT_MS:
+            raise UserError(f"variant {v.name}: {what} must be between 0 and {MAX_RTT_MS:g} ms, got {x!r}",
+                            "for example --variant rtt=1ms:rtt_jitter=0.2ms")
+    if v.rtt_jitter_ms and not v.rtt_ms:
+        raise UserError(f"variant {v.name}: rtt_jitter needs a round trip to vary (rtt=)",
+                        "for example --variant rtt=1ms:rtt_jitter=0.2ms")
 
 
 WORKLOADS = ("ewallet", "tpcb", "select-only", "read-heavy", "custom")

@@ -36,7 +36,7 @@ _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     **{m: {"pool_mode": m} for m in POOL_MODES},
 }
 _VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think", "pool", "mode", "reserve", "placement",
-                 "auth", "idle", "idle_kind", "max_connections", "set.NAME")
+                 "auth", "idle", "idle_kind", "max_connections", "rtt", "rtt_jitter", "set.NAME")
 _POOLER_FIELDS = ("pool_mode", "pool_size", "pool_reserve", "placement", "pool_auth")
 
 
@@ -77,6 +77,16 @@ def _think(value: str, spec: str, fields: dict[str, Any]) -> None:
     fields["think_ms"] = think_us / 1000.0
 
 
+def _rtt(field_name: str) -> Any:
+    def parse(value: str, spec: str, fields: dict[str, Any]) -> None:
+        key = field_name.removesuffix("_ms")
+        if re.fullmatch(r"\s*[0-9.]+\s*", value) and float(value) != 0:
+            raise UserError(f"{key}={value!r} in variant {spec!r} has no unit",
+                            f"write it like {key}=1ms, {key}=500us or {key}=0")
+        fields[field_name] = round(parse_seconds(value, f"{key} in variant {spec!r}", allow_zero=True) * 1000.0, 6)
+    return parse
+
+
 def _protocol(value: str, spec: str, fields: dict[str, Any]) -> None:
     if value not in PROTOCOLS:
         raise UserError(f"unknown protocol {value!r} in variant {spec!r}", f"choose one of {', '.join(PROTOCOLS)}")
@@ -92,7 +102,7 @@ def _on_off(field_name: str) -> Any:
 
 
 _VALUE_PARSERS = {"rate": _rate, "think": _think, "protocol": _protocol, "pipeline": _on_off("pipeline"),
-                  "connect": _on_off("connect_per_txn")}
+                  "connect": _on_off("connect_per_txn"), "rtt": _rtt("rtt_ms"), "rtt_jitter": _rtt("rtt_jitter_ms")}
 
 
 def _idle_or_setting(key: str, value: str, spec: str, fields: dict[str, Any]) -> None:
@@ -184,9 +194,10 @@ def _with_pooler(fields: dict[str, Any], spec: str) -> dict[str, Any]:
 
 
 def parse_variants(spec: str, base_protocol: str) -> list[Variant]:
-    """parse_variant, with a list of values for pool, idle or max_connections (pool=A,B,C)
-    expanded into one variant per value: a sweep dimension."""
-    m = re.search(r"(^|:)\s*(pool|idle|max_connections)\s*=\s*([0-9]+(?:\s*,\s*[0-9]+)+)\s*(?=:|$)", spec)
+    """parse_variant, with a list of values for pool, idle, max_connections or rtt (pool=A,B,C,
+    rtt=0,1ms,5ms) expanded into one variant per value: a sweep dimension."""
+    m = re.search(r"(^|:)\s*(pool|idle|max_connections|rtt)\s*=\s*([0-9.]+[a-z]*(?:\s*,\s*[0-9.]+[a-z]*)+)\s*(?=:|$)",
+                  spec)
     if not m:
         return [parse_variant(spec, base_protocol)]
     out: list[Variant] = []
@@ -195,3 +206,10 @@ def parse_variants(spec: str, base_protocol: str) -> list[Variant]:
         out.extend(dataclasses.replace(v, name=f"{v.name}-{m.group(2)}{value}")
                    if re.search(r"(^|:)\s*name\s*=", spec) else v for v in parse_variants(one, base_protocol))
     return out
+
+
+def with_network(spec: str, rtt: str | None, jitter: str | None) -> str:
+    """A variant spec with the run's --rtt and --rtt-jitter added, where it sets none of its own."""
+    keys = {t.split("=", 1)[0].strip() for t in spec.split(":") if "=" in t}
+    extra = [f"{k}={x}" for k, x in (("rtt", rtt), ("rtt_jitter", jitter)) if x not in (None, "") and k not in keys]
+    return ":".join([spec, *extra])

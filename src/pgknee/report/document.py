@@ -21,6 +21,7 @@ from pgknee.report import plotting as pl
 from pgknee.report import side_by_side as sbs
 from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
+from pgknee.report.network import NETWORK_NOTE, gain_lines, network_table
 from pgknee.types import StepRecord
 
 
@@ -246,6 +247,7 @@ def _throughput(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     if comparison is not None:
         b.append(TableBlock(comparison))
         b.extend(Para(h, "headline") for h in headlines(view))
+    b += network_blocks(view)
     for v in view.variants():
         b.append(TableBlock(tb.data_summary(view, v)))
         scripts = tb.scripts_table(view, v)
@@ -255,6 +257,14 @@ def _throughput(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     if "timeline" in charts:
         b += [Heading("Stability within each step"), ChartBlock(charts["timeline"])]
     return b
+
+
+def network_blocks(view: RunView) -> list[Block]:
+    """The network per transaction, and pipeline mode's gain at each simulated round trip."""
+    table = network_table(view)
+    if table is None:
+        return []
+    return [TableBlock(table), Para(NETWORK_NOTE, "note"), *[Para(h, "headline") for h in gain_lines(view)]]
 
 
 def _idle_and_pooler(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:

@@ -32,6 +32,7 @@ def run_json(view: RunView) -> dict[str, Any]:
             "think_ms": s.think_ms, "pooler_kind": s.pooler_kind, "pool_mode": s.pool_mode,
             "pool_size": s.pool_size, "idle": s.idle, "idle_kind": s.idle_kind,
             "settings": json.loads(s.settings_json) if s.settings_json else None,
+            "rtt_ms": s.rtt_ms, "rtt_jitter_ms": s.rtt_jitter_ms,
             "facts": d.facts.get(s.step_id, {}),
             "duration_s": s.duration_s, "tps": s.tps, "tps_pgbench": s.tps_pgbench, "tps_db": s.tps_db,
             "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "retries": s.retries,

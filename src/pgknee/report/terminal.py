@@ -22,6 +22,7 @@ from pgknee.analyze.run import RunListing
 from pgknee.analyze.sizing import Reach, Sizing
 from pgknee.keys import Env
 from pgknee.plan import variant_from_dict
+from pgknee.report.network import network_items, rtt_line
 from pgknee.report.side_by_side import idle_memory_table, variant_comparison
 from pgknee.report.tables import (
     WAIT_NOTE,
@@ -67,6 +68,8 @@ def header(view: RunView) -> Text:
     variants = plan.get("variants") or []
     t.append("variants: " + "; ".join(f"{v['name']} = {variant_from_dict(v).describe()}" for v in variants)
         + (" (interleaved per client count and repetition)" if len(variants) > 1 else ""))
+    if (line := rtt_line(view)) is not None:
+        t.append("\n" + line)
     return t
 
 
@@ -85,6 +88,7 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
     comparison = variant_comparison(view)
     if comparison is not None:
         items += [comparison, *[Text("▶ " + h) for h in headlines(view)]]
+    items += network_items(view)
     idle = idle_memory_table(view)
     if idle is not None:
         items.append(idle)

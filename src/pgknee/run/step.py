@@ -33,9 +33,11 @@ from pgknee.keys import PoolerFact, StepFact
 from pgknee.plan import Plan
 from pgknee.pooler.lab import StepPooler
 from pgknee.rules import log_sampling_rate
+from pgknee.run.network import step_network
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
+from pgknee.targets.base import Endpoint
 from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult
 
 T = TypeVar("T")
@@ -76,8 +78,9 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
         with contextlib.ExitStack() as stack:
             pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec))
             facts = dict(s.settings_facts)
+            via = _enter(s, spec, step_id, lambda: step_network(stack, s, spec, pooled, facts))
             holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
-            sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts)
+            sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts, via)
         result = _judge(s, spec, step_id, step_dir, sampled)
         if result.status == "completed" and result.measurement is not None and result.measurement.tps > 0:
             s.tps_seen[v.name] = result.measurement.tps
@@ -109,7 +112,8 @@ def _step_row(s: RunSession, spec: StepSpec, threads: int) -> dict[str, object]:
             "pool_size": v.pooler.pool_size if v.pooler and managed else None,
             "pool_reserve": v.pooler.reserve if v.pooler and managed else 0, "idle": v.idle,
             "idle_kind": v.idle_kind if v.idle else None,
-            "settings_json": _json(dict(v.settings)) if v.settings else None}
+            "settings_json": _json(dict(v.settings)) if v.settings else None, "rtt_ms": v.rtt_ms,
+            "rtt_jitter_ms": v.rtt_jitter_ms}
 
 
 def _json(d: dict[str, str]) -> str:
@@ -204,10 +208,13 @@ def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path,
 
 
 def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_dir: Path,
-            pooled: StepPooler | None, holder: IdleHolder | None, facts: dict[str, float]) -> _Sampled:
-    """The phases: pre (samplers only), warmup (unmeasured pgbench), bench, post."""
+            pooled: StepPooler | None, holder: IdleHolder | None, facts: dict[str, float],
+            via: Endpoint | None = None) -> _Sampled:
+    """The phases: pre (samplers only), warmup (unmeasured pgbench), bench, post. pgbench
+    connects `via` a simulated network hop when there is one (run.network)."""
     plan = s.plan
-    env = pooled.endpoint.child_env(s.work_dir, s.target.run_as) if pooled is not None else s.child_env
+    reach = via or (pooled.endpoint if pooled is not None else None)
+    env = reach.child_env(s.work_dir, s.target.run_as) if reach is not None else s.child_env
     if s.activity is not None:
         s.activity.begin_step(step_id)
     s.os.begin_step()

@@ -53,6 +53,10 @@ class _Before:
     more_steps: int
 
 
+# a step row from before the simulated network (an older side file, a caller that sets none): direct
+NETWORK_DEFAULTS = {"rtt_ms": 0.0, "rtt_jitter_ms": 0.0}
+
+
 class RunWriter:
     def __init__(self, store: Store, run_id: str) -> None:
         self.store = store
@@ -283,7 +287,7 @@ class RunWriter:
     # ---- steps --------------------------------------------------------------------------------
     def begin_step(self, step: Mapping[str, Any]) -> int:
         """A step's row, 'running' (the columns of begin_step.sql but run_id and started_at)."""
-        row = {"started_at": now_iso(), **step}
+        row = {"started_at": now_iso(), **NETWORK_DEFAULTS, **step}
         cur = self._one("begin_step", row)
         assert cur.lastrowid is not None
         self._begun[cur.lastrowid] = dict(row)

@@ -1,0 +1,104 @@
+"""The simulated network hop (rtt=): the relay's added delay measured with real round trips to a
+real server, and a short run through it."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pgknee.netsim.control import Relay, probe
+from pgknee.proc import RunAs
+from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, sql
+
+
+def _added(server: EmbeddedCluster, asked: float) -> tuple[float, float, float]:
+    """(the relay's own cost at rtt 0, what it adds at `asked` beyond that, the fastest round trip
+    through it), measured side by side."""
+    direct = probe(server.endpoint)
+    with Relay(server.endpoint, 0.0) as r0:
+        base = probe(r0.endpoint)
+    with Relay(server.endpoint, asked) as r:
+        through = probe(r.endpoint, expected_ms=asked)
+    assert not r.alive()
+    return base.median_ms - direct.median_ms, through.median_ms - base.median_ms, through.min_ms
+
+
+@pytest.mark.parametrize("asked", [1.0, 5.0])
+def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) -> None:
+    """The relay's own cost measured with rtt 0; at 1 ms and 5 ms what it adds beyond that is the
+    asked delay within 20% (the issue's test). The machine is shared: a measurement disturbed by
+    another process's burst is taken again, at most three times."""
+    tries = [_added(server, asked)]
+    while abs(tries[-1][1] - asked) > 0.2 * asked and len(tries) < 3:
+        tries.append(_added(server, asked))
+    own, added, fastest = tries[-1]
+    assert 0 <= own < 1.0, f"the relay's own added latency {own:.3f} ms"
+    assert abs(added - asked) <= 0.2 * asked, f"asked {asked} ms, added {[round(t[1], 3) for t in tries]} ms"
+    # every round trip waited about the delay (the relay asks its timers early by their usual lateness)
+    assert fastest >= 0.9 * asked
+
+
+def test_the_relay_reports_its_lateness_and_cpu(server: EmbeddedCluster) -> None:
+    with Relay(server.endpoint, 1.0) as r:
+        probe(r.endpoint, expected_ms=1.0)
+        said = r.finish()
+    assert said["chunks"] >= 2 * 30 and abs(said["late_mean_ms"]) < 0.2 and said["cpu_pct"] >= 0
+    assert not r.alive()
+
+
+def test_relay_through_a_unix_socket_and_jitter(server: EmbeddedCluster, tmp_path: Path) -> None:
+    """A server's Unix socket (where it may trust its local peers) is relayed from a Unix socket of
+    pgbench's user alone, never from a loopback port every local user reaches."""
+    sock_dir = tmp_path / "relay"
+    sock_dir.mkdir(mode=0o700)
+    nobody = RunAs(65534, 65534, "nobody")
+    with Relay(server.session_endpoint, 2.0, jitter_ms=1.0, socket_dir=sock_dir, owner=nobody) as r:
+        assert r.endpoint.params["host"] == str(sock_dir) and "hostaddr" not in r.endpoint.params
+        st = (sock_dir / ".s.PGSQL.5432").stat()
+        assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == 65534
+        p = probe(r.endpoint, expected_ms=2.0)
+    assert 1.5 <= p.median_ms <= 3.0
+    assert p.p99_ms > p.median_ms + 0.5  # the jitter shows in the tail
+
+
+def _relays_to(port: int) -> list[str]:
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    return [ln for ln in out.splitlines() if "pgknee.netsim.relay" in ln and f"--upstream-port {port}" in ln]
+
+
+@pytest.mark.alone  # normal against pipeline through the hop: another test's load skews one step
+def test_a_run_through_a_simulated_hop(server: EmbeddedCluster, tmp_path: Path) -> None:
+    """--variant normal:rtt=2ms --variant pipeline:rtt=2ms: the round trip stored and achieved,
+    pipeline mode far ahead (one round trip per transfer instead of six), the relay gone after."""
+    store = tmp_path / "n.db"
+    r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_network", "--scale", SCALE,
+               "--variant", "normal:rtt=2ms", "--variant", "pipeline:rtt=2ms", "--clients", "2", "--duration", "3s",
+               "--store", str(store), "--no-waits", *QUICK, env=APP_ENV, cwd=tmp_path)
+    assert r.code == 0, r.err
+    steps = sql(store, "SELECT step_id, variant, rtt_ms, rtt_jitter_ms, status, tps FROM steps ORDER BY seq")
+    assert [s[1:5] for s in steps] == [("normal:rtt=2ms", 2.0, 0.0, "completed"),
+                                       ("pipeline:rtt=2ms", 2.0, 0.0, "completed")]
+    facts = {(sid, name): value for sid, name, value in sql(store, "SELECT step_id, name, value FROM step_facts "
+                                                                   "WHERE name LIKE 'net.%'")}
+    normal, pipeline = steps[0][0], steps[1][0]
+    # e-wallet: transfer 6 round trips (60%), balance and history 1 each: 4.0; in a pipeline 1
+    assert facts[(normal, "net.round_trips_per_txn")] == pytest.approx(4.0)
+    assert facts[(pipeline, "net.round_trips_per_txn")] == pytest.approx(1.0)
+    for sid in (normal, pipeline):
+        assert facts[(sid, "net.relay_added_ms")] == pytest.approx(2.0, rel=0.2)
+        assert facts[(sid, "net.direct_rtt_ms")] < 0.5
+        # what the relay said at the step's end: its chunks on time (within 20% of the half-delay), its CPU
+        assert 0 <= facts[(sid, "net.relay_late_mean_ms")] < 0.2
+        assert 0 < facts[(sid, "net.relay_cpu_pct")] < 100
+    assert steps[1][5] > 2.0 * steps[0][5], steps
+    assert "Network per transaction" in r.out
+    row = next(ln for ln in r.out.splitlines() if ln.strip().startswith("c2") and "normal:rtt=2ms" in ln
+               and "%" in ln and "×" not in ln)
+    assert int(row.split()[-1].rstrip("%")) >= 50  # most of each transaction is the network
+    assert "network-bound" in r.out and "rtt-achieved" in r.out
+    assert _relays_to(server.port) == []
