@@ -27,6 +27,15 @@ class Env(StrEnum):
     SERVER_VERSION = "server.version"
     SERVER_VERSION_NUM = "server.version_num"
     SERVER_IS_SUPERUSER = "server.is_superuser"
+    # the server's machine (collect/servermachine.py): each figure with where it came from
+    SERVER_CPUS = "server.machine.cpus"
+    SERVER_CPUS_SOURCE = "server.machine.cpus_source"  # or 'unknown: why'
+    SERVER_CPUS_LIMITED = "server.machine.cpus_limited"  # what narrowed them: a cpuset, a cgroup quota
+    SERVER_MEM_GB = "server.machine.mem_gb"
+    SERVER_MEM_SOURCE = "server.machine.mem_source"
+    SERVER_MANAGED = "server.managed"  # the managed service it is, if one
+    SERVER_MANAGED_HIDDEN = "server.managed.hidden"  # what it keeps to itself, and where to find it
+    SERVER_OS = "server.os"  # how the server's OS was sampled per step, or why it was not
     TARGET_KIND = "target.kind"
     TARGET_ENDPOINT = "target.endpoint"
     TARGET_LOCAL = "target.local"

@@ -24,6 +24,7 @@ from pgknee.errors import TargetError
 from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers, pin_process_tree
 from pgknee.run.facts import run_environment
+from pgknee.run.machine import read_machine
 from pgknee.run.preflight import Prepared, check_capacity
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import scripts_for
@@ -91,6 +92,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     env = run_environment(plan, target, server, prepared.pgbench, prepared.workload, meta, prepared.poolers,
                           {name: [(s.name, text) for s, text in pairs] for name, pairs in texts.items()})
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
+    env.update(read_machine(stats_conn, plan, target).environment())
     stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target)})
     if record.argv:
