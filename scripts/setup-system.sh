@@ -3,7 +3,8 @@
 # PostgreSQL server and contrib, pgbench (in the client package), pgbouncer, and
 # pg_wait_sampling for the installed server version. Safe to run again.
 # --browsers (for the tests): also Chromium and Firefox, to render the HTML report in both,
-# and a font for the charts' text.
+# and a font for the charts' text; and OpenSSH's server and client (a test reads a "remote"
+# server's /proc over ssh through an sshd of its own, started on a free loopback port).
 set -euo pipefail
 
 browsers=0
@@ -24,6 +25,8 @@ if [ "$browsers" -eq 1 ]; then
   [ -x /usr/lib/chromium/chromium ] || missing+=(chromium)
   command -v firefox-esr >/dev/null 2>&1 || missing+=(firefox-esr)
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+  [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
 fi
 
 SUDO=""

@@ -29,7 +29,7 @@ def _superuser(server: EmbeddedCluster) -> psycopg.Connection[tuple[object, ...]
 def test_a_superuser_reads_the_servers_proc_through_sql(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     r = pgknee("run", "--dsn", dsn_of(server, "pgknee"), "--schema", "bench_machine", "--store", str(store), *RUN,
-               env={"PGPASSWORD": server.password}, cwd=tmp_path)
+               "--os-interval", "0.2s", "--duration", "2s", env={"PGPASSWORD": server.password}, cwd=tmp_path)
     assert r.code == 0, r.err
     env = _env(store)
     cpus = len(os.sched_getaffinity(0))  # the server runs here: its machine is this one (narrowed as pgknee is)
@@ -39,6 +39,21 @@ def test_a_superuser_reads_the_servers_proc_through_sql(server: EmbeddedCluster,
     assert "server.managed" not in env
     assert f"server: {cpus} CPUs (pg_read_file /proc), {env['server.machine.mem_gb']} GB" in r.out
     assert f"{2 * cpus} ({cpus} server cores: pg_read_file /proc; 0 spindles)" in r.out
+    # its OS, sampled per step through SQL on a connection of pgknee's own
+    assert env["server.os"] == "pg_read_file /proc every 0.2 s"
+    rows = sql(store, "SELECT _phase, cpu_user, cpu_system, cpu_idle, cpu_user + cpu_nice + cpu_system + cpu_iowait "
+                      "+ cpu_irq + cpu_steal + cpu_idle, mem_total_kb, mem_available_kb, ctx_per_s, procs_running, "
+                      "net_rx_bps FROM server_os_samples")
+    bench = [x for x in rows if x[0] == "bench"]
+    assert len(bench) >= 3, rows
+    for _, user, system, idle, total, mem_total, mem_available, ctx, running, net in rows:
+        assert 0 <= user <= 100 and 0 <= system <= 100 and 0 <= idle <= 100 and abs(total - 100) < 0.01
+        assert mem_total == read_meminfo()["MemTotal"] and 0 < mem_available <= mem_total
+        assert ctx > 0 and running >= 1 and net >= 0
+    assert max(100 - x[3] for x in bench) > 10  # pgbench and the server were busy on this machine
+    assert "System — the server: " in r.out and "Run queue (mean runnable)" in r.out
+    commits = sql(store, "SELECT status, tps_db, tps FROM steps")
+    assert commits[0][0] == "completed" and abs(commits[0][1] / commits[0][2] - 1) < 0.05  # its reads left out
 
 
 def test_a_role_that_may_not_read_proc_gets_unknown_and_every_cpu_line_withheld(server: EmbeddedCluster,

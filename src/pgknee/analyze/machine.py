@@ -4,11 +4,13 @@ unknown. pgbench's threads and the System table's samples: the CLIENT machine's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pgknee.analyze.records import Group
+from pgknee.analyze.records import Group, RunView
 from pgknee.keys import Env
+from pgknee.types import RunData, ServerOsSample
 
 UNKNOWN_HINT = "give --server-cpus N"
 EMBEDDED = "this machine (the embedded server)"
@@ -85,6 +87,7 @@ class Machine:
     server: Cpus
     client: int | None
     local: bool  # the OS samples are the server's machine's too
+    server_evidence: tuple[str, ...] = ()  # what the server's own OS samples showed (server_reasons)
 
 
 def machine_of(env: Mapping[str, str], target_kind: str | None = None) -> Machine:
@@ -96,9 +99,65 @@ def system_reasons(groups: Sequence[Group], m: Machine) -> list[str]:
     """The OS samples' evidence, said of the machine they were taken on."""
     sat = [g for g in groups if g.system.peak_cpu is not None and g.system.peak_cpu >= 90]
     if not sat:
-        return []
+        return list(m.server_evidence)
     g = sat[0]
     whose = "this machine's (server and client)" if m.local else "the client machine's"
-    return [f"{whose} CPU was saturated from {g.clients} clients (peak {g.system.peak_cpu:.0f}%, "
+    return [*m.server_evidence, f"{whose} CPU was saturated from {g.clients} clients (peak {g.system.peak_cpu:.0f}%, "
             f"system {g.system.peak_system or 0:.0f}%, load {g.system.peak_load1 or 0:.1f} on "
             f"{m.client if m.client is not None else '?'} cores, {g.system.ctx_per_s or 0:,.0f} context switches/s)"]
+
+
+@dataclass(frozen=True)
+class ServerRow:
+    """The server's OS during one client count's bench phases (its repetitions' samples): CPU
+    in % of all the server's CPUs, the busiest sample's and the means; rates per second."""
+
+    samples: int
+    peak_cpu: float
+    mean_cpu: float
+    mean_user: float
+    mean_system: float
+    mean_iowait: float
+    mean_steal: float
+    peak_load1: float | None
+    run_queue: float  # mean runnable processes
+    ctx_per_s: float
+    mem_available_mb: float | None  # the lowest
+    disk_read_mbps: float
+    disk_write_mbps: float
+    net_rx_mbps: float
+    net_tx_mbps: float
+
+
+def server_row(data: RunData, group: Group) -> ServerRow | None:
+    samples = [x for s in group.done for x in data.server_os.get(s.step_id, [])]
+    if not samples:
+        return None
+
+    def mean(get: Callable[[ServerOsSample], float]) -> float:
+        return statistics.fmean(get(x) for x in samples)
+
+    loads = [x.load1 for x in samples if x.load1 is not None]
+    avail = [x.mem_available_kb for x in samples if x.mem_available_kb is not None]
+    return ServerRow(
+        samples=len(samples), peak_cpu=max(100.0 - x.cpu_idle for x in samples),
+        mean_cpu=mean(lambda x: 100.0 - x.cpu_idle), mean_user=mean(lambda x: x.cpu_user + x.cpu_nice),
+        mean_system=mean(lambda x: x.cpu_system), mean_iowait=mean(lambda x: x.cpu_iowait),
+        mean_steal=mean(lambda x: x.cpu_steal), peak_load1=max(loads) if loads else None,
+        run_queue=mean(lambda x: x.procs_running), ctx_per_s=mean(lambda x: x.ctx_per_s),
+        mem_available_mb=min(avail) / 1024.0 if avail else None,
+        disk_read_mbps=mean(lambda x: x.disk_read_bps) / 2**20,
+        disk_write_mbps=mean(lambda x: x.disk_write_bps) / 2**20,
+        net_rx_mbps=mean(lambda x: x.net_rx_bps) / 2**20, net_tx_mbps=mean(lambda x: x.net_tx_bps) / 2**20)
+
+
+def server_reasons(view: RunView, groups: Sequence[Group], cpus: Cpus) -> list[str]:
+    """The server's own OS samples' evidence, with its CPUs and where that count came from."""
+    rows = [(g, r) for g in groups if (r := server_row(view.data, g)) is not None]
+    sat = [(g, r) for g, r in rows if r.peak_cpu >= 90]
+    if not sat:
+        return []
+    g, r = sat[0]
+    on = f" on its {cpus.label()}" if cpus.n is not None else ""
+    return [f"the server's CPU was saturated from {g.clients} clients (peak {r.peak_cpu:.0f}%, mean system "
+            f"{r.mean_system:.0f}%, load {r.peak_load1 or 0:.1f}, run queue {r.run_queue:.1f}{on}; from its own /proc)"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pgknee.analyze.machine import Machine, machine_of, system_reasons
+from pgknee.analyze.machine import Machine, machine_of, server_reasons, system_reasons
 from pgknee.analyze.records import Group, RunView
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching, smallest_n_reaching_each
 from pgknee.analyze.waits import total_aas
@@ -178,6 +178,7 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     v = variant or view.variants()[0]
     groups = [g for g in view.groups if g.variant == v and g.tps is not None]
     cores = machine_of(view.data.env, view.data.run.target_kind)
+    cores = dataclasses.replace(cores, server_evidence=tuple(server_reasons(view, groups, cores.server)))
     pooled = any(g.steps[0].pooler_kind == "managed" for g in groups)
     n = cores.server.n
     start = Recommendation(variant=v, verdict="not-enough-data", connections=None, interval=None, modelled_n=None,

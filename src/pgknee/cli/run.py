@@ -63,6 +63,7 @@ def _target_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("--server-ssh", metavar="USER@HOST",
                    help="read the server's /proc over ssh (keys or an agent only, BatchMode; host keys as your ssh "
                         "config says): its CPUs and memory, and its OS sampled every --os-interval")
+    t.add_argument("--server-ssh-config", metavar="FILE", help="an ssh configuration file for --server-ssh (ssh -F)")
 
 
 def _workload_options(p: argparse.ArgumentParser) -> None:

@@ -94,6 +94,8 @@ class ServerMachine:
     mem_source: str
     managed: Managed | None = None
     limited: str = ""  # what narrowed the CPUs (a cpuset, a cgroup quota)
+    proc: str | None = None  # how the server's /proc was read ('pg_read_file /proc', 'ssh HOST'); None: it was not
+    proc_why: str = ""  # why not
 
     def environment(self) -> dict[str, str]:
         env = {Env.SERVER_CPUS_SOURCE: self.cpus_source, Env.SERVER_MEM_SOURCE: self.mem_source}
@@ -116,7 +118,7 @@ def from_files(files: Mapping[str, str], source: str) -> ServerMachine:
     if st is None or st.cpus == 0:
         return ServerMachine(None, f"unknown: {source} gave no CPU count", mem, source if mem else "unknown")
     n, limited = usable_cpus(st.cpus, allowed_cpus(files.get("status", "")), parse_cpu_max(files.get("cpu_max", "")))
-    return ServerMachine(n, source, mem, source if mem else "unknown", limited=limited)
+    return ServerMachine(n, source, mem, source if mem else "unknown", limited=limited, proc=source)
 
 
 @dataclass(frozen=True)
@@ -151,11 +153,11 @@ def server_machine(conn: psycopg.Connection[Any] | None, told: Told,
         if ssh_files is not None:
             why = f"{ssh_files[1]}; {why}"
         found = from_files(files, "pg_read_file /proc") if files else \
-            ServerMachine(None, f"unknown: {why}", None, f"unknown: {why}")
+            ServerMachine(None, f"unknown: {why}", None, f"unknown: {why}", proc_why=why)
     cpus, cpus_source, limited = found.cpus, found.cpus_source, found.limited
     if told.cpus is not None:
         cpus, cpus_source, limited = told.cpus, "--server-cpus", ""
     mem, mem_source = found.mem_kb, found.mem_source
     if told.mem_gb is not None:
         mem, mem_source = round(told.mem_gb * 2**20), "--server-memory"
-    return ServerMachine(cpus, cpus_source, mem, mem_source, managed, limited)
+    return ServerMachine(cpus, cpus_source, mem, mem_source, managed, limited, found.proc, found.proc_why)

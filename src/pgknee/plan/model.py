@@ -176,6 +176,7 @@ class TargetSpec:
     server_cpus: int | None = None
     server_memory_gb: float | None = None
     server_ssh: str | None = None  # [user@]host (or ssh://user@host:port): its /proc read over ssh
+    server_ssh_config: str | None = None  # an ssh configuration file of the user's (ssh -F)
 
     def __post_init__(self) -> None:
         if not isinstance(self.settings, tuple) or any(not isinstance(s, tuple) or len(s) != 2

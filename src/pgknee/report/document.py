@@ -21,6 +21,7 @@ from pgknee.report import plotting as pl
 from pgknee.report import side_by_side as sbs
 from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
+from pgknee.report.server import server_table
 from pgknee.types import StepRecord
 
 
@@ -282,6 +283,8 @@ def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]
         if (c := charts.get(pl.key_of("cpu", view, v))) is not None:
             b.append(ChartBlock(c))
         b.append(TableBlock(tb.system_table(view, v)))
+        if (server := server_table(view, v)) is not None:
+            b.append(TableBlock(server))
     b += [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():

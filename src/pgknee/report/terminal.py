@@ -23,6 +23,7 @@ from pgknee.analyze.run import RunListing
 from pgknee.analyze.sizing import Reach, Sizing
 from pgknee.keys import Env
 from pgknee.plan import variant_from_dict
+from pgknee.report.server import server_table
 from pgknee.report.side_by_side import idle_memory_table, variant_comparison
 from pgknee.report.tables import (
     WAIT_NOTE,
@@ -112,6 +113,7 @@ def _variant_items(view: RunView, variant: str, waits: bool) -> list[RenderableT
         items.append(Text(summary_note(view, base.label), style="dim"))
     items += [t for t in (scripts_table(view, variant), pooler_table(view, variant)) if t is not None]
     items.append(system_table(view, variant))
+    items += [t for t in (server_table(view, variant),) if t is not None]
     if waits:
         items.append(Text(WAIT_NOTE, style="dim"))
         several = len(view.variants()) > 1
