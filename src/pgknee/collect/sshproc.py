@@ -92,20 +92,22 @@ class SshFiles:
         return {}, f"{self.label}: {why}"
 
     def _read_out(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            try:
-                files = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(files, dict) and isinstance(files.get("t"), int | float):
-                self.latest = files
-                self.first.set()
+        with stream:  # closed at ssh's end
+            for line in stream:
+                try:
+                    files = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(files, dict) and isinstance(files.get("t"), int | float):
+                    self.latest = files
+                    self.first.set()
 
     def _read_err(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            text = line.decode(errors="replace").strip()
-            if text:
-                self.stderr.append(text)
+        with stream:
+            for line in stream:
+                text = line.decode(errors="replace").strip()
+                if text:
+                    self.stderr.append(text)
 
     def __call__(self) -> dict[str, Any] | None:
         return self.latest
