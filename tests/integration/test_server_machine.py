@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from pgknee.collect.osproc import read_meminfo
 from pgknee.targets.local import EmbeddedCluster
@@ -83,21 +84,26 @@ def test_a_role_that_may_not_read_proc_gets_unknown_and_every_cpu_line_withheld(
     assert size.code == 0 and "(4 x 2) + 0 = 8 connections" in size.out and "--server-cpus" in size.out
 
 
-def test_a_managed_service_is_recognised_and_says_where_its_figures_are(server: EmbeddedCluster,
-                                                                         tmp_path: Path) -> None:
+@pytest.mark.parametrize(("fake", "undo", "service", "where"), [
+    ("CREATE ROLE rds_superuser NOLOGIN", "DROP ROLE rds_superuser", "Amazon RDS for PostgreSQL", "CloudWatch"),
+    ("ALTER ROLE app SET cloudsql.iam_authentication = on", "ALTER ROLE app RESET cloudsql.iam_authentication",
+     "Google Cloud SQL for PostgreSQL", "Cloud Monitoring"),
+])
+def test_a_managed_service_is_recognised_and_says_where_its_figures_are(server: EmbeddedCluster, tmp_path: Path,
+                                                                         fake: str, undo: str, service: str,
+                                                                         where: str) -> None:
     store = tmp_path / "m.db"
     with _superuser(server) as conn:
-        conn.execute("CREATE ROLE rds_superuser NOLOGIN")
+        conn.execute(fake)
     try:
         r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_machine_app", "--store", str(store), *RUN,
                    env=APP_ENV, cwd=tmp_path)
     finally:
         with _superuser(server) as conn:
-            conn.execute("DROP ROLE rds_superuser")
+            conn.execute(undo)
     assert r.code == 0, r.err
     env = _env(store)
-    assert env["server.managed"] == "Amazon RDS for PostgreSQL"
-    assert "CloudWatch" in env["server.managed.hidden"]
-    assert "server: CPUs unknown (Amazon RDS for PostgreSQL keeps them to itself)" in r.out
-    assert "Amazon RDS for PostgreSQL keeps the host's CPU, memory, disk and network figures to itself: see " \
-           "CloudWatch" in r.out
+    assert env["server.managed"] == service and where in env["server.managed.hidden"]
+    assert f"server: CPUs unknown ({service} keeps them to itself)" in r.out
+    assert f"{service} keeps the host's CPU, memory, disk and network figures to itself: see {where}" in r.out
+    assert "rule of thumb (cores x 2) + spindles   withheld: server CPUs unknown (" in r.out  # the cell wraps

@@ -118,7 +118,7 @@ def test_what_the_user_told_wins_and_managed_services_say_where_to_look() -> Non
 
 def test_old_stores_embedded_is_this_machine_remote_is_unknown() -> None:
     assert server_cpus({"host.cpus": "4", "target.kind": "embedded"}).n == 4
-    assert server_cpus({"host.cpus": "4"}, "embedded").source == "this machine (the embedded server)"
+    assert server_cpus({"host.cpus": "4"}, "embedded").source == "this machine: the embedded server"
     old_remote = server_cpus({"host.cpus": "4", "target.kind": "remote"})
     assert old_remote.n is None and "stored before pgknee read the server's machine" in old_remote.source
     read = server_cpus({"host.cpus": "2", "target.kind": "remote", "server.machine.cpus": "8",

@@ -13,7 +13,7 @@ from pgknee.keys import Env
 from pgknee.types import RunData, ServerOsSample
 
 UNKNOWN_HINT = "give --server-cpus N"
-EMBEDDED = "this machine (the embedded server)"
+EMBEDDED = "this machine: the embedded server"
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def machine_of(env: Mapping[str, str], target_kind: str | None = None) -> Machin
 def system_reasons(groups: Sequence[Group], m: Machine) -> list[str]:
     """The OS samples' evidence, said of the machine they were taken on."""
     sat = [g for g in groups if g.system.peak_cpu is not None and g.system.peak_cpu >= 90]
-    if not sat:
+    if not sat or (m.local and m.server_evidence):  # one machine: its own /proc said it already
         return list(m.server_evidence)
     g = sat[0]
     whose = "this machine's (server and client)" if m.local else "the client machine's"
@@ -159,5 +159,5 @@ def server_reasons(view: RunView, groups: Sequence[Group], cpus: Cpus) -> list[s
         return []
     g, r = sat[0]
     on = f" on its {cpus.label()}" if cpus.n is not None else ""
-    return [f"the server's CPU was saturated from {g.clients} clients (peak {r.peak_cpu:.0f}%, mean system "
-            f"{r.mean_system:.0f}%, load {r.peak_load1 or 0:.1f}, run queue {r.run_queue:.1f}{on}; from its own /proc)"]
+    return [f"the server's CPU was saturated from {g.clients} clients (its own /proc: peak {r.peak_cpu:.0f}%, mean "
+            f"system {r.mean_system:.0f}%, load {r.peak_load1 or 0:.1f}, run queue {r.run_queue:.1f}{on})"]

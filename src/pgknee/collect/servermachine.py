@@ -47,11 +47,17 @@ SERVICES = {
 _ROLES = {"rds_superuser": "rds", "rdsadmin": "rds", "cloudsqlsuperuser": "cloudsql", "azure_pg_admin": "azure",
           "azuresu": "azure", "neon_superuser": "neon"}
 _PREFIXES = {"rds": "rds", "cloudsql": "cloudsql", "azure": "azure", "neon": "neon"}
+# settings of theirs by name too: pg_settings does not list a placeholder (a prefix no library
+# of this server defines), current_setting(name, true) finds it
+_SETTINGS = ("rds.extensions", "rds.force_ssl", "cloudsql.iam_authentication", "cloudsql.enable_pgaudit",
+             "azure.extensions", "azure.accepted_password_auth_method", "neon.tenant_id", "neon.timeline_id")
 _ORDER = ("aurora", "rds", "cloudsql", "azure", "neon")
 MANAGED_QUERY = ("SELECT (SELECT coalesce(array_agg(rolname::text), '{}') FROM pg_roles WHERE rolname = ANY(%s)), "
                  "to_regproc('aurora_version') IS NOT NULL, "
                  "(SELECT coalesce(array_agg(DISTINCT split_part(name, '.', 1)), '{}') FROM pg_settings "
-                 "WHERE name LIKE '%%.%%' AND split_part(name, '.', 1) = ANY(%s))")
+                 "WHERE name LIKE '%%.%%' AND split_part(name, '.', 1) = ANY(%s)), "
+                 "(SELECT coalesce(array_agg(DISTINCT split_part(n, '.', 1)), '{}') FROM unnest(%s::text[]) n "
+                 "WHERE current_setting(n, true) IS NOT NULL)")
 
 
 def classify(roles: list[str], aurora: bool, prefixes: list[str]) -> Managed | None:
@@ -63,8 +69,8 @@ def classify(roles: list[str], aurora: bool, prefixes: list[str]) -> Managed | N
 
 
 def read_managed(conn: psycopg.Connection[Any]) -> Managed | None:
-    row = conn.execute(MANAGED_QUERY, (list(_ROLES), list(_PREFIXES))).fetchone()
-    return classify(list(row[0]), bool(row[1]), list(row[2])) if row else None
+    row = conn.execute(MANAGED_QUERY, (list(_ROLES), list(_PREFIXES), list(_SETTINGS))).fetchone()
+    return classify(list(row[0]), bool(row[1]), [*row[2], *row[3]]) if row else None
 
 
 def read_files_sql(conn: psycopg.Connection[Any], files: Mapping[str, str]) -> tuple[dict[str, str], str]:
@@ -75,8 +81,8 @@ def read_files_sql(conn: psycopg.Connection[Any], files: Mapping[str, str]) -> t
         try:
             text = conn.execute(READ_FILE, (path,)).fetchone()
         except psycopg.errors.InsufficientPrivilege:
-            return {}, ("pg_read_file is not allowed to this role (it needs superuser, or EXECUTE on "
-                        "pg_read_file and membership of pg_read_server_files)")
+            return {}, ("pg_read_file is not allowed to this role: it needs superuser, or pg_read_server_files "
+                        "and EXECUTE on pg_read_file")
         except psycopg.Error as e:
             return {}, f"pg_read_file failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
         if text is not None and text[0] is not None:
@@ -135,7 +141,7 @@ def this_machine() -> ServerMachine:
     from pgknee.collect.osproc import read_meminfo
 
     mem = read_meminfo().get("MemTotal")
-    where = "this machine (the embedded server)"
+    where = "this machine: the embedded server"
     return ServerMachine(os.cpu_count() or 1, where, mem, where)
 
 

@@ -36,7 +36,7 @@ def server_table(view: RunView, variant: str) -> Table | None:
     if not any(r is not None for r in rows):
         return None
     env = view.data.env
-    title = (f"System — the server: {server_cpus(env, view.data.run.target_kind).label()}, sampled from its own "
-             f"/proc ({env.get(Env.SERVER_OS, '?')}); CPU % of all its CPUs")
+    title = (f"System — the server: {server_cpus(env, view.data.run.target_kind).label()}; its own /proc, "
+             f"{env.get(Env.SERVER_OS, '?')}; CPU % of all its CPUs")
     out = [[label, *[fmt(get(r), digits) if r is not None else "-" for r in rows]] for label, get, digits in _ROWS]
     return matrix(title, ["Metric", *[g.label for g in groups]], out)
