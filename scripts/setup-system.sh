@@ -64,6 +64,11 @@ if [ -n "$major" ] && [ ! -e "/usr/lib/postgresql/$major/lib/pg_wait_sampling.so
   fi
 fi
 
+if [ -n "$major" ] && [ ! -e "/usr/lib/postgresql/$major/lib/pg_stat_kcache.so" ]; then
+  echo "pgknee setup: installing postgresql-$major-pg-stat-kcache (the queries' CPU time, a server figure without /proc)"
+  apt_install "postgresql-$major-pg-stat-kcache" || echo "pgknee setup: pg_stat_kcache not available for PostgreSQL $major; continuing without it" >&2
+fi
+
 for tool in pgbench pgbouncer; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || { echo "pgknee setup: $tool is still missing" >&2; exit 1; }
 done

@@ -36,6 +36,7 @@ class Env(StrEnum):
     SERVER_MANAGED = "server.managed"  # the managed service it is, if one
     SERVER_MANAGED_HIDDEN = "server.managed.hidden"  # what it keeps to itself, and where to find it
     SERVER_OS = "server.os"  # how the server's OS was sampled per step, or why it was not
+    SERVER_KCACHE = "server.pg_stat_kcache"  # its version, when installed in the benchmark's database
     TARGET_KIND = "target.kind"
     TARGET_ENDPOINT = "target.endpoint"
     TARGET_LOCAL = "target.local"
@@ -123,6 +124,11 @@ class StepFact(StrEnum):
     STEADY_HALFWIDTH_PCT = "steady.halfwidth_pct"  # its 95% interval's half-width, % of the mean
     STEADY_STOPPED = "steady.stopped"  # 1: stopped once steady (--duration auto); 0: ran to its end
     STEADY_AT_S = "steady.at_s"  # when the interval first was within the target
+    # pg_stat_kcache over the bench phase (collect/kcache.py): the database's queries' CPU and I/O
+    KCACHE_USER_S = "kcache.user_s"
+    KCACHE_SYSTEM_S = "kcache.system_s"
+    KCACHE_READ_BYTES = "kcache.read_bytes"
+    KCACHE_WRITE_BYTES = "kcache.write_bytes"
 
 
 # memory pictures taken during a step, each under a prefix (collect.memory.memory_picture)

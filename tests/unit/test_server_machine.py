@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from builders import make_run_data
 from test_recommend import _sweep
 
 from pgknee.analyze.machine import machine_of, server_cpus, server_line
@@ -28,6 +29,7 @@ from pgknee.collect.proctext import (
 )
 from pgknee.collect.servermachine import SERVICES, Told, classify, from_files, server_machine
 from pgknee.report.terminal import rule_of_thumb, sizing_text
+from pgknee.types import RunData
 
 PROC = Path(__file__).resolve().parent.parent / "data" / "proc"
 
@@ -187,3 +189,42 @@ def test_bad_server_machine_flags_are_refused(flags: list[str], message: str, tm
     code = cli.main(["run", "--dry-run", "--store", str(tmp_path / "s.db"), *flags])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err and not (tmp_path / "s.db").exists()
+
+
+def _with_server_figures() -> RunData:
+    from pgknee.types import ServerOsSample
+
+    data = make_run_data()
+
+    def sample(t: float, idle: float, mem_kb: int) -> ServerOsSample:
+        return ServerOsSample(epoch=t, phase="bench", cpu_user=60.0, cpu_nice=0.0, cpu_system=100.0 - 60.0 - idle,
+                              cpu_iowait=0.0, cpu_irq=0.0, cpu_steal=0.0, cpu_idle=idle, load1=3.5, ctx_per_s=5000.0,
+                              procs_running=4, procs_blocked=0, mem_total_kb=8 * 2**20, mem_available_kb=mem_kb,
+                              disk_read_bps=2**20, disk_write_bps=3 * 2**20, net_rx_bps=0.0, net_tx_bps=2**19)
+
+    server_os = {s.step_id: [sample(1001.0, 30.0, 4 * 2**20), sample(1002.0, 5.0, 3 * 2**20)]
+                 for s in data.steps if s.clients == 8}
+    facts = {s.step_id: {"kcache.user_s": 12.0, "kcache.system_s": 4.0, "bench.seconds": 10.0} for s in data.steps}
+    env = _remote(**{"server.machine.cpus": "4", "server.machine.cpus_source": "ssh db1",
+                     "server.os": "ssh db1 every 1 s", "server.pg_stat_kcache": "2.2.1"})
+    return dataclasses.replace(data, server_os=server_os, facts=facts, env={**data.env, **env})
+
+
+def test_the_servers_own_figures_per_client_count() -> None:
+    from pgknee.analyze.machine import kcache_cpu, server_row
+    from pgknee.report.server import server_table
+    from pgknee.report.terminal import render
+
+    view = build(_with_server_figures())
+    c2, c8 = view.groups
+    assert server_row(view.data, c2) is None
+    r = server_row(view.data, c8)
+    assert r is not None and r.samples == 4 and r.peak_cpu == 95.0 and r.mean_cpu == 82.5
+    assert r.mem_available_mb == 3 * 1024 and r.disk_write_mbps == 3.0 and r.run_queue == 4
+    assert kcache_cpu(view.data, c8) == (1.6, 25.0)  # 16 CPU seconds in 10 s; 4 of them system
+    text = render([server_table(view, "base")])
+    assert "System — the server: 4 CPUs (ssh db1); its own /proc, ssh db1 every 1 s; pg_stat_kcache 2.2.1" in text
+    assert "Queries' CPU, cores busy (kcache)" in text and "40.0" in text  # 1.6 of the server's 4 CPUs
+    reasons = recommend(view).reasons
+    assert any(x.startswith("the server's CPU was saturated from 8 clients (its own /proc: peak 95%") and
+               "on its 4 CPUs (ssh db1)" in x for x in reasons), reasons

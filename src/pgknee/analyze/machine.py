@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pgknee.analyze.records import Group, RunView
-from pgknee.keys import Env
+from pgknee.keys import Env, StepFact
 from pgknee.types import RunData, ServerOsSample
 
 UNKNOWN_HINT = "give --server-cpus N"
@@ -161,3 +161,19 @@ def server_reasons(view: RunView, groups: Sequence[Group], cpus: Cpus) -> list[s
     on = f" on its {cpus.label()}" if cpus.n is not None else ""
     return [f"the server's CPU was saturated from {g.clients} clients (its own /proc: peak {r.peak_cpu:.0f}%, mean "
             f"system {r.mean_system:.0f}%, load {r.peak_load1 or 0:.1f}, run queue {r.run_queue:.1f}{on})"]
+
+
+def kcache_cpu(data: RunData, group: Group) -> tuple[float, float] | None:
+    """pg_stat_kcache's figure of the server's CPU for one client count (the mean of its
+    repetitions): the cores its queries kept busy (user + system CPU seconds over the bench
+    phase's length), and the system share of that, %."""
+    busy, system = [], []
+    for s in group.done:
+        f = data.facts.get(s.step_id, {})
+        seconds = f.get(StepFact.BENCH_SECONDS) or s.duration_s
+        if StepFact.KCACHE_USER_S not in f or not seconds:
+            continue
+        total = f[StepFact.KCACHE_USER_S] + f.get(StepFact.KCACHE_SYSTEM_S, 0.0)
+        busy.append(total / seconds)
+        system.append(100.0 * f.get(StepFact.KCACHE_SYSTEM_S, 0.0) / total if total else 0.0)
+    return (statistics.fmean(busy), statistics.fmean(system)) if busy else None

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from rich.table import Table
 
-from pgknee.analyze.machine import ServerRow, server_cpus, server_row
+from pgknee.analyze.machine import ServerRow, kcache_cpu, server_cpus, server_row
 from pgknee.analyze.records import RunView
 from pgknee.keys import Env
 from pgknee.report.cells import fmt, matrix
@@ -31,12 +31,24 @@ _ROWS: tuple[tuple[str, Callable[[ServerRow], float | None], int], ...] = (
 
 
 def server_table(view: RunView, variant: str) -> Table | None:
+    """The server's own figures per client count: its /proc's samples, and pg_stat_kcache's
+    CPU of the database's queries; None when pgknee has neither."""
     groups = [g for g in view.groups if g.variant == variant]
     rows = [server_row(view.data, g) for g in groups]
-    if not any(r is not None for r in rows):
+    kc = [kcache_cpu(view.data, g) for g in groups]
+    has_rows, has_kc = any(r is not None for r in rows), any(k is not None for k in kc)
+    if not has_rows and not has_kc:
         return None
     env = view.data.env
-    title = (f"System — the server: {server_cpus(env, view.data.run.target_kind).label()}; its own /proc, "
-             f"{env.get(Env.SERVER_OS, '?')}; CPU % of all its CPUs")
-    out = [[label, *[fmt(get(r), digits) if r is not None else "-" for r in rows]] for label, get, digits in _ROWS]
+    cpus = server_cpus(env, view.data.run.target_kind)
+    how = [f"its own /proc, {env.get(Env.SERVER_OS, '?')}"] if has_rows else []
+    how += [f"pg_stat_kcache {env.get(Env.SERVER_KCACHE, '')}".strip()] if has_kc else []
+    out = [[label, *[fmt(get(r), digits) if r is not None else "-" for r in rows]]
+           for label, get, digits in _ROWS] if has_rows else []
+    if has_kc:
+        out.append(["Queries' CPU, cores busy (kcache)", *[fmt(k[0], 2) if k else "-" for k in kc]])
+        if cpus.n is not None:
+            out.append(["  % of the server's CPUs", *[fmt(100 * k[0] / cpus.n, 1) if k else "-" for k in kc]])
+        out.append(["  system % of it", *[fmt(k[1], 1) if k else "-" for k in kc]])
+    title = f"System — the server: {cpus.label()}; {'; '.join(how)}; CPU % of all its CPUs"
     return matrix(title, ["Metric", *[g.label for g in groups]], out)

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 
+from pgknee.collect import kcache
 from pgknee.collect.servermachine import ServerMachine, Told, server_machine
 from pgknee.collect.serveros import ServerOsSampler, SqlFiles
 from pgknee.collect.sshproc import SshFiles
@@ -56,4 +57,6 @@ def open_machine(stack: contextlib.ExitStack, plan: Plan, target: Target,
         sampler.start()
         stack.callback(sampler.close)
         env[Env.SERVER_OS] = f"{machine.proc} every {plan.os_interval_s:g} s"
+    if (kc := kcache.version(conn)) is not None:
+        env[Env.SERVER_KCACHE] = kc
     return sampler, {str(k): v for k, v in env.items()}

@@ -54,6 +54,7 @@ class RunSession:
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
     server_os: ServerOsSampler | None = None  # the server's OS, when it is not this machine (run/machine.py)
+    kcache: bool = False  # pg_stat_kcache is installed: its totals before and after each bench phase
 
     @property
     def poolers(self) -> Poolers | None:
@@ -106,7 +107,8 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     reader = StatsReader(lambda: target.endpoint.connect("stats"), plan.settle_s)
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
-                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, server_os=server_os)
+                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, server_os=server_os,
+                         kcache=keys.Env.SERVER_KCACHE in machine_env)
     return session, steps
 
 

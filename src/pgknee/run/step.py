@@ -21,7 +21,7 @@ from typing import TypeVar
 import psycopg
 
 from pgknee import keys, safefs
-from pgknee.collect import pgstats
+from pgknee.collect import kcache, pgstats
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.measure import measure, read_transaction_logs
@@ -224,9 +224,11 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
     _set_phase(s, "bench", pooled)
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
+    kc0 = _kcache(s)
     bench_start = time.time()
     execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch)
     bench_end = time.time()
+    facts.update(kcache.deltas(kc0, _kcache(s)))
     _set_phase(s, "post", pooled)
     pooler, died = _pooler_after(pooled, pool_before)
     idle_alive = _end_facts(s, holder, pooled, facts)
@@ -241,6 +243,14 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
                     spec.variant.idle - idle_alive if holder is not None else 0, watch,
                     tuple(s.server_os.end_step()) if s.server_os is not None else ())
+
+
+def _kcache(s: RunSession) -> dict[str, float] | None:
+    """pg_stat_kcache's totals, on the statistics connection (a read of pgknee's own)."""
+    if not s.kcache:
+        return None
+    s.reader.reads += 1
+    return kcache.totals(s.reader.conn)
 
 
 def _server_os_queries(s: RunSession) -> int:
