@@ -228,3 +228,17 @@ def test_the_servers_own_figures_per_client_count() -> None:
     reasons = recommend(view).reasons
     assert any(x.startswith("the server's CPU was saturated from 8 clients (its own /proc: peak 95%") and
                "on its 4 CPUs (ssh db1)" in x for x in reasons), reasons
+
+
+def test_a_comparison_says_when_the_servers_cpus_differ(tmp_path: Path) -> None:
+    from pgknee.analyze.compare import metadata_differences
+    from pgknee.plan import load_plan_file, plan_from_values
+
+    a = _remote(**{"server.machine.cpus": "4", "server.machine.cpus_source": "--server-cpus"})
+    assert "server CPUs: 4 vs 8" in metadata_differences(a, {**a, "server.machine.cpus": "8"})
+    assert not [d for d in metadata_differences(a, _remote()) if d.startswith("server CPUs")]  # one unknown
+    f = tmp_path / "plan.toml"
+    f.write_text('[target]\ndsn = "postgresql://app@db1/app"\nserver_cpus = 16\nserver_memory = "64GB"\n'
+                 'server_ssh = "app@db1"\n')
+    t = plan_from_values({}, load_plan_file(str(f))).target
+    assert (t.server_cpus, t.server_memory_gb, t.server_ssh) == (16, 64.0, "app@db1")
