@@ -37,6 +37,7 @@ class Env(StrEnum):
     SERVER_MANAGED_HIDDEN = "server.managed.hidden"  # what it keeps to itself, and where to find it
     SERVER_OS = "server.os"  # how the server's OS was sampled per step, or why it was not
     SERVER_KCACHE = "server.pg_stat_kcache"  # its version, when installed in the benchmark's database
+    SERVER_KCACHE_SCHEMA = "server.pg_stat_kcache.schema"
     TARGET_KIND = "target.kind"
     TARGET_ENDPOINT = "target.endpoint"
     TARGET_LOCAL = "target.local"

@@ -242,3 +242,18 @@ def test_a_comparison_says_when_the_servers_cpus_differ(tmp_path: Path) -> None:
                  'server_ssh = "app@db1"\n')
     t = plan_from_values({}, load_plan_file(str(f))).target
     assert (t.server_cpus, t.server_memory_gb, t.server_ssh) == (16, 64.0, "app@db1")
+
+
+def test_the_report_of_a_remote_run_whose_server_cpus_are_unknown() -> None:
+    from pgknee.report import document as doc
+    from pgknee.report import html
+
+    data = _with_server_figures()
+    env = {k: v for k, v in data.env.items() if k != "server.machine.cpus"}
+    env["server.machine.cpus_source"] = "unknown: pg_read_file is not allowed to this role"
+    text = html.render(doc.build([build(dataclasses.replace(data, env=env))]))
+    assert "server: CPUs unknown (pg_read_file is not allowed to this role), memory unknown" in text
+    assert "withheld: server CPUs unknown (pg_read_file is not allowed to this role): give --server-cpus N" in text
+    assert "System — the server: CPUs unknown" in text and "cores × 2" not in text
+    known = html.render(doc.build([build(_with_server_figures())]))
+    assert "server: 4 CPUs (ssh db1)" in known and "System — the server: 4 CPUs (ssh db1)" in known

@@ -9,28 +9,36 @@ import json
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from pgknee.keys import StepFact
 
-PRESENT = ("SELECT extversion FROM pg_extension WHERE extname = 'pg_stat_kcache' "
-           "AND has_table_privilege('pg_stat_kcache', 'SELECT')")
+# its view, in the schema the extension was created in, when this role may read it (to_regclass
+# and has_table_privilege on an oid: no error where it is absent)
+PRESENT = ("SELECT e.extversion, n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+           "WHERE e.extname = 'pg_stat_kcache' AND coalesce(has_table_privilege("
+           "to_regclass(quote_ident(n.nspname) || '.pg_stat_kcache'), 'SELECT'), false)")
 # every column by name: versions name them differently (user_time; exec_user_time and plan_user_time)
-TOTALS = "SELECT to_jsonb(k)::text FROM pg_stat_kcache k WHERE datname = current_database()"
+TOTALS = "SELECT to_jsonb(k)::text FROM {}.pg_stat_kcache k WHERE datname = current_database()"
 _USER = ("user_time", "exec_user_time", "plan_user_time")
 _SYSTEM = ("system_time", "exec_system_time", "plan_system_time")
 _READS = ("reads", "exec_reads", "plan_reads")
 _WRITES = ("writes", "exec_writes", "plan_writes")
 
 
-def version(conn: psycopg.Connection[Any]) -> str | None:
-    row = conn.execute(PRESENT).fetchone()
-    return str(row[0]) if row else None
+def find(conn: psycopg.Connection[Any]) -> tuple[str, str] | None:
+    """(its version, its schema) when installed and readable."""
+    try:
+        row = conn.execute(PRESENT).fetchone()
+    except psycopg.Error:
+        return None
+    return (str(row[0]), str(row[1])) if row else None
 
 
-def totals(conn: psycopg.Connection[Any]) -> dict[str, float] | None:
+def totals(conn: psycopg.Connection[Any], schema: str) -> dict[str, float] | None:
     """The database's totals now (seconds, bytes); None if they cannot be read."""
     try:
-        row = conn.execute(TOTALS).fetchone()
+        row = conn.execute(sql.SQL(TOTALS).format(sql.Identifier(schema))).fetchone()
     except psycopg.Error:
         return None
     cols = json.loads(row[0]) if row and row[0] else {}

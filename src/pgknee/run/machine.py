@@ -57,6 +57,6 @@ def open_machine(stack: contextlib.ExitStack, plan: Plan, target: Target,
         sampler.start()
         stack.callback(sampler.close)
         env[Env.SERVER_OS] = f"{machine.proc} every {plan.os_interval_s:g} s"
-    if (kc := kcache.version(conn)) is not None:
-        env[Env.SERVER_KCACHE] = kc
+    if (kc := kcache.find(conn)) is not None:
+        env[Env.SERVER_KCACHE], env[Env.SERVER_KCACHE_SCHEMA] = kc
     return sampler, {str(k): v for k, v in env.items()}

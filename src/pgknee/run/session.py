@@ -54,7 +54,7 @@ class RunSession:
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
     server_os: ServerOsSampler | None = None  # the server's OS, when it is not this machine (run/machine.py)
-    kcache: bool = False  # pg_stat_kcache is installed: its totals before and after each bench phase
+    kcache: str | None = None  # pg_stat_kcache's schema, when installed: its totals around each bench phase
 
     @property
     def poolers(self) -> Poolers | None:
@@ -108,7 +108,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()}, server_os=server_os,
-                         kcache=keys.Env.SERVER_KCACHE in machine_env)
+                         kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA))
     return session, steps
 
 

@@ -247,10 +247,10 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
 
 def _kcache(s: RunSession) -> dict[str, float] | None:
     """pg_stat_kcache's totals, on the statistics connection (a read of pgknee's own)."""
-    if not s.kcache:
+    if s.kcache is None:
         return None
     s.reader.reads += 1
-    return kcache.totals(s.reader.conn)
+    return kcache.totals(s.reader.conn, s.kcache)
 
 
 def _server_os_queries(s: RunSession) -> int:
