@@ -23,6 +23,7 @@ from pgknee.collect.proctext import (
     parse_diskstats,
     parse_loadavg,
     parse_meminfo,
+    parse_memory_max,
     parse_net_dev,
     parse_stat,
     usable_cpus,
@@ -81,9 +82,18 @@ def test_a_larger_machine_and_its_limits() -> None:
     assert parse_cpu_list("0-3,8,10-11") == 7 and parse_cpu_list("x") is None
     assert usable_cpus(8, None, None) == (8, "")
     assert usable_cpus(8, 4, None) == (4, "cpuset 4 of 8")
-    assert usable_cpus(8, 4, 1.5) == (2, "cpuset 4 of 8, cgroup cpu.max 1.5 CPUs")
+    assert usable_cpus(8, 4, 1.5) == (2, "cpuset 4 of 8, cgroup CPU quota 1.5")
     m = from_files({"stat": BIG_STAT, "meminfo": "MemTotal: 33554432 kB\n", "cpu_max": "200000 100000"}, "ssh db1")
-    assert (m.cpus, m.cpus_source, m.limited, m.mem_kb) == (2, "ssh db1", "cgroup cpu.max 2 CPUs", 33554432)
+    assert (m.cpus, m.cpus_source, m.limited, m.mem_kb) == (2, "ssh db1", "cgroup CPU quota 2", 33554432)
+    assert parse_memory_max("max\n") is None and parse_memory_max("4294967296\n") == 4 * 2**20
+    capped = from_files({"stat": BIG_STAT, "meminfo": "MemTotal: 33554432 kB\n", "memory_max": "4294967296\n"},
+                        "pg_read_file /proc")
+    assert (capped.mem_kb, capped.mem_source) == (4 * 2**20, "pg_read_file /proc; cgroup memory.max")
+    v1 = from_files({"stat": BIG_STAT, "meminfo": "MemTotal: 33554432 kB\n", "cfs_quota": "300000\n",
+                     "cfs_period": "100000\n", "memory_limit": "9223372036854771712\n"}, "pg_read_file /proc")
+    assert (v1.cpus, v1.limited, v1.mem_kb) == (3, "cgroup CPU quota 3", 33554432)  # cgroup v1: no memory cap
+    unlimited = from_files({"stat": BIG_STAT, "cfs_quota": "-1\n", "cfs_period": "100000\n"}, "pg_read_file /proc")
+    assert (unlimited.cpus, unlimited.limited) == (8, "")
     env = m.environment()
     assert env["server.machine.cpus"] == "2" and env["server.machine.mem_gb"] == "32.0"
 

@@ -101,6 +101,12 @@ def parse_cpu_max(text: str) -> float | None:
     return quota / period if quota > 0 and period > 0 else None
 
 
+def parse_memory_max(text: str) -> int | None:
+    """cgroup v2 memory.max (bytes, or 'max'), in kB; None when unlimited."""
+    value = text.strip()
+    return int(value) // 1024 if value.isdigit() and int(value) > 0 else None
+
+
 def parse_cpu_list(text: str) -> int | None:
     """How many CPUs a list like '0-3,8,10-11' names."""
     n = 0
@@ -131,5 +137,5 @@ def usable_cpus(online: int, allowed: int | None, quota: float | None) -> tuple[
         why.append(f"cpuset {allowed} of {online}")
     if quota is not None and math.ceil(quota) < n:
         n = math.ceil(quota)
-        why.append(f"cgroup cpu.max {quota:g} CPUs")
+        why.append(f"cgroup CPU quota {quota:g}")
     return n, ", ".join(why)

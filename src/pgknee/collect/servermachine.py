@@ -12,14 +12,24 @@ from typing import Any
 
 import psycopg
 
-from pgknee.collect.proctext import allowed_cpus, parse_cpu_max, parse_meminfo, parse_stat, usable_cpus
+from pgknee.collect.proctext import (
+    allowed_cpus,
+    parse_cpu_max,
+    parse_meminfo,
+    parse_memory_max,
+    parse_stat,
+    usable_cpus,
+)
 from pgknee.keys import Env
 
 # the files pgknee reads from a server's /proc (and its cgroup), by the name its samples give them
 PROC_FILES = {"stat": "/proc/stat", "meminfo": "/proc/meminfo", "loadavg": "/proc/loadavg",
               "diskstats": "/proc/diskstats", "net_dev": "/proc/net/dev"}
 FACT_FILES = {"stat": "/proc/stat", "meminfo": "/proc/meminfo", "status": "/proc/self/status",
-              "cpu_max": "/sys/fs/cgroup/cpu.max"}
+              "cpu_max": "/sys/fs/cgroup/cpu.max", "memory_max": "/sys/fs/cgroup/memory.max",
+              # cgroup v1
+              "cfs_quota": "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "cfs_period": "/sys/fs/cgroup/cpu/cpu.cfs_period_us",
+              "memory_limit": "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 READ_FILE = "SELECT pg_read_file(%s, 0, 4194304, true)"  # NULL when the file is not there
 
 
@@ -84,6 +94,8 @@ def read_files_sql(conn: psycopg.Connection[Any], files: Mapping[str, str]) -> t
             return {}, ("pg_read_file is not allowed to this role: it needs superuser, or pg_read_server_files "
                         "and EXECUTE on pg_read_file")
         except psycopg.Error as e:
+            if name != "stat":
+                continue  # a limit's file it cannot read (a directory, a kernel without it): no limit known
             return {}, f"pg_read_file failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
         if text is not None and text[0] is not None:
             out[name] = str(text[0])
@@ -123,8 +135,14 @@ def from_files(files: Mapping[str, str], source: str) -> ServerMachine:
     mem = parse_meminfo(files.get("meminfo", "")).get("MemTotal")
     if st is None or st.cpus == 0:
         return ServerMachine(None, f"unknown: {source} gave no CPU count", mem, source if mem else "unknown")
-    n, limited = usable_cpus(st.cpus, allowed_cpus(files.get("status", "")), parse_cpu_max(files.get("cpu_max", "")))
-    return ServerMachine(n, source, mem, source if mem else "unknown", limited=limited, proc=source)
+    quota = parse_cpu_max(files.get("cpu_max", "")) or parse_cpu_max(
+        f"{files.get('cfs_quota', '').strip()} {files.get('cfs_period', '').strip()}")
+    n, limited = usable_cpus(st.cpus, allowed_cpus(files.get("status", "")), quota)
+    cap = parse_memory_max(files.get("memory_max", "")) or parse_memory_max(files.get("memory_limit", ""))
+    mem_source = source if mem else "unknown"
+    if cap is not None and mem is not None and cap < mem:
+        mem, mem_source = cap, f"{source}; cgroup memory.max"
+    return ServerMachine(n, source, mem, mem_source, limited=limited, proc=source)
 
 
 @dataclass(frozen=True)
