@@ -267,3 +267,32 @@ def test_the_report_of_a_remote_run_whose_server_cpus_are_unknown() -> None:
     assert "System — the server: CPUs unknown" in text and "cores × 2" not in text
     known = html.render(doc.build([build(_with_server_figures())]))
     assert "server: 4 CPUs (ssh db1)" in known and "System — the server: 4 CPUs (ssh db1)" in known
+
+
+def test_as_root_no_ssh_configuration_another_user_can_change(tmp_path: Path) -> None:
+    import os
+
+    from pgknee.collect.sshproc import check_config, ssh_argv
+    from pgknee.errors import UserError
+
+    assert ssh_argv("app@db1", 0.5, "/etc/cfg")[:4] == ["ssh", "-F", "/etc/cfg", "-o"]
+    assert ssh_argv("app@db1", 0.5)[-5:] == ["--", "app@db1", "python3", "-", "0.5"]  # never taken for an option
+    with pytest.raises(UserError, match="is not a file"):
+        check_config(str(tmp_path))
+    with pytest.raises(UserError, match="No such file"):
+        check_config(str(tmp_path / "none"))
+    if os.geteuid() != 0:
+        pytest.skip("the refusals below are root's")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "cfg").write_text("Host x\n")
+    with pytest.raises(UserError, match="as root, pgknee gives ssh no configuration file another user can change"):
+        check_config(str(shared / "cfg"))
+    mine = tmp_path / "cfg"
+    mine.write_text("Host x\n")
+    mine.chmod(0o666)
+    with pytest.raises(UserError, match="another user can change"):
+        check_config(str(mine))
+    mine.chmod(0o600)
+    check_config(str(mine))

@@ -8,13 +8,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import subprocess
 import threading
 from collections import deque
+from pathlib import Path
 from typing import IO, Any
 
-from pgknee import proc
+from pgknee import proc, safefs
 from pgknee.collect.servermachine import PROC_FILES
+from pgknee.errors import UserError
 
 # runs on the server's machine, with its python3 and nothing else; ends when pgknee stops reading
 SCRIPT = """
@@ -45,6 +48,26 @@ def ssh_argv(destination: str, interval_s: float, config: str | None = None) -> 
     return ["ssh", *(["-F", config] if config else []), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
             "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-T", "--", destination,
             "python3", "-", f"{interval_s:g}"]
+
+
+def check_config(path: str | None) -> None:
+    """An ssh configuration file can run commands (ProxyCommand, LocalCommand): as root, pgknee
+    hands ssh none that another user could change or replace."""
+    if path is None:
+        return
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise UserError(f"--server-ssh-config {path}: {e.strerror or e}", "give your ssh configuration file") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"--server-ssh-config {path} is not a file", "give your ssh configuration file")
+    real = Path(path).resolve()
+    if os.geteuid() == 0 and (st.st_uid != 0 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+                              or safefs.writable_by_others(Path(path).absolute().parent)
+                              or safefs.writable_by_others(real.parent)):
+        raise UserError(f"as root, pgknee gives ssh no configuration file another user can change ({path}): "
+                        "one can make ssh run commands",
+                        "keep it owned by root, not writable by others, in a directory only root can write")
 
 
 def ssh_env() -> dict[str, str]:
