@@ -296,3 +296,13 @@ def test_as_root_no_ssh_configuration_another_user_can_change(tmp_path: Path) ->
         check_config(str(mine))
     mine.chmod(0o600)
     check_config(str(mine))
+
+
+def test_the_json_carries_the_servers_figures() -> None:
+    from pgknee.report.jsonout import run_json
+
+    summary = run_json(build(_with_server_figures()))["summary"]
+    c2, c8 = summary
+    assert c2["server"]["os"] is None and c2["server"]["kcache"] == {"cores_busy": 1.6, "system_pct": 25.0}
+    assert c8["server"]["os"]["peak_cpu"] == 95.0 and c8["server"]["os"]["samples"] == 4
+    assert run_json(build(make_run_data()))["summary"][0]["server"] is None
