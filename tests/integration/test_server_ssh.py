@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 from pgknee.collect.osproc import read_meminfo
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_ENV, QUICK, dsn_of, pgknee, sql
+from .conftest import APP_ENV, ENV, QUICK, dsn_of, pgknee, sql, wait_for
 
 SSHD = "/usr/sbin/sshd"
 RUN = ("--clients", "2", "--duration", "2s", "--scale", "0.1", "--quiet", "--no-waits", "--sample-interval", "0",
@@ -112,3 +114,24 @@ def test_a_refused_key_or_an_unknown_host_key_is_the_reason(server: EmbeddedClus
     assert "pg_read_file is not allowed to this role" in why  # and then SQL, which this role may not either
     assert env["server.os"].startswith("not sampled: ssh pgknee-test: ")
     assert "server: CPUs unknown (ssh pgknee-test: " in r.out
+
+
+def _running(pattern: str) -> bool:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0
+
+
+def test_ssh_dies_with_pgknee(server: EmbeddedCluster, sshd: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """pgknee killed (SIGKILL) mid-step: its ssh gets the kernel's parent-death signal, and the script
+    on the server's side ends at its next line."""
+    cfg = sshd[0]
+    p = subprocess.Popen([sys.executable, "-m", "pgknee", "run", "--dsn", dsn_of(server), "--schema",
+                          "bench_machine_ssh", "--store", str(tmp_path / "killed.db"), *RUN, "--duration", "30s",
+                          "--server-ssh", "pgknee-test", "--server-ssh-config", str(cfg)], cwd=tmp_path,
+                         env={**ENV, **APP_ENV}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:  # the remote python3 may be a shim's (pyenv): matched by its arguments
+        assert wait_for(lambda: _running(f"ssh -F {cfg}") and _running("python.* - 0[.]2$"), 60)
+        assert wait_for(lambda: sql(tmp_path / "killed.db", "SELECT count(*) FROM steps")[0][0] == 1, 60)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=10)
+    assert wait_for(lambda: not _running(f"ssh -F {cfg}") and not _running("python.* - 0[.]2$"), 15)
