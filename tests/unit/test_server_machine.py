@@ -267,6 +267,9 @@ def test_the_report_of_a_remote_run_whose_server_cpus_are_unknown() -> None:
     assert "System — the server: CPUs unknown" in text and "cores × 2" not in text
     known = html.render(doc.build([build(_with_server_figures())]))
     assert "server: 4 CPUs (ssh db1)" in known and "System — the server: 4 CPUs (ssh db1)" in known
+    assert 'data-chart="server-cpu"' in known and "The server&#x27;s CPU and run queue per step" in known
+    assert "server CPUs: 4" in known  # the run queue's line, the server's CPUs
+    assert 'data-chart="server-cpu"' not in html.render(doc.build([build(make_run_data())]))  # embedded: none
 
 
 def test_as_root_no_ssh_configuration_another_user_can_change(tmp_path: Path) -> None:

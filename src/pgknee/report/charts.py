@@ -33,6 +33,7 @@ from pgknee.report.plotting import (
     tip_text,
     title_suffix,
 )
+from pgknee.report.servercharts import server_cpu
 
 # wait event classes, coloured by type so the same type keeps its hue across charts
 WAIT_COLOURS = {"CPU": "#2ca02c", "LWLock": "#ff7f0e", "IO": "#1f77b4", "Lock": "#d62728", "Client": "#9467bd",
@@ -381,6 +382,7 @@ def charts_for(view: RunView, recs: Sequence[Recommendation], missing: dict[str,
         out: list[Chart | None] = [throughput_latency(view, missing or {}), tps_stddev(view)]
         out += [scalability(view, r) for r in recs]
         out += [cpu(view, v) for v in view.variants()]
+        out += [server_cpu(view, v) for v in view.variants()]
         out += [waits(view, v) for v in view.variants()]
         out += [timeline(view), pooler(view), idle_memory(view)]
     return [c for c in out if c is not None and c.points > 0]

@@ -283,6 +283,8 @@ def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]
         if (c := charts.get(pl.key_of("cpu", view, v))) is not None:
             b.append(ChartBlock(c))
         b.append(TableBlock(tb.system_table(view, v)))
+        if (c := charts.get(pl.key_of("server-cpu", view, v))) is not None:
+            b.append(ChartBlock(c))
         if (server := server_table(view, v)) is not None:
             b.append(TableBlock(server))
     b += [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]

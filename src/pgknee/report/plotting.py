@@ -32,7 +32,8 @@ STYLE: Any = {"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "a
 @dataclass
 class Chart:
     key: str  # unique within a report: the kind, or kind-N-variant for a per-variant chart (key_of)
-    kind: str  # throughput-latency | tps-stddev | scalability | cpu | waits | timeline | pooler | idle-memory
+    kind: str  # throughput-latency | tps-stddev | scalability | cpu | server-cpu | waits | timeline | pooler
+    # | idle-memory
     title: str
     caption: str  # what to look for
     figure: Figure
