@@ -3,7 +3,9 @@
 # PostgreSQL server and contrib, pgbench (in the client package), pgbouncer, and
 # pg_wait_sampling for the installed server version. Safe to run again.
 # --browsers (for the tests): also Chromium and Firefox, to render the HTML report in both,
-# a font for the charts' text, and zsh and fish (pgknee completion's scripts asked for real).
+# a font for the charts' text, zsh and fish (pgknee completion's scripts asked for real), and
+# OpenSSH's server and client (a test reads a "remote" server's /proc over ssh through an sshd of
+# its own, started on a free loopback port).
 set -euo pipefail
 
 browsers=0
@@ -26,6 +28,8 @@ if [ "$browsers" -eq 1 ]; then
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
   command -v zsh >/dev/null 2>&1 || missing+=(zsh)
   command -v fish >/dev/null 2>&1 || missing+=(fish)
+  [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
 fi
 
 SUDO=""
@@ -61,6 +65,11 @@ if [ -n "$major" ] && [ ! -e "/usr/lib/postgresql/$major/lib/pg_wait_sampling.so
     echo "pgknee setup: installing postgresql-$major-pg-wait-sampling"
     apt_install "postgresql-$major-pg-wait-sampling" || echo "pgknee setup: pg_wait_sampling not available for PostgreSQL $major; continuing without it" >&2
   fi
+fi
+
+if [ -n "$major" ] && [ ! -e "/usr/lib/postgresql/$major/lib/pg_stat_kcache.so" ]; then
+  echo "pgknee setup: installing postgresql-$major-pg-stat-kcache (the queries' CPU time, a server figure without /proc)"
+  apt_install "postgresql-$major-pg-stat-kcache" || echo "pgknee setup: pg_stat_kcache not available for PostgreSQL $major; continuing without it" >&2
 fi
 
 for tool in pgbench pgbouncer; do

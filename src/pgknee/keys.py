@@ -27,6 +27,17 @@ class Env(StrEnum):
     SERVER_VERSION = "server.version"
     SERVER_VERSION_NUM = "server.version_num"
     SERVER_IS_SUPERUSER = "server.is_superuser"
+    # the server's machine (collect/servermachine.py): each figure with where it came from
+    SERVER_CPUS = "server.machine.cpus"
+    SERVER_CPUS_SOURCE = "server.machine.cpus_source"  # or 'unknown: why'
+    SERVER_CPUS_LIMITED = "server.machine.cpus_limited"  # what narrowed them: a cpuset, a cgroup quota
+    SERVER_MEM_GB = "server.machine.mem_gb"
+    SERVER_MEM_SOURCE = "server.machine.mem_source"
+    SERVER_MANAGED = "server.managed"  # the managed service it is, if one
+    SERVER_MANAGED_HIDDEN = "server.managed.hidden"  # what it keeps to itself, and where to find it
+    SERVER_OS = "server.os"  # how the server's OS was sampled per step, or why it was not
+    SERVER_KCACHE = "server.pg_stat_kcache"  # its version, when installed in the benchmark's database
+    SERVER_KCACHE_SCHEMA = "server.pg_stat_kcache.schema"
     TARGET_KIND = "target.kind"
     TARGET_ENDPOINT = "target.endpoint"
     TARGET_LOCAL = "target.local"
@@ -126,6 +137,11 @@ class StepFact(StrEnum):
     NET_RELAY_LATE_MEAN_MS = "net.relay_late_mean_ms"
     NET_RELAY_LATE_P99_MS = "net.relay_late_p99_ms"
     NET_RELAY_CPU_PCT = "net.relay_cpu_pct"  # % of one core over the relay's life
+    # pg_stat_kcache over the bench phase (collect/kcache.py): the database's queries' CPU and I/O
+    KCACHE_USER_S = "kcache.user_s"
+    KCACHE_SYSTEM_S = "kcache.system_s"
+    KCACHE_READ_BYTES = "kcache.read_bytes"
+    KCACHE_WRITE_BYTES = "kcache.write_bytes"
 
 
 # memory pictures taken during a step, each under a prefix (collect.memory.memory_picture)

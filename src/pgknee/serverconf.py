@@ -17,8 +17,9 @@ from pgknee.errors import UserError
 NAME_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)?")
 MAX_VALUE = 1024
 # the libraries pgknee reads from (pg_stat_statements for captured workloads, pg_wait_sampling
-# for a second wait profile); nothing else is loaded into the server on a user's word
-PRELOADABLE = frozenset({"pg_stat_statements", "pg_wait_sampling"})
+# for a second wait profile, pg_stat_kcache for the queries' CPU time); nothing else is loaded into the
+# server on a user's word
+PRELOADABLE = frozenset({"pg_stat_statements", "pg_wait_sampling", "pg_stat_kcache"})
 
 _REFUSED_EXACT: dict[str, str] = {
     "data_directory": "names the server's files",

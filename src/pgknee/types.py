@@ -195,6 +195,32 @@ class OsSample:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerOsSample:
+    """The server's OS for one interval, from its own /proc (collect/serveros.py): CPU as % of
+    all its CPUs, rates per second."""
+
+    epoch: float
+    phase: str
+    cpu_user: float
+    cpu_nice: float
+    cpu_system: float
+    cpu_iowait: float
+    cpu_irq: float
+    cpu_steal: float
+    cpu_idle: float
+    load1: float | None
+    ctx_per_s: float
+    procs_running: int
+    procs_blocked: int
+    mem_total_kb: int | None
+    mem_available_kb: int | None
+    disk_read_bps: float
+    disk_write_bps: float
+    net_rx_bps: float
+    net_tx_bps: float
+
+
+@dataclass(frozen=True, slots=True)
 class PoolerSample:
     epoch: float
     cl_active: int
@@ -240,6 +266,7 @@ class RunData:
     pooler: dict[int, PoolerRecord] = field(default_factory=dict)  # steps through a pooler
     facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)
+    server_os: dict[int, list[ServerOsSample]] = field(default_factory=dict)  # bench phase: the server's OS
 
 
 # ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------
@@ -288,6 +315,7 @@ class StepResult:
     os_rows: tuple[Row, ...]
     facts: dict[str, float]
     pooler: PoolerResult | None
+    server_os_rows: tuple[Row, ...] = ()  # the server's OS (collect.serveros.SERVER_OS_COLUMNS), when sampled
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ def test_a_real_sweep_ends_with_a_recommendation(server: EmbeddedCluster, tmp_pa
     store, js = tmp_path / "r.db", tmp_path / "r.json"
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_select", "--workload", "select-only", "--scale",
                "1", "--clients", "1,2,4,8,16", "--duration", "2s", "--store", str(store), "--quiet", "--no-waits",
-               "--recommend", *QUICK, env=APP_ENV, cwd=tmp_path)
+               "--recommend", "--server-cpus", "2", *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     assert "▶ base: " in r.out and "rule of thumb (cores x 2) + spindles" in r.out and "Why:" in r.out
     again = pgknee("recommend", "last", "--store", str(store), "--json", str(js), "--p99-target", "50ms")
@@ -26,7 +26,7 @@ def test_a_real_sweep_ends_with_a_recommendation(server: EmbeddedCluster, tmp_pa
     (rec,) = json.loads(js.read_text())["recommendations"]
     assert rec["verdict"] in ("recommended", "not-identified", "no-count-meets-target", "withheld")
     assert rec["model"]["points"] == 5 and 0 <= rec["model"]["sigma"] < 1 and rec["model"]["kappa"] >= 0
-    assert rec["p99_target_ms"] == 50.0 and rec["heuristic"] >= 2
+    assert rec["p99_target_ms"] == 50.0 and rec["heuristic"] == 4  # (--server-cpus x 2) + 0
     if rec["verdict"] == "recommended":
         assert rec["connections"] in (1, 2, 4, 8, 16)
     elif rec["verdict"] == "not-identified":

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
+from pgknee.analyze.machine import server_cpus
 from pgknee.analyze.records import Group, RunView
 from pgknee.analyze.summary import pct_change
 from pgknee.keys import SETTING, Env, workload_fact
@@ -144,4 +145,8 @@ def metadata_differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
     if a.get(Env.TARGET_KIND) == b.get(Env.TARGET_KIND) == "embedded":
         keys = [k for k in keys if k != Env.TARGET_ENDPOINT]  # a throwaway cluster gets a new port each time
     keys += sorted(k for k in set(a) | set(b) if k.startswith(SETTING) and a.get(k) != b.get(k))
-    return [f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys]
+    out = [f"{k}: {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys]
+    cpus_a, cpus_b = server_cpus(a).n, server_cpus(b).n  # the server's machine, when both runs know it
+    if cpus_a is not None and cpus_b is not None and cpus_a != cpus_b:
+        out.append(f"server CPUs: {cpus_a} vs {cpus_b}")
+    return out

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pgknee.analyze.machine import Machine, machine_of, server_reasons, system_reasons
 from pgknee.analyze.network import network_reasons
 from pgknee.analyze.records import Group, RunView
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching, smallest_n_reaching_each
 from pgknee.analyze.waits import total_aas
-from pgknee.keys import CheckId, CheckStatus, Env
+from pgknee.keys import CheckId, CheckStatus
 from pgknee.rules import database_concurrency
 
 
@@ -35,8 +36,8 @@ class Recommendation:
     modelled_n: float | None  # the model's own smallest N reaching the fraction
     fit: Fit | None
     knee: int | None
-    heuristic: int  # (cores x 2) + spindles
-    cores: int
+    heuristic: int | None  # (cores x 2) + spindles, with the server's cores; None when they are unknown
+    cores: int | None  # the server's CPUs (analyze/machine.py)
     spindles: int
     fraction: float
     p99_target_ms: float | None
@@ -45,6 +46,7 @@ class Recommendation:
     checks: dict[CheckId, tuple[int, int]] = field(default_factory=dict)  # check -> (ok, warn) over the steps
     concurrency: str = "clients"  # or 'pool size' when a pooler caps it
     measured: tuple[int, ...] = ()  # the distinct database-side concurrencies measured
+    cores_source: str = ""  # where the server's CPU count came from, or why it is unknown
 
     def headline(self) -> str:
         v = self.variant
@@ -124,7 +126,7 @@ def _client_bound(groups: Sequence[Group]) -> str | None:
     return None
 
 
-def _reasons(groups: Sequence[Group], rec_n: int | None, cores: int, fraction: float = 0.95) -> list[str]:
+def _reasons(groups: Sequence[Group], rec_n: int | None, cores: Machine, fraction: float = 0.95) -> list[str]:
     out: list[str] = []
     pts = [(g.clients, g.tps.value) for g in groups if g.tps]
     if len(pts) >= 2:
@@ -155,16 +157,12 @@ def _reasons(groups: Sequence[Group], rec_n: int | None, cores: int, fraction: f
         if top is not None:
             first_aas = next((w.aas for w in with_waits[0].waits
                               if (w.wait_event_type, w.wait_event) == (top.wait_event_type, top.wait_event)), 0.0)
-            above = f", more than the {cores} CPUs" if top.aas > cores else ""
+            server = cores.server.n
+            above = f", more than the server's {server} CPUs" if server is not None and top.aas > server else ""
             out.append(f"at {last.clients} clients sessions waited most on {top.wait_event_type}:{top.wait_event}: "
                        f"AAS {top.aas:.2f}{above}, against {first_aas:.2f} at {with_waits[0].clients} clients "
                        f"(all client sessions: {total_aas(last.waits):.2f})")
-    sat = [g for g in groups if g.system.peak_cpu is not None and g.system.peak_cpu >= 90]
-    if sat:
-        g = sat[0]
-        out.append(f"the machine's CPU was saturated from {g.clients} clients (peak {g.system.peak_cpu:.0f}%, "
-                   f"system {g.system.peak_system or 0:.0f}%, load {g.system.peak_load1 or 0:.1f} on {cores} cores, "
-                   f"{g.system.ctx_per_s or 0:,.0f} context switches/s)")
+    out.extend(system_reasons(groups, cores))
     client = [(g.system.client_cpu / g.threads, g) for g in groups if g.system.client_cpu is not None and g.threads]
     if client:
         share, g = max(client, key=lambda x: x[0])
@@ -180,12 +178,15 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
               p99_target_ms: float | None = None, spindles: int = 0) -> Recommendation:
     v = variant or view.variants()[0]
     groups = [g for g in view.groups if g.variant == v and g.tps is not None]
-    cores = int(view.data.env.get(Env.HOST_CPUS, "1") or 1)
+    cores = machine_of(view.data.env, view.data.run.target_kind)
+    cores = dataclasses.replace(cores, server_evidence=tuple(server_reasons(view, groups, cores.server)))
     pooled = any(g.steps[0].pooler_kind == "managed" for g in groups)
+    n = cores.server.n
     start = Recommendation(variant=v, verdict="not-enough-data", connections=None, interval=None, modelled_n=None,
-                           fit=None, knee=None, heuristic=cores * 2 + spindles, cores=cores, spindles=spindles,
-                           fraction=fraction, p99_target_ms=p99_target_ms, checks=_check_counts(groups),
-                           concurrency="pool size" if pooled else "clients")
+                           fit=None, knee=None, heuristic=n * 2 + spindles if n is not None else None, cores=n,
+                           spindles=spindles, fraction=fraction, p99_target_ms=p99_target_ms,
+                           checks=_check_counts(groups), concurrency="pool size" if pooled else "clients",
+                           cores_source=cores.server.source)
     by_n: dict[int, list[float]] = {}  # the repetitions' TPS by database-side concurrency
     for g in groups:
         by_n.setdefault(concurrency_of(g), []).extend(float(s.tps) for s in g.done if s.tps)
@@ -194,7 +195,7 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
                                    measured=tuple(sorted(by_n)))
     if len(by_n) < 3:
         return dataclasses.replace(start, reasons=tuple(_reasons(groups, None, cores)), measured=tuple(sorted(by_n)))
-    return _from_the_model(start, groups, by_n)
+    return _from_the_model(start, groups, by_n, cores)
 
 
 def _check_counts(groups: Sequence[Group]) -> dict[CheckId, tuple[int, int]]:
@@ -208,11 +209,12 @@ def _check_counts(groups: Sequence[Group]) -> dict[CheckId, tuple[int, int]]:
     return checks
 
 
-def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]]) -> Recommendation:
+def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]],
+                    cores: Machine) -> Recommendation:
     """The USL fitted to the throughput by concurrency: withheld when the client set the pace,
     counts to run next when it identifies no peak (nor a plateau), else the smallest measured
     count reaching the fraction of the modelled peak within the p99 target."""
-    cores, fraction = start.cores, start.fraction
+    fraction = start.fraction
     client = _client_bound(groups)
     f = fit(sorted(by_n.items()))
     kn = knee([(n, float(np.median(x))) for n, x in sorted(by_n.items()) if x])  # on the fit's axis
@@ -225,7 +227,8 @@ def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[i
                and smallest_n_reaching(f.params, fraction, f.max_n) is not None)
     if not f.identified and not plateau:
         return dataclasses.replace(start, verdict="not-identified", reasons=tuple(_reasons(groups, None, cores)),
-                                   fit=f, knee=kn, next_counts=tuple(next_counts([g.clients for g in groups], cores)))
+                                   fit=f, knee=kn,
+                                   next_counts=tuple(next_counts([g.clients for g in groups], cores.server.n)))
     ceiling = 2.0 * f.max_n
     each = smallest_n_reaching_each(f.samples, fraction, ceiling)
     draws = each[np.isfinite(each)]

@@ -290,16 +290,16 @@ def smallest_n_reaching_each(fits: Sequence[Params], fraction: float, ceiling: f
     return out
 
 
-def next_counts(measured: Sequence[int], cpus: int) -> list[int]:
+def next_counts(measured: Sequence[int], cpus: int | None) -> list[int]:
     """Counts to add when the peak is not reached: doubling past the largest, at least to 8x
-    the CPUs, four of them."""
+    the server's CPUs (when they are known), four of them."""
     top = max(measured)
     out: list[int] = []
     n = top
     while len(out) < 4:
         n *= 2
         out.append(n)
-    if out[-1] < 8 * cpus:
+    if cpus is not None and out[-1] < 8 * cpus:
         out.append(8 * cpus)
     return out
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgknee.cli.common import add_store, print_items, stdout_outputs
 from pgknee.errors import UserError
 from pgknee.report.output import write_text_file
+
+if TYPE_CHECKING:
+    from pgknee.analyze.records import RunView
 
 
 def _ms(text: str) -> float:
@@ -84,8 +87,9 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("size", help="back-of-envelope sizing: Little's law and (cores x 2) + spindles")
     p.add_argument("--tps", type=float, required=True, help="the arrival rate to serve, transactions per second")
     p.add_argument("--latency", required=True, help="the time each spends in the database, e.g. 50ms")
-    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="the server's cores (default: this "
-                                                                           "machine's)")
+    p.add_argument("--cores", type=int, default=None,
+                   help="the server's cores (default: the --run's server's, as that run found them; else this "
+                        "machine's, said so)")
     p.add_argument("--spindles", type=int, default=0, help="the server's disks (0 for SSDs)")
     p.add_argument("--run", metavar="RUN_ID", help="also read how many connections the measured curve needs")
     p.add_argument("--variant", help="the run's variant (default: the first)")
@@ -153,11 +157,27 @@ def cmd_size(args: argparse.Namespace) -> int:
     from pgknee.store.db import Store, load_run
 
     latency_s = parse_seconds(args.latency, "--latency")
-    if args.tps <= 0 or args.cores < 1 or args.spindles < 0:
+    if args.tps <= 0 or (args.cores is not None and args.cores < 1) or args.spindles < 0:
         raise UserError("--tps must be above 0, --cores at least 1, --spindles 0 or more")
-    measured = None
+    measured, view = None, None
     if args.run:
         view = build(load_run(Store(args.store, create=False), args.run))
         measured = reach(view, args.variant or view.variants()[0], args.tps)
-    print_items([sizing_text(sizing(args.tps, latency_s, args.cores, args.spindles), measured)])
+    cores, source = _size_cores(args.cores, view)
+    print_items([sizing_text(sizing(args.tps, latency_s, cores, args.spindles), measured, source)])
     return 0
+
+
+def _size_cores(given: int | None, view: RunView | None) -> tuple[int, str]:
+    """--cores, else the run's server's (when known), else this machine's; and where from."""
+    from pgknee.analyze.machine import server_cpus
+
+    if given is not None:
+        return given, "--cores"
+    if view is not None:
+        cpus = server_cpus(view.data.env, view.data.run.target_kind)
+        if cpus.n is not None:
+            return cpus.n, f"run {view.data.run.run_id}'s server: {cpus.source}"
+        raise UserError(f"run {view.data.run.run_id}'s server CPUs are unknown ({cpus.source})",
+                        "give --cores N")
+    return os.cpu_count() or 1, "this machine's; give --cores N for another server"

@@ -56,6 +56,14 @@ def _target_options(p: argparse.ArgumentParser) -> None:
                    help="a setting of the embedded server (repeatable), e.g. --set shared_buffers=256MB")
     t.add_argument("--keep", action="store_true", default=None,
                    help="leave the embedded server running and say how to use it")
+    t.add_argument("--server-cpus", type=int, metavar="N",
+                   help="the server's CPUs, for the CPU-based lines (rule of thumb, AAS against the CPUs) when pgknee "
+                        "cannot read them (a managed service, a role without pg_read_server_files)")
+    t.add_argument("--server-memory", metavar="SIZE", help="the server's memory (e.g. 64GB), likewise")
+    t.add_argument("--server-ssh", metavar="USER@HOST",
+                   help="read the server's /proc over ssh (keys or an agent only, BatchMode; host keys as your ssh "
+                        "config says): its CPUs and memory, and its OS sampled every --os-interval")
+    t.add_argument("--server-ssh-config", metavar="FILE", help="an ssh configuration file for --server-ssh (ssh -F)")
 
 
 def _workload_options(p: argparse.ArgumentParser) -> None:
@@ -336,7 +344,8 @@ def _answer_options(p: argparse.ArgumentParser) -> None:
     a.add_argument("--until-answer", action="store_true", default=None,
                    help="choose the client counts as the run goes, until the recommendation is known to one step: "
                         "a coarse sweep (1, 2, 4, ..), then the counts that narrow its interval most; --clients N or "
-                        "LOW:HIGH:STEP gives the range (default 1 to 4x the CPUs); --p99-target and --min-fraction "
+                        "LOW:HIGH:STEP gives the range (default 1 to 4x the server's CPUs); --p99-target and "
+                        "--min-fraction "
                         "say what the answer is")
     a.add_argument("--budget", metavar="DURATION",
                    help="with --until-answer: the whole run's wall time, setup included (e.g. 20m); a step that "
@@ -354,7 +363,7 @@ def _answer_range(args: argparse.Namespace, plan: Plan, source: PlanFile | None)
 
     given = args.clients if args.clients is not None else (source.values.get("clients") if source else None)
     if given is None:
-        lo, hi = 1, 4 * (os.cpu_count() or 1)
+        lo, hi = 1, 4 * _server_cpus_before_connecting(plan)
     else:
         text = ",".join(map(str, given)) if isinstance(given, list) else str(given)
         counts = parse_clients(text)
@@ -366,6 +375,19 @@ def _answer_range(args: argparse.Namespace, plan: Plan, source: PlanFile | None)
         raise UserError(f"--until-answer needs at least three client counts to choose from, got {lo}..{hi}",
                         "give a wider range, e.g. --clients 1:8:1")
     return dataclasses.replace(plan, clients=coarse(lo, hi))
+
+
+def _server_cpus_before_connecting(plan: Plan) -> int:
+    """The server's CPUs for --until-answer's default range: the user's --server-cpus, or this
+    machine's for the embedded server; a remote server's are not known before pgknee connects."""
+    from pgknee.errors import UserError
+
+    if plan.target.server_cpus is not None:
+        return plan.target.server_cpus
+    if plan.target.dsn is None:
+        return os.cpu_count() or 1
+    raise UserError("--until-answer's default range is 1 to 4x the server's CPUs, and a remote server's are not "
+                    "known before pgknee connects", "give --server-cpus N, or the range: --clients 1:32:1")
 
 
 def _answer(args: argparse.Namespace) -> Answer:

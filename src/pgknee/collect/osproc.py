@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgknee.clock import iso_of
+from pgknee.collect.proctext import parse_meminfo, parse_stat
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -24,28 +25,16 @@ class _Raw:
 
 
 def _read_stat() -> tuple[tuple[int, ...], int, int, int]:
-    cpu: tuple[int, ...] = ()
-    ctxt = running = blocked = 0
     with open("/proc/stat") as f:
-        for line in f:
-            if line.startswith("cpu "):
-                cpu = tuple(int(x) for x in line.split()[1:9])
-            elif line.startswith("ctxt "):
-                ctxt = int(line.split()[1])
-            elif line.startswith("procs_running "):
-                running = int(line.split()[1])
-            elif line.startswith("procs_blocked "):
-                blocked = int(line.split()[1])
-    return cpu, ctxt, running, blocked
+        st = parse_stat(f.read())
+    if st is None:
+        return (0,) * 8, 0, 0, 0
+    return st.cpu, st.ctxt, st.running, st.blocked
 
 
 def read_meminfo() -> dict[str, int]:
-    out = {}
     with open("/proc/meminfo") as f:
-        for line in f:
-            k, _, rest = line.partition(":")
-            out[k] = int(rest.split()[0])
-    return out
+        return parse_meminfo(f.read())
 
 
 def process_ticks(pid: int) -> int | None:

@@ -13,6 +13,7 @@ from pgknee.plan.model import Plan, TargetSpec, Variant, WorkloadSpec
 from pgknee.plan.parse import (
     DEFAULT_CLIENTS,
     parse_clients,
+    parse_memory_gb,
     parse_percent,
     parse_script,
     parse_seconds,
@@ -24,7 +25,9 @@ from pgknee.serverconf import parse_setting
 
 # One flat set of keys: the `run` flags' names (dest) and the plan file's keys per section.
 PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
-    "target": {"dsn": "dsn", "pg_bindir": "pg_bindir", "keep": "keep", "settings": "settings"},
+    "target": {"dsn": "dsn", "pg_bindir": "pg_bindir", "keep": "keep", "settings": "settings",
+               "server_cpus": "server_cpus", "server_memory": "server_memory", "server_ssh": "server_ssh",
+               "server_ssh_config": "server_ssh_config"},
     "workload": {"name": "workload", "scale": "scale", "schema": "schema", "reinit": "reinit",
                  "scripts": "scripts"},
     "sweep": {"clients": "clients", "duration": "duration", "reps": "reps", "summary": "summary",
@@ -42,6 +45,7 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
 }
 DEFAULTS: dict[str, Any] = {
     "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
+    "server_cpus": None, "server_memory": None, "server_ssh": None, "server_ssh_config": None,
     "schema": "", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": DEFAULT_SUMMARY, "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
@@ -53,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
 }
 _TYPES: dict[str, tuple[type, ...]] = {
     "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
+    "server_cpus": (int,), "server_memory": (str, int, float), "server_ssh": (str,), "server_ssh_config": (str,),
     "scale": (int, float), "schema": (str,), "reinit": (bool,), "scripts": (list,), "clients": (str, list, int),
     "duration": (str, int), "reps": (int,), "summary": (str,), "warmup": (str, int), "threads": (int,),
     "protocol": (str,), "max_tries": (int,), "variants": (list,), "pgbench": (str,),
@@ -191,7 +196,11 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
     try:
         return Plan(
             target=TargetSpec(dsn=v["dsn"] or None, pg_bindir=v["pg_bindir"], keep=bool(v["keep"]),
-                              settings=p.items("settings", lambda s: (parse_setting(s),))),
+                              settings=p.items("settings", lambda s: (parse_setting(s),)),
+                              server_cpus=v["server_cpus"], server_ssh=v["server_ssh"] or None,
+                              server_ssh_config=v["server_ssh_config"] or None,
+                              server_memory_gb=p.parse("server_memory", lambda x: parse_memory_gb(
+                                  str(x), p.label("server_memory"))) if v["server_memory"] is not None else None),
             workload=WorkloadSpec(name=v["workload"], scale=float(v["scale"]), schema=v["schema"],
                                   reinit=bool(v["reinit"]), scripts=p.items("scripts", lambda s: (parse_script(s),))),
             clients=p.parse("clients", _clients), duration_s=duration_s,

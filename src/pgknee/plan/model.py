@@ -189,6 +189,11 @@ class TargetSpec:
     pg_bindir: str | None = None
     settings: tuple[tuple[str, str], ...] = ()
     keep: bool = False
+    # the server's machine, when nothing else can tell (collect/servermachine.py)
+    server_cpus: int | None = None
+    server_memory_gb: float | None = None
+    server_ssh: str | None = None  # [user@]host (or ssh://user@host:port): its /proc read over ssh
+    server_ssh_config: str | None = None  # an ssh configuration file of the user's (ssh -F)
 
     def __post_init__(self) -> None:
         if not isinstance(self.settings, tuple) or any(not isinstance(s, tuple) or len(s) != 2
@@ -196,6 +201,25 @@ class TargetSpec:
             raise UserError("server settings must be NAME=VALUE pairs")
         for name, value in self.settings:
             check_setting(name, value)
+        check_server_machine(self.server_cpus, self.server_memory_gb, self.server_ssh)
+
+
+MAX_SERVER_CPUS = 100_000
+_SSH_DESTINATION = re.compile(r"(ssh://)?([A-Za-z0-9._-]+@)?[A-Za-z0-9._:\[\]-]+")
+
+
+def check_server_machine(cpus: object, memory_gb: object, ssh: object) -> None:
+    """What the user told of the server's machine: a count, an amount, an ssh destination that
+    cannot be taken for one of ssh's options."""
+    if cpus is not None and (not _whole(cpus) or not 1 <= cpus <= MAX_SERVER_CPUS):  # type: ignore[operator]
+        raise UserError(f"--server-cpus must be a whole number from 1 to {MAX_SERVER_CPUS}, got {cpus!r}",
+                        "give the server's CPU count (a managed service: its instance class's vCPUs)")
+    if memory_gb is not None and (not isinstance(memory_gb, int | float) or isinstance(memory_gb, bool)
+                                  or not 0 < memory_gb < 2**30 or not math.isfinite(memory_gb)):
+        raise UserError(f"--server-memory must be a positive amount, got {memory_gb!r}", "e.g. --server-memory 64GB")
+    if ssh is not None and (not isinstance(ssh, str) or ssh.startswith("-") or not _SSH_DESTINATION.fullmatch(ssh)):
+        raise UserError(f"--server-ssh {str(ssh)[:100]!r} is not an ssh destination",
+                        "give user@host or ssh://user@host:port (keys or an agent: pgknee never asks for a password)")
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,19 @@ def _parse_client_part(part: str, whole: str) -> list[int]:
     return list(range(start, stop + 1, inc))
 
 
+_MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(mb|gb|tb|mib|gib|tib)?\s*$", re.IGNORECASE)
+_UNIT_GB = {None: 1.0, "mb": 1 / 1024, "gb": 1.0, "tb": 1024.0, "mib": 1 / 1024, "gib": 1.0, "tib": 1024.0}
+
+
+def parse_memory_gb(text: str, what: str = "--server-memory") -> float:
+    """'64GB', '512MB', '1TB' or a bare number of GB, in GB (powers of 1024, as /proc/meminfo)."""
+    m = _MEMORY_RE.match(str(text))
+    gb = float(m.group(1)) * _UNIT_GB[m.group(2).lower() if m.group(2) else None] if m else 0.0
+    if gb <= 0:
+        raise UserError(f"{what} {text!r} is not an amount of memory", f"e.g. {what} 64GB (or 512MB)")
+    return gb
+
+
 def parse_script(text: str) -> tuple[str, int]:
     """'read_heavy.sql@100' -> ('read_heavy.sql', 100); the weight defaults to 1."""
     path, sep, weight = text.rpartition("@")

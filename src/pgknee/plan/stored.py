@@ -40,7 +40,9 @@ def plan_from_stored(d: dict[str, Any], clients: tuple[int, ...], dsn: str | Non
         fields: dict[str, Any] = {k: d[k] for k in _STORED_SWEEP_KEYS if k in d}
         t = d.get("target") or {}
         fields["target"] = TargetSpec(dsn=dsn or t.get("dsn"), pg_bindir=(binaries or {}).get("pg_bindir"),
-                                      settings=tuple(tuple(s) for s in t.get("settings", ())), keep=False)
+                                      settings=tuple(tuple(s) for s in t.get("settings", ())), keep=False,
+                                      server_cpus=t.get("server_cpus"), server_memory_gb=t.get("server_memory_gb"),
+                                      server_ssh=t.get("server_ssh"), server_ssh_config=t.get("server_ssh_config"))
         w = d.get("workload") or {}
         fields["workload"] = WorkloadSpec(name=w.get("name", "ewallet"), scale=w.get("scale", 1.0),
                                           schema=w.get("schema") or "", reinit=False,

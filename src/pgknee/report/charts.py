@@ -21,6 +21,7 @@ from pgknee.report.plotting import (
     Chart,
     categorical_axis,
     client_axis,
+    client_cpus_of,
     colour_of,
     cpus_of,
     groups_of,
@@ -32,6 +33,7 @@ from pgknee.report.plotting import (
     tip_text,
     title_suffix,
 )
+from pgknee.report.servercharts import server_cpu
 
 # wait event classes, coloured by type so the same type keeps its hue across charts
 WAIT_COLOURS = {"CPU": "#2ca02c", "LWLock": "#ff7f0e", "IO": "#1f77b4", "Lock": "#d62728", "Client": "#9467bd",
@@ -141,8 +143,9 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
         ax.axvline(rec.connections, color="#2ca02c", linewidth=2.2, label=f"recommended: {rec.connections}")
     if rec.knee is not None:
         ax.axvline(rec.knee, color="#9467bd", linestyle="-.", linewidth=1, label=f"knee of the curve: {rec.knee}")
-    ax.axvline(rec.heuristic, color="#7f7f7f", linestyle=":", linewidth=1.2,
-               label=f"(cores × 2) + spindles = {rec.heuristic}")
+    if rec.heuristic is not None:
+        ax.axvline(rec.heuristic, color="#7f7f7f", linestyle=":", linewidth=1.2,
+                   label=f"(server cores × 2) + spindles = {rec.heuristic}")
     ax.set_xlim(0, top)
     ax.set_ylim(bottom=0)
     ax.set_xlabel(rec.concurrency + " (database-side concurrency)")
@@ -178,7 +181,7 @@ def cpu(view: RunView, variant: str) -> Chart | None:
                            label="load average 1m (peak)")[0], len(groups))
     chart.mark(bottom.plot(xs, [g.system.procs_running or 0.0 for g in groups], "s--", color="#ff7f0e",
                            label="runnable processes (mean)")[0], len(groups))
-    cpus = cpus_of(view)
+    cpus = client_cpus_of(view)
     if cpus:
         bottom.axhline(cpus, color="#d62728", linestyle=":", linewidth=1.5, label=f"CPUs: {cpus}")
     bottom.set_ylim(bottom=0)
@@ -217,7 +220,7 @@ def waits(view: RunView, variant: str) -> Chart | None:
         ax.annotate(f"{total:.2f}", (x, total), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
     cpus = cpus_of(view)
     if cpus:
-        ax.axhline(cpus, color="#d62728", linestyle=":", linewidth=1.5, label=f"CPUs: {cpus}")
+        ax.axhline(cpus, color="#d62728", linestyle=":", linewidth=1.5, label=f"server CPUs: {cpus}")
     ax.set_ylabel("Average Active Sessions")
     ax.set_ylim(0, max(float(base.max()), cpus or 0) * 1.15 or 1)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7)
@@ -379,6 +382,7 @@ def charts_for(view: RunView, recs: Sequence[Recommendation], missing: dict[str,
         out: list[Chart | None] = [throughput_latency(view, missing or {}), tps_stddev(view)]
         out += [scalability(view, r) for r in recs]
         out += [cpu(view, v) for v in view.variants()]
+        out += [server_cpu(view, v) for v in view.variants()]
         out += [waits(view, v) for v in view.variants()]
         out += [timeline(view), pooler(view), idle_memory(view)]
     return [c for c in out if c is not None and c.points > 0]

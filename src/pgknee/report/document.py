@@ -22,6 +22,7 @@ from pgknee.report import side_by_side as sbs
 from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
 from pgknee.report.network import NETWORK_NOTE, gain_lines, network_table
+from pgknee.report.server import server_table
 from pgknee.types import StepRecord
 
 
@@ -292,6 +293,10 @@ def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]
         if (c := charts.get(pl.key_of("cpu", view, v))) is not None:
             b.append(ChartBlock(c))
         b.append(TableBlock(tb.system_table(view, v)))
+        if (c := charts.get(pl.key_of("server-cpu", view, v))) is not None:
+            b.append(ChartBlock(c))
+        if (server := server_table(view, v)) is not None:
+            b.append(TableBlock(server))
     b += [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():

@@ -9,10 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgknee.analyze.compare import Ratio, comparison_rows, headlines
+from pgknee.analyze.machine import kcache_cpu, server_row
 from pgknee.analyze.recommend import Recommendation
-from pgknee.analyze.records import MemoryRow, PoolerRow, RunView, Spread
+from pgknee.analyze.records import Group, MemoryRow, PoolerRow, RunView, Spread
 from pgknee.analyze.run import RunListing
 from pgknee.analyze.waits import WaitProfile
+from pgknee.types import RunData
 
 FORMAT_VERSION = 1
 
@@ -58,6 +60,7 @@ def run_json(view: RunView) -> dict[str, Any]:
         "pooler": _row_json(g.pooler),
         "memory": _row_json(g.memory),
         "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
+        "server": server_json(d, g),
         "checks": [{"rep": rep, "name": c.id, "status": c.status, "detail": c.detail, "value": c.value,
                     "unit": c.unit} for rep, cs in g.checks for c in cs],
     } for g in view.groups]
@@ -67,6 +70,15 @@ def run_json(view: RunView) -> dict[str, Any]:
             "workload": r.workload, "target": {"kind": r.target_kind, "endpoint": r.target_label},
             "plan": json.loads(r.plan_json), "environment": d.env, "steps": steps, "summary": groups,
             "warnings": list(view.warnings)}
+
+
+def server_json(data: RunData, g: Group) -> dict[str, Any] | None:
+    """The server's own figures (its /proc's samples, pg_stat_kcache's CPU), when pgknee had them."""
+    row, kc = server_row(data, g), kcache_cpu(data, g)
+    if row is None and kc is None:
+        return None
+    return {"os": dataclasses.asdict(row) if row is not None else None,
+            "kcache": {"cores_busy": kc[0], "system_pct": kc[1]} if kc is not None else None}
 
 
 def _row_json(p: PoolerRow | MemoryRow | None) -> dict[str, Any] | None:

@@ -18,8 +18,8 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from pgknee.analyze.machine import client_cpus, server_cpus
 from pgknee.analyze.records import Group, RunView, Spread
-from pgknee.keys import Env
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22")
@@ -32,7 +32,8 @@ STYLE: Any = {"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "a
 @dataclass
 class Chart:
     key: str  # unique within a report: the kind, or kind-N-variant for a per-variant chart (key_of)
-    kind: str  # throughput-latency | tps-stddev | scalability | cpu | waits | timeline | pooler | idle-memory
+    kind: str  # throughput-latency | tps-stddev | scalability | cpu | server-cpu | waits | timeline | pooler
+    # | idle-memory
     title: str
     caption: str  # what to look for
     figure: Figure
@@ -150,10 +151,13 @@ def categorical_axis(ax: Axes, labels: Sequence[str], xlabel: str = "clients") -
 
 
 def cpus_of(view: RunView) -> int | None:
-    try:
-        return int(view.data.env.get(Env.HOST_CPUS, ""))
-    except ValueError:
-        return None
+    """The server's CPUs (the line AAS is read against), None when unknown."""
+    return server_cpus(view.data.env, view.data.run.target_kind).n
+
+
+def client_cpus_of(view: RunView) -> int | None:
+    """The CPUs of the machine the OS samples come from: the client's (the server's too when local)."""
+    return client_cpus(view.data.env)
 
 
 def title_suffix(view: RunView, variant: str) -> str:

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pgknee.analyze.compare import headlines
+from pgknee.analyze.machine import UNKNOWN_HINT, managed_note, server_line
 from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.records import RunView
 from pgknee.analyze.run import RunListing
@@ -23,6 +24,7 @@ from pgknee.analyze.sizing import Reach, Sizing
 from pgknee.keys import Env
 from pgknee.plan import variant_from_dict
 from pgknee.report.network import network_items, rtt_line
+from pgknee.report.server import server_table
 from pgknee.report.side_by_side import idle_memory_table, variant_comparison
 from pgknee.report.tables import (
     WAIT_NOTE,
@@ -62,6 +64,10 @@ def header(view: RunView) -> Text:
     t.append(f"workload {r.workload} · target {r.target_kind} {r.target_label} · "
              f"PostgreSQL {env.get(Env.SERVER_VERSION, '?').split()[0]} · "
              f"pgbench {env.get(Env.PGBENCH_VERSION, '?').split()[0]}\n")
+    t.append(server_line(env, r.target_kind) + "\n")
+    managed = managed_note(env)
+    if managed:
+        t.append(managed + "\n")
     t.append(f"client machine: {env.get(Env.HOST_CPUS, '?')} CPUs, {env.get(Env.HOST_MEM_GB, '?')} GB · "
              f"{_step_length(plan)} per step, {plan.get('reps')} rep(s), warm-up {plan.get('warmup_s')} s, "
              f"sampling every {plan.get('sample_interval_s', 0) * 1000:.0f} ms\n")
@@ -111,6 +117,7 @@ def _variant_items(view: RunView, variant: str, waits: bool) -> list[RenderableT
         items.append(Text(summary_note(view, base.label), style="dim"))
     items += [t for t in (scripts_table(view, variant), pooler_table(view, variant)) if t is not None]
     items.append(system_table(view, variant))
+    items += [t for t in (server_table(view, variant),) if t is not None]
     if waits:
         items.append(Text(WAIT_NOTE, style="dim"))
         several = len(view.variants()) > 1
@@ -140,7 +147,7 @@ def recommendation_items(r: Recommendation) -> list[RenderableType]:
             t.add_row(f"model reaches {r.fraction:.0%} at", f"{r.modelled_n:.1f}")
     if r.knee is not None:
         t.add_row("knee of the measured curve", str(r.knee))
-    t.add_row("rule of thumb (cores x 2) + spindles", f"{r.heuristic} ({r.cores} cores, {r.spindles} spindles)")
+    t.add_row("rule of thumb (cores x 2) + spindles", rule_of_thumb(r))
     if r.checks:
         t.add_row("checks", "; ".join(f"{name} {ok} ok" + (f", {warn} WARN" if warn else "")
                                       for name, (ok, warn) in r.checks.items()))
@@ -148,6 +155,13 @@ def recommendation_items(r: Recommendation) -> list[RenderableType]:
     if r.reasons:
         items.append(Text("Why:\n" + "\n".join(f"  - {x}" for x in r.reasons)))
     return items
+
+
+def rule_of_thumb(r: Recommendation) -> str:
+    """With the server's cores and where that count came from; withheld when unknown."""
+    if r.heuristic is None or r.cores is None:
+        return f"withheld: server CPUs unknown ({r.cores_source or '?'}): {UNKNOWN_HINT}"
+    return f"{r.heuristic} ({r.cores} server cores: {r.cores_source or '?'}; {r.spindles} spindles)"
 
 
 def runs_table(runs: Sequence[RunListing]) -> Table:
@@ -173,11 +187,11 @@ def differences(diffs: Sequence[str]) -> Text:
     return Text("Warning: the runs differ in what matters for a comparison:\n  " + "\n  ".join(diffs))
 
 
-def sizing_text(s: Sizing, measured: Reach | None) -> Text:
+def sizing_text(s: Sizing, measured: Reach | None, cores_source: str = "") -> Text:
     lines = [f"Little's law: {s.tps:g} transactions/s x {s.latency_s:g} s in the database = {s.busy:g} connections "
              f"busy on average (round up: {s.busy_whole})",
              f"rule of thumb (cores x 2) + spindles: ({s.cores} x 2) + {s.spindles} = {s.rule_of_thumb} connections "
-             "doing work at once"]
+             "doing work at once" + (f" (cores: {cores_source})" if cores_source else "")]
     if measured is not None and measured.first is not None:
         lines.append(f"measured ({measured.variant}): {measured.tps:g} TPS first reached at {measured.first} clients")
     elif measured is not None and measured.best is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pgknee import proc, safefs
 from pgknee.collect.serverfacts import ServerFacts
+from pgknee.collect.sshproc import check_config
 from pgknee.driver.pgbench import find_pgbench, pgbench_version
 from pgknee.errors import DriverError, TargetError, UserError
 from pgknee.plan import Plan, Variant
@@ -36,6 +37,7 @@ def preflight(plan: Plan) -> Prepared:
     path = find_pgbench(plan.pgbench)
     pgbench = Pgbench(path, *pgbench_version(path))
     check_open_files(plan)
+    check_config(plan.target.server_ssh_config)  # before anything starts: a file ssh would run commands from
     workload = get_workload(plan.workload)  # a missing script file is bad input: say so now
     check_scripts(plan, pgbench, workload)
     poolers = Poolers(plan) if plan.pooled() else None

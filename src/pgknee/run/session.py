@@ -20,10 +20,12 @@ from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
 from pgknee.collect.serverfacts import ServerFacts, read_server
+from pgknee.collect.serveros import ServerOsSampler
 from pgknee.errors import TargetError
 from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers, pin_process_tree
 from pgknee.run.facts import run_environment
+from pgknee.run.machine import open_machine
 from pgknee.run.preflight import Prepared, check_capacity
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import scripts_for
@@ -51,6 +53,8 @@ class RunSession:
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
+    server_os: ServerOsSampler | None = None  # the server's OS, when it is not this machine (run/machine.py)
+    kcache: str | None = None  # pg_stat_kcache's schema, when installed: its totals around each bench phase
 
     @property
     def poolers(self) -> Poolers | None:
@@ -91,6 +95,8 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     env = run_environment(plan, target, server, prepared.pgbench, prepared.workload, meta, prepared.poolers,
                           {name: [(s.name, text) for s, text in pairs] for name, pairs in texts.items()})
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
+    server_os, machine_env = open_machine(stack, plan, target, stats_conn)
+    env.update(machine_env)
     stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target)})
     if record.argv:
@@ -101,7 +107,8 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     reader = StatsReader(lambda: target.endpoint.connect("stats"), plan.settle_s)
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
-                         {name: [s for s, _ in pairs] for name, pairs in texts.items()})
+                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, server_os=server_os,
+                         kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA))
     return session, steps
 
 

@@ -21,7 +21,7 @@ from typing import TypeVar
 import psycopg
 
 from pgknee import keys, safefs
-from pgknee.collect import pgstats
+from pgknee.collect import kcache, pgstats
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.measure import measure, read_transaction_logs
@@ -60,6 +60,7 @@ class _Sampled:
     pooler_died: str | None  # pgbouncer's last words, if it died
     idle_lost: int  # idle sessions the server ended during the step
     watch: SteadyWatch | None  # --duration auto: what stopped the step
+    server_os_rows: tuple[tuple[object, ...], ...] = ()  # the server's OS (run/machine.py), when sampled
 
 
 def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResult:
@@ -189,6 +190,8 @@ def _set_phase(s: RunSession, phase: str, pooled: StepPooler | None) -> None:
     if s.activity is not None:
         s.activity.phase = phase
     s.os.phase = phase
+    if s.server_os is not None:
+        s.server_os.phase = phase
     if pooled is not None and pooled.sampler is not None:
         pooled.sampler.phase = phase
 
@@ -218,30 +221,48 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     if s.activity is not None:
         s.activity.begin_step(step_id)
     s.os.begin_step()
+    if s.server_os is not None:
+        s.server_os.begin_step()
     _wait_for_quiet(s, facts)
     _warm_up(s, spec, step_id, run, env, step_dir, pooled, facts)
     run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
     s.writer.add_command(step_id, "bench", run.argv())
-    q0, r0 = (s.activity.queries_run if s.activity else 0), s.reader.reads
+    q0, r0, o0 = (s.activity.queries_run if s.activity else 0), s.reader.reads, _server_os_queries(s)
     before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
     _set_phase(s, "bench", pooled)
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
+    kc0 = _kcache(s)
     bench_start = time.time()
     execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch)
     bench_end = time.time()
+    facts.update(kcache.deltas(kc0, _kcache(s)))
     _set_phase(s, "post", pooled)
     pooler, died = _pooler_after(pooled, pool_before)
     idle_alive = _end_facts(s, holder, pooled, facts)
     after = _statistics(s, facts, settle=True)
     if pgstats.restarted(before, after):
         facts[StepFact.SERVER_RESTARTED] = 1.0
-    own = (s.activity.queries_run - q0 if s.activity else 0) + (s.reader.reads - r0)
+    own = (s.activity.queries_run - q0 if s.activity else 0) + (s.reader.reads - r0) + (_server_os_queries(s) - o0)
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
         time.sleep(rest)
     return _Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
-                    spec.variant.idle - idle_alive if holder is not None else 0, watch)
+                    spec.variant.idle - idle_alive if holder is not None else 0, watch,
+                    tuple(s.server_os.end_step()) if s.server_os is not None else ())
+
+
+def _kcache(s: RunSession) -> dict[str, float] | None:
+    """pg_stat_kcache's totals, on the statistics connection (a read of pgknee's own)."""
+    if s.kcache is None:
+        return None
+    s.reader.reads += 1
+    return kcache.totals(s.reader.conn, s.kcache)
+
+
+def _server_os_queries(s: RunSession) -> int:
+    """pgknee's reads of the server's /proc through SQL: commits in the benchmark database."""
+    return int(getattr(s.server_os.read, "queries_run", 0)) if s.server_os is not None else 0
 
 
 def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
@@ -365,7 +386,8 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     if x.facts.get(StepFact.SERVER_RESTARTED):
         status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
-                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler)
+                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler,
+                      server_os_rows=x.server_os_rows)
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,

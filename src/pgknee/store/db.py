@@ -30,7 +30,7 @@ from pgknee.store.migrate import (
     raw_mark,
     read_header,
 )
-from pgknee.types import OsSample, PoolerRecord, PoolerSample, RunData, RunRecord, ScriptRow, StepRecord
+from pgknee.types import OsSample, PoolerRecord, PoolerSample, RunData, RunRecord, ScriptRow, ServerOsSample, StepRecord
 
 __all__ = ["SCHEMA_VERSION", "Store", "load_run", "busy_timeout_s"]
 
@@ -285,6 +285,12 @@ class Store:
              f"{cond} GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2")
         return [(a, b, int(c)) for a, b, c in self.db.execute(q, (*step_ids, *phases)).fetchall()]
 
+    def server_os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[ServerOsSample]:
+        cols = ", ".join(f for f in ServerOsSample.__slots__ if f != "phase")
+        q = (f"SELECT {cols.replace('epoch', 'epoch, _phase')} FROM server_os_samples WHERE step_id = ? "
+             f"AND _phase IN ({_marks(phases)}) ORDER BY epoch")
+        return [ServerOsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
+
     def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:
         cols = ", ".join(f for f in OsSample.__slots__ if f != "phase")
         q = (f"SELECT {cols.replace('epoch', 'epoch, _phase')} FROM os_samples WHERE step_id = ? "
@@ -473,4 +479,5 @@ def load_run(store: Store, ref: str) -> RunData:
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
         pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
         facts={i: f for i in ids if (f := store.step_facts(i))},
-        progress={i: pr for i in ids if (pr := store.progress(i))})
+        progress={i: pr for i in ids if (pr := store.progress(i))},
+        server_os={i: sv for i in ids if (sv := store.server_os_samples(i))})

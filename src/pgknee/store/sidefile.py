@@ -76,7 +76,7 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
                                   int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)),
                                   float(act.get("interval_s", 0.0)), int(act.get("ticks_late", 0)))
                   if act is not None else None),
-        os_rows=_rows(d["os_rows"]), facts=dict(d["facts"]),
+        os_rows=_rows(d["os_rows"]), facts=dict(d["facts"]), server_os_rows=_rows(d.get("server_os_rows", [])),
         pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None)
 
 

@@ -327,6 +327,7 @@ class RunWriter:
                                 (StepFact.ACTIVITY_INTERVAL_S, r.activity.interval_s),
                                 (StepFact.ACTIVITY_TICKS_LATE, r.activity.ticks_late)) if n])
         self._many("insert_os_samples", self._rows(r.step_id, r.os_rows))
+        self._many("insert_server_os_samples", self._rows(r.step_id, r.server_os_rows))
         self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
         if r.pooler is not None:
             self._many("insert_pooler_samples", self._rows(r.step_id, r.pooler.samples))

@@ -9,3 +9,4 @@ DELETE FROM step_facts WHERE step_id = :step_id;
 DELETE FROM step_pooler WHERE step_id = :step_id;
 DELETE FROM pooler_samples WHERE step_id = :step_id;
 DELETE FROM os_samples WHERE step_id = :step_id;
+DELETE FROM server_os_samples WHERE step_id = :step_id;

@@ -1,0 +1,160 @@
+"""The server's OS, sampled every --os-interval from its own /proc: through SQL (pg_read_file,
+on a connection of pgknee's own, left out of the activity sampler like pgknee's others) or over
+ssh (collect/sshproc.py). One row per interval: CPU user/system/iowait/steal (% of all the
+server's CPUs), load, run queue, context switches, memory, disk and network rates."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from pgknee.clock import iso_of
+from pgknee.collect.osproc import cpu_percentages
+from pgknee.collect.proctext import (
+    Stat,
+    parse_diskstats,
+    parse_loadavg,
+    parse_meminfo,
+    parse_net_dev,
+    parse_stat,
+)
+from pgknee.collect.servermachine import PROC_FILES
+from pgknee.errors import PgkneeError
+from pgknee.targets import Endpoint
+
+# what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names)
+Files = dict[str, Any]
+READ_ALL = "SELECT extract(epoch FROM clock_timestamp())::float8, " + ", ".join(
+    f"pg_read_file('{path}', 0, 4194304, true)" for path in PROC_FILES.values())
+
+
+@dataclass(frozen=True)
+class _Raw:
+    t: float
+    stat: Stat
+    mem: dict[str, int]
+    load1: float | None
+    disk: tuple[int, int]
+    net: tuple[int, int]
+
+
+def raw_of(files: Files) -> _Raw | None:
+    stat = parse_stat(files.get("stat") or "")
+    if stat is None:
+        return None
+    return _Raw(float(files["t"]), stat, parse_meminfo(files.get("meminfo") or ""),
+                parse_loadavg(files.get("loadavg") or ""), parse_diskstats(files.get("diskstats") or ""),
+                parse_net_dev(files.get("net_dev") or ""))
+
+
+def row_of(prev: _Raw, cur: _Raw, phase: str) -> tuple[Any, ...] | None:
+    """One sample (SERVER_OS_COLUMNS) from two reads; None when no time passed between them."""
+    dt = cur.t - prev.t
+    if dt <= 0:
+        return None
+    pct = cpu_percentages(prev.stat.cpu, cur.stat.cpu)
+
+    def rate(a: int, b: int) -> float:
+        return max(0, b - a) / dt
+
+    return (iso_of(cur.t), phase, cur.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"], pct["cpu_iowait"],
+            pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], cur.load1, rate(prev.stat.ctxt, cur.stat.ctxt),
+            cur.stat.running, cur.stat.blocked, cur.mem.get("MemTotal"), cur.mem.get("MemAvailable"),
+            rate(prev.disk[0], cur.disk[0]), rate(prev.disk[1], cur.disk[1]), rate(prev.net[0], cur.net[0]),
+            rate(prev.net[1], cur.net[1]))
+
+
+SERVER_OS_COLUMNS = ("_collected_at", "_phase", "epoch", "cpu_user", "cpu_nice", "cpu_system", "cpu_iowait",
+                     "cpu_irq", "cpu_steal", "cpu_idle", "load1", "ctx_per_s", "procs_running", "procs_blocked",
+                     "mem_total_kb", "mem_available_kb", "disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps")
+
+
+class SqlFiles:
+    """The server's /proc through pg_read_file, on a connection of its own (made again after
+    one is lost); each read is one statement, a commit the step's own counts leave out."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.conn: psycopg.Connection[Any] | None = None
+        self.queries_run = 0
+        self.errors: list[str] = []
+
+    def __call__(self) -> Files | None:
+        try:
+            if self.conn is None or self.conn.closed:
+                self.conn = self.endpoint.connect("serveros", timeout=5.0)
+            self.queries_run += 1
+            row = self.conn.execute(READ_ALL).fetchone()
+        except (psycopg.Error, PgkneeError, OSError) as e:  # a lost connection, a restart: a gap, not a failure
+            if len(self.errors) < 10:
+                self.errors.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+            self.close()
+            return None
+        if row is None:
+            return None
+        return {"t": float(row[0]), **{name: row[i + 1] for i, name in enumerate(PROC_FILES)}}
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self.conn.close()
+            self.conn = None
+
+
+class ServerOsSampler:
+    """Like collect.osproc.OsSampler for this machine: a thread reading every `interval_s` while
+    a step runs; `read` gives the server's files (or None: a gap)."""
+
+    def __init__(self, read: Callable[[], Files | None], interval_s: float, source: str) -> None:
+        self.read, self.interval_s, self.source = read, interval_s, source
+        self.phase = "pre"
+        self._rows: list[tuple[Any, ...]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._active = False
+        self._prev: _Raw | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="pgknee-serveros", daemon=True)
+        self._thread.start()
+
+    def begin_step(self) -> None:
+        with self._lock:
+            self._rows, self._prev, self.phase, self._active = [], None, "pre", True
+
+    def end_step(self) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self._active = False
+            rows, self._rows = self._rows, []
+        return rows
+
+    def _loop(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            next_at += self.interval_s
+            if self._active:
+                self._sample_once()
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _sample_once(self) -> None:
+        files = self.read()
+        raw = raw_of(files) if files is not None else None
+        if raw is None:
+            return
+        prev, self._prev = self._prev, raw
+        row = row_of(prev, raw, self.phase) if prev is not None else None
+        with self._lock:
+            if row is not None and self._active:
+                self._rows.append(row)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
