@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pgknee.dsn import parse_dsn, redact_dsn, split_secret
+from pgknee.dsn import environment_dsn, parse_dsn, redact_dsn, split_secret
 from pgknee.errors import UserError
 from pgknee.targets.conninfo import child_env, write_passfile
 
@@ -125,7 +125,35 @@ def test_child_env_uses_libpqs_own_variable_names(tmp_path: Path) -> None:
 
 
 def test_child_env_refuses_what_a_child_cannot_be_given(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="'keepalives'"):
-        child_env({"host": "h", "keepalives": "1"}, tmp_path / "none")
-    with pytest.raises(UserError, match="'sslpassword'"):
-        child_env({"host": "h", "sslpassword": "x"}, tmp_path / "none")
+    # what libpq marks secret ('*') or a debugging option ('D'): never handed on
+    for key in ("sslpassword", "replication"):
+        with pytest.raises(UserError, match=f"'{key}'"):
+            child_env({"host": "h", key: "x"}, tmp_path / "none")
+
+
+def test_keywords_without_a_variable_travel_in_pgdatabase_as_a_conninfo(tmp_path: Path) -> None:
+    """keepalives* and tcp_user_timeout have no PG* variable: pgbench expands a conninfo string
+    given as its database name (PGDATABASE)."""
+    env = child_env({"host": "h", "dbname": "shop db", "keepalives_idle": "7", "tcp_user_timeout": "9000"},
+                    tmp_path / "none")
+    assert parse_dsn(env["PGDATABASE"]) == {"dbname": "shop db", "keepalives_idle": "7", "tcp_user_timeout": "9000"}
+    assert env["PGHOST"] == "h"
+    assert child_env({"host": "h", "dbname": "shop"}, tmp_path / "none")["PGDATABASE"] == "shop"
+
+
+# ---- --target env ------------------------------------------------------------------------------
+
+
+def test_environment_dsn_follows_libpqs_variables() -> None:
+    env = {"PGHOST": "db1,db2", "PGPORT": "5433,5434", "PGUSER": "u", "PGDATABASE": "d", "PGSSLSNI": "0",
+           "PGTARGETSESSIONATTRS": "read-write", "PGPASSWORD": "Sup3rS3cret", "PGPASSFILE": "/p", "HOME": "/h"}
+    dsn = environment_dsn(env)
+    assert parse_dsn(dsn) == {"host": "db1,db2", "port": "5433,5434", "user": "u", "dbname": "d", "sslsni": "0",
+                              "target_session_attrs": "read-write"}
+    assert parse_dsn(environment_dsn({"PGSERVICE": "mysvc"})) == {"service": "mysvc"}
+
+
+def test_environment_dsn_without_a_server_is_one_clear_refusal() -> None:
+    with pytest.raises(UserError) as ei:
+        environment_dsn({"PGUSER": "u", "PGPORT": "5432", "PGHOST": ""})
+    assert "names no server" in ei.value.message and "PGHOST" in (ei.value.hint or "")

@@ -24,7 +24,7 @@ from pgknee.serverconf import parse_setting
 
 # One flat set of keys: the `run` flags' names (dest) and the plan file's keys per section.
 PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
-    "target": {"dsn": "dsn", "pg_bindir": "pg_bindir", "keep": "keep", "settings": "settings"},
+    "target": {"target": "target", "dsn": "dsn", "pg_bindir": "pg_bindir", "keep": "keep", "settings": "settings"},
     "workload": {"name": "workload", "scale": "scale", "schema": "schema", "reinit": "reinit",
                  "scripts": "scripts"},
     "sweep": {"clients": "clients", "duration": "duration", "reps": "reps", "summary": "summary",
@@ -40,7 +40,7 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
                 "idle_flush": "idle_flush"},
 }
 DEFAULTS: dict[str, Any] = {
-    "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
+    "target": None, "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
     "schema": "", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": DEFAULT_SUMMARY, "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
@@ -51,7 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "until_answer": False, "budget": None,
 }
 _TYPES: dict[str, tuple[type, ...]] = {
-    "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
+    "target": (str,), "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
     "scale": (int, float), "schema": (str,), "reinit": (bool,), "scripts": (list,), "clients": (str, list, int),
     "duration": (str, int), "reps": (int,), "summary": (str,), "warmup": (str, int), "threads": (int,),
     "protocol": (str,), "max_tries": (int,), "variants": (list,), "pgbench": (str,),

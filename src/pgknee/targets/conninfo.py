@@ -42,6 +42,13 @@ def _libpq_options() -> dict[str, tuple[str | None, str | None]]:
     return out
 
 
+@cache
+def _never_passed() -> frozenset[str]:
+    """What libpq marks as a secret ('*': sslpassword, a client secret) or a debugging option
+    ('D': replication, ...): never handed to a child."""
+    return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults() if o.dispchar in (b"*", b"D"))
+
+
 def effective_params(conn: psycopg.Connection[Any]) -> tuple[dict[str, str], str | None]:
     """What a connection really used, without the password (returned apart): the host and
     address it reached (one of several, if the DSN listed several), the user and database,
@@ -80,12 +87,13 @@ def _default_tls_files(params: dict[str, str]) -> None:
 def env_neutral(params: Mapping[str, str]) -> dict[str, str]:
     """libpq's built-in defaults for every parameter whose variable is set in pgknee's own
     environment and that `params` does not give: a connection made inside pgknee then depends
-    on `params` alone, as a child's does."""
+    on `params` alone, as a child's does. PGSERVICE cannot be neutralised (libpq looks an empty
+    service up): the endpoint's resolved parameters are explicit, and win over a service's."""
     out = {}
     for o in pq.Conninfo.get_defaults():
         key = o.keyword.decode()
         if o.envvar and key not in params and os.environ.get(o.envvar.decode()) is not None \
-                and key not in ("password", "passfile"):
+                and key not in ("password", "passfile", "service"):
             out[key] = o.compiled.decode() if o.compiled else ""
     return out
 
@@ -95,13 +103,22 @@ def child_env(params: Mapping[str, str], passfile: Path) -> dict[str, str]:
     connection as libpq's environment variables, the passfile, a PATH and the C locale."""
     env = base_env()
     options = _libpq_options()
+    in_dbname: dict[str, str] = {}
     for key, value in params.items():
         var = options.get(key, (None, None))[0]
-        if var is None or key in _NOT_PASSED:
+        if key in _NOT_PASSED or key in _never_passed() or key not in options:
             raise UserError(f"connection parameter {key!r} cannot be passed to pgbench",
                             "remove it from the DSN, or set it where libpq reads it for every client "
                             "(a service file, PGSERVICEFILE)")
-        env[var] = value
+        if var is None:
+            in_dbname[key] = value
+        else:
+            env[var] = value
+    if in_dbname:
+        # a keyword without an environment variable (keepalives, tcp_user_timeout): pgbench takes
+        # PGDATABASE as its database name and libpq expands a conninfo string given there
+        in_dbname["dbname"] = env.get("PGDATABASE", params.get("user", ""))
+        env["PGDATABASE"] = psycopg.conninfo.make_conninfo(**in_dbname)
     env["PGPASSFILE"] = str(passfile)  # pgknee's: a child never reads a passfile of its own finding
     return env
 
