@@ -20,6 +20,7 @@ from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
 from pgknee.collect.serverfacts import ServerFacts, read_server
+from pgknee.collect.waitsampling import WaitProfiler, open_profiler
 from pgknee.errors import TargetError
 from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers, pin_process_tree
@@ -51,6 +52,7 @@ class RunSession:
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
+    waits: WaitProfiler | None = None  # pg_wait_sampling's profile around each bench phase, when loaded
 
     @property
     def poolers(self) -> Poolers | None:
@@ -92,6 +94,10 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
                           {name: [(s.name, text) for s, text in pairs] for name, pairs in texts.items()})
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
     stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
+    waits, env[keys.Env.WAIT_SAMPLING] = (open_profiler(target.endpoint, create=target.created_by_pgknee, say=ui.say)
+                                          if plan.sample_interval_s else (None, "off: no pg_stat_activity sampling"))
+    if waits is not None:
+        stack.callback(waits.close)
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target)})
     if record.argv:
         writer.add_command(None, "pgknee", record.argv)
@@ -101,7 +107,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     reader = StatsReader(lambda: target.endpoint.connect("stats"), plan.settle_s)
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
-                         {name: [s for s, _ in pairs] for name, pairs in texts.items()})
+                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, waits=waits)
     return session, steps
 
 

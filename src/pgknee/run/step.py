@@ -36,7 +36,7 @@ from pgknee.rules import log_sampling_rate
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
-from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult
+from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult, WaitSampling
 
 T = TypeVar("T")
 
@@ -58,6 +58,7 @@ class _Sampled:
     pooler_died: str | None  # pgbouncer's last words, if it died
     idle_lost: int  # idle sessions the server ended during the step
     watch: SteadyWatch | None  # --duration auto: what stopped the step
+    wait_sampling: WaitSampling | None = None  # pg_wait_sampling's profile of the bench phase
 
 
 def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResult:
@@ -125,6 +126,8 @@ def _apply_settings(s: RunSession, spec: StepSpec) -> None:
     s.reader.reconnect()
     if s.activity is not None:
         s.activity.reconnect()
+    if s.waits is not None:
+        s.waits.reconnect()
     s.settings_facts = {}
     for name in want:
         row = s.reader.conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
@@ -219,9 +222,13 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
     _set_phase(s, "bench", pooled)
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
+    if s.waits is not None:
+        s.waits.begin()
     bench_start = time.time()
     execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch)
     bench_end = time.time()
+    if s.waits is not None:
+        s.waits.end()
     _set_phase(s, "post", pooled)
     pooler, died = _pooler_after(pooled, pool_before)
     idle_alive = _end_facts(s, holder, pooled, facts)
@@ -232,9 +239,10 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
         time.sleep(rest)
+    profile = s.waits.result(s.activity.bench_pids()) if s.waits is not None and s.activity is not None else None
     return _Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
-                    spec.variant.idle - idle_alive if holder is not None else 0, watch)
+                    spec.variant.idle - idle_alive if holder is not None else 0, watch, profile)
 
 
 def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
@@ -358,7 +366,7 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     if x.facts.get(StepFact.SERVER_RESTARTED):
         status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
-                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler)
+                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler, x.wait_sampling)
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,

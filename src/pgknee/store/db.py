@@ -30,7 +30,7 @@ from pgknee.store.migrate import (
     raw_mark,
     read_header,
 )
-from pgknee.types import OsSample, PoolerRecord, PoolerSample, RunData, RunRecord, ScriptRow, StepRecord
+from pgknee.types import OsSample, PoolerRecord, PoolerSample, RunData, RunRecord, ScriptRow, StepRecord, WaitSampling
 
 __all__ = ["SCHEMA_VERSION", "Store", "load_run", "busy_timeout_s"]
 
@@ -285,6 +285,18 @@ class Store:
              f"{cond} GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2")
         return [(a, b, int(c)) for a, b, c in self.db.execute(q, (*step_ids, *phases)).fetchall()]
 
+    def wait_sampling(self, step_ids: Sequence[int]) -> dict[int, WaitSampling]:
+        """pg_wait_sampling's profile of each step that has one (format 11 on)."""
+        out = {}
+        q = ("SELECT step_id, probes, probes_counted, window_s, backends FROM step_wait_sampling "
+             f"WHERE step_id IN ({_marks(step_ids)})")
+        for sid, probes, counted, window_s, backends in self.db.execute(q, tuple(step_ids)).fetchall():
+            counts = self.db.execute("SELECT wait_event_type, wait_event, count FROM step_wait_profile "
+                                     "WHERE step_id = ? ORDER BY count DESC, 1, 2", (sid,)).fetchall()
+            out[int(sid)] = WaitSampling(int(probes), bool(counted), float(window_s), int(backends),
+                                         tuple((str(t), str(e), int(n)) for t, e, n in counts))
+        return out
+
     def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:
         cols = ", ".join(f for f in OsSample.__slots__ if f != "phase")
         q = (f"SELECT {cols.replace('epoch', 'epoch, _phase')} FROM os_samples WHERE step_id = ? "
@@ -473,4 +485,4 @@ def load_run(store: Store, ref: str) -> RunData:
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
         pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
         facts={i: f for i in ids if (f := store.step_facts(i))},
-        progress={i: pr for i in ids if (pr := store.progress(i))})
+        progress={i: pr for i in ids if (pr := store.progress(i))}, wait_sampling=store.wait_sampling(ids))
