@@ -183,39 +183,45 @@ def _sleep(conn: psycopg.Connection[Any]) -> None:
 
 def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None]) -> tuple[WaitProfiler | None, str]:
     """A profiler when pg_wait_sampling is loaded with profile_pid on (created in pgknee's own
-    databases when `create`: the embedded server), and what to record about it."""
+    'postgres' database when `create`: the embedded server), and what to record about it."""
+    other = dataclasses.replace(endpoint, params={**endpoint.params, "dbname": REFERENCE_DB})
     try:
-        with endpoint.connect("setup") as conn:
-            loaded = _loaded(conn)
-            if loaded is not None:
-                return None, loaded
+        where = _database_with_extension(endpoint, other, create)
+        if where is None:
+            return None, f"off: {_why_not(endpoint)} ({HOW_TO_ENABLE})"
+        with where.connect("setup") as conn:
             period = float(_setting(conn, "pg_wait_sampling.profile_period") or 10)
             if _setting(conn, "pg_wait_sampling.profile_pid") != "on":
                 return None, "off: pg_wait_sampling.profile_pid is off (it must be on to tell the benchmark apart)"
-        other = dataclasses.replace(endpoint, params={**endpoint.params, "dbname": REFERENCE_DB})
-        where = _database_with_extension(endpoint, other, create)
-        if where is None:
-            return None, f"off: the pg_wait_sampling extension is not created in this database ({HOW_TO_ENABLE})"
+            conn.execute("SELECT count(*) FROM pg_wait_sampling_profile")  # loaded, and readable by this role
         reference = other if _can_connect(other) else None
     except (psycopg.Error, PgkneeError) as e:
         return None, f"off: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
     note = (f"on, profile_period {period:g} ms, probes counted on a session in '{REFERENCE_DB}'" if reference
             else f"on, profile_period {period:g} ms, probes assumed (no session in '{REFERENCE_DB}' could be held)")
     say(f"pg_wait_sampling: {note}")
-    return WaitProfiler(where, reference, period), f"{note}"
+    return WaitProfiler(where, reference, period), note
 
 
 def _setting(conn: psycopg.Connection[Any], name: str) -> str | None:
-    row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
+    """A setting, or None when it does not exist or this role may not read it."""
+    try:
+        row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
     return str(row[0]) if row and row[0] is not None else None
 
 
-def _loaded(conn: psycopg.Connection[Any]) -> str | None:
-    """None when the library is loaded; else why the second source is off."""
-    libs = (_setting(conn, "shared_preload_libraries") or "").replace('"', "").split(",")
-    if EXTENSION not in [x.strip() for x in libs]:
-        return f"off: pg_wait_sampling is not loaded ({HOW_TO_ENABLE})"
-    return None
+def _loaded(conn: psycopg.Connection[Any]) -> bool | None:
+    """Whether the library is preloaded (None: this role cannot see shared_preload_libraries)."""
+    libs = _setting(conn, "shared_preload_libraries")
+    return None if libs is None else EXTENSION in [x.strip() for x in libs.replace('"', "").split(",")]
+
+
+def _why_not(endpoint: Endpoint) -> str:
+    with endpoint.connect("setup") as conn:
+        loaded = _loaded(conn)
+    return "pg_wait_sampling is not loaded" if loaded is False else "the pg_wait_sampling extension is not created"
 
 
 def _database_with_extension(bench: Endpoint, other: Endpoint, create: bool) -> Endpoint | None:
@@ -224,7 +230,7 @@ def _database_with_extension(bench: Endpoint, other: Endpoint, create: bool) -> 
     'postgres' only on pgknee's own server."""
     for ep in (other, bench):
         with contextlib.suppress(psycopg.Error, PgkneeError), ep.connect("setup") as conn:
-            if create and ep is other:
+            if create and ep is other and _loaded(conn):
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
             if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (EXTENSION,)).fetchone():
                 return ep

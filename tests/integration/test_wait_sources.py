@@ -1,0 +1,71 @@
+"""pg_wait_sampling as a second wait source, against real servers: the embedded server preloads
+it and each step stores its profile beside the pg_stat_activity samples; a user's server is
+read only when the extension is already there, and never gets it from pgknee."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from pgknee.analyze.waitsource import compare_sources
+from pgknee.store.db import Store
+from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, sql
+
+
+def test_the_embedded_server_records_a_second_profile_per_step(tmp_path: Path) -> None:
+    store = tmp_path / "w.db"
+    r = pgknee("run", "--clients", "4", "--duration", "6s", "--scale", SCALE, "--store", str(store), *QUICK,
+               cwd=tmp_path)
+    assert r.code == 0, r.err
+    (note,) = sql(store, "SELECT value FROM run_environment WHERE key = 'collect.wait_sampling'")
+    assert str(note[0]).startswith("on, profile_period 10 ms, probes counted"), note
+    ((step_id, probes, counted, window_s, backends),) = sql(
+        store, "SELECT step_id, probes, probes_counted, window_s, backends FROM step_wait_sampling")
+    assert counted == 1 and backends == 4
+    assert 90 <= probes / window_s <= 100.5  # the collector's real rate: a little under 100 Hz
+    s = Store(str(store), create=False)
+    c = compare_sources(s.wait_counts([step_id], ("bench",), "client"), s.snapshot_count([step_id], ("bench",)),
+                        list(s.wait_sampling([step_id]).values()))
+    assert c is not None and c.profile_total > 0.1  # e-wallet at 4 clients waits on WAL
+    # both measure the same waits: within the sampling error, or 40%
+    assert c.agree or abs(c.total_diff_pct or 0) < 40, (c.sampled_total, c.profile_total)
+    out = pgknee("waits", "last", "--store", str(store))
+    assert out.code == 0, out.err
+    assert "pg_stat_activity, sampled 10 Hz" in out.out and "pg_wait_sampling, in-server, ~9" in out.out
+    assert "Agreement: waits other than CPU and Client total" in out.out
+
+
+def _extensions(c: EmbeddedCluster) -> set[tuple[str, str]]:
+    out = set()
+    for db in ("pgknee", "postgres"):
+        with psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname=db) as conn:
+            out |= {(db, str(n)) for (n,) in conn.execute("SELECT extname FROM pg_extension").fetchall()}
+    return out
+
+
+def test_a_users_server_is_read_only_when_the_extension_is_there(server: EmbeddedCluster, tmp_path: Path) -> None:
+    store = tmp_path / "u.db"
+    before = _extensions(server)
+    run = ("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "2s", "--scale", SCALE, "--schema",
+           "bench_ws", "--store", str(store), *QUICK)
+    r = pgknee(*run, env=APP_ENV, cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert _extensions(server) == before  # loaded there (the fixture preloads it) but never created by pgknee
+    (note,) = sql(store, "SELECT value FROM run_environment WHERE key = 'collect.wait_sampling'")
+    assert "extension is not created" in str(note[0]) and "CREATE EXTENSION pg_wait_sampling" in str(note[0])
+    assert sql(store, "SELECT count(*) FROM step_wait_sampling") == [(0,)]
+    # the user creates it: the next run reads it, as the app role
+    with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
+                         autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
+    try:
+        r = pgknee(*run, env=APP_ENV, cwd=tmp_path)
+        assert r.code == 0, r.err
+        assert sql(store, "SELECT count(*), min(probes_counted) FROM step_wait_sampling") == [(1, 1)]
+    finally:
+        with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
+                             autocommit=True) as conn:
+            conn.execute("DROP EXTENSION IF EXISTS pg_wait_sampling")
