@@ -200,7 +200,9 @@ def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None
     note = (f"on, profile_period {period:g} ms, probes counted on a session in '{REFERENCE_DB}'" if reference
             else f"on, profile_period {period:g} ms, probes assumed (no session in '{REFERENCE_DB}' could be held)")
     say(f"pg_wait_sampling: {note}")
-    return WaitProfiler(where, reference, period), note
+    profiler = WaitProfiler(where, reference, period)
+    profiler.begin()  # its sessions open now, and are counted with the server's connections in use
+    return profiler, note
 
 
 def _setting(conn: psycopg.Connection[Any], name: str) -> str | None:

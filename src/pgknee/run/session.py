@@ -82,6 +82,11 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     child_env = target.endpoint.child_env(work_dir, target.run_as)
     stats_conn = target.endpoint.connect("stats")
     stack.callback(stats_conn.close)
+    # its sessions open before the server's connections are counted (check_capacity)
+    waits, waits_note = (open_profiler(target.endpoint, create=target.created_by_pgknee, say=ui.say)
+                         if plan.sample_interval_s else (None, "off: no pg_stat_activity sampling"))
+    if waits is not None:
+        stack.callback(waits.close)
     server = read_server(stats_conn)
     check_capacity(plan, target, server)
     _start_poolers(plan, prepared.poolers, target, ui)
@@ -94,10 +99,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
                           {name: [(s.name, text) for s, text in pairs] for name, pairs in texts.items()})
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
     stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
-    waits, env[keys.Env.WAIT_SAMPLING] = (open_profiler(target.endpoint, create=target.created_by_pgknee, say=ui.say)
-                                          if plan.sample_interval_s else (None, "off: no pg_stat_activity sampling"))
-    if waits is not None:
-        stack.callback(waits.close)
+    env[keys.Env.WAIT_SAMPLING] = waits_note
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target)})
     if record.argv:
         writer.add_command(None, "pgknee", record.argv)
