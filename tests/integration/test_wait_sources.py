@@ -36,6 +36,11 @@ def test_the_embedded_server_records_a_second_profile_per_step(tmp_path: Path) -
     assert out.code == 0, out.err
     assert "pg_stat_activity, sampled 10 Hz" in out.out and "pg_wait_sampling, in-server, ~9" in out.out
     assert "Agreement: waits other than CPU and Client total" in out.out
+    # and the run's report, in its wait section
+    shown = pgknee("show", "last", "--store", str(store))
+    assert shown.code == 0 and "Wait sources c4: two wait sources, 1 step(s)" in shown.out
+    assert pgknee("report", "last", "--store", str(store), "--output", str(tmp_path / "r.md")).code == 0
+    assert "Two wait sources: pg_stat_activity and pg_wait_sampling" in (tmp_path / "r.md").read_text()
 
 
 def _extensions(c: EmbeddedCluster) -> set[tuple[str, str]]:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgknee.types import WaitSampling
+from pgknee.types import RunData, StepRecord, WaitSampling
 
 NOT_COMPARED_TYPES = frozenset({"CPU", "Client"})
 Z = 2.0  # a difference beyond 2 combined sigmas is not sampling noise (about 1 event in 20 by chance)
@@ -103,3 +103,15 @@ def _row(key: tuple[str, str], s_n: int, snapshots: int, p_n: int, probes: int) 
     rate = max(s_aas, p_aas)
     beyond = comparable and abs(s_aas - p_aas) > Z * math.sqrt(rate / snapshots + rate / probes)
     return SourceRow(key[0], key[1], s_aas, s_err, None if key[0] == "CPU" else p_aas, p_err, comparable, beyond)
+
+
+def group_sources(data: RunData, steps: Sequence[StepRecord]) -> SourceComparison | None:
+    """The comparison over a client count's completed steps that have both sources."""
+    ids = [s.step_id for s in steps if s.step_id in data.wait_sampling]
+    counts: dict[tuple[str, str], int] = {}
+    for i in ids:
+        for t, e, n in data.waits.get(i, []):
+            counts[(t, e)] = counts.get((t, e), 0) + n
+    snapshots = sum(data.snaps.get(i, (0, 0.0, 0.0))[0] for i in ids)
+    return compare_sources([(t, e, n) for (t, e), n in counts.items()], snapshots,
+                           [data.wait_sampling[i] for i in ids])

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
-from pgknee.analyze.waitsource import NOT_COMPARED_TYPES, SourceComparison, Z
+from pgknee.analyze.records import RunView
+from pgknee.analyze.waitsource import NOT_COMPARED_TYPES, SourceComparison, Z, group_sources
 
 MAX_ROWS = 15
 
@@ -45,3 +47,19 @@ SOURCES_NOTE = ("pg_wait_sampling samples only processes in a wait event and doe
                 "has no CPU, and a Client wait there is idle time as often as not, so those are not compared. "
                 "AAS there = count / the collector's probes in the bench window (counted on a session asleep "
                 "in pg_sleep, not assumed from the 10 ms setting). ! = beyond 2σ of sampling error.")
+
+
+def run_sources(view: RunView, variant: str) -> list[tuple[Table, str]]:
+    """Per client count of `variant` with both sources: its table and agreement line."""
+    out = []
+    for g in view.groups:
+        if g.variant == variant and (c := group_sources(view.data, g.done)) is not None:
+            out.append((sources_table(f"Wait sources {g.label}", c), agreement_line(c)))
+    return out
+
+
+def sources_items(view: RunView, variant: str) -> list[Table | Text]:
+    """What the terminal shows: the tables, each with its agreement line, then the note."""
+    pairs = run_sources(view, variant)
+    items: list[Table | Text] = [x for t, line in pairs for x in (t, Text(line))]
+    return [*items, Text(SOURCES_NOTE, style="dim")] if pairs else []
