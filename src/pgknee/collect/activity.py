@@ -209,7 +209,9 @@ class ActivitySampler:
             cur.snapshots.append((at, phase, epoch, head[0], head[1], head[2], head[3], ms))
             cur.rows.extend((at, phase, *r[4:]) for r in rows if r[4] is not None)
             if phase == "bench":  # (the rows may go to the sink before the step ends: kept apart)
-                cur.bench_pids.update(int(r[4]) for r in rows if r[4] is not None and r[-1] == "client backend")
+                db = self.endpoint.params.get("dbname")  # r[4:]: pid, leader_pid, datid, datname, ...
+                cur.bench_pids.update(int(r[4]) for r in rows
+                                      if r[4] is not None and r[-1] == "client backend" and r[7] == db)
             slowed = self.pace.observe(ms / 1000.0) is not None  # (begin_step resets it under the lock)
         if slowed:
             self._slowed(int(head[0]))
