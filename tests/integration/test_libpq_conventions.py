@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import psycopg
+
 from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import APP_ENV, QUICK, SCALE, pgknee, sql
@@ -69,3 +71,20 @@ def test_two_hosts_read_write_sslsni_and_keepalives(server: EmbeddedCluster, tmp
     r = pgknee("run", "--dsn", dsn, *RUN, "--store", str(store), env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     _reached(store, server.port)
+
+
+def test_a_keyword_pgbenchs_libpq_does_not_know_is_refused_before_the_run(server: EmbeddedCluster,
+                                                                            tmp_path: Path) -> None:
+    """psycopg's libpq (18 here) knows require_auth; pgbench's (15) does not, and would have
+    connected without it: one line, exit 2, nothing stored and nothing created."""
+    store = tmp_path / "a.db"
+    dsn = f"host=127.0.0.1 port={server.port} user=app dbname=pgknee require_auth=scram-sha-256"
+    r = pgknee("run", "--dsn", dsn, *RUN, "--schema", "bench_never", "--store", str(store), env=APP_ENV,
+               cwd=tmp_path)
+    if r.code == 0:  # a pgbench linked with libpq 16+ takes it, and the run works
+        return
+    assert r.code == 2 and r.err.strip().count("\n") == 0, r.err
+    assert "pgbench's libpq does not know the connection parameter 'require_auth'" in r.err
+    assert not store.exists() or sql(store, "SELECT run_id FROM runs") == []
+    with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="pgknee") as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'bench_never'").fetchone() == (0,)

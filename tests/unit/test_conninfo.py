@@ -94,11 +94,7 @@ def test_child_env_passfile(tmp_path: Path) -> None:
     text = passfile.read_text()
     assert text == "*:*:*:*:s3cr\\:et\\\\Zq9\n"
     assert _unescape(text.rstrip("\n").split(":", 4)[-1]) == PW  # libpq reads back the same password
-    assert env["PGHOST"] == "db.example.com"
-    assert env["PGPORT"] == "5433"
-    assert env["PGUSER"] == "alice"
-    assert env["PGDATABASE"] == "shop"
-    assert env["PGSSLMODE"] == "require"
+    assert parse_dsn(env["PGDATABASE"]) == params  # one conninfo string, which pgbench's libpq expands
     assert "PGPASSWORD" not in env
     assert not any(PW in v for v in env.values())
     assert not any("s3cr" in v for v in env.values())
@@ -114,14 +110,18 @@ def test_child_env_is_built_not_inherited(tmp_path: Path, monkeypatch: pytest.Mo
                        ("PGPASSFILE", "/home/u/.pgpass-custom")):
         monkeypatch.setenv(var, value)
     env = child_env({"host": "h"}, tmp_path / "none")
-    assert env == {"PATH": env["PATH"], "LC_ALL": "C", "PGHOST": "h", "PGPASSFILE": str(tmp_path / "none")}
+    assert env == {"PATH": env["PATH"], "LC_ALL": "C", "PGDATABASE": "host=h", "PGPASSFILE": str(tmp_path / "none")}
 
 
-def test_child_env_uses_libpqs_own_variable_names(tmp_path: Path) -> None:
-    env = child_env({"host": "h", "sslrootcert": "/r.crt", "channel_binding": "require", "gssencmode": "disable",
-                     "krbsrvname": "pg"}, tmp_path / "none")
-    assert (env["PGSSLROOTCERT"], env["PGCHANNELBINDING"], env["PGGSSENCMODE"], env["PGKRBSRVNAME"]) == \
-        ("/r.crt", "require", "disable", "pg")
+def test_child_env_carries_every_keyword_in_one_conninfo(tmp_path: Path) -> None:
+    """Keywords with and without a PG* variable (keepalives_idle, tcp_user_timeout) alike, quoted
+    as libpq quotes them; `options` in PGOPTIONS, where initialisation adds its search_path."""
+    params = {"host": "h", "dbname": "shop db", "sslrootcert": "/r.crt", "channel_binding": "require",
+              "keepalives_idle": "7", "tcp_user_timeout": "9000", "require_auth": "scram-sha-256"}
+    env = child_env({**params, "options": "-c work_mem=8MB"}, tmp_path / "none")
+    assert parse_dsn(env["PGDATABASE"]) == params
+    assert env["PGOPTIONS"] == "-c work_mem=8MB"
+    assert not any(k.startswith("PG") for k in env if k not in ("PGDATABASE", "PGOPTIONS", "PGPASSFILE"))
 
 
 def test_child_env_refuses_what_a_child_cannot_be_given(tmp_path: Path) -> None:
@@ -129,16 +129,6 @@ def test_child_env_refuses_what_a_child_cannot_be_given(tmp_path: Path) -> None:
     for key in ("sslpassword", "replication"):
         with pytest.raises(UserError, match=f"'{key}'"):
             child_env({"host": "h", key: "x"}, tmp_path / "none")
-
-
-def test_keywords_without_a_variable_travel_in_pgdatabase_as_a_conninfo(tmp_path: Path) -> None:
-    """keepalives* and tcp_user_timeout have no PG* variable: pgbench expands a conninfo string
-    given as its database name (PGDATABASE)."""
-    env = child_env({"host": "h", "dbname": "shop db", "keepalives_idle": "7", "tcp_user_timeout": "9000"},
-                    tmp_path / "none")
-    assert parse_dsn(env["PGDATABASE"]) == {"dbname": "shop db", "keepalives_idle": "7", "tcp_user_timeout": "9000"}
-    assert env["PGHOST"] == "h"
-    assert child_env({"host": "h", "dbname": "shop"}, tmp_path / "none")["PGDATABASE"] == "shop"
 
 
 # ---- --target env ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
 from pgknee.collect.serverfacts import ServerFacts, read_server
 from pgknee.collect.waitsampling import WaitProfiler, open_profiler
+from pgknee.driver.pgbench import check_conninfo
 from pgknee.errors import TargetError
 from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers, pin_process_tree
@@ -80,6 +81,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     work_dir = safefs.private_dir("pgknee-run-", reachable_by=target.run_as)
     stack.callback(safefs.remove_private_dir, work_dir)
     child_env = target.endpoint.child_env(work_dir, target.run_as)
+    check_conninfo(prepared.pgbench.path, child_env, target.run_as, str(work_dir))  # its libpq takes every keyword
     stats_conn = target.endpoint.connect("stats")
     stack.callback(stats_conn.close)
     # its sessions open before the server's connections are counted (check_capacity)

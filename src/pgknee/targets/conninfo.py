@@ -4,9 +4,9 @@ One connection truth: the DSN is resolved once, by libpq itself (a first connect
 psycopg, which applies libpq's defaults, the PG* environment, a service file and the
 passfile), and every client pgknee starts (pgbench, the samplers, the idle sessions, a managed
 pgbouncer) is given the parameters that connection really used: the host and address it
-reached, the user, the database, the TLS settings. Children get them as libpq's own
-environment variables (libpq's list, read from PQconndefaults, not a hand-kept map) and the
-password in a 0600 passfile of pgknee's, never in argv or PGPASSWORD.
+reached, the user, the database, the TLS settings. Children get them as one conninfo string in
+PGDATABASE (libpq's keywords, read from PQconndefaults, not a hand-kept map; pgbench's own libpq
+checks them) and the password in a 0600 passfile of pgknee's, never in argv or PGPASSWORD.
 """
 
 from __future__ import annotations
@@ -100,25 +100,24 @@ def env_neutral(params: Mapping[str, str]) -> dict[str, str]:
 
 def child_env(params: Mapping[str, str], passfile: Path) -> dict[str, str]:
     """The environment a libpq child (pgbench) needs to log in, and nothing else: the
-    connection as libpq's environment variables, the passfile, a PATH and the C locale."""
+    connection as one conninfo string in PGDATABASE (pgbench takes it as its database name, and
+    its libpq expands it, checking every keyword: one that pgbench's libpq does not know fails
+    there, loudly, instead of a PG* variable it would ignore), `options` in PGOPTIONS (to which
+    a workload's initialisation adds its search_path), the passfile, a PATH and the C locale."""
     env = base_env()
     options = _libpq_options()
-    in_dbname: dict[str, str] = {}
+    conninfo: dict[str, str] = {}
     for key, value in params.items():
-        var = options.get(key, (None, None))[0]
         if key in _NOT_PASSED or key in _never_passed() or key not in options:
             raise UserError(f"connection parameter {key!r} cannot be passed to pgbench",
                             "remove it from the DSN, or set it where libpq reads it for every client "
                             "(a service file, PGSERVICEFILE)")
-        if var is None:
-            in_dbname[key] = value
+        if key == "options":
+            env["PGOPTIONS"] = value
         else:
-            env[var] = value
-    if in_dbname:
-        # a keyword without an environment variable (keepalives, tcp_user_timeout): pgbench takes
-        # PGDATABASE as its database name and libpq expands a conninfo string given there
-        in_dbname["dbname"] = env.get("PGDATABASE", params.get("user", ""))
-        env["PGDATABASE"] = psycopg.conninfo.make_conninfo(**in_dbname)
+            conninfo[key] = value
+    if conninfo:
+        env["PGDATABASE"] = psycopg.conninfo.make_conninfo(**conninfo)
     env["PGPASSFILE"] = str(passfile)  # pgknee's: a child never reads a passfile of its own finding
     return env
 
