@@ -8,7 +8,7 @@ import pytest
 
 from pgknee.dsn import environment_dsn, parse_dsn, redact_dsn, split_secret
 from pgknee.errors import UserError
-from pgknee.targets.conninfo import child_env, write_passfile
+from pgknee.targets.conninfo import child_env, env_neutral, write_passfile
 
 PW = "s3cr:et\\Zq9"  # ':' and '\' must be escaped in a passfile
 
@@ -95,6 +95,8 @@ def test_child_env_passfile(tmp_path: Path) -> None:
     assert text == "*:*:*:*:s3cr\\:et\\\\Zq9\n"
     assert _unescape(text.rstrip("\n").split(":", 4)[-1]) == PW  # libpq reads back the same password
     assert parse_dsn(env["PGDATABASE"]) == params  # one conninfo string, which pgbench's libpq expands
+    assert (env["PGHOST"], env["PGPORT"], env["PGUSER"], env["PGSSLMODE"]) == ("db.example.com", "5433", "alice",
+                                                                               "require")  # and the variables
     assert "PGPASSWORD" not in env
     assert not any(PW in v for v in env.values())
     assert not any("s3cr" in v for v in env.values())
@@ -110,7 +112,8 @@ def test_child_env_is_built_not_inherited(tmp_path: Path, monkeypatch: pytest.Mo
                        ("PGPASSFILE", "/home/u/.pgpass-custom")):
         monkeypatch.setenv(var, value)
     env = child_env({"host": "h"}, tmp_path / "none")
-    assert env == {"PATH": env["PATH"], "LC_ALL": "C", "PGDATABASE": "host=h", "PGPASSFILE": str(tmp_path / "none")}
+    assert env == {"PATH": env["PATH"], "LC_ALL": "C", "PGHOST": "h", "PGDATABASE": "host=h",
+                   "PGPASSFILE": str(tmp_path / "none")}
 
 
 def test_child_env_carries_every_keyword_in_one_conninfo(tmp_path: Path) -> None:
@@ -120,8 +123,7 @@ def test_child_env_carries_every_keyword_in_one_conninfo(tmp_path: Path) -> None
               "keepalives_idle": "7", "tcp_user_timeout": "9000", "require_auth": "scram-sha-256"}
     env = child_env({**params, "options": "-c work_mem=8MB"}, tmp_path / "none")
     assert parse_dsn(env["PGDATABASE"]) == params
-    assert env["PGOPTIONS"] == "-c work_mem=8MB"
-    assert not any(k.startswith("PG") for k in env if k not in ("PGDATABASE", "PGOPTIONS", "PGPASSFILE"))
+    assert env["PGOPTIONS"] == "-c work_mem=8MB" and env["PGREQUIREAUTH"] == "scram-sha-256"
 
 
 def test_child_env_refuses_what_a_child_cannot_be_given(tmp_path: Path) -> None:
@@ -147,3 +149,16 @@ def test_environment_dsn_without_a_server_is_one_clear_refusal() -> None:
     with pytest.raises(UserError) as ei:
         environment_dsn({"PGUSER": "u", "PGPORT": "5432", "PGHOST": ""})
     assert "names no server" in ei.value.message and "PGHOST" in (ei.value.hint or "")
+
+
+def test_a_service_in_pgknees_environment_does_not_reach_its_own_connections(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PGSERVICE cannot be unset for a connection, but what its service sets can be: libpq's
+    defaults (PQconndefaults, which applies the service) say which, and they are set back."""
+    services = tmp_path / "services.conf"
+    services.write_text("[tlssvc]\nsslmode=require\nkeepalives_idle=3\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(services))
+    monkeypatch.setenv("PGSERVICE", "tlssvc")
+    neutral = env_neutral({"host": "/tmp", "port": "5432", "user": "u", "dbname": "d"})
+    assert neutral == {"sslmode": "prefer", "keepalives_idle": ""}
+    assert env_neutral({"host": "h", "user": "u", "dbname": "d", "sslmode": "require", "keepalives_idle": "3"}) == {}

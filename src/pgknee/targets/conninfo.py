@@ -85,16 +85,20 @@ def _default_tls_files(params: dict[str, str]) -> None:
 
 
 def env_neutral(params: Mapping[str, str]) -> dict[str, str]:
-    """libpq's built-in defaults for every parameter whose variable is set in pgknee's own
-    environment and that `params` does not give: a connection made inside pgknee then depends
-    on `params` alone, as a child's does. PGSERVICE cannot be neutralised (libpq looks an empty
-    service up): the endpoint's resolved parameters are explicit, and win over a service's."""
+    """libpq's built-in defaults for every parameter that `params` does not give and that pgknee's
+    own environment would set: its variable is set, or a service (PGSERVICE) gives it, as
+    PQconndefaults reports. A connection made inside pgknee then depends on `params` alone, as
+    a child's does. (PGSERVICE itself cannot be neutralised: libpq looks an empty service up; what
+    the service sets is, here.)"""
     out = {}
     for o in pq.Conninfo.get_defaults():
         key = o.keyword.decode()
-        if o.envvar and key not in params and os.environ.get(o.envvar.decode()) is not None \
-                and key not in ("password", "passfile", "service"):
-            out[key] = o.compiled.decode() if o.compiled else ""
+        if key in params or key in ("password", "passfile", "service"):
+            continue
+        compiled = o.compiled.decode() if o.compiled else ""
+        from_env = o.envvar is not None and os.environ.get(o.envvar.decode()) is not None
+        if from_env or (o.val is not None and o.val.decode() != compiled and key not in ("user", "dbname")):
+            out[key] = compiled
     return out
 
 
@@ -102,8 +106,9 @@ def child_env(params: Mapping[str, str], passfile: Path) -> dict[str, str]:
     """The environment a libpq child (pgbench) needs to log in, and nothing else: the
     connection as one conninfo string in PGDATABASE (pgbench takes it as its database name, and
     its libpq expands it, checking every keyword: one that pgbench's libpq does not know fails
-    there, loudly, instead of a PG* variable it would ignore), `options` in PGOPTIONS (to which
-    a workload's initialisation adds its search_path), the passfile, a PATH and the C locale."""
+    there, loudly, instead of a PG* variable it would ignore; the string wins over the variables,
+    which are set too), `options` in PGOPTIONS only (to which a workload's initialisation adds
+    its search_path), the passfile, a PATH and the C locale."""
     env = base_env()
     options = _libpq_options()
     conninfo: dict[str, str] = {}
@@ -112,9 +117,10 @@ def child_env(params: Mapping[str, str], passfile: Path) -> dict[str, str]:
             raise UserError(f"connection parameter {key!r} cannot be passed to pgbench",
                             "remove it from the DSN, or set it where libpq reads it for every client "
                             "(a service file, PGSERVICEFILE)")
-        if key == "options":
-            env["PGOPTIONS"] = value
-        else:
+        var = options[key][0]
+        if var is not None:  # also as its variable: what Debian's pg_wrapper reads to choose a pgbench
+            env[var] = value
+        if key != "options":
             conninfo[key] = value
     if conninfo:
         env["PGDATABASE"] = psycopg.conninfo.make_conninfo(**conninfo)
