@@ -4,6 +4,7 @@ read only when the extension is already there, and never gets it from pgknee."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import psycopg
@@ -41,6 +42,9 @@ def test_the_embedded_server_records_a_second_profile_per_step(tmp_path: Path) -
     assert shown.code == 0 and "Wait sources c4: two wait sources, 1 step(s)" in shown.out
     assert pgknee("report", "last", "--store", str(store), "--output", str(tmp_path / "r.md")).code == 0
     assert "Two wait sources: pg_stat_activity and pg_wait_sampling" in (tmp_path / "r.md").read_text()
+    assert pgknee("show", "last", "--store", str(store), "--json", str(tmp_path / "r.json")).code == 0
+    (step,) = json.loads((tmp_path / "r.json").read_text())["steps"]
+    assert step["wait_sampling"]["probes"] == probes and 90 <= step["wait_sampling"]["probe_hz"] <= 100.5
 
 
 def _extensions(c: EmbeddedCluster) -> set[tuple[str, str]]:
