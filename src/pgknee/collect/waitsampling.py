@@ -96,10 +96,12 @@ class WaitProfiler:
     """Reads the profile around a step's bench phase (`begin`, `end`) and makes the step's
     record (`result`). A failure never fails the step: the step has no second profile."""
 
-    def __init__(self, endpoint: Endpoint, reference: Endpoint | None, period_ms: float) -> None:
+    def __init__(self, endpoint: Endpoint, reference: Endpoint | None, period_ms: float,
+                 say: Callable[[str], None] = lambda _: None) -> None:
         self.endpoint = endpoint  # the database where the extension is
         self.reference_endpoint = reference
         self.period_ms = period_ms
+        self.say = say
         self.errors: list[str] = []
         self._conn: psycopg.Connection[Any] | None = None
         self._ref: _Reference | None = None
@@ -107,9 +109,19 @@ class WaitProfiler:
         self._after: tuple[float, Profile] | None = None
 
     def _profile(self) -> Profile:
-        if self._conn is None or self._conn.closed or self._conn.broken:
+        """The profile now; on a new session once when the one held was ended (a DBA's
+        pg_terminate_backend, an idle-session timeout) since the last read."""
+        fresh = self._conn is None or self._conn.closed or self._conn.broken
+        if fresh:
             self._conn = self.endpoint.connect("waitprofile")
-        rows = self._conn.execute(PROFILE_SQL).fetchall()
+        assert self._conn is not None
+        try:
+            rows = self._conn.execute(PROFILE_SQL).fetchall()
+        except psycopg.OperationalError:
+            if fresh:
+                raise
+            self._conn = None
+            return self._profile()
         return {(int(p), str(t), str(e)): int(n) for p, t, e, n in rows}
 
     def _ensure_reference(self) -> None:
@@ -146,7 +158,10 @@ class WaitProfiler:
         return step_profile(before[1], after[1], after[0] - before[0], pids, ref, self.period_ms)
 
     def _failed(self, e: BaseException) -> None:
-        self.errors.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        self.errors.append(why)
+        with contextlib.suppress(Exception):  # whoever listens, the step goes on
+            self.say(f"pg_wait_sampling's profile could not be read ({why}): this step has no second wait profile")
         with contextlib.suppress(psycopg.Error):
             if self._conn is not None:
                 self._conn.close()
@@ -157,7 +172,7 @@ class WaitProfiler:
         if ref is None:
             return
         with contextlib.suppress(psycopg.Error):
-            ref.conn.cancel()
+            ref.conn.cancel_safe(timeout=2)  # bounded: the server may be unreachable by now
         ref.thread.join(timeout=5)
         with contextlib.suppress(psycopg.Error):
             ref.conn.close()
@@ -200,7 +215,7 @@ def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None
     note = (f"on, profile_period {period:g} ms, probes counted on a session in '{REFERENCE_DB}'" if reference
             else f"on, profile_period {period:g} ms, probes assumed (no session in '{REFERENCE_DB}' could be held)")
     say(f"pg_wait_sampling: {note}")
-    profiler = WaitProfiler(where, reference, period)
+    profiler = WaitProfiler(where, reference, period, say)
     profiler.begin()  # its sessions open now, and are counted with the server's connections in use
     return profiler, note
 
