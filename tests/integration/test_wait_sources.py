@@ -5,11 +5,13 @@ read only when the extension is already there, and never gets it from pgknee."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import psycopg
 
 from pgknee.analyze.waitsource import compare_sources
+from pgknee.collect.waitsampling import open_profiler
 from pgknee.store.db import Store
 from pgknee.targets.local import EmbeddedCluster
 
@@ -77,4 +79,34 @@ def test_a_users_server_is_read_only_when_the_extension_is_there(server: Embedde
     finally:
         with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
                              autocommit=True) as conn:
+            conn.execute("DROP EXTENSION IF EXISTS pg_wait_sampling")
+
+
+def test_a_terminated_profile_session_is_replaced(server: EmbeddedCluster) -> None:
+    """A DBA's pg_terminate_backend of both of the profiler's sessions between steps: the next
+    step still gets its profile, its probes counted on a new reference session."""
+    def superuser(db: str) -> psycopg.Connection[tuple[object, ...]]:
+        return psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname=db, autocommit=True)
+
+    with superuser("postgres") as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
+    said: list[str] = []
+    profiler, note = open_profiler(server.endpoint, create=False, say=said.append)
+    try:
+        assert profiler is not None and note.startswith("on,"), note
+        with superuser("pgknee") as conn:
+            ended = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                 "WHERE application_name LIKE 'pgknee:waitprofile%'").fetchone()
+        assert ended == (2,)
+        time.sleep(0.3)
+        profiler.begin()
+        time.sleep(1.0)
+        profiler.end()
+        result = profiler.result(frozenset({1}))
+        assert result is not None and result.probes_counted and 90 <= result.probes / result.window_s <= 100.5
+        assert profiler.errors == [] and len(said) == 1  # only the note: nothing failed
+    finally:
+        if profiler is not None:
+            profiler.close()
+        with superuser("postgres") as conn:
             conn.execute("DROP EXTENSION IF EXISTS pg_wait_sampling")
