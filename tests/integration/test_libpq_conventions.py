@@ -63,11 +63,13 @@ def test_target_env_follows_pghost_and_friends(server: EmbeddedCluster, tmp_path
 
 
 def test_two_hosts_read_write_sslsni_and_keepalives(server: EmbeddedCluster, tmp_path: Path) -> None:
-    """The first host is a closed port: libpq goes on to the second, and every client pgknee
-    starts is given the host actually reached; keywords pgbench has no variable for travel too."""
+    """One host is a closed port (first, or in random order: load_balance_hosts, libpq 16+): libpq
+    goes on to the other, and every client pgknee starts is given the host actually reached (so
+    pgbench's libpq 15 never sees load_balance_hosts); keywords with no PG* variable travel too."""
     store = tmp_path / "m.db"
     dsn = (f"host=127.0.0.1,127.0.0.1 port={_closed_port()},{server.port} user=app dbname=pgknee "
-           "target_session_attrs=read-write sslsni=0 keepalives_idle=7 tcp_user_timeout=9000 connect_timeout=3")
+           "target_session_attrs=read-write load_balance_hosts=random sslsni=0 keepalives_idle=7 "
+           "tcp_user_timeout=9000 connect_timeout=3")
     r = pgknee("run", "--dsn", dsn, *RUN, "--store", str(store), env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     _reached(store, server.port)
