@@ -48,6 +48,7 @@ from typing import Any
 from pgknee import proc
 from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
 from pgknee.collect.pgstats import StatsReader
+from pgknee.collect.waitsampling import PROFILE_SQL, probes_of, profile_diff  # what `pgknee run` reads and counts
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
 from pgknee.plan import WorkloadSpec, parse_seconds
 from pgknee.targets.base import Endpoint
@@ -65,13 +66,10 @@ WAIT_SAMPLING_SETTINGS = {"shared_preload_libraries": "pg_wait_sampling",
 # --steady: no commit fsync, no checkpoint or autovacuum inside a step: CPU-bound, the worst case
 STEADY_SETTINGS = {"autovacuum": "off", "checkpoint_timeout": "1h", "max_wal_size": "16GB",
                    "synchronous_commit": "off"}
-REFERENCE_EVENT = ("Timeout", "PgSleep")
 # pg_wait_sampling cannot tell a session's state: Client waits are idle time as often as not,
 # and version 1.1 does not sample CPU at all
 NOT_COMPARED_TYPES = frozenset({"Client", "CPU"})
 COL = {name: i + 2 for i, name in enumerate(ACTIVITY_COLUMNS)}  # sampler rows: (at, phase, *columns)
-PROFILE_SQL = ("SELECT pid, coalesce(event_type, 'CPU'), coalesce(event, 'running'), sum(count)::bigint "
-               "FROM pg_wait_sampling_profile GROUP BY 1, 2, 3")
 
 EventKey = tuple[str, str]
 Profile = dict[tuple[int, str, str], int]
@@ -117,13 +115,6 @@ def bench_pids(rows: Iterable[Sequence[Any]], application: str = "pgbench") -> f
                      if r[COL["backend_type"]] == "client backend" and r[COL["application_name"]] == application)
 
 
-def profile_diff(before: Profile, after: Profile) -> Profile:
-    """Counts added between two reads of pg_wait_sampling's profile (entries that are new count
-    from 0; a reset in between would give negatives, which are dropped)."""
-    out = {k: n - before.get(k, 0) for k, n in after.items()}
-    return {k: n for k, n in out.items() if n > 0}
-
-
 def profile_events(diff: Profile, pids: frozenset[int], probes: int) -> dict[EventKey, float]:
     """AAS per wait event of `pids` from a profile diff: counts / probes."""
     if probes <= 0:
@@ -133,12 +124,6 @@ def profile_events(diff: Profile, pids: frozenset[int], probes: int) -> dict[Eve
         if pid in pids:
             counts[(etype, event)] += n
     return {k: n / probes for k, n in counts.items()}
-
-
-def probes_of(diff: Profile, reference_pid: int) -> int:
-    """Probes pg_wait_sampling made in the diff's window: the count of a session that slept in
-    pg_sleep all along (it is in Timeout:PgSleep at every probe)."""
-    return diff.get((reference_pid, *REFERENCE_EVENT), 0)
 
 
 def compare_events(sampled: dict[EventKey, float], reference: dict[EventKey, float], *,

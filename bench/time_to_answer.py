@@ -130,7 +130,8 @@ def outcome(store: Path, wall_s: float) -> Outcome:
     from pgknee.analyze.recommend import recommend
     from pgknee.analyze.run import build
     from pgknee.keys import Env
-    from pgknee.store.db import Store, load_run
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
 
     view = build(load_run(Store(str(store), create=False), "last"))
     rec = recommend(view)

@@ -48,3 +48,26 @@ def scrub_secrets(text: str) -> str:
     """Any password in free text (a URI's user:password@, a password=... keyword) replaced by
     ***: the last guard before a command line or a plan file is stored or shown."""
     return _KEY_PASSWORD.sub(r"\1***", _URI_PASSWORD.sub(r"\1***@", text))
+
+
+TARGETS = ("embedded", "env")
+_NOT_FROM_ENV = (*_SECRET_KEYS, "passfile")  # libpq still reads them from the environment itself
+
+
+def environment_dsn(environ: dict[str, str]) -> str:
+    """`--target env`: the server libpq's own environment variables name (PGHOST, PGSERVICE,
+    PGPORT, PGUSER, PGDATABASE, PGSSLMODE, ...), as a DSN without secrets. The variables are the
+    ones libpq lists (PQconndefaults), not a hand-kept map; the password stays where libpq reads it."""
+    import psycopg.conninfo
+    from psycopg import pq
+
+    params = {}
+    for o in pq.Conninfo.get_defaults():
+        var = o.envvar.decode() if o.envvar else None
+        key = o.keyword.decode()
+        if var and environ.get(var) and key not in _NOT_FROM_ENV:
+            params[key] = environ[var]
+    if not any(k in params for k in ("host", "hostaddr", "service")):
+        raise UserError("--target env: the environment names no server (neither PGHOST, PGHOSTADDR nor PGSERVICE "
+                        "is set)", "set PGHOST (with PGPORT, PGUSER, PGDATABASE as needed) or PGSERVICE, or give --dsn")
+    return psycopg.conninfo.make_conninfo(**params)

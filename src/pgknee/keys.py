@@ -56,6 +56,7 @@ class Env(StrEnum):
     CHECK_MONEY_OK = "check.money.ok"
     SAMPLE_ALL_DATABASES = "collect.sample_all_databases"
     QUERY_TEXT = "collect.query_text"
+    WAIT_SAMPLING = "collect.wait_sampling"  # pg_wait_sampling: 'on, ...' or why not
     UNTIL_ANSWER_STOPPED = "until_answer.stopped"  # why an adaptive sweep (--until-answer) stopped
     UNTIL_ANSWER_TARGET = "until_answer.target"  # the answer it looked for: fraction of the peak, p99 target
 

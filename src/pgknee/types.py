@@ -267,10 +267,24 @@ class RunData:
     facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)
     server_os: dict[int, list[ServerOsSample]] = field(default_factory=dict)  # bench phase: the server's OS
+    wait_sampling: dict[int, WaitSampling] = field(default_factory=dict)  # pg_wait_sampling, when loaded
 
 
 # ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------
 Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class WaitSampling:
+    """pg_wait_sampling's profile over one step's bench window (collect.waitsampling): the counts
+    of the benchmark's backends by wait event, and the collector's probes in the window (AAS of
+    an event = count / probes)."""
+
+    probes: int
+    probes_counted: bool  # counted on a session sleeping all along; else assumed from profile_period
+    window_s: float
+    backends: int
+    counts: tuple[tuple[str, str, int], ...]  # (wait_event_type, wait_event, count)
 
 
 @dataclass(frozen=True)
@@ -316,6 +330,7 @@ class StepResult:
     facts: dict[str, float]
     pooler: PoolerResult | None
     server_os_rows: tuple[Row, ...] = ()  # the server's OS (collect.serveros.SERVER_OS_COLUMNS), when sampled
+    wait_sampling: WaitSampling | None = None
 
 
 @dataclass(frozen=True, slots=True)

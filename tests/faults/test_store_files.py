@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pgknee.store.migrate import SCHEMA_VERSION
 from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import (
@@ -140,6 +141,8 @@ def test_an_older_store_is_read_as_it_is_and_upgraded_on_request(measured: tuple
     old = _copy(store, work / "old.db")
     db = sqlite3.connect(old, isolation_level=None)  # format 7: before runs had an owner, unmarked
     db.execute("ALTER TABLE runs DROP COLUMN owner")
+    for table in ("step_wait_profile", "step_wait_sampling"):  # format 11's
+        db.execute(f"DROP TABLE {table}")
     db.execute("PRAGMA user_version = 7")
     db.execute("PRAGMA application_id = 0")
     db.close()
@@ -150,8 +153,9 @@ def test_an_older_store_is_read_as_it_is_and_upgraded_on_request(measured: tuple
     assert "completed  (2/2 steps)" in run("show", "last", "--store", str(old), state=state, cwd=tmp_path).out
     assert _files(work) == before  # read through a copy: the file is as the older pgknee left it
     up = run("store", "upgrade", "--store", str(old), state=state, cwd=tmp_path)
-    assert (up.code, up.out, up.err) == (0, f"{old}: upgraded from format 7 to 8\n", "")
-    assert sql(old, "PRAGMA user_version") == [(8,)] and sql(old, "PRAGMA application_id") == [(0x70676B6E,)]
+    assert (up.code, up.out, up.err) == (0, f"{old}: upgraded from format 7 to {SCHEMA_VERSION}\n", "")
+    assert sql(old, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    assert sql(old, "PRAGMA application_id") == [(0x70676B6E,)]
     assert sql(old, "SELECT owner FROM runs") == [(None,)]
 
 

@@ -28,6 +28,7 @@ def _added(server: EmbeddedCluster, asked: float) -> tuple[float, float, float]:
     return base.median_ms - direct.median_ms, through.median_ms - base.median_ms, through.min_ms
 
 
+@pytest.mark.alone  # a timing measured in microseconds: nothing of the suite beside it
 @pytest.mark.parametrize("asked", [1.0, 5.0])
 def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) -> None:
     """The relay's own cost measured with rtt 0; at 1 ms and 5 ms what it adds beyond that is the
@@ -43,6 +44,7 @@ def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) 
     assert fastest >= 0.9 * asked
 
 
+@pytest.mark.alone
 def test_the_relay_reports_its_lateness_and_cpu(server: EmbeddedCluster) -> None:
     with Relay(server.endpoint, 1.0) as r:
         probe(r.endpoint, expected_ms=1.0)

@@ -10,7 +10,8 @@ from types import ModuleType
 import pytest
 from builders import load_bench
 
-from pgknee.store.db import Store, load_run
+from pgknee.store.db import Store
+from pgknee.store.load import load_run
 
 
 @pytest.fixture(scope="module")

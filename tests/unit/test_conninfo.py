@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pgknee.dsn import parse_dsn, redact_dsn, split_secret
+from pgknee.dsn import environment_dsn, parse_dsn, redact_dsn, split_secret
 from pgknee.errors import UserError
-from pgknee.targets.conninfo import child_env, write_passfile
+from pgknee.targets.conninfo import child_env, env_neutral, write_passfile
 
 PW = "s3cr:et\\Zq9"  # ':' and '\' must be escaped in a passfile
 
@@ -94,11 +94,9 @@ def test_child_env_passfile(tmp_path: Path) -> None:
     text = passfile.read_text()
     assert text == "*:*:*:*:s3cr\\:et\\\\Zq9\n"
     assert _unescape(text.rstrip("\n").split(":", 4)[-1]) == PW  # libpq reads back the same password
-    assert env["PGHOST"] == "db.example.com"
-    assert env["PGPORT"] == "5433"
-    assert env["PGUSER"] == "alice"
-    assert env["PGDATABASE"] == "shop"
-    assert env["PGSSLMODE"] == "require"
+    assert parse_dsn(env["PGDATABASE"]) == params  # one conninfo string, which pgbench's libpq expands
+    assert (env["PGHOST"], env["PGPORT"], env["PGUSER"], env["PGSSLMODE"]) == ("db.example.com", "5433", "alice",
+                                                                               "require")  # and the variables
     assert "PGPASSWORD" not in env
     assert not any(PW in v for v in env.values())
     assert not any("s3cr" in v for v in env.values())
@@ -114,18 +112,53 @@ def test_child_env_is_built_not_inherited(tmp_path: Path, monkeypatch: pytest.Mo
                        ("PGPASSFILE", "/home/u/.pgpass-custom")):
         monkeypatch.setenv(var, value)
     env = child_env({"host": "h"}, tmp_path / "none")
-    assert env == {"PATH": env["PATH"], "LC_ALL": "C", "PGHOST": "h", "PGPASSFILE": str(tmp_path / "none")}
+    assert env == {"PATH": env["PATH"], "LC_ALL": "C", "PGHOST": "h", "PGDATABASE": "host=h",
+                   "PGPASSFILE": str(tmp_path / "none")}
 
 
-def test_child_env_uses_libpqs_own_variable_names(tmp_path: Path) -> None:
-    env = child_env({"host": "h", "sslrootcert": "/r.crt", "channel_binding": "require", "gssencmode": "disable",
-                     "krbsrvname": "pg"}, tmp_path / "none")
-    assert (env["PGSSLROOTCERT"], env["PGCHANNELBINDING"], env["PGGSSENCMODE"], env["PGKRBSRVNAME"]) == \
-        ("/r.crt", "require", "disable", "pg")
+def test_child_env_carries_every_keyword_in_one_conninfo(tmp_path: Path) -> None:
+    """Keywords with and without a PG* variable (keepalives_idle, tcp_user_timeout) alike, quoted
+    as libpq quotes them; `options` in PGOPTIONS, where initialisation adds its search_path."""
+    params = {"host": "h", "dbname": "shop db", "sslrootcert": "/r.crt", "channel_binding": "require",
+              "keepalives_idle": "7", "tcp_user_timeout": "9000", "require_auth": "scram-sha-256"}
+    env = child_env({**params, "options": "-c work_mem=8MB"}, tmp_path / "none")
+    assert parse_dsn(env["PGDATABASE"]) == params
+    assert env["PGOPTIONS"] == "-c work_mem=8MB" and env["PGREQUIREAUTH"] == "scram-sha-256"
 
 
 def test_child_env_refuses_what_a_child_cannot_be_given(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="'keepalives'"):
-        child_env({"host": "h", "keepalives": "1"}, tmp_path / "none")
-    with pytest.raises(UserError, match="'sslpassword'"):
-        child_env({"host": "h", "sslpassword": "x"}, tmp_path / "none")
+    # what libpq marks secret ('*') or a debugging option ('D'): never handed on
+    for key in ("sslpassword", "replication"):
+        with pytest.raises(UserError, match=f"'{key}'"):
+            child_env({"host": "h", key: "x"}, tmp_path / "none")
+
+
+# ---- --target env ------------------------------------------------------------------------------
+
+
+def test_environment_dsn_follows_libpqs_variables() -> None:
+    env = {"PGHOST": "db1,db2", "PGPORT": "5433,5434", "PGUSER": "u", "PGDATABASE": "d", "PGSSLSNI": "0",
+           "PGTARGETSESSIONATTRS": "read-write", "PGPASSWORD": "Sup3rS3cret", "PGPASSFILE": "/p", "HOME": "/h"}
+    dsn = environment_dsn(env)
+    assert parse_dsn(dsn) == {"host": "db1,db2", "port": "5433,5434", "user": "u", "dbname": "d", "sslsni": "0",
+                              "target_session_attrs": "read-write"}
+    assert parse_dsn(environment_dsn({"PGSERVICE": "mysvc"})) == {"service": "mysvc"}
+
+
+def test_environment_dsn_without_a_server_is_one_clear_refusal() -> None:
+    with pytest.raises(UserError) as ei:
+        environment_dsn({"PGUSER": "u", "PGPORT": "5432", "PGHOST": ""})
+    assert "names no server" in ei.value.message and "PGHOST" in (ei.value.hint or "")
+
+
+def test_a_service_in_pgknees_environment_does_not_reach_its_own_connections(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PGSERVICE cannot be unset for a connection, but what its service sets can be: libpq's
+    defaults (PQconndefaults, which applies the service) say which, and they are set back."""
+    services = tmp_path / "services.conf"
+    services.write_text("[tlssvc]\nsslmode=require\nkeepalives_idle=3\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(services))
+    monkeypatch.setenv("PGSERVICE", "tlssvc")
+    neutral = env_neutral({"host": "/tmp", "port": "5432", "user": "u", "dbname": "d"})
+    assert neutral == {"sslmode": "prefer", "keepalives_idle": ""}
+    assert env_neutral({"host": "h", "user": "u", "dbname": "d", "sslmode": "require", "keepalives_idle": "3"}) == {}

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -26,7 +27,8 @@ from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, Stor
 from pgknee.store import claims, sidefile
 from pgknee.store import db as db_mod
 from pgknee.store import writer as writer_mod
-from pgknee.store.db import SCHEMA_VERSION, Store, load_run
+from pgknee.store.db import SCHEMA_VERSION, Store
+from pgknee.store.load import load_run
 from pgknee.store.migrate import APPLICATION_ID, migrations, split_sql
 from pgknee.store.sql import load
 from pgknee.store.writer import RunWriter, import_side_file
@@ -41,6 +43,7 @@ from pgknee.types import (
     ScriptResult,
     StepMeasurement,
     StepResult,
+    WaitSampling,
 )
 
 # the article's wait-profile query (000, section 7), verbatim
@@ -516,7 +519,10 @@ def _full_result(step_id: int) -> StepResult:
                           {"version": "1.21", "delta.total_xact_count": "9"})
     return StepResult(step_id, "completed", None, 0, 1.0, 11.0, PgbenchSummary(1000, 0, 99.5, 20.1, 3.0, 10.0), m,
                       101.0, {"xact_commit": 1002.0}, (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), activity,
-                      (os_row,), {"mem.server_kb": 1234.5}, pooler)
+                      (os_row,), {"mem.server_kb": 1234.5}, pooler, wait_sampling=WAIT_SAMPLING)
+
+
+WAIT_SAMPLING = WaitSampling(980, True, 10.1, 4, (("LWLock", "WALWrite", 1421), ("IO", "WALSync", 510)))
 
 
 def test_a_step_result_round_trips_through_json() -> None:
@@ -533,13 +539,21 @@ def test_the_sampler_s_rate_and_late_ticks_are_step_facts(store: Store) -> None:
     assert "activity.ticks_lost" not in facts  # none lost: no fact
 
 
+def test_pg_wait_sampling_s_profile_is_stored_per_step_and_read_back(store: Store) -> None:
+    w = _run(store, "r", steps=2)
+    sid, bare = _step(w, 1, 2), _step(w, 2, 2)
+    w.write_step(_full_result(sid))
+    w.write_step(dataclasses.replace(_full_result(bare), wait_sampling=None))
+    assert load_run(store, "r").wait_sampling == {sid: WAIT_SAMPLING}
+
+
 def _comparable(data: RunData) -> dict[str, Any]:
     (s,) = data.steps
     i = s.step_id
     return {"step": {k: getattr(s, k) for k in s.__slots__ if k not in ("step_id", "started_at")},
             "scripts": data.scripts[i], "failures": data.failures[i], "pgdb": data.pgdb[i], "os": data.os[i],
             "waits": data.waits[i], "snaps": data.snaps[i], "pooler": data.pooler.get(i), "facts": data.facts.get(i),
-            "progress": data.progress.get(i)}
+            "progress": data.progress.get(i), "wait_sampling": data.wait_sampling.get(i)}
 
 
 def test_a_step_the_store_cannot_take_goes_to_a_side_file_and_comes_back(tmp_path: Path,

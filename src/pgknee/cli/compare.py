@@ -37,7 +37,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pgknee.report.network import network_items
     from pgknee.report.side_by_side import variant_comparison
     from pgknee.report.terminal import compare_header, differences
-    from pgknee.store.db import Store, load_run
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
 
     if len(args.runs) > 2:
         raise UserError("compare takes one run (its variants) or two runs")

@@ -41,7 +41,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     check_writable(args.output)
     from pgknee.analyze.run import build
     from pgknee.report.export import openmetrics, samples_csv, steps_csv
-    from pgknee.store.db import Store, load_run
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
 
     view = build(load_run(Store(args.store, create=False), args.run_id))
     if args.format == "openmetrics":

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def _load(store_path: str, refs: list[str]) -> list[RunData]:
-    from pgknee.store.db import Store, load_run
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
 
     store = Store(store_path, create=False)
     try:

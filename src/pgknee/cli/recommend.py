@@ -105,7 +105,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from pgknee.report.deploy import deployment_items, deployment_json
     from pgknee.report.jsonout import dumps, recommendations_json
     from pgknee.report.terminal import recommendation_items
-    from pgknee.store.db import Store, load_run
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
 
     pools = _deploy_args(args)
     view = build(load_run(Store(args.store, create=False), args.run_id))
@@ -154,7 +155,8 @@ def cmd_size(args: argparse.Namespace) -> int:
     from pgknee.analyze.sizing import reach, sizing
     from pgknee.plan import parse_seconds
     from pgknee.report.terminal import sizing_text
-    from pgknee.store.db import Store, load_run
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
 
     latency_s = parse_seconds(args.latency, "--latency")
     if args.tps <= 0 or (args.cores is not None and args.cores < 1) or args.spindles < 0:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
 from pgknee.cli.recommend import add_recommend_options
+from pgknee.dsn import TARGETS
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.plan import PROTOCOLS, WORKLOADS
 from pgknee.rules import SUMMARIES
@@ -48,6 +49,9 @@ def add_parser(sub: Any) -> None:
 
 def _target_options(p: argparse.ArgumentParser) -> None:
     t = p.add_argument_group("target")
+    t.add_argument("--target", choices=TARGETS, default=None,
+                   help="env: the server libpq's environment names (PGHOST or PGSERVICE, PGPORT, PGUSER, "
+                        "PGDATABASE, ...), without --dsn; embedded (default without --dsn): a throwaway cluster")
     t.add_argument("--dsn", default=None,
                    help="a running server (postgresql://user@host:port/db); default: an embedded throwaway "
                         "cluster. Keep the password out of it: use PGPASSWORD or ~/.pgpass")
@@ -277,7 +281,7 @@ def _results(args: argparse.Namespace, store: Store, run_id: str) -> None:
     from pgknee.report.jsonout import dumps, run_json
     from pgknee.report.output import write_text_file
     from pgknee.report.terminal import recommendation_items, run_report
-    from pgknee.store.db import load_run
+    from pgknee.store.load import load_run
 
     view = build(load_run(store, run_id))
     if args.json:
@@ -320,7 +324,7 @@ def _partial_report(args: argparse.Namespace, store: Store, run_id: str, say: Ca
         say(f"no report written to {args.report}: no step completed")
         return
     from pgknee.analyze.run import build
-    from pgknee.store.db import load_run
+    from pgknee.store.load import load_run
 
     try:  # the run's own error is what the user must see: a report that fails only says so
         _write_report(args, build(load_run(store, run_id)), say)

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pgknee.dsn import parse_dsn, redact_dsn, scrub_secrets, split_secret
+from pgknee.dsn import TARGETS, environment_dsn, parse_dsn, redact_dsn, scrub_secrets, split_secret
 from pgknee.errors import UserError
 from pgknee.plan import DEFAULTS, Plan, PlanFile, load_plan_file, plan_from_values
 from pgknee.scenarios import SMALL_MACHINE_CPUS
@@ -54,7 +54,10 @@ def _dsns_from_environment(flags: dict[str, Any], source: PlanFile | None) -> di
         return key in flags or bool(source and key in source.values)
 
     out = {}
-    if not given("dsn") and os.environ.get("PGKNEE_DSN"):
+    target = flags.get("target") or (source.values.get("target") if source else None)
+    if target is not None:
+        out.update(_target_dsn(target, given("dsn")))
+    elif not given("dsn") and os.environ.get("PGKNEE_DSN"):
         out["dsn"] = os.environ["PGKNEE_DSN"]
     specs = flags.get("variants") or (source.values.get("variants") if source else None) or []
     if any("pooled-external" in str(s) for s in specs):  # the variables matter only to such a variant
@@ -62,6 +65,17 @@ def _dsns_from_environment(flags: dict[str, Any], source: PlanFile | None) -> di
             if not given(key) and os.environ.get(var):
                 out[key] = os.environ[var]
     return out
+
+
+def _target_dsn(target: str, dsn_given: bool) -> dict[str, str]:
+    """--target env: the DSN the environment's PG* variables make (libpq's own list); --target
+    embedded: no DSN (PGKNEE_DSN left alone)."""
+    if target not in TARGETS:
+        raise UserError(f"unknown target {target!r}", f"choose one of {', '.join(TARGETS)}")
+    if dsn_given:
+        raise UserError(f"--target {target} and a DSN both name the server",
+                        "drop --dsn (or the plan's dsn) to use the environment's server, or drop --target")
+    return {"dsn": environment_dsn(dict(os.environ))} if target == "env" else {}
 
 
 def password_note(plan: Plan, argv: list[str]) -> str | None:
@@ -108,7 +122,8 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     from pgknee.analyze.run import build
     from pgknee.plan import parse_clients, plan_from_stored
     from pgknee.store.claims import refusal_for
-    from pgknee.store.db import Store, load_run
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
 
     others = [k for k in FLAG_KEYS if k not in ("clients", "dsn", *_EXTEND_BINARIES)
               and getattr(args, k, None) is not None]
@@ -153,7 +168,8 @@ def resumption(args: argparse.Namespace) -> tuple[Plan, Reopening, Counter[tuple
     from pgknee.plan import plan_from_stored
     from pgknee.run.schedule import schedule
     from pgknee.store.claims import refusal_for
-    from pgknee.store.db import Store, load_run
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
 
     others = [k for k in FLAG_KEYS if k not in ("dsn", *_EXTEND_BINARIES) and getattr(args, k, None) is not None]
     if args.plan or args.scenario or args.extend or others:

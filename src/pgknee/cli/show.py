@@ -143,9 +143,27 @@ def cmd_waits(args: argparse.Namespace) -> int:
         profiles.append((variant, clients, len(ids), profile))
         items.append(wait_table(f"c{clients}" + (f" {variant}" if variant != "base" else "") +
                                 f" ({len(ids)} step(s))", profile))
+        if phases == ("bench",) and args.backend == "client":
+            items += _second_source(store, ids, f"c{clients}" + (f" {variant}" if variant != "base" else ""))
     if args.json:
         from pgknee.report.jsonout import dumps, waits_json
 
         write_text_file(args.json, dumps(waits_json(run.run_id, phases, args.backend, profiles)))
     print_items(items, to_stderr=stdout_outputs(args.json))
     return 0
+
+
+def _second_source(store: Store, ids: list[int], label: str) -> list[Any]:
+    """pg_wait_sampling's profile of the same steps beside pgknee's samples, when it was recorded."""
+    from rich.text import Text
+
+    from pgknee.analyze.waitsource import compare_sources
+    from pgknee.report.waitsource import SOURCES_NOTE, agreement_line, sources_table
+
+    profiles = store.wait_sampling(ids)
+    bench = ("bench",)
+    c = compare_sources(store.wait_counts(list(profiles), bench, "client"), store.snapshot_count(list(profiles), bench),
+                        list(profiles.values()))
+    if c is None:
+        return []
+    return [sources_table(label, c), Text(agreement_line(c)), Text(SOURCES_NOTE, style="dim")]

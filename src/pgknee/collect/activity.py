@@ -54,6 +54,7 @@ class StepSamples:
     ticks_late: int = 0  # ticks that began late: the one before overran the interval
     reconnects: int = 0
     flushed_at: float = field(default_factory=time.monotonic)
+    bench_pids: set[int] = field(default_factory=set)  # client backends seen in the bench phase
 
 
 class ActivitySampler:
@@ -120,6 +121,11 @@ class ActivitySampler:
             self._current = StepSamples(step_id)
             self.phase = "pre"
             self.pace.reset()
+
+    def bench_pids(self) -> frozenset[int]:
+        """The client backends seen in this step's bench phase so far (the benchmark's sessions)."""
+        with self._lock:
+            return frozenset(self._current.bench_pids) if self._current is not None else frozenset()
 
     def end_step(self) -> ActivitySamples | None:
         """What was not handed to the sink yet, and the step's gap counts."""
@@ -202,6 +208,10 @@ class ActivitySampler:
             head = rows[0]
             cur.snapshots.append((at, phase, epoch, head[0], head[1], head[2], head[3], ms))
             cur.rows.extend((at, phase, *r[4:]) for r in rows if r[4] is not None)
+            if phase == "bench":  # (the rows may go to the sink before the step ends: kept apart)
+                db = self.endpoint.params.get("dbname")  # r[4:]: pid, leader_pid, datid, datname, ...
+                cur.bench_pids.update(int(r[4]) for r in rows
+                                      if r[4] is not None and r[-1] == "client backend" and r[7] == db)
             slowed = self.pace.observe(ms / 1000.0) is not None  # (begin_step resets it under the lock)
         if slowed:
             self._slowed(int(head[0]))

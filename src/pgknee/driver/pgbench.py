@@ -284,3 +284,26 @@ def window_of(summary: PgbenchSummary, planned_s: float) -> float:
 def log_files(prefix: Path) -> list[Path]:
     """pgbench writes PREFIX.PID for thread 0 and PREFIX.PID.N for the others."""
     return sorted(p for p in prefix.parent.glob(prefix.name + ".*") if not p.is_symlink() and p.is_file())
+
+
+_UNKNOWN_OPTION = re.compile(r'invalid connection option "([^"]+)"')
+
+
+def check_conninfo(path: str, env: dict[str, str], run_as: proc.RunAs | None, cwd: str) -> None:
+    """pgbench's own libpq takes every keyword of the connection it is given (PGDATABASE's
+    conninfo): pgknee's (psycopg's) may be newer, and know keywords it does not (require_auth,
+    sslnegotiation, ...). Asked of pgbench itself, pointed at a server that cannot exist."""
+    import psycopg.conninfo
+
+    given = psycopg.conninfo.conninfo_to_dict(env.get("PGDATABASE", ""))
+    given.update(host=str(Path(cwd) / "no-server"), port="1", connect_timeout="1")
+    given.pop("hostaddr", None)
+    trial = {**env, "PGDATABASE": psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in given.items()}),
+             "PGPASSFILE": str(Path(cwd) / "no-passfile")}
+    r = proc.run([path, "--client=1", "--transactions=1", "--no-vacuum"], env=trial, timeout=30, run_as=run_as,
+                 cwd=cwd)
+    m = _UNKNOWN_OPTION.search(r.stderr)
+    if m:
+        raise UserError(f"pgbench's libpq does not know the connection parameter {m.group(1)!r} (pgknee's libpq "
+                        "does): pgbench would connect without it",
+                        "remove it from the DSN, or give a pgbench linked with a newer libpq (--pgbench)")

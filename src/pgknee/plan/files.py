@@ -25,7 +25,7 @@ from pgknee.serverconf import parse_setting
 
 # One flat set of keys: the `run` flags' names (dest) and the plan file's keys per section.
 PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
-    "target": {"dsn": "dsn", "pg_bindir": "pg_bindir", "keep": "keep", "settings": "settings",
+    "target": {"target": "target", "dsn": "dsn", "pg_bindir": "pg_bindir", "keep": "keep", "settings": "settings",
                "server_cpus": "server_cpus", "server_memory": "server_memory", "server_ssh": "server_ssh",
                "server_ssh_config": "server_ssh_config"},
     "workload": {"name": "workload", "scale": "scale", "schema": "schema", "reinit": "reinit",
@@ -44,7 +44,7 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
                 "idle_flush": "idle_flush"},
 }
 DEFAULTS: dict[str, Any] = {
-    "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
+    "target": None, "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
     "server_cpus": None, "server_memory": None, "server_ssh": None, "server_ssh_config": None,
     "schema": "", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": DEFAULT_SUMMARY, "warmup": "0", "threads": None, "protocol": "prepared",
@@ -56,7 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "until_answer": False, "budget": None, "rtt": None, "rtt_jitter": None,
 }
 _TYPES: dict[str, tuple[type, ...]] = {
-    "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
+    "target": (str,), "dsn": (str,), "pg_bindir": (str,), "keep": (bool,), "settings": (dict, list), "workload": (str,),
     "server_cpus": (int,), "server_memory": (str, int, float), "server_ssh": (str,), "server_ssh_config": (str,),
     "scale": (int, float), "schema": (str,), "reinit": (bool,), "scripts": (list,), "clients": (str, list, int),
     "duration": (str, int), "reps": (int,), "summary": (str,), "warmup": (str, int), "threads": (int,),

@@ -23,6 +23,7 @@ from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
 from pgknee.report.network import NETWORK_NOTE, gain_lines, network_table
 from pgknee.report.server import server_table
+from pgknee.report.waitsource import SOURCES_NOTE, run_sources
 from pgknee.types import StepRecord
 
 
@@ -307,6 +308,9 @@ def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]
                                for g in view.groups if g.variant == v and g.done and g.snapshots]
         if tables:
             b.append(Details("Wait profile per client count" + (f" — {v}" if several else ""), tuple(tables)))
+        if sources := [x for t, line in run_sources(view, v) for x in (TableBlock(t), Para(line, "note"))]:
+            b.append(Details("Two wait sources: pg_stat_activity and pg_wait_sampling" + (f" — {v}" if several else ""),
+                             (*sources, Para(SOURCES_NOTE, "note"))))
     if not sampled:
         b.append(Para("pg_stat_activity sampling was off in this run (--sample-interval 0), so there is no wait "
                       "profile." if view.run.plan.get("sample_interval_s") == 0 else

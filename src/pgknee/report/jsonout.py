@@ -14,7 +14,7 @@ from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.records import Group, MemoryRow, PoolerRow, RunView, Spread
 from pgknee.analyze.run import RunListing
 from pgknee.analyze.waits import WaitProfile
-from pgknee.types import RunData
+from pgknee.types import RunData, WaitSampling
 
 FORMAT_VERSION = 1
 
@@ -51,6 +51,7 @@ def run_json(view: RunView) -> dict[str, Any]:
             "snapshots": view.step_snapshots(s),
             "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
                               "aas": w.aas} for w in view.step_waits(s)],
+            "wait_sampling": _wait_sampling_json(d.wait_sampling.get(s.step_id)),
         })
     groups = [{
         "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _spread(g.tps),
@@ -161,3 +162,13 @@ def waits_json(run_id: str, phases: Sequence[str], backend: str,
 
 def dumps(obj: dict[str, Any]) -> str:
     return json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def _wait_sampling_json(w: WaitSampling | None) -> dict[str, Any] | None:
+    """pg_wait_sampling's profile of the step (the benchmark's backends): AAS = count / probes."""
+    if w is None or w.probes <= 0:
+        return None
+    return {"probes": w.probes, "probes_counted": w.probes_counted, "window_s": w.window_s,
+            "probe_hz": w.probes / w.window_s if w.window_s > 0 else None, "backends": w.backends,
+            "profile": [{"wait_event_type": t, "wait_event": e, "count": n, "aas": n / w.probes}
+                        for t, e, n in w.counts]}

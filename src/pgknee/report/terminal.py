@@ -35,6 +35,7 @@ from pgknee.report.tables import (
     system_table,
     wait_table,
 )
+from pgknee.report.waitsource import sources_items
 from pgknee.rules import BEST
 
 
@@ -124,6 +125,7 @@ def _variant_items(view: RunView, variant: str, waits: bool) -> list[RenderableT
         items += [wait_table(f"Wait profile {g.label}" + (f" {variant}" if several else "")
                              + " (client backends, bench phase)", g.wait_profile)
                   for g in view.groups if g.variant == variant and g.done]
+        items += sources_items(view, variant)  # pg_wait_sampling beside them, when recorded
     return items
 def recommendation_items(r: Recommendation) -> list[RenderableType]:
     """A recommendation as the terminal shows it: the headline, the model's figures, the reasons."""

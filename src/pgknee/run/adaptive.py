@@ -27,7 +27,7 @@ from pgknee.keys import Env
 from pgknee.plan import Plan
 from pgknee.run.schedule import StepSpec
 from pgknee.run.ui import UI
-from pgknee.store.db import load_run
+from pgknee.store.load import load_run
 from pgknee.store.writer import RunWriter
 
 if TYPE_CHECKING:  # the model (scipy) loads when an adaptive run makes its first choice

@@ -21,6 +21,8 @@ from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
 from pgknee.collect.serverfacts import ServerFacts, read_server
 from pgknee.collect.serveros import ServerOsSampler
+from pgknee.collect.waitsampling import WaitProfiler, open_profiler
+from pgknee.driver.pgbench import check_conninfo
 from pgknee.errors import TargetError
 from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers, pin_process_tree
@@ -55,6 +57,7 @@ class RunSession:
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
     server_os: ServerOsSampler | None = None  # the server's OS, when it is not this machine (run/machine.py)
     kcache: str | None = None  # pg_stat_kcache's schema, when installed: its totals around each bench phase
+    waits: WaitProfiler | None = None  # pg_wait_sampling's profile around each bench phase, when loaded
 
     @property
     def poolers(self) -> Poolers | None:
@@ -82,8 +85,14 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     work_dir = safefs.private_dir("pgknee-run-", reachable_by=target.run_as)
     stack.callback(safefs.remove_private_dir, work_dir)
     child_env = target.endpoint.child_env(work_dir, target.run_as)
+    check_conninfo(prepared.pgbench.path, child_env, target.run_as, str(work_dir))  # its libpq takes every keyword
     stats_conn = target.endpoint.connect("stats")
     stack.callback(stats_conn.close)
+    # its sessions open before the server's connections are counted (check_capacity)
+    waits, waits_note = (open_profiler(target.endpoint, create=target.created_by_pgknee, say=ui.say)
+                         if plan.sample_interval_s else (None, "off: no pg_stat_activity sampling"))
+    if waits is not None:
+        stack.callback(waits.close)
     server = read_server(stats_conn)
     check_capacity(plan, target, server)
     _start_poolers(plan, prepared.poolers, target, ui)
@@ -98,6 +107,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     server_os, machine_env = open_machine(stack, plan, target, stats_conn)
     env.update(machine_env)
     stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
+    env[keys.Env.WAIT_SAMPLING] = waits_note
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target)})
     if record.argv:
         writer.add_command(None, "pgknee", record.argv)
@@ -108,7 +118,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()}, server_os=server_os,
-                         kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA))
+                         kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA), waits=waits)
     return session, steps
 
 

@@ -38,7 +38,7 @@ from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
 from pgknee.targets.base import Endpoint
-from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult
+from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult, WaitSampling
 
 T = TypeVar("T")
 
@@ -61,6 +61,7 @@ class _Sampled:
     idle_lost: int  # idle sessions the server ended during the step
     watch: SteadyWatch | None  # --duration auto: what stopped the step
     server_os_rows: tuple[tuple[object, ...], ...] = ()  # the server's OS (run/machine.py), when sampled
+    wait_sampling: WaitSampling | None = None  # pg_wait_sampling's profile of the bench phase
 
 
 def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResult:
@@ -130,6 +131,8 @@ def _apply_settings(s: RunSession, spec: StepSpec) -> None:
     s.reader.reconnect()
     if s.activity is not None:
         s.activity.reconnect()
+    if s.waits is not None:
+        s.waits.reconnect()
     s.settings_facts = {}
     for name in want:
         row = s.reader.conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
@@ -232,9 +235,13 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     _set_phase(s, "bench", pooled)
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
     kc0 = _kcache(s)
+    if s.waits is not None:
+        s.waits.begin()
     bench_start = time.time()
     execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch)
     bench_end = time.time()
+    if s.waits is not None:
+        s.waits.end()
     facts.update(kcache.deltas(kc0, _kcache(s)))
     _set_phase(s, "post", pooled)
     pooler, died = _pooler_after(pooled, pool_before)
@@ -246,10 +253,11 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
         time.sleep(rest)
+    profile = s.waits.result(s.activity.bench_pids()) if s.waits is not None and s.activity is not None else None
     return _Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
                     spec.variant.idle - idle_alive if holder is not None else 0, watch,
-                    tuple(s.server_os.end_step()) if s.server_os is not None else ())
+                    tuple(s.server_os.end_step()) if s.server_os is not None else (), profile)
 
 
 def _kcache(s: RunSession) -> dict[str, float] | None:
@@ -387,7 +395,7 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
         status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
                       x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler,
-                      server_os_rows=x.server_os_rows)
+                      server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling)
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,

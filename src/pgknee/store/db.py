@@ -18,7 +18,6 @@ from urllib.parse import quote
 
 from pgknee import safefs
 from pgknee.errors import StoreError, UserError, store_error
-from pgknee.plan import plan_from_stored
 from pgknee.store.migrate import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -30,9 +29,18 @@ from pgknee.store.migrate import (
     raw_mark,
     read_header,
 )
-from pgknee.types import OsSample, PoolerRecord, PoolerSample, RunData, RunRecord, ScriptRow, ServerOsSample, StepRecord
+from pgknee.types import (
+    OsSample,
+    PoolerRecord,
+    PoolerSample,
+    RunRecord,
+    ScriptRow,
+    ServerOsSample,
+    StepRecord,
+    WaitSampling,
+)
 
-__all__ = ["SCHEMA_VERSION", "Store", "load_run", "busy_timeout_s"]
+__all__ = ["SCHEMA_VERSION", "Store", "busy_timeout_s"]
 
 DEFAULT_TIMEOUT_S = 30.0
 # an older store read by a read command is upgraded in a copy: in memory up to this size, above
@@ -290,24 +298,21 @@ class Store:
         q = (f"SELECT {cols.replace('epoch', 'epoch, _phase')} FROM server_os_samples WHERE step_id = ? "
              f"AND _phase IN ({_marks(phases)}) ORDER BY epoch")
         return [ServerOsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
+    def wait_sampling(self, step_ids: Sequence[int]) -> dict[int, WaitSampling]:
+        """pg_wait_sampling's profile of each step that has one (format 11 on)."""
+        q = ("SELECT step_id, probes, probes_counted, window_s, backends FROM step_wait_sampling "
+             f"WHERE step_id IN ({_marks(step_ids)})")
+        profile = ("SELECT wait_event_type, wait_event, count FROM step_wait_profile WHERE step_id = ? "
+                   "ORDER BY count DESC, 1, 2")
+        return {int(sid): WaitSampling(int(probes), bool(counted), float(window_s), int(backends), tuple(
+            (str(t), str(e), int(n)) for t, e, n in self.db.execute(profile, (sid,)).fetchall()))
+            for sid, probes, counted, window_s, backends in self.db.execute(q, tuple(step_ids)).fetchall()}
 
     def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:
         cols = ", ".join(f for f in OsSample.__slots__ if f != "phase")
         q = (f"SELECT {cols.replace('epoch', 'epoch, _phase')} FROM os_samples WHERE step_id = ? "
              f"AND _phase IN ({_marks(phases)}) ORDER BY epoch")
         return [OsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
-
-
-def _check_plan(run: RunRecord) -> None:
-    try:
-        plan = json.loads(run.plan_json)
-        if not isinstance(plan, dict):
-            raise UserError("the stored plan is not one pgknee wrote")
-        clients = plan.get("clients") or [1]
-        plan_from_stored(plan, tuple(clients) if isinstance(clients, list) else (1,))
-    except (UserError, ValueError) as e:
-        raise StoreError(f"run {run.run_id} cannot be read: {getattr(e, 'message', 'its plan is not JSON')}",
-                         "this store was changed by something other than pgknee") from None
 
 
 def _refuse_shared_dir(path: Path) -> None:
@@ -459,25 +464,3 @@ class _Tx:
         if self.db.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
-
-
-def load_run(store: Store, ref: str) -> RunData:
-    """Everything analysis needs about one run, read once. Its stored plan passes the checks a
-    plan from flags passes (a store is a file: it may have been changed since pgknee wrote it)."""
-    run = store.resolve_run(ref)
-    _check_plan(run)
-    steps = store.steps(run.run_id)
-    ids = [s.step_id for s in steps]
-    bench = ("bench",)
-    return RunData(
-        run=run, env=store.environment(run.run_id), commands=store.commands(run.run_id), steps=steps,
-        scripts={i: store.step_scripts(i) for i in ids}, failures={i: store.step_failures(i) for i in ids},
-        pgdb={i: store.pg_stat_database(i) for i in ids}, os={i: store.os_samples(i) for i in ids},
-        waits={i: store.wait_counts([i], bench, "client") for i in ids},
-        waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
-        snaps={i: store.snapshot_stats([i], bench) for i in ids},
-        busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
-        pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
-        facts={i: f for i in ids if (f := store.step_facts(i))},
-        progress={i: pr for i in ids if (pr := store.progress(i))},
-        server_os={i: sv for i in ids if (sv := store.server_os_samples(i))})

@@ -28,6 +28,7 @@ from pgknee.types import (
     ScriptResult,
     StepMeasurement,
     StepResult,
+    WaitSampling,
 )
 
 KIND = "pgknee-side-file"
@@ -77,7 +78,15 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
                                   float(act.get("interval_s", 0.0)), int(act.get("ticks_late", 0)))
                   if act is not None else None),
         os_rows=_rows(d["os_rows"]), facts=dict(d["facts"]), server_os_rows=_rows(d.get("server_os_rows", [])),
-        pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None)
+        pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None,
+        wait_sampling=_wait_sampling(d.get("wait_sampling")))
+
+
+def _wait_sampling(d: dict[str, Any] | None) -> WaitSampling | None:
+    if d is None:
+        return None
+    return WaitSampling(int(d["probes"]), bool(d["probes_counted"]), float(d["window_s"]), int(d["backends"]),
+                        tuple((str(t), str(e), int(n)) for t, e, n in d["counts"]))
 
 
 # ---- writing and reading side files ----------------------------------------------------------------------

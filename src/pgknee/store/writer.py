@@ -329,6 +329,12 @@ class RunWriter:
         self._many("insert_os_samples", self._rows(r.step_id, r.os_rows))
         self._many("insert_server_os_samples", self._rows(r.step_id, r.server_os_rows))
         self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
+        if r.wait_sampling is not None:
+            w = r.wait_sampling
+            self._one("insert_wait_sampling", {"step_id": r.step_id, "probes": w.probes, "window_s": w.window_s,
+                                               "probes_counted": int(w.probes_counted), "backends": w.backends})
+            self._many("insert_wait_profile", [{"step_id": r.step_id, "wait_event_type": t, "wait_event": e,
+                                                "count": n} for t, e, n in w.counts])
         if r.pooler is not None:
             self._many("insert_pooler_samples", self._rows(r.step_id, r.pooler.samples))
             self._many("insert_step_pooler", [{"step_id": r.step_id, "name": k, "value": v}

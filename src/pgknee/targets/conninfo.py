@@ -4,9 +4,9 @@ One connection truth: the DSN is resolved once, by libpq itself (a first connect
 psycopg, which applies libpq's defaults, the PG* environment, a service file and the
 passfile), and every client pgknee starts (pgbench, the samplers, the idle sessions, a managed
 pgbouncer) is given the parameters that connection really used: the host and address it
-reached, the user, the database, the TLS settings. Children get them as libpq's own
-environment variables (libpq's list, read from PQconndefaults, not a hand-kept map) and the
-password in a 0600 passfile of pgknee's, never in argv or PGPASSWORD.
+reached, the user, the database, the TLS settings. Children get them as one conninfo string in
+PGDATABASE (libpq's keywords, read from PQconndefaults, not a hand-kept map; pgbench's own libpq
+checks them) and the password in a 0600 passfile of pgknee's, never in argv or PGPASSWORD.
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ def _libpq_options() -> dict[str, tuple[str | None, str | None]]:
     for o in pq.Conninfo.get_defaults():
         out[o.keyword.decode()] = (o.envvar.decode() if o.envvar else None, o.val.decode() if o.val else None)
     return out
+
+
+@cache
+def _never_passed() -> frozenset[str]:
+    """What libpq marks as a secret ('*': sslpassword, a client secret) or a debugging option
+    ('D': replication, ...): never handed to a child."""
+    return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults() if o.dispchar in (b"*", b"D"))
 
 
 def effective_params(conn: psycopg.Connection[Any]) -> tuple[dict[str, str], str | None]:
@@ -78,30 +85,45 @@ def _default_tls_files(params: dict[str, str]) -> None:
 
 
 def env_neutral(params: Mapping[str, str]) -> dict[str, str]:
-    """libpq's built-in defaults for every parameter whose variable is set in pgknee's own
-    environment and that `params` does not give: a connection made inside pgknee then depends
-    on `params` alone, as a child's does."""
+    """libpq's built-in defaults for every parameter that `params` does not give and that pgknee's
+    own environment would set: its variable is set, or a service (PGSERVICE) gives it, as
+    PQconndefaults reports. A connection made inside pgknee then depends on `params` alone, as
+    a child's does. (PGSERVICE itself cannot be neutralised: libpq looks an empty service up; what
+    the service sets is, here.)"""
     out = {}
     for o in pq.Conninfo.get_defaults():
         key = o.keyword.decode()
-        if o.envvar and key not in params and os.environ.get(o.envvar.decode()) is not None \
-                and key not in ("password", "passfile"):
-            out[key] = o.compiled.decode() if o.compiled else ""
+        if key in params or key in ("password", "passfile", "service"):
+            continue
+        compiled = o.compiled.decode() if o.compiled else ""
+        from_env = o.envvar is not None and os.environ.get(o.envvar.decode()) is not None
+        if from_env or (o.val is not None and o.val.decode() != compiled and key not in ("user", "dbname")):
+            out[key] = compiled
     return out
 
 
 def child_env(params: Mapping[str, str], passfile: Path) -> dict[str, str]:
     """The environment a libpq child (pgbench) needs to log in, and nothing else: the
-    connection as libpq's environment variables, the passfile, a PATH and the C locale."""
+    connection as one conninfo string in PGDATABASE (pgbench takes it as its database name, and
+    its libpq expands it, checking every keyword: one that pgbench's libpq does not know fails
+    there, loudly, instead of a PG* variable it would ignore; the string wins over the variables,
+    which are set too), `options` in PGOPTIONS only (to which a workload's initialisation adds
+    its search_path), the passfile, a PATH and the C locale."""
     env = base_env()
     options = _libpq_options()
+    conninfo: dict[str, str] = {}
     for key, value in params.items():
-        var = options.get(key, (None, None))[0]
-        if var is None or key in _NOT_PASSED:
+        if key in _NOT_PASSED or key in _never_passed() or key not in options:
             raise UserError(f"connection parameter {key!r} cannot be passed to pgbench",
                             "remove it from the DSN, or set it where libpq reads it for every client "
                             "(a service file, PGSERVICEFILE)")
-        env[var] = value
+        var = options[key][0]
+        if var is not None:  # also as its variable: what Debian's pg_wrapper reads to choose a pgbench
+            env[var] = value
+        if key != "options":
+            conninfo[key] = value
+    if conninfo:
+        env["PGDATABASE"] = psycopg.conninfo.make_conninfo(**conninfo)
     env["PGPASSFILE"] = str(passfile)  # pgknee's: a child never reads a passfile of its own finding
     return env
 

@@ -52,6 +52,16 @@ def _version_of(bindir: Path) -> tuple[int, int] | None:
     return None
 
 
+def wait_sampling_settings(bindir: Path, settings: dict[str, str]) -> dict[str, str]:
+    """pg_wait_sampling preloaded, when its library is installed for this server and the user sets
+    no shared_preload_libraries of their own: a second wait profile (collect.waitsampling), with
+    profile_pid on (to tell the benchmark's backends apart) and no per-query profile."""
+    if "shared_preload_libraries" in settings or not (bindir.parent / "lib" / "pg_wait_sampling.so").is_file():
+        return {}
+    return {"shared_preload_libraries": "pg_wait_sampling", "pg_wait_sampling.profile_period": "10",
+            "pg_wait_sampling.profile_pid": "on", "pg_wait_sampling.profile_queries": "off"}
+
+
 def find_bindir(explicit: str | None = None) -> Path:
     """PostgreSQL server binaries: the flag, then PATH, then pg_config --bindir,
     then the newest /usr/lib/postgresql/*/bin."""
@@ -134,7 +144,7 @@ class EmbeddedCluster:
         self.outlive = outlive
         for name, value in settings.items():
             check_setting(name, value)
-        self.settings = {**DEFAULT_SETTINGS, **settings}
+        self.settings = {**DEFAULT_SETTINGS, **wait_sampling_settings(bindir, settings), **settings}
         self.run_as = server_user()
         base = Path(base_dir or tempfile.gettempdir())
         if self.run_as is not None and not reachable_by_others(base):

@@ -10,3 +10,5 @@ DELETE FROM step_pooler WHERE step_id = :step_id;
 DELETE FROM pooler_samples WHERE step_id = :step_id;
 DELETE FROM os_samples WHERE step_id = :step_id;
 DELETE FROM server_os_samples WHERE step_id = :step_id;
+DELETE FROM step_wait_profile WHERE step_id = :step_id;
+DELETE FROM step_wait_sampling WHERE step_id = :step_id;

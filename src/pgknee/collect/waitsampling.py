@@ -1,0 +1,262 @@
+"""pg_wait_sampling as a second wait source: the extension's profile (per pid and wait event,
+sampled inside the server every profile_period ms) read once at a step's bench start and once
+at its end, diffed, and kept for the benchmark's backends only (the pids pgknee's
+pg_stat_activity sampler saw as client backends in the bench phase). Two queries a step.
+
+Its traps (docs/aas.md, section 4): version 1.1 skips processes with no wait event, so it has
+no CPU and cannot tell idle from idle-in-transaction time (compare per wait event only, not CPU
+or Client); profile_pid must be on to tell the benchmark's backends apart; the collector's real
+period is longer than profile_period (10.2-10.5 ms for 10 ms here), so the probes are counted on
+a reference session that sleeps in pg_sleep all along (its Timeout:PgSleep count is the number
+of probes) in another database than the benchmark's, so that its time is not in the benchmark
+database's statistics. Without such a session the probes are assumed from profile_period, and
+the step says so.
+
+pgknee creates the extension only on its embedded server; on a user's server it reads it when
+it is there and says how to enable it when not."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import psycopg
+
+from pgknee.errors import PgkneeError
+from pgknee.targets.base import Endpoint
+from pgknee.types import WaitSampling
+
+EXTENSION = "pg_wait_sampling"
+PROFILE_SQL = ("SELECT pid, coalesce(event_type, 'CPU'), coalesce(event, 'running'), sum(count)::bigint "
+               "FROM pg_wait_sampling_profile GROUP BY 1, 2, 3")
+REFERENCE_EVENT = ("Timeout", "PgSleep")
+REFERENCE_DB = "postgres"
+HOW_TO_ENABLE = ("add pg_wait_sampling to shared_preload_libraries, set pg_wait_sampling.profile_pid = on, "
+                 "restart, and CREATE EXTENSION pg_wait_sampling in the benchmark's database or 'postgres'")
+
+Profile = dict[tuple[int, str, str], int]
+
+
+# ---- the arithmetic (pure) ------------------------------------------------------------------------
+
+def profile_diff(before: Profile, after: Profile) -> Profile:
+    """Counts added between two reads (an entry new in `after` counts from 0; a reset in between
+    would give negatives, which are dropped)."""
+    out = {k: n - before.get(k, 0) for k, n in after.items()}
+    return {k: n for k, n in out.items() if n > 0}
+
+
+def probes_of(diff: Profile, reference_pid: int) -> int:
+    """The collector's probes in the window: the count of a session asleep in pg_sleep all along."""
+    return diff.get((reference_pid, *REFERENCE_EVENT), 0)
+
+
+def assumed_probes(window_s: float, period_ms: float) -> int:
+    return int(window_s * 1000.0 / period_ms) if period_ms > 0 else 0
+
+
+def events_of(diff: Profile, pids: Iterable[int]) -> tuple[tuple[str, str, int], ...]:
+    """(type, event, count) of `pids`, the largest first."""
+    keep = frozenset(pids)
+    counts: Counter[tuple[str, str]] = Counter()
+    for (pid, etype, event), n in diff.items():
+        if pid in keep:
+            counts[(etype, event)] += n
+    return tuple((t, e, n) for (t, e), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def step_profile(before: Profile, after: Profile, window_s: float, pids: frozenset[int],
+                 reference_pid: int | None, period_ms: float) -> WaitSampling:
+    diff = profile_diff(before, after)
+    counted = probes_of(diff, reference_pid) if reference_pid is not None else 0
+    probes = counted or assumed_probes(window_s, period_ms)
+    return WaitSampling(probes, counted > 0, window_s, len(pids), events_of(diff, pids))
+
+
+# ---- reading it ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Reference:
+    """A session asleep in pg_sleep in another database, in a thread of its own."""
+
+    conn: psycopg.Connection[Any]
+    pid: int
+    thread: threading.Thread
+
+    def alive(self) -> bool:
+        return self.thread.is_alive() and not self.conn.closed
+
+
+class WaitProfiler:
+    """Reads the profile around a step's bench phase (`begin`, `end`) and makes the step's
+    record (`result`). A failure never fails the step: the step has no second profile."""
+
+    def __init__(self, endpoint: Endpoint, reference: Endpoint | None, period_ms: float,
+                 say: Callable[[str], None] = lambda _: None) -> None:
+        self.endpoint = endpoint  # the database where the extension is
+        self.reference_endpoint = reference
+        self.period_ms = period_ms
+        self.say = say
+        self.errors: list[str] = []
+        self._conn: psycopg.Connection[Any] | None = None
+        self._ref: _Reference | None = None
+        self._before: tuple[float, Profile] | None = None
+        self._after: tuple[float, Profile] | None = None
+
+    def _profile(self) -> Profile:
+        """The profile now; on a new session once when the one held was ended (a DBA's
+        pg_terminate_backend, an idle-session timeout) since the last read."""
+        fresh = self._conn is None or self._conn.closed or self._conn.broken
+        if fresh:
+            self._conn = self.endpoint.connect("waitprofile")
+        assert self._conn is not None
+        try:
+            rows = self._conn.execute(PROFILE_SQL).fetchall()
+        except psycopg.OperationalError:
+            if fresh:
+                raise
+            self._conn = None
+            return self._profile()
+        return {(int(p), str(t), str(e)): int(n) for p, t, e, n in rows}
+
+    def _ensure_reference(self) -> None:
+        if self.reference_endpoint is None or (self._ref is not None and self._ref.alive()):
+            return
+        self._close_reference()
+        conn = self.reference_endpoint.connect("waitprofile-reference")
+        thread = threading.Thread(target=_sleep, args=(conn,), name="pgknee-wait-reference", daemon=True)
+        self._ref = _Reference(conn, int(conn.info.backend_pid), thread)
+        thread.start()
+
+    def begin(self) -> None:
+        self._before = self._after = None
+        try:
+            self._ensure_reference()
+            self._before = (time.monotonic(), self._profile())
+        except (psycopg.Error, PgkneeError) as e:
+            self._failed(e)
+
+    def end(self) -> None:
+        if self._before is None:
+            return
+        try:
+            self._after = (time.monotonic(), self._profile())
+        except (psycopg.Error, PgkneeError) as e:
+            self._failed(e)
+
+    def result(self, pids: frozenset[int]) -> WaitSampling | None:
+        """The step's profile of `pids`, if both reads worked and the benchmark had backends."""
+        before, after, self._before, self._after = self._before, self._after, None, None
+        if before is None or after is None or not pids:
+            return None
+        ref = self._ref.pid if self._ref is not None and self._ref.alive() else None
+        return step_profile(before[1], after[1], after[0] - before[0], pids, ref, self.period_ms)
+
+    def _failed(self, e: BaseException) -> None:
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        self.errors.append(why)
+        with contextlib.suppress(Exception):  # whoever listens, the step goes on
+            self.say(f"pg_wait_sampling's profile could not be read ({why}): this step has no second wait profile")
+        with contextlib.suppress(psycopg.Error):
+            if self._conn is not None:
+                self._conn.close()
+        self._conn = None
+
+    def _close_reference(self) -> None:
+        ref, self._ref = self._ref, None
+        if ref is None:
+            return
+        with contextlib.suppress(psycopg.Error):
+            ref.conn.cancel_safe(timeout=2)  # bounded: the server may be unreachable by now
+        ref.thread.join(timeout=5)
+        with contextlib.suppress(psycopg.Error):
+            ref.conn.close()
+
+    def reconnect(self) -> None:
+        """After a server restart, between steps: new sessions at the next step."""
+        self.close()
+        self._conn = None
+
+    def close(self) -> None:
+        self._close_reference()
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+
+
+def _sleep(conn: psycopg.Connection[Any]) -> None:
+    with contextlib.suppress(psycopg.Error):  # cancelled at the end, or the server went away
+        conn.execute("SELECT pg_sleep(1e7)")
+
+
+# ---- finding it -----------------------------------------------------------------------------------
+
+def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None]) -> tuple[WaitProfiler | None, str]:
+    """A profiler when pg_wait_sampling is loaded with profile_pid on (created in pgknee's own
+    'postgres' database when `create`: the embedded server), and what to record about it."""
+    other = dataclasses.replace(endpoint, params={**endpoint.params, "dbname": REFERENCE_DB})
+    try:
+        where = _database_with_extension(endpoint, other, create)
+        if where is None:
+            return None, f"off: {_why_not(endpoint)} ({HOW_TO_ENABLE})"
+        with where.connect("setup") as conn:
+            period = float(_setting(conn, "pg_wait_sampling.profile_period") or 10)
+            if _setting(conn, "pg_wait_sampling.profile_pid") != "on":
+                return None, "off: pg_wait_sampling.profile_pid is off (it must be on to tell the benchmark apart)"
+            conn.execute("SELECT count(*) FROM pg_wait_sampling_profile")  # loaded, and readable by this role
+        reference = other if _can_connect(other) else None
+    except (psycopg.Error, PgkneeError) as e:
+        return None, f"off: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+    note = (f"on, profile_period {period:g} ms, probes counted on a session in '{REFERENCE_DB}'" if reference
+            else f"on, profile_period {period:g} ms, probes assumed (no session in '{REFERENCE_DB}' could be held)")
+    say(f"pg_wait_sampling: {note}")
+    profiler = WaitProfiler(where, reference, period, say)
+    profiler.begin()  # its sessions open now, and are counted with the server's connections in use
+    return profiler, note
+
+
+def _setting(conn: psycopg.Connection[Any], name: str) -> str | None:
+    """A setting, or None when it does not exist or this role may not read it."""
+    try:
+        row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
+    return str(row[0]) if row and row[0] is not None else None
+
+
+def _loaded(conn: psycopg.Connection[Any]) -> bool | None:
+    """Whether the library is preloaded (None: this role cannot see shared_preload_libraries)."""
+    libs = _setting(conn, "shared_preload_libraries")
+    return None if libs is None else EXTENSION in [x.strip() for x in libs.replace('"', "").split(",")]
+
+
+def _why_not(endpoint: Endpoint) -> str:
+    with endpoint.connect("setup") as conn:
+        loaded = _loaded(conn)
+    return "pg_wait_sampling is not loaded" if loaded is False else "the pg_wait_sampling extension is not created"
+
+
+def _database_with_extension(bench: Endpoint, other: Endpoint, create: bool) -> Endpoint | None:
+    """Where the profile can be read: 'postgres' first (so that the reads are not in the
+    benchmark database's statistics), then the benchmark's database; the extension created in
+    'postgres' only on pgknee's own server."""
+    for ep in (other, bench):
+        with contextlib.suppress(psycopg.Error, PgkneeError), ep.connect("setup") as conn:
+            if create and ep is other and _loaded(conn):
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
+            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (EXTENSION,)).fetchone():
+                return ep
+    return None
+
+
+def _can_connect(ep: Endpoint) -> bool:
+    try:
+        ep.connect("setup").close()
+    except (psycopg.Error, PgkneeError):
+        return False
+    return True

@@ -1,0 +1,47 @@
+"""A whole run as analysis reads it (RunData), from a store opened by store.db: read once, its
+stored plan checked again as a plan from flags is."""
+
+from __future__ import annotations
+
+import json
+
+from pgknee.errors import StoreError, UserError
+from pgknee.plan import plan_from_stored
+from pgknee.store.db import Store
+from pgknee.types import RunData, RunRecord
+
+__all__ = ["load_run"]
+
+
+def load_run(store: Store, ref: str) -> RunData:
+    """Everything analysis needs about one run, read once. Its stored plan passes the checks a
+    plan from flags passes (a store is a file: it may have been changed since pgknee wrote it)."""
+    run = store.resolve_run(ref)
+    _check_plan(run)
+    steps = store.steps(run.run_id)
+    ids = [s.step_id for s in steps]
+    bench = ("bench",)
+    return RunData(
+        run=run, env=store.environment(run.run_id), commands=store.commands(run.run_id), steps=steps,
+        scripts={i: store.step_scripts(i) for i in ids}, failures={i: store.step_failures(i) for i in ids},
+        pgdb={i: store.pg_stat_database(i) for i in ids}, os={i: store.os_samples(i) for i in ids},
+        waits={i: store.wait_counts([i], bench, "client") for i in ids},
+        waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
+        snaps={i: store.snapshot_stats([i], bench) for i in ids},
+        busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
+        pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
+        facts={i: f for i in ids if (f := store.step_facts(i))},
+        progress={i: pr for i in ids if (pr := store.progress(i))},
+        server_os={i: sv for i in ids if (sv := store.server_os_samples(i))}, wait_sampling=store.wait_sampling(ids))
+
+
+def _check_plan(run: RunRecord) -> None:
+    try:
+        plan = json.loads(run.plan_json)
+        if not isinstance(plan, dict):
+            raise UserError("the stored plan is not one pgknee wrote")
+        clients = plan.get("clients") or [1]
+        plan_from_stored(plan, tuple(clients) if isinstance(clients, list) else (1,))
+    except (UserError, ValueError) as e:
+        raise StoreError(f"run {run.run_id} cannot be read: {getattr(e, 'message', 'its plan is not JSON')}",
+                         "this store was changed by something other than pgknee") from None

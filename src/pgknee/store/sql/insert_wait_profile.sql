@@ -1,0 +1,2 @@
+INSERT INTO step_wait_profile (step_id, wait_event_type, wait_event, count)
+VALUES (:step_id, :wait_event_type, :wait_event, :count)

@@ -1,0 +1,2 @@
+INSERT INTO step_wait_sampling (step_id, probes, probes_counted, window_s, backends)
+VALUES (:step_id, :probes, :probes_counted, :window_s, :backends)

@@ -1,0 +1,112 @@
+"""pg_wait_sampling as a second wait source, against real servers: the embedded server preloads
+it and each step stores its profile beside the pg_stat_activity samples; a user's server is
+read only when the extension is already there, and never gets it from pgknee."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import psycopg
+
+from pgknee.analyze.waitsource import compare_sources
+from pgknee.collect.waitsampling import open_profiler
+from pgknee.store.db import Store
+from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, sql
+
+
+def test_the_embedded_server_records_a_second_profile_per_step(tmp_path: Path) -> None:
+    store = tmp_path / "w.db"
+    r = pgknee("run", "--clients", "4", "--duration", "6s", "--scale", SCALE, "--store", str(store), *QUICK,
+               cwd=tmp_path)
+    assert r.code == 0, r.err
+    (note,) = sql(store, "SELECT value FROM run_environment WHERE key = 'collect.wait_sampling'")
+    assert str(note[0]).startswith("on, profile_period 10 ms, probes counted"), note
+    ((step_id, probes, counted, window_s, backends),) = sql(
+        store, "SELECT step_id, probes, probes_counted, window_s, backends FROM step_wait_sampling")
+    assert counted == 1 and backends == 4
+    assert 90 <= probes / window_s <= 100.5  # the collector's real rate: a little under 100 Hz
+    s = Store(str(store), create=False)
+    c = compare_sources(s.wait_counts([step_id], ("bench",), "client"), s.snapshot_count([step_id], ("bench",)),
+                        list(s.wait_sampling([step_id]).values()))
+    assert c is not None and c.profile_total > 0.1  # e-wallet at 4 clients waits on WAL
+    # both measure the same waits: within the sampling error, or 40%
+    assert c.agree or abs(c.total_diff_pct or 0) < 40, (c.sampled_total, c.profile_total)
+    out = pgknee("waits", "last", "--store", str(store))
+    assert out.code == 0, out.err
+    assert "pg_stat_activity, sampled 10 Hz" in out.out and "pg_wait_sampling, in-server, ~9" in out.out
+    assert "Agreement: waits other than CPU and Client total" in out.out
+    # and the run's report, in its wait section
+    shown = pgknee("show", "last", "--store", str(store))
+    assert shown.code == 0 and "Wait sources c4: two wait sources, 1 step(s)" in shown.out
+    assert pgknee("report", "last", "--store", str(store), "--output", str(tmp_path / "r.md")).code == 0
+    assert "Two wait sources: pg_stat_activity and pg_wait_sampling" in (tmp_path / "r.md").read_text()
+    assert pgknee("show", "last", "--store", str(store), "--json", str(tmp_path / "r.json")).code == 0
+    (step,) = json.loads((tmp_path / "r.json").read_text())["steps"]
+    assert step["wait_sampling"]["probes"] == probes and 90 <= step["wait_sampling"]["probe_hz"] <= 100.5
+
+
+def _extensions(c: EmbeddedCluster) -> set[tuple[str, str]]:
+    out = set()
+    for db in ("pgknee", "postgres"):
+        with psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname=db) as conn:
+            out |= {(db, str(n)) for (n,) in conn.execute("SELECT extname FROM pg_extension").fetchall()}
+    return out
+
+
+def test_a_users_server_is_read_only_when_the_extension_is_there(server: EmbeddedCluster, tmp_path: Path) -> None:
+    store = tmp_path / "u.db"
+    before = _extensions(server)
+    run = ("run", "--dsn", dsn_of(server), "--clients", "2", "--duration", "2s", "--scale", SCALE, "--schema",
+           "bench_ws", "--store", str(store), *QUICK)
+    r = pgknee(*run, env=APP_ENV, cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert _extensions(server) == before  # loaded there (the fixture preloads it) but never created by pgknee
+    (note,) = sql(store, "SELECT value FROM run_environment WHERE key = 'collect.wait_sampling'")
+    assert "extension is not created" in str(note[0]) and "CREATE EXTENSION pg_wait_sampling" in str(note[0])
+    assert sql(store, "SELECT count(*) FROM step_wait_sampling") == [(0,)]
+    # the user creates it: the next run reads it, as the app role
+    with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
+                         autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
+    try:
+        r = pgknee(*run, env=APP_ENV, cwd=tmp_path)
+        assert r.code == 0, r.err
+        assert sql(store, "SELECT count(*), min(probes_counted) FROM step_wait_sampling") == [(1, 1)]
+    finally:
+        with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
+                             autocommit=True) as conn:
+            conn.execute("DROP EXTENSION IF EXISTS pg_wait_sampling")
+
+
+def test_a_terminated_profile_session_is_replaced(server: EmbeddedCluster) -> None:
+    """A DBA's pg_terminate_backend of both of the profiler's sessions between steps: the next
+    step still gets its profile, its probes counted on a new reference session."""
+    def superuser(db: str) -> psycopg.Connection[tuple[object, ...]]:
+        return psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname=db, autocommit=True)
+
+    with superuser("postgres") as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
+    said: list[str] = []
+    profiler, note = open_profiler(server.endpoint, create=False, say=said.append)
+    try:
+        assert profiler is not None and note.startswith("on,"), note
+        with superuser("pgknee") as conn:
+            ended = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                 "WHERE application_name LIKE 'pgknee:waitprofile%'").fetchone()
+        assert ended == (2,)
+        time.sleep(0.3)
+        profiler.begin()
+        time.sleep(1.0)
+        profiler.end()
+        result = profiler.result(frozenset({1}))
+        assert result is not None and result.probes_counted and 90 <= result.probes / result.window_s <= 100.5
+        assert profiler.errors == [] and len(said) == 1  # only the note: nothing failed
+    finally:
+        if profiler is not None:
+            profiler.close()
+        with superuser("postgres") as conn:
+            conn.execute("DROP EXTENSION IF EXISTS pg_wait_sampling")
