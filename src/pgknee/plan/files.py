@@ -26,7 +26,7 @@ from pgknee.serverconf import parse_setting
 PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
     "target": {"dsn": "dsn", "pg_bindir": "pg_bindir", "keep": "keep", "settings": "settings"},
     "workload": {"name": "workload", "scale": "scale", "schema": "schema", "reinit": "reinit",
-                 "scripts": "scripts"},
+                 "scripts": "scripts", "allow_writes": "allow_writes"},
     "sweep": {"clients": "clients", "duration": "duration", "reps": "reps", "summary": "summary",
               "noise_threshold": "noise_threshold",
               "warmup": "warmup", "threads": "threads", "protocol": "protocol", "max_tries": "max_tries",
@@ -41,7 +41,7 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
 }
 DEFAULTS: dict[str, Any] = {
     "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
-    "schema": "", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
+    "schema": "", "reinit": False, "scripts": [], "allow_writes": False, "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": DEFAULT_SUMMARY, "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
     "log_sampling_rate": None, "steady_target": "2%", "noise_threshold": DEFAULT_NOISE_PCT, "pgbouncer": None,
@@ -60,7 +60,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "pooler_interval": (str, int, float), "sample_all_databases": (bool,), "query_text": (bool,),
     "pre": (str, int, float), "post": (str, int, float), "settle": (str, int, float), "idle_flush": (str, int, float),
     "server_wait": (str, int, float), "steady_target": (str, int, float), "until_answer": (bool,),
-    "budget": (str, int, float),
+    "budget": (str, int, float), "allow_writes": (bool,),
 }
 
 
@@ -189,7 +189,8 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             target=TargetSpec(dsn=v["dsn"] or None, pg_bindir=v["pg_bindir"], keep=bool(v["keep"]),
                               settings=p.items("settings", lambda s: (parse_setting(s),))),
             workload=WorkloadSpec(name=v["workload"], scale=float(v["scale"]), schema=v["schema"],
-                                  reinit=bool(v["reinit"]), scripts=p.items("scripts", lambda s: (parse_script(s),))),
+                                  reinit=bool(v["reinit"]), scripts=p.items("scripts", lambda s: (parse_script(s),)),
+                                  allow_writes=bool(v["allow_writes"])),
             clients=p.parse("clients", _clients), duration_s=duration_s,
             steady_pct=p.parse("steady_target", lambda x: parse_percent(str(x), p.label("steady_target")))
             if auto else None,

@@ -25,6 +25,7 @@ from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers, pin_process_tree
 from pgknee.run.facts import run_environment
 from pgknee.run.preflight import Prepared, check_capacity
+from pgknee.run.replay import start_mix
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import scripts_for
 from pgknee.run.ui import UI
@@ -33,6 +34,7 @@ from pgknee.store.writer import RunWriter
 from pgknee.targets import Target, open_target
 from pgknee.types import Reopening
 from pgknee.workloads import Script
+from pgknee.workloads.captured.mix import StatementMix
 
 
 @dataclass
@@ -51,6 +53,7 @@ class RunSession:
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
+    mix: StatementMix | None = None  # a captured workload's statements, read around each step (run/replay.py)
 
     @property
     def poolers(self) -> Poolers | None:
@@ -102,6 +105,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()})
+    session.mix = start_mix(prepared.workload, target, writer, ui.say)
     return session, steps
 
 
