@@ -16,9 +16,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.integration.conftest import QUICK, pgknee, sql
 
 from pgknee.targets.local import EmbeddedCluster, find_bindir
-from tests.integration.conftest import QUICK, pgknee, sql
 
 APP = Path(__file__).resolve().parent.parent / "data" / "capture_app"
 PRODUCTION = (("lookup", 50), ("history", 20), ("region", 10), ("pay", 15), ("order", 5))
@@ -70,7 +70,8 @@ def clusters() -> Iterator[tuple[EmbeddedCluster, EmbeddedCluster]]:
         dump = subprocess.run([str(bindir / "pg_dump"), "-Fc", "-h", str(made[0].sock), "-p", str(made[0].port),
                                "-U", "pgknee", "pgknee"], check=True, capture_output=True, timeout=60).stdout
         subprocess.run([str(bindir / "pg_restore"), "-h", str(made[1].sock), "-p", str(made[1].port), "-U", "pgknee",
-                        "--no-owner", "--no-privileges", "-d", "pgknee"], input=dump, check=True, capture_output=True, timeout=60)
+                        "--no-owner", "--no-privileges", "-d", "pgknee"],
+                       input=dump, check=True, capture_output=True, timeout=60)
         yield made[0], made[1]
     finally:
         for c in made:
