@@ -54,7 +54,7 @@ INNER_CASE = rf"case ((?:when {PLAIN} then {PLAIN} )+)else ({PLAIN}) end"
 def _simulate(lines: tuple[str, ...], var: str, rng: random.Random) -> float:
     """Evaluate the generator's lines as pgbench would (random, CASE, arithmetic), in Python."""
     env: dict[str, float] = {}
-    for line in lines:
+    for line in (ln.replace(gen.NEXT, " ") for ln in lines):
         name, expr = re.fullmatch(r"\\set (\w+) (.*)", line).groups()  # type: ignore[union-attr]
         py = re.sub(r"random\(([^,]+), ([^)]+)\)", r"rng.randint(int(\1), int(\2))", expr)
         py = re.sub(r":(\w+)", r"env['\1']", py)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 INTEGERS = frozenset({"smallint", "integer", "bigint"})
 FLOATS = frozenset({"numeric", "real", "double precision"})
 SCALE = 1_000_000  # the MCVs' cumulative frequencies in millionths
+NEXT = " \\\n    "  # a meta-command continued on the next line (pgbench: backslash-return)
 # a type name as format_type writes it, and nothing else, becomes part of the script
 TYPE_NAME = re.compile(r"[a-z][a-z ]{0,40}(\(\d{1,4}(,\d{1,4})?\))?(\[\])?")
 # pgbench replaces ':name' in a statement even inside a quoted literal; control characters stay out
@@ -95,10 +96,10 @@ def _numeric(var: str, st: ColumnStats) -> Drawn:
         lines.append(f"\\set {var}_b random(0, {len(bounds) - 2})")
         picks = [f"when :{var}_b = {i} then {_within(lo, hi, integer)}" for i, (lo, hi)
                  in enumerate(zip(bounds, bounds[1:], strict=False))]
-        rest = "case " + " ".join(picks[:-1]) + f" else {_within(bounds[-2], bounds[-1], integer)} end"
+        rest = "case " + NEXT.join(picks[:-1]) + f" else {_within(bounds[-2], bounds[-1], integer)} end"
     if mcv:
-        whens = " ".join(f"when :{var}_r <= {t} then {v}" for t, v in zip(_thresholds(st), mcv, strict=True))
-        lines.append(f"\\set {var} case {whens} else {rest} end")
+        whens = NEXT.join(f"when :{var}_r <= {t} then {v}" for t, v in zip(_thresholds(st), mcv, strict=True))
+        lines.append(f"\\set {var} case {whens}{NEXT}else {rest} end")
     else:
         lines.append(f"\\set {var} {rest}")
     return Drawn(tuple(lines), f":{var}")
@@ -120,8 +121,8 @@ def _listed(var: str, st: ColumnStats) -> Drawn:
     lines = [f"\\set {var}_r random(1, {SCALE})"]
     rest = f"random({n_mcv + 1}, {len(values)})" if st.histogram else str(max(1, n_mcv))
     if n_mcv:
-        whens = " ".join(f"when :{var}_r <= {t} then {i}" for i, t in enumerate(_thresholds(st), 1))
-        lines.append(f"\\set {var} case {whens} else {rest} end")
+        whens = NEXT.join(f"when :{var}_r <= {t} then {i}" for i, t in enumerate(_thresholds(st), 1))
+        lines.append(f"\\set {var} case {whens}{NEXT}else {rest} end")
     else:
         lines.append(f"\\set {var} {rest}")
     return Drawn(tuple(lines), f"(ARRAY[{', '.join(values)}]::{st.type}[])[:{var}]")
