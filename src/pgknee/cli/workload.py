@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +71,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
     manifest, texts = capture(args.dsn, top=args.top, order_by=args.by if args.by in ORDERS else "time",
                               say=lambda line: print(f"pgknee: {line}"))
     if not manifest.statements:
+        reasons = Counter(s.reason for s in manifest.skipped).most_common(3)
         raise UserError(f"none of the top {args.top} statements could be scripted: "
-                        + "; ".join(sorted({s.reason for s in manifest.skipped}))[:400],
+                        + "; ".join(f"{n} because {why}" for why, n in reasons),
                         "see the reasons; a larger --top may reach scriptable statements")
     out.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():

@@ -41,6 +41,12 @@ LEFT JOIN pg_stats s ON s.schemaname = %(schema)s AND s.tablename = %(table)s AN
 WHERE a.attrelid = to_regclass(%(qualified)s) AND a.attname = %(column)s AND a.attnum > 0 AND NOT a.attisdropped"""
 
 
+TABLE = """
+SELECT n.nspname, c.relname, EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                                     AND d.objid = c.oid AND d.deptype = 'e')
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)"""
+
+
 @dataclass
 class _Source:
     conn: psycopg.Connection[Any]
@@ -122,7 +128,7 @@ def _build(src: _Source, entries: list[tuple[str, int, float, int]], top: int,
         try:
             st, text = _statement(src, sid, query, (calls, total, rows), (calls_all, time_all))
         except gen.CannotDraw as e:
-            skipped.append(Skipped(query, calls, str(e)))
+            skipped.append(Skipped(_shown(query), calls, str(e)))
             continue
         statements.append(st)
         texts[f"{sid}.sql"] = text
@@ -132,6 +138,16 @@ def _build(src: _Source, entries: list[tuple[str, int, float, int]], top: int,
     tables = sorted({t for s in statements for t in s.tables})
     return ({"order_by": order_by, "top": top, "tables": tables, "statements": statements, "scripts": scripts,
              "skipped": skipped}, texts)
+
+
+def _shown(query: str) -> str:
+    """A statement's text as the manifest may keep it: pg_stat_statements does not normalise a
+    utility statement's constants (CREATE ROLE ... PASSWORD '...'), nor can pgknee check one it
+    cannot parse: their text stays out."""
+    parsed = sqlmap.parse(query)
+    if parsed.kind != "skip" or query == "<insufficient privilege>":
+        return query
+    return "(text not kept: a statement pgknee does not replay may hold literal values)"
 
 
 def _statement(src: _Source, sid: str, query: str, figures: tuple[int, float, int],
@@ -170,9 +186,9 @@ def _statement(src: _Source, sid: str, query: str, figures: tuple[int, float, in
 def _table(src: _Source, schema: str, name: str) -> str:
     written = f"{schema}.{name}" if schema else name
     if written not in src.tables:
-        row = src.conn.execute("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
-                               "ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)", (written,)).fetchone()
-        src.tables[written] = f"{row[0]}.{row[1]}" if row else None
+        row = src.conn.execute(TABLE, (written,)).fetchone()
+        # an extension's relation (pg_stat_statements' view, the capture's own reads) is not the application's
+        src.tables[written] = None if row is None else f"pg_catalog.{row[1]}" if row[2] else f"{row[0]}.{row[1]}"
     found = src.tables[written]
     if found is None:
         raise gen.CannotDraw(f"table {written} is not visible to the capturing role on its search_path "
