@@ -150,3 +150,22 @@ def test_capture_refuses_a_database_without_pg_stat_statements(server: EmbeddedC
     assert not (tmp_path / "cap").exists()
     with contextlib.suppress(FileNotFoundError):
         assert not list((tmp_path / "cap").iterdir())
+
+
+def test_replay_refuses_a_server_that_lacks_the_captured_tables(server: EmbeddedCluster, tmp_path: Path) -> None:
+    from pgknee.workloads.captured.manifest import Manifest, ScriptEntry, Statement
+    from tests.integration.conftest import APP_ENV, dsn_of
+
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    st = Statement("s01", "SELECT balance FROM accounts WHERE id = $1", "read", 10, 1.0, 0.1, 10, 1.0, 1.0,
+                   ["public.accounts", "userdata.orders"], "")
+    m = Manifest("x", "pgknee", "1", 150000, "now", "time", 1, ["public.accounts", "userdata.orders"], [st],
+                 [ScriptEntry("s01", "s01.sql", 1, ["s01"])])
+    (cap / "workload.toml").write_bytes(m.to_toml())
+    (cap / "s01.sql").write_text("\\set p random(1, 10)\nSELECT balance FROM accounts WHERE id = :p;\n")
+    store = tmp_path / "s.db"
+    r = pgknee("run", "--dsn", dsn_of(server), "--workload", str(cap), "--clients", "1", "--duration", "1s",
+               "--store", str(store), *QUICK, env=APP_ENV)
+    assert r.code == 2 and "lacks the captured tables public.accounts" in r.err and "userdata" not in r.err
+    assert not store.exists()  # refused before the run began: nothing made

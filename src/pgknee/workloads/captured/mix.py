@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 
+from pgknee.errors import Interrupted, PgkneeError
 from pgknee.workloads.captured.sqlmap import statement_fingerprint
 
 READ = """
@@ -32,11 +33,16 @@ class StatementMix:
         try:
             with self.connect() as conn:
                 rows = conn.execute(READ).fetchall()
-        except psycopg.Error as e:
-            self.off = True
+        except Interrupted:
+            raise
+        except (psycopg.errors.UndefinedTable, psycopg.errors.ObjectNotInPrerequisiteState,
+                psycopg.errors.InsufficientPrivilege) as e:
+            self.off = True  # for the rest of the run: said once
             self.say(f"the replay's statement mix is not measured: pg_stat_statements cannot be read on the "
                      f"target ({str(e).splitlines()[0]}); load it there to compare with the capture")
             return None
+        except (psycopg.Error, PgkneeError):
+            return None  # the server went away: the step finds out and says so; this step's mix is unknown
         out: dict[str, tuple[int, float]] = {}
         for query, calls, total in rows:
             fp = self.known.setdefault(query, statement_fingerprint(query))
@@ -51,9 +57,9 @@ class StatementMix:
 
     def end(self) -> list[tuple[str, int, float]]:
         """(statement, calls, total_ms) of the step."""
-        after, before = self._read(), self.before or {}
+        after, before = self._read(), self.before
         self.before = None
-        if after is None:
+        if after is None or before is None:
             return []
         return [(sid, c - before.get(sid, (0, 0.0))[0], round(t - before.get(sid, (0, 0.0))[1], 3))
                 for sid, (c, t) in sorted(after.items()) if c > before.get(sid, (0, 0.0))[0]]
