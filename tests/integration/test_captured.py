@@ -153,8 +153,9 @@ def test_capture_refuses_a_database_without_pg_stat_statements(server: EmbeddedC
 
 
 def test_replay_refuses_a_server_that_lacks_the_captured_tables(server: EmbeddedCluster, tmp_path: Path) -> None:
-    from pgknee.workloads.captured.manifest import Manifest, ScriptEntry, Statement
     from tests.integration.conftest import APP_ENV, dsn_of
+
+    from pgknee.workloads.captured.manifest import Manifest, ScriptEntry, Statement
 
     cap = tmp_path / "cap"
     cap.mkdir()
