@@ -127,3 +127,16 @@ def test_resemblance_within_and_outside_tolerance() -> None:
     far = resemblance(captured, [(1, "s01", 500, 20.0), (1, "s02", 500, 80.0)])
     assert far is not None and not far.ok
     assert resemblance([], replayed) is None
+
+
+def test_show_points_at_begin_calls_as_the_one_hint_of_transactions() -> None:
+    from pgknee.report.terminal import render
+    from pgknee.report.workload import captured_tables
+    from pgknee.workloads.captured.manifest import Skipped
+
+    m = _manifest(skipped=[Skipped("BEGIN", 11, "transaction control"), Skipped("COMMIT", 11, "transaction control")])
+    text = render(captured_tables(m), width=200)
+    assert "BEGIN was called 11 times; statements with about as many calls: s01" in text
+    assert "Not scripted" in text and "transaction control" in text
+    plain = render(captured_tables(_manifest()), width=200)
+    assert "own transaction (autocommit)" in plain

@@ -34,6 +34,7 @@ def captured_tables(m: Manifest) -> list[Table]:
             top = ", ".join(f"{v} {f:.1%}" for v, f in zip(x.mcv[:3], x.mcf[:3], strict=False))
             p.add_row(s.id, f"${x.n}", x.column or "-", x.type or "-", x.drawn, top or "-")
     out = [t, p]
+    t.caption = _grouping_note(m)
     if m.skipped:
         k = Table(title="Not scripted", box=box.SIMPLE_HEAD)
         for col in ("statement", "calls", "why"):
@@ -42,6 +43,18 @@ def captured_tables(m: Manifest) -> list[Table]:
             k.add_row(_short(sk.query), f"{sk.calls:,}", sk.reason)
         out.append(k)
     return out
+
+
+def _grouping_note(m: Manifest) -> str:
+    """pg_stat_statements has no transaction ids: each statement is a script of its own, in
+    autocommit. BEGIN's calls are the one hint of the application's transactions."""
+    begins = sum(k.calls for k in m.skipped if k.query.split()[:1] in (["BEGIN"], ["START"]))
+    if not begins:
+        return "each statement runs as its own transaction (autocommit); no BEGIN among the top statements read"
+    near = [s.id for s in m.statements if abs(s.calls - begins) <= 0.1 * begins]
+    hint = f"; statements with about as many calls: {', '.join(near)}" if near else ""
+    return (f"BEGIN was called {begins:,} times{hint}: to replay them as one transaction, list them in one "
+            "[[scripts]] entry of workload.toml and put BEGIN; ... COMMIT; in its file")
 
 
 def resemblance_table(r: Resemblance) -> Table:
