@@ -238,6 +238,8 @@ class RunData:
     pooler: dict[int, PoolerRecord] = field(default_factory=dict)  # steps through a pooler
     facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)
+    # a captured workload's statements and its steps' replay of them (store.db.Store.statement_mix)
+    statement_mix: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = field(default_factory=lambda: ([], []))
 
 
 # ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------

@@ -133,6 +133,10 @@ def test_capture_then_replay_resembles_and_keeps_the_skew(clusters: tuple[Embedd
     assert len(rows) == 5
     mix = pgknee("workload", "mix", "last", "--store", str(store))
     assert mix.code == 0 and mix.out.count(" yes") + mix.out.count(" NO") == 5
+    shown = pgknee("show", "last", "--store", str(store), "--no-waits")
+    assert shown.code == 0 and "Replay against capture" in shown.out
+    report = pgknee("report", "last", "--store", str(store), "-o", str(tmp_path / "r.md"))
+    assert report.code == 0 and "## Replay against capture" in (tmp_path / "r.md").read_text()
     # the replay's statement mix: share of calls within 5 points of the capture's, for every statement
     replayed = dict(rows)
     all_calls = sum(int(c) for c in replayed.values())

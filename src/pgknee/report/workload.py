@@ -3,11 +3,15 @@ resemblance (captured against replayed statement mix, per step)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich import box
 from rich.table import Table
 
 from pgknee.analyze.resemblance import Resemblance
-from pgknee.workloads.captured.manifest import Manifest
+
+if TYPE_CHECKING:  # a report reads no server: the captured package's workload would load psycopg
+    from pgknee.workloads.captured.manifest import Manifest
 
 SHOWN = 70  # characters of a statement's text in a table
 

@@ -483,4 +483,4 @@ def load_run(store: Store, ref: str) -> RunData:
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
         pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
         facts={i: f for i in ids if (f := store.step_facts(i))},
-        progress={i: pr for i in ids if (pr := store.progress(i))})
+        progress={i: pr for i in ids if (pr := store.progress(i))}, statement_mix=store.statement_mix(run.run_id))
