@@ -4,8 +4,10 @@ once, and each step's share of them is read from pg_stat_statements on the targe
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 
+from pgknee.errors import StoreError
 from pgknee.store.writer import RunWriter
 from pgknee.targets import Target
 from pgknee.workloads import Workload
@@ -22,5 +24,12 @@ def start_mix(workload: Workload, target: Target, writer: RunWriter,
 
 
 def end_mix(mix: StatementMix | None, writer: RunWriter, step_id: int) -> None:
-    if mix is not None:
-        writer.write_statement_mix(step_id, mix.end())
+    """The step's replay of each statement, stored; a store that cannot take it loses only that
+    (the step's own results are written after it, or go to a side file)."""
+    if mix is None:
+        return
+    rows = mix.end()
+    try:
+        writer.write_statement_mix(step_id, rows)
+    except (sqlite3.Error, StoreError) as e:
+        mix.say(f"this step's statement mix is not stored: {e}")
