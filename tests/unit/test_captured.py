@@ -140,3 +140,30 @@ def test_show_points_at_begin_calls_as_the_one_hint_of_transactions() -> None:
     assert "Not scripted" in text and "transaction control" in text
     plain = render(captured_tables(_manifest()), width=200)
     assert "own transaction (autocommit)" in plain
+
+
+def test_a_directory_given_as_the_workload_is_a_captured_one(tmp_path: Path) -> None:
+    from pgknee.plan import WorkloadSpec
+    from pgknee.plan.model import Plan
+
+    w = WorkloadSpec(name=str(tmp_path) + "/", allow_writes=True)
+    assert w.name == "captured" and w.path == str(tmp_path) and Plan(workload=w).workload.allow_writes
+    with pytest.raises(UserError, match="--allow-writes belongs to"):
+        Plan(workload=WorkloadSpec(name="ewallet", allow_writes=True))
+    with pytest.raises(UserError, match="unknown workload 'myapp'") as e:
+        Plan(workload=WorkloadSpec(name="myapp"))  # not a directory, no slash: an unknown name
+    assert "directory of a captured workload" in e.value.one_line()
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["workload", "capture", "--dsn", "postgresql://x@127.0.0.1:1/db", "--out", "OUT", "--top", "0"], "--top must be"),
+    (["workload", "show", "OUT/none"], "holds no workload.toml"),
+    (["workload", "mix", "--store", "OUT/none.db"], "no collector database"),
+])
+def test_workload_command_bad_input_is_one_line(argv: list[str], says: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from pgknee import cli
+
+    code = cli.main([a.replace("OUT", str(tmp_path)) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -141,7 +141,8 @@ PGBENCH_WORKLOADS = ("tpcb", "select-only", "read-heavy")
 
 def _check_workload(w: WorkloadSpec) -> None:
     if w.name not in WORKLOADS:
-        raise UserError(f"unknown workload {w.name!r}", f"choose one of {', '.join(WORKLOADS)}")
+        raise UserError(f"unknown workload {w.name!r}", f"choose one of {', '.join(WORKLOADS[:-1])}, or the "
+                        "directory of a captured workload (pgknee workload capture), e.g. --workload ./myapp/")
     if w.name == "custom" and not w.scripts:
         raise UserError("--workload custom needs at least one --script FILE[@WEIGHT]")
     if w.name != "custom" and w.scripts:
