@@ -63,8 +63,8 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
     w.add_argument("--workload", metavar="NAME|DIR",
                    help="ewallet (default; article 000), tpcb and select-only (pgbench's own, initialised by "
                         "pgbench -i), read-heavy (article 004's script on pgbench's tables), or custom (your "
-                        "--script files against your own schema); or DIR, a workload made by 'pgknee workload capture' "
-                        f"(one of: {', '.join(WORKLOADS[:-1])}, or a directory)")
+                        "--script files against your own schema); or DIR, your own workload as 'pgknee workload capture' "
+                        "wrote it")
     w.add_argument("--allow-writes", action="store_true", default=None,
                    help="replay a captured workload's INSERT, UPDATE and DELETE statements: on a copy of the "
                         "database only (a server with the source's system identifier is refused)")

@@ -337,7 +337,7 @@ class RunWriter:
 
     def write_statement_mix(self, step_id: int | None, rows: Iterable[Row]) -> None:
         """A captured workload's statements (step_id None: as captured) or what a step replayed of
-        each (workloads/captured, collect/statements)."""
+        each (run/replay.py, workloads/captured/mix.py)."""
         with self.store.transaction():
             if step_id is None:
                 self._many("insert_workload_statements", ((self.run_id, *r) for r in rows))
