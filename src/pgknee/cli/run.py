@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.errors import Interrupted, PgkneeError
-from pgknee.plan import PROTOCOLS, WORKLOADS
+from pgknee.plan import PROTOCOLS
 from pgknee.rules import SUMMARIES
 
 if TYPE_CHECKING:
@@ -63,8 +63,8 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
     w.add_argument("--workload", metavar="NAME|DIR",
                    help="ewallet (default; article 000), tpcb and select-only (pgbench's own, initialised by "
                         "pgbench -i), read-heavy (article 004's script on pgbench's tables), or custom (your "
-                        "--script files against your own schema); or DIR, your own workload as 'pgknee workload capture' "
-                        "wrote it")
+                        "--script files against your own schema); or DIR, your own workload as "
+                        "'pgknee workload capture' wrote it")
     w.add_argument("--allow-writes", action="store_true", default=None,
                    help="replay a captured workload's INSERT, UPDATE and DELETE statements: on a copy of the "
                         "database only (a server with the source's system identifier is refused)")
