@@ -11,6 +11,7 @@ from typing import Any
 from pgknee.analyze.compare import Ratio, comparison_rows, headlines
 from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.records import MemoryRow, PoolerRow, RunView, Spread
+from pgknee.analyze.resemblance import resemblance
 
 FORMAT_VERSION = 1
 
@@ -63,7 +64,16 @@ def run_json(view: RunView) -> dict[str, Any]:
             "status_reason": r.status_reason, "created_at": r.created_at, "finished_at": r.finished_at,
             "workload": r.workload, "target": {"kind": r.target_kind, "endpoint": r.target_label},
             "plan": json.loads(r.plan_json), "environment": d.env, "steps": steps, "summary": groups,
-            "warnings": list(view.warnings)}
+            "warnings": list(view.warnings), "replay_mix": _mix_json(view)}
+
+
+def _mix_json(view: RunView) -> dict[str, Any] | None:
+    """A captured workload's replay against its capture, over all completed steps (shares 0..1)."""
+    r = resemblance(*view.data.statement_mix)
+    if r is None:
+        return None
+    return {"calls_tolerance": r.calls_tol, "time_tolerance": r.time_tol, "within": r.ok,
+            "statements": [dataclasses.asdict(row) for row in r.rows]}
 
 
 def _row_json(p: PoolerRow | MemoryRow | None) -> dict[str, Any] | None:
