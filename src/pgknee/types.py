@@ -268,6 +268,8 @@ class RunData:
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)
     server_os: dict[int, list[ServerOsSample]] = field(default_factory=dict)  # bench phase: the server's OS
     wait_sampling: dict[int, WaitSampling] = field(default_factory=dict)  # pg_wait_sampling, when loaded
+    # a captured workload's statements and its steps' replay of them (store.db.Store.statement_mix)
+    statement_mix: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = field(default_factory=lambda: ([], []))
 
 
 # ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------

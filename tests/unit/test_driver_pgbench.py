@@ -324,6 +324,7 @@ def test_with_think_time_appends_a_sleep_after_the_transaction() -> None:
     ("\\startpipeline\nBEGIN;\nSELECT 1;\nCOMMIT;\n\\endpipeline\nSELECT 3;\n", 2.0),
     ("BEGIN;\nSELECT 1;\nROLLBACK;\n", 0.0),  # counted in xact_rollback
     ("-- nothing but a comment\n\\sleep 1 ms\n", 0.0),
+    ("\\set v case when :r <= 5 then 1 \\\n    when :r <= 7 then 2 \\\n    else 3 end\nSELECT :v;\n", 1.0),  # continued
 ])
 def test_commits_per_transaction(script: str, commits: float) -> None:
     from pgknee.driver.pgbench import commits_per_transaction

@@ -258,5 +258,5 @@ def test_plan_to_dict_without_dsn() -> None:
     d = Plan().to_dict()
     assert d["target"]["dsn"] is None
     assert d["workload"] == {"name": "ewallet", "scale": 1.0, "schema": "pgknee_ewallet", "reinit": False,
-                             "scripts": ()}
+                             "scripts": (), "path": "", "allow_writes": False}
     assert WorkloadSpec(name="tpcb").schema == "pgknee_pgbench"  # pgbench's tables in pgknee's own schema

@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import run as run_cmd
     from pgknee.cli import show as show_cmd
     from pgknee.cli import store as store_cmd
+    from pgknee.cli import workload as workload_cmd
 
     p = _Parser(
         prog="pgknee",
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     cleanup_cmd.add_parser(sub)
     store_cmd.add_parser(sub)
     completion_cmd.add_parser(sub)
+    workload_cmd.add_parser(sub)
     return p
 
 

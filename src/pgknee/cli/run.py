@@ -16,7 +16,7 @@ from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdou
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.dsn import TARGETS
 from pgknee.errors import Interrupted, PgkneeError
-from pgknee.plan import PROTOCOLS, WORKLOADS
+from pgknee.plan import PROTOCOLS
 from pgknee.rules import SUMMARIES
 
 if TYPE_CHECKING:
@@ -72,10 +72,14 @@ def _target_options(p: argparse.ArgumentParser) -> None:
 
 def _workload_options(p: argparse.ArgumentParser) -> None:
     w = p.add_argument_group("workload")
-    w.add_argument("--workload", choices=WORKLOADS,
+    w.add_argument("--workload", metavar="NAME|DIR",
                    help="ewallet (default; article 000), tpcb and select-only (pgbench's own, initialised by "
                         "pgbench -i), read-heavy (article 004's script on pgbench's tables), or custom (your "
-                        "--script files against your own schema)")
+                        "--script files against your own schema); or DIR, your own workload as "
+                        "'pgknee workload capture' wrote it")
+    w.add_argument("--allow-writes", action="store_true", default=None,
+                   help="replay a captured workload's INSERT, UPDATE and DELETE statements: on a copy of the "
+                        "database only (a server with the source's system identifier is refused)")
     w.add_argument("--scale", type=float,
                    help="data size: ewallet 1 = 10k users, 100k transactions, about 40 MB; tpcb, select-only and "
                         "read-heavy: pgbench's scale factor, 100k accounts (about 15 MB) each (default 1)")
@@ -278,6 +282,7 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
 def _results(args: argparse.Namespace, store: Store, run_id: str) -> None:
     """The tables (and JSON, recommendation, report) of the run just made, from the store."""
     from pgknee.analyze.run import build
+    from pgknee.cli.workload import mix_items
     from pgknee.report.jsonout import dumps, run_json
     from pgknee.report.output import write_text_file
     from pgknee.report.terminal import recommendation_items, run_report
@@ -288,6 +293,7 @@ def _results(args: argparse.Namespace, store: Store, run_id: str) -> None:
         write_text_file(args.json, dumps(run_json(view)))
     to_stderr = stdout_outputs(args.json, args.report)
     print_items(run_report(view, waits=not args.no_waits), to_stderr=to_stderr)
+    print_items(mix_items(store, run_id), to_stderr=to_stderr)  # a captured workload's replay against its capture
     recs = _recommendations(args, view) if args.recommend or args.report else None
     if args.recommend and recs is not None:
         print_items([item for rec in recs for item in recommendation_items(rec)], to_stderr=to_stderr)

@@ -110,7 +110,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         write_text_file(args.json, dumps(run_json(view)))
     print_items(run_report(view, waits=not args.no_waits), to_stderr=stdout_outputs(args.json))
+    _replay_mix(args.store, view.data.run.run_id, stdout_outputs(args.json))
     return 0
+
+
+def _replay_mix(path: str, run_id: str, to_stderr: bool) -> None:
+    """A captured workload's replay: its statement mix against the capture's."""
+    from pgknee.cli.workload import mix_items
+    from pgknee.store.db import Store
+
+    store = Store(path, create=False)
+    try:
+        print_items(mix_items(store, run_id), to_stderr=to_stderr)
+    finally:
+        store.close()
 
 
 def cmd_waits(args: argparse.Namespace) -> int:

@@ -167,8 +167,13 @@ def commits_per_transaction(text: str) -> float:
     included), a pipeline without BEGIN one (its statements form one implicit transaction)."""
     count = _CommitCounter()
     sql: list[str] = []
+    continued = False  # a meta-command continued on the next line (backslash-return)
     for raw in [*text.splitlines(), "\\end-of-script"]:
         line = raw.strip()
+        if continued or line.startswith("\\"):
+            was, continued = continued, line.endswith("\\")
+            if was:
+                continue
         if not line or line.startswith("--"):
             continue
         if not line.startswith("\\"):

@@ -29,7 +29,7 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
                "server_cpus": "server_cpus", "server_memory": "server_memory", "server_ssh": "server_ssh",
                "server_ssh_config": "server_ssh_config"},
     "workload": {"name": "workload", "scale": "scale", "schema": "schema", "reinit": "reinit",
-                 "scripts": "scripts"},
+                 "scripts": "scripts", "allow_writes": "allow_writes"},
     "sweep": {"clients": "clients", "duration": "duration", "reps": "reps", "summary": "summary",
               "noise_threshold": "noise_threshold",
               "warmup": "warmup", "threads": "threads", "protocol": "protocol", "max_tries": "max_tries",
@@ -46,7 +46,7 @@ PLAN_FILE_KEYS: dict[str, dict[str, str]] = {
 DEFAULTS: dict[str, Any] = {
     "target": None, "dsn": None, "pg_bindir": None, "keep": False, "settings": [], "workload": "ewallet", "scale": 1.0,
     "server_cpus": None, "server_memory": None, "server_ssh": None, "server_ssh_config": None,
-    "schema": "", "reinit": False, "scripts": [], "clients": ",".join(map(str, DEFAULT_CLIENTS)),
+    "schema": "", "reinit": False, "scripts": [], "allow_writes": False, "clients": ",".join(map(str, DEFAULT_CLIENTS)),
     "duration": "60s", "reps": 1, "summary": DEFAULT_SUMMARY, "warmup": "0", "threads": None, "protocol": "prepared",
     "max_tries": 3, "variants": [], "pgbench": None, "sample_interval": "100ms", "os_interval": "1s",
     "log_sampling_rate": None, "steady_target": "2%", "noise_threshold": DEFAULT_NOISE_PCT, "pgbouncer": None,
@@ -66,7 +66,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "pooler_interval": (str, int, float), "sample_all_databases": (bool,), "query_text": (bool,),
     "pre": (str, int, float), "post": (str, int, float), "settle": (str, int, float), "idle_flush": (str, int, float),
     "server_wait": (str, int, float), "steady_target": (str, int, float), "until_answer": (bool,),
-    "budget": (str, int, float), "rtt": (str, int, float), "rtt_jitter": (str, int, float),
+    "budget": (str, int, float), "rtt": (str, int, float), "rtt_jitter": (str, int, float), "allow_writes": (bool,),
 }
 
 
@@ -202,7 +202,8 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
                               server_memory_gb=p.parse("server_memory", lambda x: parse_memory_gb(
                                   str(x), p.label("server_memory"))) if v["server_memory"] is not None else None),
             workload=WorkloadSpec(name=v["workload"], scale=float(v["scale"]), schema=v["schema"],
-                                  reinit=bool(v["reinit"]), scripts=p.items("scripts", lambda s: (parse_script(s),))),
+                                  reinit=bool(v["reinit"]), scripts=p.items("scripts", lambda s: (parse_script(s),)),
+                                  allow_writes=bool(v["allow_writes"])),
             clients=p.parse("clients", _clients), duration_s=duration_s,
             steady_pct=p.parse("steady_target", lambda x: parse_percent(str(x), p.label("steady_target")))
             if auto else None,

@@ -5,6 +5,7 @@ a stored run passes the same checks; nothing here connects to anything or spawns
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -151,17 +152,22 @@ def _check_rtt(v: Variant) -> None:
                         "for example --variant rtt=1ms:rtt_jitter=0.2ms")
 
 
-WORKLOADS = ("ewallet", "tpcb", "select-only", "read-heavy", "custom")
+WORKLOADS = ("ewallet", "tpcb", "select-only", "read-heavy", "custom", "captured")
 PGBENCH_WORKLOADS = ("tpcb", "select-only", "read-heavy")
 
 
 def _check_workload(w: WorkloadSpec) -> None:
     if w.name not in WORKLOADS:
-        raise UserError(f"unknown workload {w.name!r}", f"choose one of {', '.join(WORKLOADS)}")
+        raise UserError(f"unknown workload {w.name!r}", f"choose one of {', '.join(WORKLOADS[:-1])}, or the "
+                        "directory of a captured workload (pgknee workload capture), e.g. --workload ./myapp/")
     if w.name == "custom" and not w.scripts:
         raise UserError("--workload custom needs at least one --script FILE[@WEIGHT]")
     if w.name != "custom" and w.scripts:
         raise UserError("--script belongs to --workload custom", "add --workload custom")
+    if (w.name == "captured") != bool(w.path) or (w.allow_writes and w.name != "captured"):
+        raise UserError("--workload DIR (a directory made by pgknee workload capture) is the one workload "
+                        "--allow-writes belongs to" if w.allow_writes else "a captured workload needs its directory",
+                        "--workload DIR")
     if w.name in ("tpcb", "select-only", "read-heavy") and (w.scale != int(w.scale) or w.scale < 1):
         raise UserError(f"--scale for {w.name} is pgbench's scale factor, a whole number of at least 1 "
                         f"(100,000 accounts each), got {w.scale:g}")
@@ -229,8 +235,15 @@ class WorkloadSpec:
     schema: str = ""  # '' : the workload's own (pgknee_ewallet, pgknee_pgbench)
     reinit: bool = False
     scripts: tuple[tuple[str, int], ...] = ()  # custom: (path, weight)
+    path: str = ""  # captured: the directory `pgknee workload capture` wrote (--workload DIR)
+    allow_writes: bool = False  # captured: replay its INSERT/UPDATE/DELETE (on a copy)
 
     def __post_init__(self) -> None:
+        if isinstance(self.name, str) and self.name not in WORKLOADS and ("/" in self.name or os.path.isdir(self.name)):
+            object.__setattr__(self, "path", self.name)  # --workload DIR: a captured workload
+            object.__setattr__(self, "name", "captured")
+        if self.path:
+            object.__setattr__(self, "path", os.path.abspath(self.path))
         if not self.schema:
             object.__setattr__(self, "schema", default_schema(self.name))
         check_schema_name(self.schema)

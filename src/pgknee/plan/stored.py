@@ -46,7 +46,8 @@ def plan_from_stored(d: dict[str, Any], clients: tuple[int, ...], dsn: str | Non
         w = d.get("workload") or {}
         fields["workload"] = WorkloadSpec(name=w.get("name", "ewallet"), scale=w.get("scale", 1.0),
                                           schema=w.get("schema") or "", reinit=False,
-                                          scripts=tuple((str(p), int(wt)) for p, wt in w.get("scripts", ())))
+                                          scripts=tuple((str(p), int(wt)) for p, wt in w.get("scripts", ())),
+                                          path=str(w.get("path") or ""), allow_writes=bool(w.get("allow_writes")))
         if "variants" in d:
             fields["variants"] = tuple(variant_from_dict(v) for v in d["variants"])
         fields["clients"] = clients

@@ -14,6 +14,7 @@ from pgknee import keys
 from pgknee.analyze.compare import headlines, metadata_differences
 from pgknee.analyze.recommend import Recommendation, recommend_all
 from pgknee.analyze.records import RunView
+from pgknee.analyze.resemblance import resemblance
 from pgknee.analyze.run import combined, combined_name, missing_steps
 from pgknee.dsn import scrub_secrets
 from pgknee.report import charts as ch
@@ -21,6 +22,7 @@ from pgknee.report import plotting as pl
 from pgknee.report import side_by_side as sbs
 from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
+from pgknee.report import workload as wl
 from pgknee.report.network import NETWORK_NOTE, gain_lines, network_table
 from pgknee.report.server import server_table
 from pgknee.report.waitsource import SOURCES_NOTE, run_sources
@@ -212,6 +214,7 @@ def build(views: Sequence[RunView], opts: Options | None = None, *, labels: Sequ
     rep.blocks += _introduction(view, views, labels, missing)
     rep.blocks += _recommendation_blocks(view, recs, charts)
     rep.blocks += _throughput(view, charts)
+    rep.blocks += _replay(view) if len(views) == 1 else []
     rep.blocks += _idle_and_pooler(view, charts)
     rep.blocks += _system_and_waits(view, charts)
     rep.blocks += _checks(view)
@@ -267,6 +270,11 @@ def network_blocks(view: RunView) -> list[Block]:
     if table is None:
         return []
     return [TableBlock(table), Para(NETWORK_NOTE, "note"), *[Para(h, "headline") for h in gain_lines(view)]]
+def _replay(view: RunView) -> list[Block]:
+    """A captured workload's replay against its capture (analyze/resemblance.py)."""
+    r = resemblance(*view.data.statement_mix)
+    return [] if r is None else [Heading("Replay against capture"), TableBlock(wl.resemblance_table(r)),
+                                 Para(r.note, "note")]
 
 
 def _idle_and_pooler(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:

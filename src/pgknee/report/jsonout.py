@@ -12,6 +12,7 @@ from pgknee.analyze.compare import Ratio, comparison_rows, headlines
 from pgknee.analyze.machine import kcache_cpu, server_row
 from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.records import Group, MemoryRow, PoolerRow, RunView, Spread
+from pgknee.analyze.resemblance import resemblance
 from pgknee.analyze.run import RunListing
 from pgknee.analyze.waits import WaitProfile
 from pgknee.types import RunData, WaitSampling
@@ -70,7 +71,16 @@ def run_json(view: RunView) -> dict[str, Any]:
             "status_reason": r.status_reason, "created_at": r.created_at, "finished_at": r.finished_at,
             "workload": r.workload, "target": {"kind": r.target_kind, "endpoint": r.target_label},
             "plan": json.loads(r.plan_json), "environment": d.env, "steps": steps, "summary": groups,
-            "warnings": list(view.warnings)}
+            "warnings": list(view.warnings), "replay_mix": _mix_json(view)}
+
+
+def _mix_json(view: RunView) -> dict[str, Any] | None:
+    """A captured workload's replay against its capture, over all completed steps (shares 0..1)."""
+    r = resemblance(*view.data.statement_mix)
+    if r is None:
+        return None
+    return {"calls_tolerance": r.calls_tol, "time_tolerance": r.time_tol, "within": r.ok,
+            "statements": [dataclasses.asdict(row) for row in r.rows]}
 
 
 def server_json(data: RunData, g: Group) -> dict[str, Any] | None:

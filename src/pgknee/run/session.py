@@ -29,6 +29,7 @@ from pgknee.pooler.lab import Poolers, pin_process_tree
 from pgknee.run.facts import run_environment
 from pgknee.run.machine import open_machine
 from pgknee.run.preflight import Prepared, check_capacity
+from pgknee.run.replay import start_mix
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import scripts_for
 from pgknee.run.ui import UI
@@ -37,6 +38,7 @@ from pgknee.store.writer import RunWriter
 from pgknee.targets import Target, open_target
 from pgknee.types import Reopening
 from pgknee.workloads import Script
+from pgknee.workloads.captured.mix import StatementMix
 
 
 @dataclass
@@ -58,6 +60,7 @@ class RunSession:
     server_os: ServerOsSampler | None = None  # the server's OS, when it is not this machine (run/machine.py)
     kcache: str | None = None  # pg_stat_kcache's schema, when installed: its totals around each bench phase
     waits: WaitProfiler | None = None  # pg_wait_sampling's profile around each bench phase, when loaded
+    mix: StatementMix | None = None  # a captured workload's statements, read around each step (run/replay.py)
 
     @property
     def poolers(self) -> Poolers | None:
@@ -119,6 +122,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()}, server_os=server_os,
                          kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA), waits=waits)
+    session.mix = start_mix(prepared.workload, target, writer, ui.say)
     return session, steps
 
 

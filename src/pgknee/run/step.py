@@ -34,6 +34,7 @@ from pgknee.plan import Plan
 from pgknee.pooler.lab import StepPooler
 from pgknee.rules import log_sampling_rate
 from pgknee.run.network import step_network
+from pgknee.run.replay import end_mix
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
@@ -230,6 +231,8 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     _warm_up(s, spec, step_id, run, env, step_dir, pooled, facts)
     run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
     s.writer.add_command(step_id, "bench", run.argv())
+    if s.mix is not None:
+        s.mix.begin()
     q0, r0, o0 = (s.activity.queries_run if s.activity else 0), s.reader.reads, _server_os_queries(s)
     before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
     _set_phase(s, "bench", pooled)
@@ -249,6 +252,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     after = _statistics(s, facts, settle=True)
     if pgstats.restarted(before, after):
         facts[StepFact.SERVER_RESTARTED] = 1.0
+    end_mix(s.mix, s.writer, step_id)
     own = (s.activity.queries_run - q0 if s.activity else 0) + (s.reader.reads - r0) + (_server_os_queries(s) - o0)
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:

@@ -253,6 +253,16 @@ class Store:
     def step_facts(self, step_id: int) -> dict[str, float]:
         return dict(self.db.execute("SELECT name, value FROM step_facts WHERE step_id = ?", (step_id,)).fetchall())
 
+    def statement_mix(self, run_id: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """A captured workload's statements (statement, query, kind, share of calls, of time) and
+        its completed steps' replay of them (step_id, statement, calls, total_ms)."""
+        captured = self.db.execute("SELECT statement, query, kind, captured_calls, captured_time FROM "
+                                   "workload_statements WHERE run_id = ? ORDER BY statement", (run_id,)).fetchall()
+        steps = self.db.execute("SELECT t.step_id, t.statement, t.calls, t.total_ms FROM step_statements t JOIN steps "
+                                "s USING (step_id) WHERE t.run_id = ? AND s.status = 'completed' ORDER BY "
+                                "t.step_id, t.statement", (run_id,)).fetchall()
+        return captured, steps
+
     def pg_stat_database(self, step_id: int) -> dict[str, float]:
         return dict(self.db.execute("SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?",
                                     (step_id,)).fetchall())

@@ -32,7 +32,8 @@ def load_run(store: Store, ref: str) -> RunData:
         pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
         facts={i: f for i in ids if (f := store.step_facts(i))},
         progress={i: pr for i in ids if (pr := store.progress(i))},
-        server_os={i: sv for i in ids if (sv := store.server_os_samples(i))}, wait_sampling=store.wait_sampling(ids))
+        server_os={i: sv for i in ids if (sv := store.server_os_samples(i))}, wait_sampling=store.wait_sampling(ids),
+        statement_mix=store.statement_mix(run.run_id))
 
 
 def _check_plan(run: RunRecord) -> None:

@@ -346,6 +346,15 @@ class RunWriter:
             self._many("insert_snapshots", self._rows(step_id, snapshots))
             self._many("insert_activity", self._rows(step_id, rows))
 
+    def write_statement_mix(self, step_id: int | None, rows: Iterable[Row]) -> None:
+        """A captured workload's statements (step_id None: as captured) or what a step replayed of
+        each (run/replay.py, workloads/captured/mix.py)."""
+        with self.store.transaction():
+            if step_id is None:
+                self._many("insert_workload_statements", ((self.run_id, *r) for r in rows))
+            else:
+                self._many("insert_step_statements", self._rows(step_id, rows))
+
     def _rows(self, step_id: int, rows: Iterable[Row]) -> Iterable[Row]:
         return ((self.run_id, step_id, *row) for row in rows)
 

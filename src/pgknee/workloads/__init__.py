@@ -21,6 +21,10 @@ def get_workload(spec: WorkloadSpec) -> Workload:
         from pgknee.workloads.custom import Custom
 
         return Custom(spec)
+    if spec.name == "captured":
+        from pgknee.workloads.captured import Captured
+
+        return Captured(spec)
     raise UserError(f"unknown workload {spec.name!r}", "choose: ewallet, tpcb, select-only, read-heavy, custom")
 
 

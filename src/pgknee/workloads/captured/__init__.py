@@ -1,0 +1,106 @@
+"""A workload captured from the user's own database (`pgknee workload capture`), replayed on a
+copy: the user's schema and data as they are (no install, no DDL), the capture's scripts at their
+weights. Refused before the sweep: writes without --allow-writes, writes to a server with the
+source's system identifier (the source itself, or a physical copy of it), a server that lacks a
+captured table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgknee.errors import UserError
+from pgknee.plan import WorkloadSpec
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
+from pgknee.workloads.captured.manifest import Manifest, load
+
+
+def _warn_unanalysed(conn: psycopg.Connection[Any], tables: list[str], say: Callable[[str], None]) -> None:
+    """A copy restored by pg_restore has no planner statistics until it is analysed: its plans,
+    and so the replay's time per statement, are not the source's (measured on the test application:
+    the orders query's share of time went from 9% to 70-80%). pgknee does not run ANALYZE on tables
+    it did not create: it says so."""
+    missing = [t for t in tables if not (conn.execute("SELECT count(*) FROM pg_stats WHERE schemaname = %s AND "
+                                                      "tablename = %s", t.split(".", 1)).fetchone() or (0,))[0]]
+    if missing:
+        say(f"warning: the target has no planner statistics for {', '.join(missing)} (pg_dump carries none): its "
+            "plans may not be the source's; run ANALYZE on them before replaying")
+
+
+class Captured:
+    name = "captured"
+
+    def __init__(self, spec: WorkloadSpec) -> None:
+        self.spec = spec
+        self.manifest: Manifest = load(spec.path)
+        writes = self.manifest.writes()
+        if writes and not spec.allow_writes:
+            raise UserError(f"the captured workload writes (scripts {', '.join(writes)}: INSERT, UPDATE or DELETE)",
+                            "replay it on a copy of the database with --allow-writes, or give those scripts "
+                            f"weight 0 in {Path(spec.path) / 'workload.toml'}")
+        self._sources = []
+        for sc in self.manifest.scripts:
+            if sc.weight <= 0:
+                continue
+            path = Path(spec.path) / sc.file
+            try:
+                text = path.read_text(encoding="utf-8", errors="strict")
+            except (OSError, UnicodeDecodeError) as e:
+                why = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
+                raise UserError(f"script {path} cannot be read: {why}", "capture again, or fix the file") from None
+            self._sources.append(ScriptSource(sc.name, sc.file, text, sc.weight))
+
+    def install(self, conn: psycopg.Connection[Any], *, say: Callable[[str], None],
+                run_pgbench: RunPgbench) -> dict[str, str]:
+        m = self.manifest
+        missing = [t for t in m.tables if conn.execute(
+            "SELECT to_regclass(format('%%I.%%I', %s::text, %s::text))", t.split(".", 1)).fetchone() in (None, (None,))]
+        if missing:
+            raise UserError(f"the target lacks the captured tables {', '.join(missing)}",
+                            "replay on a copy of the source database (pg_dump | pg_restore), or --dsn that database")
+        if m.writes():
+            self._refuse_the_source(conn)
+        _warn_unanalysed(conn, m.tables, say)
+        say(f"captured workload from {m.source} ({m.captured_at}): {len(self._sources)} scripts, "
+            f"{'with writes (--allow-writes)' if m.writes() else 'reads only'}; pgknee leaves the schema as it is")
+        return {"workload": "captured", "captured_from": m.source, "captured_at": m.captured_at,
+                "scripts": ", ".join(f"{s.filename}@{s.weight}" for s in self._sources)}
+
+    def _refuse_the_source(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            row = conn.execute("SELECT system_identifier::text FROM pg_control_system()").fetchone()
+        except psycopg.errors.InsufficientPrivilege:
+            conn.rollback() if not conn.autocommit else None
+            row = None
+        target = str(row[0]) if row else ""
+        if not target or not self.manifest.system_identifier:
+            raise UserError("pgknee cannot tell whether the target is the capture's source (pg_control_system() "
+                            "was not readable), and the workload writes",
+                            "grant pg_monitor to the roles that capture and replay, or drop the writes")
+        if target == self.manifest.system_identifier:
+            raise UserError("the target has the capture's source's system identifier (the source itself, or a "
+                            "physical copy of it), and the workload writes",
+                            "replay writes on a copy restored with pg_dump | pg_restore, or drop the writes")
+
+    def sources(self) -> list[ScriptSource]:
+        return list(self._sources)
+
+    def defines(self) -> dict[str, str]:
+        return {}
+
+    def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:
+        return {}
+
+    def check(self, conn: psycopg.Connection[Any]) -> CheckResult | None:
+        return None
+
+    def captured_rows(self) -> list[tuple[str, str, str, float, float]]:
+        """The replayed statements as captured, for the store (the resemblance check's reference)."""
+        ids = {x for sc in self.manifest.scripts if sc.weight > 0 for x in sc.statements}
+        return [(s.id, s.query, s.kind, s.share_calls, s.share_time) for s in self.manifest.statements if s.id in ids]
+
+    def fingerprints(self) -> dict[str, str]:
+        return {s.fingerprint: s.id for s in self.manifest.statements if s.fingerprint}

@@ -1,0 +1,234 @@
+"""`pgknee workload capture`: the source database's own workload, read from pg_stat_statements
+(statements, calls, time, rows) and pg_stats (each parameter's column: common values, their
+frequencies, histogram bounds), in one read-only transaction. Nothing is written to the source;
+no data is read but what those two views show."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from pgknee.dsn import redact_dsn
+from pgknee.errors import TargetError, UserError
+from pgknee.targets.base import Endpoint
+from pgknee.workloads.captured import generators as gen
+from pgknee.workloads.captured import sqlmap
+from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
+
+ORDERS = {"time": "total_exec_time", "calls": "calls"}
+MAX_WEIGHT = 10_000  # the most frequent script's weight; the others in proportion (at least 1)
+LIMIT_VALUE = "10"  # a LIMIT's value is not in the statistics: this one, to edit in the script
+DELTA_VALUE = "1"  # an amount added to a column: its distribution is not in the statistics either
+SYSTEM = ("pg_catalog", "information_schema")
+
+ENTRIES = """
+SELECT query, sum(calls)::bigint, sum(total_exec_time)::float8, sum(rows)::bigint
+FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) {toplevel}
+GROUP BY query"""
+
+STATS = """
+SELECT format_type(a.atttypid, a.atttypmod), s.null_frac::float8, s.n_distinct::float8,
+       s.most_common_vals::text::text[], s.most_common_freqs::float8[], s.histogram_bounds::text::text[]
+FROM pg_attribute a
+LEFT JOIN pg_stats s ON s.schemaname = %(schema)s AND s.tablename = %(table)s AND s.attname = a.attname
+                     AND NOT s.inherited
+WHERE a.attrelid = to_regclass(%(qualified)s) AND a.attname = %(column)s AND a.attnum > 0 AND NOT a.attisdropped"""
+
+
+TABLE = """
+SELECT n.nspname, c.relname, EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                                     AND d.objid = c.oid AND d.deptype = 'e')
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)"""
+
+
+@dataclass
+class _Source:
+    conn: psycopg.Connection[Any]
+    tables: dict[str, str | None]  # as written -> schema.table, None: not visible
+    stats: dict[tuple[str, str], gen.ColumnStats | None]
+
+
+def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None]) -> tuple[Manifest, dict[str, str]]:
+    """The manifest and the scripts' texts (file name -> text)."""
+    endpoint = Endpoint.resolve(dsn)
+    conn = endpoint.connect("capture", autocommit=False)
+    try:
+        conn.read_only = True  # the source is only read: a write would fail, not happen
+        with conn.transaction():
+            version = _check_statements(conn)
+            entries = _entries(conn, version, order_by)
+            src = _Source(conn, {}, {})
+            manifest, texts = _build(src, entries, top, order_by)
+            database = str(_one(conn, "SELECT current_database()"))
+            sysid = _system_identifier(conn)
+    except psycopg.Error as e:
+        raise TargetError(f"reading the workload from {endpoint.label} failed: {str(e).splitlines()[0]}") from None
+    finally:
+        conn.close()
+    if not sysid:
+        say("the role could not read pg_control_system(): a replay cannot tell this server from a copy, "
+            "so it will refuse writes (grant pg_monitor to the capturing role and capture again)")
+    return Manifest(redact_dsn(dsn), database, sysid, version, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    **manifest), texts
+
+
+def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
+    row = conn.execute(sql).fetchone()
+    return row[0] if row else None
+
+
+def _check_statements(conn: psycopg.Connection[Any]) -> int:
+    version = int(_one(conn, "SELECT current_setting('server_version_num')"))
+    if version < 140000:
+        raise UserError(f"the source runs PostgreSQL {version // 10000}: capture needs 14 or later "
+                        "(pg_stat_statements' toplevel and total_exec_time)")
+    if not _one(conn, "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'"):
+        raise UserError("pg_stat_statements is not installed in this database",
+                        "add pg_stat_statements to shared_preload_libraries, restart, and run CREATE EXTENSION "
+                        "pg_stat_statements in the database (as its owner)")
+    hidden, total = conn.execute("SELECT count(*) FILTER (WHERE query = '<insufficient privilege>'), count(*) "
+                                 "FROM pg_stat_statements").fetchone() or (0, 0)
+    if total and hidden == total:
+        raise UserError("pg_stat_statements hides every statement's text from this role",
+                        "GRANT pg_read_all_stats TO the capturing role (it reads statistics only)")
+    return version
+
+
+def _entries(conn: psycopg.Connection[Any], version: int, order_by: str) -> list[tuple[str, int, float, int]]:
+    sql = ENTRIES.format(toplevel="AND toplevel" if version >= 140000 else "")
+    rows = [(str(q), int(c), float(t), int(r)) for q, c, t, r in conn.execute(sql).fetchall()]
+    if order_by == "calls":
+        return sorted(rows, key=lambda r: (-r[1], r[0]))
+    return sorted(rows, key=lambda r: (-r[2], r[0]))
+
+
+def _system_identifier(conn: psycopg.Connection[Any]) -> str:
+    try:
+        with conn.transaction():
+            return str(_one(conn, "SELECT system_identifier FROM pg_control_system()"))
+    except psycopg.errors.InsufficientPrivilege:
+        return ""
+
+
+def _build(src: _Source, entries: list[tuple[str, int, float, int]], top: int,
+           order_by: str) -> tuple[dict[str, Any], dict[str, str]]:
+    calls_all = sum(e[1] for e in entries) or 1
+    time_all = sum(e[2] for e in entries) or 1.0
+    statements: list[Statement] = []
+    skipped: list[Skipped] = []
+    texts: dict[str, str] = {}
+    for query, calls, total, rows in entries[:top]:
+        sid = f"s{len(statements) + 1:02d}"
+        try:
+            st, text = _statement(src, sid, query, (calls, total, rows), (calls_all, time_all))
+        except gen.CannotDraw as e:
+            skipped.append(Skipped(_shown(query), calls, str(e)))
+            continue
+        statements.append(st)
+        texts[f"{sid}.sql"] = text
+    top_calls = max((s.calls for s in statements), default=1)
+    scripts = [ScriptEntry(s.id, f"{s.id}.sql", max(1, round(s.calls * MAX_WEIGHT / top_calls)), [s.id])
+               for s in statements]
+    tables = sorted({t for s in statements for t in s.tables})
+    return ({"order_by": order_by, "top": top, "tables": tables, "statements": statements, "scripts": scripts,
+             "skipped": skipped}, texts)
+
+
+def _shown(query: str) -> str:
+    """A statement's text as the manifest may keep it: pg_stat_statements does not normalise a
+    utility statement's constants (CREATE ROLE ... PASSWORD '...'), nor can pgknee check one it
+    cannot parse: their text stays out."""
+    parsed = sqlmap.parse(query)
+    if parsed.kind != "skip" or query == "<insufficient privilege>":
+        return query
+    return "(text not kept: a statement pgknee does not replay may hold literal values)"
+
+
+def _statement(src: _Source, sid: str, query: str, figures: tuple[int, float, int],
+               totals: tuple[int, float]) -> tuple[Statement, str]:
+    calls, total, rows = figures
+    if query == "<insufficient privilege>":
+        raise gen.CannotDraw("its text is hidden from this role (GRANT pg_read_all_stats)")
+    parsed = sqlmap.parse(query)
+    if parsed.kind == "transaction":
+        raise gen.CannotDraw("transaction control: each script runs in autocommit unless the manifest groups "
+                             "statements (see BEGIN's calls against the statements')")
+    if parsed.kind == "skip":
+        raise gen.CannotDraw(parsed.reason)
+    tables = [_table(src, s, t) for s, t in parsed.tables]
+    if not tables or all(t.split(".")[0] in SYSTEM for t in tables):
+        raise gen.CannotDraw("it reads no table of the application (only the catalogues, or none)")
+    params: list[Param] = []
+    lines: list[str] = []
+    placeholders: dict[int, str] = {}
+    for n in sorted(parsed.params):
+        p, drawn = _param(src, sid, n, parsed.params[n])
+        params.append(p)
+        lines += drawn.lines
+        placeholders[n] = drawn.placeholder
+    sql = re.sub(r"\$(\d+)(?!\d)", lambda m: placeholders.get(int(m.group(1)), m.group(0)), query)
+    replayed = re.sub(r":s\d+_p\d+", "$1", sql)
+    st = Statement(sid, query, parsed.kind, calls, round(total, 3), round(total / max(calls, 1), 4), rows,
+                   round(calls / totals[0], 6), round(total / totals[1], 6), tables,
+                   sqlmap.statement_fingerprint(replayed), params)
+    head = [f"-- pgknee captured statement {sid}: {calls} calls, {st.mean_ms:.3f} ms mean, "
+            f"{rows / max(calls, 1):.1f} rows per call, {st.share_time:.1%} of the database's time"]
+    head += [f"-- ${p.n}: {p.column or p.use} ({p.type or '-'}): {p.drawn}" for p in params]
+    return st, "\n".join([*head, *lines, sql.rstrip().rstrip(";") + ";", ""])
+
+
+def _table(src: _Source, schema: str, name: str) -> str:
+    written = f"{schema}.{name}" if schema else name
+    if written not in src.tables:
+        row = src.conn.execute(TABLE, (written,)).fetchone()
+        # an extension's relation (pg_stat_statements' view, the capture's own reads) is not the application's
+        src.tables[written] = None if row is None else f"pg_catalog.{row[1]}" if row[2] else f"{row[0]}.{row[1]}"
+    found = src.tables[written]
+    if found is None:
+        raise gen.CannotDraw(f"table {written} is not visible to the capturing role on its search_path "
+                             "(set the role's search_path like the application's)")
+    return found
+
+
+def _param(src: _Source, sid: str, n: int, use: sqlmap.ParamUse) -> tuple[Param, gen.Drawn]:
+    var = f"{sid}_p{n}"
+    if use.kind in ("limit", "delta"):
+        value = LIMIT_VALUE if use.kind == "limit" else DELTA_VALUE
+        why = "a LIMIT" if use.kind == "limit" else f"an amount added to {use.column}"
+        return (Param(n, use.kind, use.column, "", f"{value}: {why} is not in the statistics (edit the script)"),
+                gen.Drawn((f"\\set {var} {value}",), f":{var}"))
+    if use.kind != "column":
+        raise gen.CannotDraw(f"${n} is not compared with a column, set into one or a LIMIT: pgknee cannot "
+                             "tell its values")
+    for t in use.tables:
+        table = _table(src, *(t.split(".", 1) if "." in t else ("", t)))
+        st = _stats(src, table, use.column)
+        if st is None:
+            continue
+        try:
+            drawn = gen.draw(var, st)
+        except gen.CannotDraw as e:
+            raise gen.CannotDraw(f"${n} ({table}.{use.column}): {e}") from None
+        how = (f"{len(st.mcv)} common values ({sum(st.mcf):.0%} of rows), then "
+               f"{max(0, len(st.histogram) - 1)} histogram buckets")
+        return Param(n, "column", f"{table}.{use.column}", st.type, how, list(st.mcv[:10]),
+                     [round(f, 5) for f in st.mcf[:10]]), drawn
+    raise gen.CannotDraw(f"${n}: column {use.column} not found in {', '.join(use.tables)}")
+
+
+def _stats(src: _Source, table: str, column: str) -> gen.ColumnStats | None:
+    key = (table, column)
+    if key not in src.stats:
+        schema, name = table.split(".", 1)
+        row = src.conn.execute(STATS, {"schema": schema, "table": name, "qualified": f'"{schema}"."{name}"',
+                                       "column": column}).fetchone()
+        src.stats[key] = None if row is None else gen.ColumnStats(
+            str(row[0]), float(row[1] or 0), float(row[2] or 0), tuple(row[3] or ()), tuple(row[4] or ()),
+            tuple(row[5] or ()))
+    return src.stats[key]

@@ -1,0 +1,135 @@
+"""A captured workload on disk: `workload.toml` (what was captured, from where, each statement's
+calls, time and parameters, the scripts and their weights, what could not be scripted and why)
+beside one plain pgbench script per statement. The user may edit both: weights, which statements
+a script holds (a transaction of several), the scripts' text."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from pgknee.errors import UserError
+
+MANIFEST = "workload.toml"
+KINDS = ("read", "write")
+
+
+@dataclass(frozen=True)
+class Param:
+    n: int
+    use: str  # column | delta | limit
+    column: str = ""  # schema.table.column
+    type: str = ""
+    drawn: str = ""  # how its values are drawn, in words
+    mcv: list[str] = field(default_factory=list)
+    mcf: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Statement:
+    id: str
+    query: str  # as pg_stat_statements holds it (normalised: constants are $n)
+    kind: str  # read | write
+    calls: int
+    total_ms: float
+    mean_ms: float
+    rows: int
+    share_calls: float  # of the database's calls, over everything pg_stat_statements held
+    share_time: float
+    tables: list[str]
+    fingerprint: str  # the replayed statement's parse tree: found again on the target by it
+    params: list[Param] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScriptEntry:
+    name: str
+    file: str
+    weight: int
+    statements: list[str]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    query: str
+    calls: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    source: str  # the DSN without its password
+    database: str
+    system_identifier: str  # pg_control_system(): '' when the role could not read it
+    server_version: int
+    captured_at: str
+    order_by: str
+    top: int
+    tables: list[str]
+    statements: list[Statement]
+    scripts: list[ScriptEntry]
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def statement(self, sid: str) -> Statement:
+        return next(s for s in self.statements if s.id == sid)
+
+    def writes(self) -> list[str]:
+        """The scripts that hold a write."""
+        kinds = {s.id: s.kind for s in self.statements}
+        return [sc.name for sc in self.scripts if any(kinds.get(x) == "write" for x in sc.statements)]
+
+    def to_toml(self) -> bytes:
+        head = (b"# pgknee captured workload (pgknee workload show DIR reads it). Edit freely: a script's weight,\n"
+                b"# its statements (several make one transaction: put BEGIN; and COMMIT; in its file), or drop\n"
+                b"# a [[scripts]] entry. The statistics below are what the scripts' \\set lines were drawn from.\n\n")
+        return head + tomli_w.dumps(asdict(self), multiline_strings=True).encode()
+
+
+def load(directory: str) -> Manifest:
+    """The manifest of a capture directory, checked: one line saying what is wrong if it is not."""
+    path = Path(directory) / MANIFEST
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{directory} holds no {MANIFEST}: it is not a captured workload",
+                        "make one with pgknee workload capture --dsn ... --out DIR") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"{path} cannot be read: {e}", "fix the file, or capture again") from None
+    try:
+        m = _manifest(data)
+    except (KeyError, TypeError, ValueError) as e:
+        raise UserError(f"{path} is not a manifest pgknee wrote: {type(e).__name__} {e}",
+                        "fix the file, or capture again") from None
+    _check(m, path)
+    return m
+
+
+def _manifest(d: dict[str, Any]) -> Manifest:
+    stmts = [Statement(**{**s, "params": [Param(**p) for p in s.get("params", [])]}) for s in d["statements"]]
+    return Manifest(**{**d, "statements": stmts, "scripts": [ScriptEntry(**s) for s in d["scripts"]],
+                       "skipped": [Skipped(**s) for s in d.get("skipped", [])]})
+
+
+def _check(m: Manifest, path: Path) -> None:
+    ids = {s.id for s in m.statements}
+    if not m.scripts:
+        raise UserError(f"{path} lists no scripts", "capture again, or restore a [[scripts]] entry")
+    for s in m.statements:
+        if s.kind not in KINDS:
+            raise UserError(f"{path}: statement {s.id} has kind {s.kind!r}", "read or write")
+    for sc in m.scripts:
+        if not isinstance(sc.weight, int) or not 0 <= sc.weight <= 1_000_000:
+            raise UserError(f"{path}: script {sc.name} has weight {sc.weight!r}",
+                            "a whole number from 0 to 1000000")
+        unknown = [x for x in sc.statements if x not in ids]
+        if unknown or not sc.statements:
+            raise UserError(f"{path}: script {sc.name} names statements {unknown or '(none)'} the manifest "
+                            "does not hold", "list ids of [[statements]] entries")
+        if Path(sc.file).name != sc.file or not sc.file.endswith(".sql"):
+            raise UserError(f"{path}: script file {sc.file!r} must be a .sql file name in the capture directory")
+    if sum(sc.weight for sc in m.scripts) <= 0:
+        raise UserError(f"{path}: every script has weight 0", "give one a weight")

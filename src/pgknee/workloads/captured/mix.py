@@ -1,0 +1,65 @@
+"""What a step replayed of each captured statement: pg_stat_statements on the target read before
+and after the step, the difference per statement (found by its parse tree's fingerprint: the
+queryid differs between clusters, as it hashes relation OIDs). The target's statistics are never
+reset: they may be someone else's, and a difference measures the same."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from pgknee.errors import Interrupted, PgkneeError
+from pgknee.workloads.captured.sqlmap import statement_fingerprint
+
+READ = """
+SELECT query, sum(calls)::bigint, sum(total_exec_time)::float8 FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND toplevel
+GROUP BY query"""
+
+
+class StatementMix:
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], fingerprints: dict[str, str],
+                 say: Callable[[str], None]) -> None:
+        self.connect, self.ids, self.say = connect, fingerprints, say
+        self.known: dict[str, str] = {}  # query text -> fingerprint
+        self.before: dict[str, tuple[int, float]] | None = None
+        self.off = False
+
+    def _read(self) -> dict[str, tuple[int, float]] | None:
+        if self.off:
+            return None
+        try:
+            with self.connect() as conn:
+                rows = conn.execute(READ).fetchall()
+        except Interrupted:
+            raise
+        except (psycopg.errors.UndefinedTable, psycopg.errors.ObjectNotInPrerequisiteState,
+                psycopg.errors.InsufficientPrivilege) as e:
+            self.off = True  # for the rest of the run: said once
+            self.say(f"the replay's statement mix is not measured: pg_stat_statements cannot be read on the "
+                     f"target ({str(e).splitlines()[0]}); load it there to compare with the capture")
+            return None
+        except (psycopg.Error, PgkneeError):
+            return None  # the server went away: the step finds out and says so; this step's mix is unknown
+        out: dict[str, tuple[int, float]] = {}
+        for query, calls, total in rows:
+            fp = self.known.setdefault(query, statement_fingerprint(query))
+            sid = self.ids.get(fp)
+            if sid is not None:
+                c, t = out.get(sid, (0, 0.0))
+                out[sid] = (c + int(calls), t + float(total))
+        return out
+
+    def begin(self) -> None:
+        self.before = self._read()
+
+    def end(self) -> list[tuple[str, int, float]]:
+        """(statement, calls, total_ms) of the step."""
+        after, before = self._read(), self.before
+        self.before = None
+        if after is None or before is None:
+            return []
+        return [(sid, c - before.get(sid, (0, 0.0))[0], round(t - before.get(sid, (0, 0.0))[1], 3))
+                for sid, (c, t) in sorted(after.items()) if c > before.get(sid, (0, 0.0))[0]]

@@ -1,0 +1,181 @@
+"""A captured workload end to end: the test application (tests/data/capture_app: skewed accounts
+and orders, a read-mostly mix with an UPDATE and an INSERT) run by pgbench as "production" on one
+embedded cluster with pg_stat_statements, captured by a read-only role, replayed by pgknee on a
+second cluster restored from the first (pg_dump | pg_restore)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from pgknee.targets.local import EmbeddedCluster, find_bindir
+from pgknee.workloads.captured.manifest import Manifest, ScriptEntry, Statement
+
+from .conftest import APP_ENV, QUICK, dsn_of, pgknee, sql
+
+APP = Path(__file__).resolve().parent.parent / "data" / "capture_app"
+PRODUCTION = (("lookup", 50), ("history", 20), ("region", 10), ("pay", 15), ("order", 5))
+PW = "pw-capture"
+ENV = {"PGPASSWORD": PW}
+
+
+def _cluster(base: str) -> EmbeddedCluster:
+    c = EmbeddedCluster(find_bindir(), {"shared_preload_libraries": "pg_stat_statements", "max_connections": "40"},
+                        base_dir=base)
+    c.start()
+    c.create_database()
+    with _conn(c) as conn:
+        conn.execute(f"ALTER ROLE pgknee PASSWORD '{PW}'")
+    return c
+
+
+def _conn(c: EmbeddedCluster) -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee", autocommit=True)
+
+
+def _dsn(c: EmbeddedCluster, user: str = "pgknee") -> str:
+    return f"postgresql://{user}@127.0.0.1:{c.port}/pgknee"
+
+
+def _production(c: EmbeddedCluster) -> None:
+    with _conn(c) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+        conn.execute((APP / "schema.sql").read_text())
+        conn.execute(f"CREATE ROLE ro LOGIN PASSWORD '{PW}' IN ROLE pg_read_all_stats, pg_monitor")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO ro")
+        conn.execute("SELECT pg_stat_statements_reset()")
+        conn.execute("CREATE ROLE ghost PASSWORD 'ghost-secret-pw'")  # a utility statement's text: not normalised
+    pgbench = str(Path(find_bindir()) / "pgbench")
+    scripts = [a for name, w in PRODUCTION for a in ("-f", f"{APP / name}.sql@{w}")]
+    subprocess.run([pgbench, "-n", "-T", "4", "-c", "2", "-h", str(c.sock), "-p", str(c.port), "-U", "pgknee",
+                    *scripts, "pgknee"], check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def clusters() -> Iterator[tuple[EmbeddedCluster, EmbeddedCluster]]:
+    base = tempfile.mkdtemp(prefix="pgkt-capture-")
+    os.chmod(base, 0o755)
+    made: list[EmbeddedCluster] = []
+    try:
+        made.append(_cluster(base))
+        _production(made[0])
+        made.append(_cluster(base))
+        bindir = Path(find_bindir())
+        dump = subprocess.run([str(bindir / "pg_dump"), "-Fc", "-h", str(made[0].sock), "-p", str(made[0].port),
+                               "-U", "pgknee", "pgknee"], check=True, capture_output=True, timeout=60).stdout
+        subprocess.run([str(bindir / "pg_restore"), "-h", str(made[1].sock), "-p", str(made[1].port), "-U", "pgknee",
+                        "--no-owner", "--no-privileges", "-d", "pgknee"],
+                       input=dump, check=True, capture_output=True, timeout=60)
+        with _conn(made[1]) as conn:
+            conn.execute("ANALYZE")  # pg_dump carries no planner statistics: a restored copy needs its own
+        yield made[0], made[1]
+    finally:
+        for c in made:
+            c.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _capture(source: EmbeddedCluster, out: Path) -> dict[str, Any]:
+    r = pgknee("workload", "capture", "--dsn", _dsn(source, "ro"), "--top", "30", "--out", str(out), env=ENV)
+    assert r.code == 0, r.err
+    text = (out / "workload.toml").read_text()
+    assert "ghost-secret-pw" not in text and "CreateRole is not a query" in text
+    return tomllib.loads(text)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_capture_then_replay_resembles_and_keeps_the_skew(clusters: tuple[EmbeddedCluster, EmbeddedCluster],
+                                                          tmp_path: Path) -> None:
+    source, copy = clusters
+    m = _capture(source, tmp_path / "cap")
+    stmts = m["statements"]
+    assert {s["kind"] for s in stmts} == {"read", "write"}
+    assert len(stmts) == 5, m["skipped"]
+
+    def find(start: str) -> dict[str, Any]:
+        return next(s for s in stmts if s["query"].startswith(start))
+
+    # the capture holds the weights of the production mix (calls), within sampling noise
+    total = sum(float(s["share_calls"]) for s in stmts)
+    for start, weight in (("SELECT balance", 50), ("SELECT id, amount", 20), ("SELECT count(*)", 10),
+                          ("UPDATE", 15), ("INSERT", 5)):
+        assert abs(find(start)["share_calls"] / total - weight / 100) < 0.03, (start, stmts, m["skipped"])
+    insert = find("INSERT")
+    # the INSERT's account_id is drawn from orders.account_id's statistics: account 1 is the top value
+    p1 = insert["params"][0]
+    assert p1["column"] == "public.orders.account_id" and p1["mcv"][0] == "1"
+    top_freq = float(p1["mcf"][0])
+    assert top_freq > 0.05
+    # a write needs --allow-writes: refused before anything starts
+    store = tmp_path / "replay.db"
+    refused = pgknee("run", "--dsn", _dsn(copy), "--workload", str(tmp_path / "cap"), "--clients", "2",
+                     "--duration", "3s", "--store", str(store), *QUICK, env=ENV)
+    assert refused.code == 2 and "--allow-writes" in refused.err and not store.exists()
+    # and never on the source itself (the same system identifier)
+    same = pgknee("run", "--dsn", _dsn(source), "--workload", str(tmp_path / "cap"), "--allow-writes",
+                  "--clients", "2", "--duration", "3s", "--store", str(store), *QUICK, env=ENV)
+    assert same.code == 2 and "system identifier" in same.err
+    with _conn(copy) as conn:
+        (last,) = conn.execute("SELECT max(id) FROM orders").fetchone()
+    # (the copy was analysed after its restore: without planner statistics the orders query sorts the frequent
+    # accounts' orders, and its share of time goes from about 9% to 70-80%)
+    r = pgknee("run", "--dsn", _dsn(copy), "--workload", str(tmp_path / "cap"), "--allow-writes", "--clients",
+               "2,4", "--duration", "4s", "--store", str(store), "--no-waits", *QUICK, env=ENV)
+    assert r.code == 0, r.err
+    assert "Replay against capture" in r.out
+    rows = sql(store, "SELECT statement, sum(calls) FROM step_statements GROUP BY statement")
+    assert len(rows) == 5
+    mix = pgknee("workload", "mix", "last", "--store", str(store))
+    assert mix.code == 0 and mix.out.count(" yes") + mix.out.count(" NO") == 5
+    shown = pgknee("show", "last", "--store", str(store), "--no-waits", "--json", str(tmp_path / "run.json"))
+    assert shown.code == 0 and "Replay against capture" in shown.out
+    doc = json.loads((tmp_path / "run.json").read_text())["replay_mix"]
+    assert len(doc["statements"]) == 5 and doc["within"] is True, doc  # shares of calls and of time
+    report = pgknee("report", "last", "--store", str(store), "-o", str(tmp_path / "r.md"))
+    assert report.code == 0 and "## Replay against capture" in (tmp_path / "r.md").read_text()
+    # the replay's statement mix: share of calls within 5 points of the capture's, for every statement
+    replayed = dict(rows)
+    all_calls = sum(int(c) for c in replayed.values())
+    captured_total = sum(float(s["share_calls"]) for s in m["statements"])
+    for s in m["statements"]:
+        share = int(replayed[s["id"]]) / all_calls
+        assert abs(share - float(s["share_calls"]) / captured_total) < 0.05, (s["id"], share)
+    # the skew: account 1 gets its captured share of the replayed orders, within 3 points
+    with _conn(copy) as conn:
+        n, ones = conn.execute("SELECT count(*), count(*) FILTER (WHERE account_id = 1) FROM orders WHERE id > %s",
+                               (last,)).fetchone()
+    assert n > 200
+    assert abs(ones / n - top_freq) < 0.03, (ones, n, top_freq)
+
+
+def test_capture_refuses_a_database_without_pg_stat_statements(server: EmbeddedCluster, tmp_path: Path) -> None:
+    r = pgknee("workload", "capture", "--dsn", dsn_of(server), "--out", str(tmp_path / "cap"), env=APP_ENV)
+    assert r.code == 2 and "pg_stat_statements is not installed" in r.err and "Traceback" not in r.err
+    assert not (tmp_path / "cap").exists()  # refused before anything was written
+
+
+def test_replay_refuses_a_server_that_lacks_the_captured_tables(server: EmbeddedCluster, tmp_path: Path) -> None:
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    st = Statement("s01", "SELECT balance FROM accounts WHERE id = $1", "read", 10, 1.0, 0.1, 10, 1.0, 1.0,
+                   ["public.accounts", "userdata.orders"], "")
+    m = Manifest("x", "pgknee", "1", 150000, "now", "time", 1, ["public.accounts", "userdata.orders"], [st],
+                 [ScriptEntry("s01", "s01.sql", 1, ["s01"])])
+    (cap / "workload.toml").write_bytes(m.to_toml())
+    (cap / "s01.sql").write_text("\\set p random(1, 10)\nSELECT balance FROM accounts WHERE id = :p;\n")
+    store = tmp_path / "s.db"
+    r = pgknee("run", "--dsn", dsn_of(server), "--workload", str(cap), "--clients", "1", "--duration", "1s",
+               "--store", str(store), *QUICK, env=APP_ENV)
+    assert r.code == 2 and "lacks the captured tables public.accounts" in r.err and "userdata" not in r.err
+    assert not store.exists()  # refused before the run began: nothing made
