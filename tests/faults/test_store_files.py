@@ -141,8 +141,12 @@ def test_an_older_store_is_read_as_it_is_and_upgraded_on_request(measured: tuple
     old = _copy(store, work / "old.db")
     db = sqlite3.connect(old, isolation_level=None)  # format 7: before runs had an owner, unmarked
     db.execute("ALTER TABLE runs DROP COLUMN owner")
-    for table in ("step_wait_profile", "step_wait_sampling"):  # format 11's
+    # formats 9 to 12: the server's /proc, the simulated round trip, pg_wait_sampling, the statement mix
+    for table in ("server_os_samples", "step_wait_profile", "step_wait_sampling", "step_statements",
+                  "workload_statements"):
         db.execute(f"DROP TABLE {table}")
+    for column in ("rtt_ms", "rtt_jitter_ms"):
+        db.execute(f"ALTER TABLE steps DROP COLUMN {column}")
     db.execute("PRAGMA user_version = 7")
     db.execute("PRAGMA application_id = 0")
     db.close()
