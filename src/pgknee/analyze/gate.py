@@ -69,7 +69,7 @@ class GateRow:
     rule: Rule
     variant: str  # NEW's variant (or 'A → B' between runs' variants of other names)
     clients: int
-    base: float | None  # the medians shown
+    base: float | None  # the geometric means of the repetitions (what the change is the ratio of)
     new: float | None
     ratio: Ratio | None  # NEW / BASE with its 95% interval; None: the metric was not measured
     noise: bool | None  # beyond the noise; None: unknown (one repetition)
@@ -128,7 +128,7 @@ def _row(rule: Rule, variant: str, base: Group, new: Group, paired: bool) -> Gat
     else:
         r = welch_ratio([getattr(s, attr) for s in base.done if getattr(s, attr)],
                         [getattr(s, attr) for s in new.done if getattr(s, attr)])
-    values = [statistics.median(v) if (v := [getattr(s, attr) for s in g.done if getattr(s, attr)]) else None
+    values = [statistics.geometric_mean(v) if (v := [getattr(s, attr) for s in g.done if getattr(s, attr)]) else None
               for g in (base, new)]
     if r is None:
         return GateRow(rule, variant, new.clients, values[0], values[1], None, None, False)

@@ -25,7 +25,8 @@ def gate_items(gate: Gate) -> list[RenderableType]:
     what = (f"each variant against {gate.base}, paired repetitions" if gate.paired
             else f"NEW against {gate.base}, Welch's interval over the repetitions")
     t = Table(title=f"Gate (--fail-if): {what}; a step fails when its change passes the threshold and its 95% "
-                    "interval excludes no change", box=box.SIMPLE_HEAVY, title_justify="left")
+                    "interval excludes no change; Base and New are the geometric means of the repetitions, Change "
+                    "their ratio", box=box.SIMPLE_HEAVY, title_justify="left")
     for i, h in enumerate(("Rule", "Clients", "Variant", "Base", "New", "Change", "95% interval", "Verdict")):
         t.add_column(h, justify="right" if 1 <= i <= 6 and i != 2 else "left")
     last = None
