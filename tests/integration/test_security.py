@@ -119,6 +119,24 @@ def test_a_schema_of_that_name_without_the_mark_is_refused(server: EmbeddedClust
     assert not (tmp_path / "t.db").exists()
 
 
+def test_another_roles_workload_schema_is_named_not_taken_for_unfinished(server: EmbeddedCluster,
+                                                                        tmp_path: Path) -> None:
+    """A workload schema pgknee made as another role (here the superuser), which the app role may not
+    read: said so, with its owner, and left as it is (it used to read as an unfinished workload)."""
+    with _admin(server) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS others_ewallet")
+        conn.execute("COMMENT ON SCHEMA others_ewallet IS 'pgknee workload schema (ewallet): made elsewhere'")
+        conn.execute("CREATE TABLE IF NOT EXISTS others_ewallet.pgknee_meta (key text PRIMARY KEY, value text)")
+        conn.execute("INSERT INTO others_ewallet.pgknee_meta VALUES ('workload', 'ewallet') ON CONFLICT DO NOTHING")
+    r = pgknee("run", "--dsn", dsn_of(server), "--schema", "others_ewallet", "--clients", "2", "--duration", "1s",
+               "--scale", SCALE, "--store", str(tmp_path / "t.db"), env=APP_ENV, cwd=tmp_path)
+    assert r.code == 2 and _one_line(r.err), r.err
+    assert "schema 'others_ewallet' is a workload schema of role 'pgknee', which this role may not read" in r.err
+    assert not (tmp_path / "t.db").exists()
+    with _admin(server) as conn:
+        assert conn.execute("SELECT count(*) FROM others_ewallet.pgknee_meta").fetchone() == (1,)
+
+
 def test_reinit_never_cascades_and_never_queues_behind_the_users_locks(server: EmbeddedCluster,
                                                                        tmp_path: Path) -> None:
     store = str(tmp_path / "r.db")

@@ -41,32 +41,38 @@ class Found:
     marked: bool
     meta: dict[str, str]
     tables: tuple[str, ...]  # its tables, whoever made them
+    owner: str = ""
+    unreadable: bool = False  # its meta table is there but this role may not read it (another role's)
 
 
 def inspect(conn: psycopg.Connection[Any], schema: str) -> Found:
-    row = conn.execute("SELECT oid, coalesce(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace "
-                       "WHERE nspname = %s", (schema,)).fetchone()
+    row = conn.execute("SELECT oid, coalesce(obj_description(oid, 'pg_namespace'), ''), pg_get_userbyid(nspowner) "
+                       "FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
     if row is None:
         return Found(False, False, {}, ())
-    oid, comment = row
+    oid, comment, owner = row
     tables = tuple(r[0] for r in conn.execute(
         "SELECT relname FROM pg_class WHERE relnamespace = %s AND relkind IN ('r', 'p', 'v', 'm', 'f') "
         "ORDER BY relname", (oid,)).fetchall())
     meta: dict[str, str] = {}
-    if META_TABLE in tables:
-        try:
-            rows = conn.execute(sql.SQL("SELECT key, value FROM {}.{}").format(
-                sql.Identifier(schema), sql.Identifier(META_TABLE))).fetchall()
-            meta = {str(k): str(v) for k, v in rows}
-        except psycopg.Error:
-            meta = {}
+    readable = META_TABLE not in tables or bool(conn.execute(
+        "SELECT has_schema_privilege(%s, 'USAGE') AND has_table_privilege(%s, 'SELECT')",
+        (oid, f"{sql.Identifier(schema).as_string(conn)}.{META_TABLE}")).fetchone()[0])  # type: ignore[index]
+    if META_TABLE in tables and readable:
+        rows = conn.execute(sql.SQL("SELECT key, value FROM {}.{}").format(
+            sql.Identifier(schema), sql.Identifier(META_TABLE))).fetchall()
+        meta = {str(k): str(v) for k, v in rows}
     # pgknee before the comment mark: its e-wallet schema carried the meta table alone
     marked = str(comment).startswith(MARK) or ("workload" in meta and "seeded_at" in meta)
-    return Found(True, marked, meta, tables)
+    return Found(True, marked, meta, tables, str(owner), not readable)
 
 
 def refuse_foreign(found: Found, schema: str) -> None:
     """A schema of this name that pgknee did not make: one line, nothing touched."""
+    if found.exists and found.unreadable:
+        raise UserError(f"schema {schema!r} is a workload schema of role {found.owner!r}, which this role may not "
+                        "read; pgknee does not touch it", "run as that role, or give this role a workload schema "
+                        "of its own with --schema NAME")
     if found.exists and not found.marked:
         held = (f"it holds {len(found.tables)} table{'s' if len(found.tables) != 1 else ''} "
                 f"({', '.join(found.tables[:4])}{', ...' if len(found.tables) > 4 else ''})"
