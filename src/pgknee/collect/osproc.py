@@ -4,12 +4,11 @@ switches, runnable processes, memory, and the load generator's own CPU."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from pgknee.clock import iso_of
+from pgknee.collect.periodic import PeriodicSampler
 from pgknee.collect.proctext import parse_meminfo, parse_stat
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -57,49 +56,20 @@ def cpu_percentages(a: tuple[int, ...], b: tuple[int, ...]) -> dict[str, float]:
             "cpu_steal": 100 * steal / total, "cpu_idle": 100 * idle / total}
 
 
-class OsSampler:
+class OsSampler(PeriodicSampler[_Raw]):
+    """This machine's /proc (the server's too for the embedded server), pgbench's and a managed
+    pgbouncer's CPU."""
+
     def __init__(self, interval_s: float = 1.0) -> None:
-        self.interval_s = interval_s
-        self.phase = "pre"
+        super().__init__(interval_s, "pgknee-os")
         self.client_pid: int | None = None
         self.pooler_pid: int | None = None  # a managed pgbouncer: single-threaded, so watch its CPU
-        self._rows: list[tuple[Any, ...]] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._active = False
-        self._prev: _Raw | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="pgknee-os", daemon=True)
-        self._thread.start()
-
-    def begin_step(self) -> None:
-        with self._lock:
-            self._rows = []
-            self._prev = None
-            self.phase = "pre"
-            self._active = True
-
-    def end_step(self) -> list[tuple[Any, ...]]:
-        with self._lock:
-            self._active = False
-            rows, self._rows = self._rows, []
-        return rows
 
     def _raw(self) -> tuple[_Raw, int, int]:
         cpu, ctxt, running, blocked = _read_stat()
         pid, pooler = self.client_pid, self.pooler_pid
         return _Raw(time.time(), cpu, ctxt, process_ticks(pid) if pid else None,
                     process_ticks(pooler) if pooler else None), running, blocked
-
-    def _loop(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            next_at += self.interval_s
-            if self._active:
-                self._sample_once()
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
 
     def _sample_once(self) -> None:
         raw, running, blocked = self._raw()
@@ -123,14 +93,7 @@ class OsSampler:
                pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], load1,
                (raw.ctxt - prev.ctxt) / dt, running, blocked, mem.get("MemTotal", 0), mem.get("MemAvailable", 0),
                mem.get("MemFree", 0), mem.get("Cached", 0), client, pooler)
-        with self._lock:
-            if self._active:
-                self._rows.append(row)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._keep(row)
 
 
 OS_COLUMNS = ("_collected_at", "_phase", "epoch", "cpu_user", "cpu_nice", "cpu_system", "cpu_iowait", "cpu_irq",

@@ -6,8 +6,6 @@ server's CPUs), load, run queue, context switches, memory, disk and network rate
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +14,7 @@ import psycopg
 
 from pgknee.clock import iso_of
 from pgknee.collect.osproc import cpu_percentages
+from pgknee.collect.periodic import PeriodicSampler
 from pgknee.collect.proctext import (
     Stat,
     parse_diskstats,
@@ -107,41 +106,13 @@ class SqlFiles:
             self.conn = None
 
 
-class ServerOsSampler:
-    """Like collect.osproc.OsSampler for this machine: a thread reading every `interval_s` while
-    a step runs; `read` gives the server's files (or None: a gap)."""
+class ServerOsSampler(PeriodicSampler[_Raw]):
+    """Like collect.osproc.OsSampler for this machine, on the same thread's schedule; `read` gives
+    the server's files (or None: a gap)."""
 
     def __init__(self, read: Callable[[], Files | None], interval_s: float, source: str) -> None:
-        self.read, self.interval_s, self.source = read, interval_s, source
-        self.phase = "pre"
-        self._rows: list[tuple[Any, ...]] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._active = False
-        self._prev: _Raw | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="pgknee-serveros", daemon=True)
-        self._thread.start()
-
-    def begin_step(self) -> None:
-        with self._lock:
-            self._rows, self._prev, self.phase, self._active = [], None, "pre", True
-
-    def end_step(self) -> list[tuple[Any, ...]]:
-        with self._lock:
-            self._active = False
-            rows, self._rows = self._rows, []
-        return rows
-
-    def _loop(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            next_at += self.interval_s
-            if self._active:
-                self._sample_once()
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
+        super().__init__(interval_s, "pgknee-serveros")
+        self.read, self.source = read, source
 
     def _sample_once(self) -> None:
         files = self.read()
@@ -149,12 +120,4 @@ class ServerOsSampler:
         if raw is None:
             return
         prev, self._prev = self._prev, raw
-        row = row_of(prev, raw, self.phase) if prev is not None else None
-        with self._lock:
-            if row is not None and self._active:
-                self._rows.append(row)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._keep(row_of(prev, raw, self.phase) if prev is not None else None)

@@ -1,0 +1,60 @@
+"""The thread both OS samplers run on (collect.osproc for this machine, collect.serveros for the
+server's): every `interval_s` while a step is active, `_sample_once` adds rows, which `end_step`
+hands over. Ticks keep to a fixed schedule (a slow read does not push the next one back)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Generic, TypeVar
+
+R = TypeVar("R")  # what a tick reads, kept to difference the next one against
+
+
+class PeriodicSampler(Generic[R]):
+    def __init__(self, interval_s: float, name: str) -> None:
+        self.interval_s = interval_s
+        self.phase = "pre"
+        self._name = name
+        self._rows: list[tuple[Any, ...]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._active = False
+        self._prev: R | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+        self._thread.start()
+
+    def begin_step(self) -> None:
+        with self._lock:
+            self._rows, self._prev, self.phase, self._active = [], None, "pre", True
+
+    def end_step(self) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self._active = False
+            rows, self._rows = self._rows, []
+        return rows
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            next_at += self.interval_s
+            if self._active:
+                self._sample_once()
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _keep(self, row: tuple[Any, ...] | None) -> None:
+        """A tick's row, unless the step ended while it was read."""
+        with self._lock:
+            if row is not None and self._active:
+                self._rows.append(row)
+
+    def _sample_once(self) -> None:
+        raise NotImplementedError
