@@ -138,6 +138,7 @@ class StepFact(StrEnum):
     NET_RELAY_LATE_MEAN_MS = "net.relay_late_mean_ms"
     NET_RELAY_LATE_P99_MS = "net.relay_late_p99_ms"
     NET_RELAY_CPU_PCT = "net.relay_cpu_pct"  # % of one core over the relay's life
+    NET_RELAY_DIED = "net.relay_died"  # the relay was gone at the step's end: its exit code (a signal: -N)
     # pg_stat_kcache over the bench phase (collect/kcache.py): the database's queries' CPU and I/O
     KCACHE_USER_S = "kcache.user_s"
     KCACHE_SYSTEM_S = "kcache.system_s"

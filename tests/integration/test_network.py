@@ -3,8 +3,12 @@ real server, and a short run through it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import stat
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -103,4 +107,35 @@ def test_a_run_through_a_simulated_hop(server: EmbeddedCluster, tmp_path: Path) 
                and "%" in ln and "×" not in ln)
     assert int(row.split()[-1].rstrip("%")) >= 50  # most of each transaction is the network
     assert "network-bound" in r.out and "rtt-achieved" in r.out
+    assert _relays_to(server.port) == []
+
+
+def test_a_relay_that_dies_fails_its_step_with_that_reason(server: EmbeddedCluster, tmp_path: Path) -> None:
+    """The simulated hop killed mid-step: the step fails saying so (not only pgbench's lost
+    connections), and the next step gets a relay of its own."""
+    store = tmp_path / "d.db"
+    killed: list[int] = []
+
+    def kill_the_first_relay() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            found = _relays_to(server.port)
+            if found:
+                pid = int(found[0].split()[0])
+                time.sleep(1.5)  # into the bench phase
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.1)
+
+    t = threading.Thread(target=kill_the_first_relay, daemon=True)
+    t.start()
+    r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_network", "--scale", SCALE, "--variant",
+               "rtt=1ms", "--clients", "2", "--reps", "2", "--duration", "4s", "--store", str(store), "--no-waits",
+               *QUICK, env=APP_ENV, cwd=tmp_path)
+    t.join(timeout=5)
+    assert killed
+    steps = sql(store, "SELECT status, status_reason FROM steps ORDER BY seq")
+    assert steps[0][0] == "failed" and "relay) died during the step (signal 9)" in str(steps[0][1]), steps
+    assert steps[1][0] == "completed", steps
+    assert r.code != 0 or "relay) died" in r.out + r.err
     assert _relays_to(server.port) == []

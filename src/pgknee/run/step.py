@@ -395,6 +395,9 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
         status, reason = "failed", f"the server ended {x.idle_lost} of the {v.idle} idle sessions during the step"
     if status == "failed" and x.pooler_died is not None:
         reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
+    if (died := x.facts.get(StepFact.NET_RELAY_DIED)) is not None:
+        status, reason = "failed", (f"the simulated network hop (pgknee's relay) died during the step "
+                                    f"({f'signal {-int(died)}' if died < 0 else f'exit code {int(died)}'}); {reason}")
     if x.facts.get(StepFact.SERVER_RESTARTED):
         status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
