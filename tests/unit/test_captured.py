@@ -91,6 +91,8 @@ def test_other_types_are_quoted_literals_picked_by_index() -> None:
     assert drawn.placeholder == "(ARRAY['eu', 'it''s']::character varying(10)[])[:s02_p1]"
     with pytest.raises(gen.CannotDraw, match="cannot pass safely"):
         gen.draw("x", dataclasses.replace(st, mcv=("a:b",)))
+    # a backslash cannot end the literal early where standard_conforming_strings is off
+    assert gen.quote_literal("\\'; DROP TABLE t; --") == "E'\\\\''; DROP TABLE t; --'"
     with pytest.raises(gen.CannotDraw, match="not one pgknee can name"):
         gen.draw("x", dataclasses.replace(st, type="text); DROP TABLE t; --"))
     with pytest.raises(gen.CannotDraw, match="neither common values nor a histogram"):

@@ -43,9 +43,13 @@ class Drawn:
 
 
 def quote_literal(value: str) -> str:
-    """A value as an SQL string literal (standard_conforming_strings, the default since 9.1)."""
+    """A value as an SQL string literal that reads the same whatever the target's
+    standard_conforming_strings: with a backslash in it, an escape string (E'...', backslashes
+    doubled), where a plain literal would let a backslash end it early under the setting's off."""
     if UNSAFE.search(value):
         raise CannotDraw(f"the value {value[:20]!r} holds a character pgknee cannot pass safely in a pgbench script")
+    if "\\" in value:
+        return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
     return "'" + value.replace("'", "''") + "'"
 
 
