@@ -27,7 +27,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee.errors import PgkneeError
+from pgknee.errors import Interrupted, PgkneeError
 from pgknee.targets.base import Endpoint
 from pgknee.types import WaitSampling
 
@@ -138,6 +138,8 @@ class WaitProfiler:
         try:
             self._ensure_reference()
             self._before = (time.monotonic(), self._profile())
+        except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+            raise
         except (psycopg.Error, PgkneeError) as e:
             self._failed(e)
 
@@ -146,6 +148,8 @@ class WaitProfiler:
             return
         try:
             self._after = (time.monotonic(), self._profile())
+        except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+            raise
         except (psycopg.Error, PgkneeError) as e:
             self._failed(e)
 
@@ -210,6 +214,8 @@ def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None
                 return None, "off: pg_wait_sampling.profile_pid is off (it must be on to tell the benchmark apart)"
             conn.execute("SELECT count(*) FROM pg_wait_sampling_profile")  # loaded, and readable by this role
         reference = other if _can_connect(other) else None
+    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+        raise
     except (psycopg.Error, PgkneeError) as e:
         return None, f"off: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
     note = (f"on, profile_period {period:g} ms, probes counted on a session in '{REFERENCE_DB}'" if reference
@@ -257,6 +263,8 @@ def _database_with_extension(bench: Endpoint, other: Endpoint, create: bool) -> 
 def _can_connect(ep: Endpoint) -> bool:
     try:
         ep.connect("setup").close()
+    except Interrupted:
+        raise
     except (psycopg.Error, PgkneeError):
         return False
     return True

@@ -23,7 +23,7 @@ import psycopg
 from psycopg import pq
 
 from pgknee import proc
-from pgknee.errors import PgkneeError, TargetError
+from pgknee.errors import Interrupted, PgkneeError, TargetError
 from pgknee.proc import RunAs
 from pgknee.targets.base import Endpoint
 
@@ -221,5 +221,7 @@ def try_probe(endpoint: Endpoint, expected_ms: float = 0.0) -> RttProbe | None:
     """The probe, or None when the endpoint does not answer it (the step will say why)."""
     try:
         return probe(endpoint, expected_ms=expected_ms)
+    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+        raise
     except (psycopg.Error, PgkneeError, OSError):
         return None
