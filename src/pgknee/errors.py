@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import sqlite3
+    pass
 
 BROKEN_PIPE = 141  # 128 + SIGPIPE
 GATE_FAILED = 9  # pgknee compare --fail-if: a rule failed (not an error: the comparison was made)
@@ -90,11 +90,23 @@ class Interrupted(PgkneeError):
     exit_code = 130
 
 
+class DbError(Exception):
+    """An error of a PostgreSQL results store's session (the psycopg error is its cause), kept
+    apart from the target server's errors: store_error says it in one line."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.sqlstate: str | None = getattr(cause, "sqlstate", None)
+
+
 # ---- the standard library's and the drivers' exceptions, mapped -------------------------------------
-def store_error(e: sqlite3.Error, path: str | Path | None, doing: str | None = None,
+def store_error(e: BaseException, path: str | Path | None, doing: str | None = None,
                 timeout_s: float | None = None) -> StoreError:
     """An SQLite error on the collector database at `path`, as one line with its cause and a fix.
     `doing`: what pgknee was doing ('writing step 3'); `timeout_s`: how long it waited for a lock."""
+    if isinstance(e, DbError):
+        return _pg_store_error(e, path, doing)
     name = getattr(e, "sqlite_errorname", None) or ""
     what = f"the collector database {path}" if path else "the collector database"
     during = f" ({doing})" if doing else ""
@@ -124,6 +136,26 @@ def store_error(e: sqlite3.Error, path: str | Path | None, doing: str | None = N
     return StoreError(f"{what}: {e}{during}", "check the file, or give --store another one")
 
 
+def _pg_store_error(e: DbError, label: str | Path | None, doing: str | None) -> StoreError:
+    """A PostgreSQL results store's error: its first line, and what to do."""
+    what = f"the results store {label}" if label else "the results store"
+    during = f" ({doing})" if doing else ""
+    first = (str(e).strip().splitlines() or [type(e.cause).__name__])[0]
+    state = e.sqlstate or ""
+    if state == "53100":
+        return StoreFull(f"{what}: its server's disk is full{during}", "free space on the store's server")
+    if state == "42501":
+        return StoreError(f"{what} refused pgknee{during}: {first}",
+                          "grant the store's role CREATE on its database once (pgknee makes its schema 'pgknee'), "
+                          "or make the schema for it: CREATE SCHEMA pgknee AUTHORIZATION that_role")
+    if state == "25006":
+        return StoreError(f"{what} is read-only{during}: {first}", "give --store a writable store")
+    if not state or state.startswith("08") or state.startswith("57P"):
+        return StoreError(f"lost the connection to {what}{during}: {first}",
+                          "check that the store's server is up; steps stored before are kept")
+    return StoreError(f"{what}: {first}{during}", "check the store's server and its log")
+
+
 def os_error(e: OSError) -> PgkneeError:
     """A file or directory pgknee could not read, write or create."""
     where = f"{e.filename}: " if e.filename is not None else ""
@@ -146,7 +178,7 @@ def from_exception(e: BaseException, *, store: str | None = None) -> PgkneeError
 
     if isinstance(e, PgkneeError):
         return e
-    if isinstance(e, sqlite3.Error):
+    if isinstance(e, sqlite3.Error | DbError):
         return store_error(e, store)
     if isinstance(e, UnicodeDecodeError):
         return UserError(f"a file pgknee read is not UTF-8 text ({e.reason} at byte {e.start})",

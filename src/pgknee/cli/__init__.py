@@ -111,7 +111,7 @@ def _failed(e: BaseException, args: argparse.Namespace | None) -> int:
         return _broken_pipe()
     if isinstance(e, KeyboardInterrupt):
         return _say("pgknee: interrupted", Interrupted.exit_code)
-    err = from_exception(e, store=getattr(args, "store", None))
+    err = from_exception(e, store=_store_label(getattr(args, "store", None)))
     plan = getattr(args, "plan", None)
     if isinstance(e, UnicodeDecodeError) and plan:  # the plan file is the one file read without a check
         err = UserError(f"the plan {plan} is not UTF-8 text ({e.reason} at byte {e.start})", "save it as UTF-8")
@@ -175,3 +175,10 @@ def _sweep_quietly() -> None:
 
     for line in registry.sweep():
         print(f"pgknee: cleaned up after a pgknee that died: {line}", file=sys.stderr)
+
+
+def _store_label(store: object) -> str | None:
+    """The store as an error line names it: a PostgreSQL store's DSN without its password."""
+    from pgknee.store.location import locate
+
+    return None if store is None else locate(str(store)).label

@@ -17,12 +17,22 @@ from pgknee.rules import DEFAULT_NOISE_PCT, check_noise_pct
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+
+
 DEFAULT_STORE = "pgknee.db"
 
 
+def default_store() -> str:
+    """The store when --store is not given: $PGKNEE_STORE_DSN (a PostgreSQL store's DSN, which
+    may hold its password), $PGKNEE_STORE, or ./pgknee.db."""
+    return os.environ.get("PGKNEE_STORE_DSN") or os.environ.get("PGKNEE_STORE") or DEFAULT_STORE
+
+
 def add_store(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", metavar="PATH", default=os.environ.get("PGKNEE_STORE", DEFAULT_STORE),
-                   help=f"the collector database (SQLite); default ./{DEFAULT_STORE} or $PGKNEE_STORE")
+    p.add_argument("--store", metavar="PATH|DSN", default=default_store(),
+                   help=f"the collector database: an SQLite file, or a PostgreSQL database "
+                        f"(postgresql://user@host/db; its password in ~/.pgpass or in a DSN in $PGKNEE_STORE_DSN); "
+                        f"default $PGKNEE_STORE_DSN, $PGKNEE_STORE or ./{DEFAULT_STORE}")
 
 
 def _noise_pct(text: str) -> float:

@@ -211,8 +211,9 @@ def _run_command(args: argparse.Namespace) -> int:
     _check_outputs(args)
     # refusals before the store is created: a new store only once the plan can run
     from pgknee.store.db import Store
+    from pgknee.store.location import exists
 
-    new_store = not os.path.exists(args.store)
+    new_store = not exists(args.store)
     store = Store(args.store) if not new_store else Store.check_new(args.store)
     prepared = preflight(plan)
     store = store or Store(args.store)
@@ -264,7 +265,8 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
         _partial_report(args, store, sweep.run_id, ui.say)
         raise
     except PgkneeError:
-        if new_store and store.created and not store.runs():  # refused before a run began (the server too small)
+        # refused before a run began (the server too small): a store file made for it goes
+        if new_store and store.created and not store.runs() and store.path is not None:
             store.close()
             # SQLite removes the -wal when the last connection closes: if it is still there, another
             # pgknee started on the same new store has it open, and it is that pgknee's now

@@ -87,7 +87,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         write_text_file(args.json, dumps(runs_json(runs)))
     to_stderr = stdout_outputs(args.json)
     if not runs:
-        print_items([Text(f"no runs in {args.store}")], to_stderr=to_stderr)
+        print_items([Text(f"no runs in {store.label}")], to_stderr=to_stderr)
         return 0
     print_items([runs_table(runs)], to_stderr=to_stderr)
     return 0

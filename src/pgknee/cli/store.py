@@ -7,7 +7,6 @@ each time, and never change it)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from pgknee.cli.common import add_store
@@ -33,10 +32,24 @@ def add_parser(sub: Any) -> None:
                                        "it).")
     add_store(u)
     u.set_defaults(func=cmd_upgrade)
+    c = actions.add_parser("copy", help="copy runs from one store to another (SQLite or PostgreSQL, either way)",
+                           description="Copy runs, with every row they have, from SRC to DST: SQLite files and "
+                                       "PostgreSQL databases (postgresql://user@host/db) either way. SRC is only "
+                                       "read; each run lands in DST in one transaction. A password goes in "
+                                       "~/.pgpass, or DST may be 'env' for the DSN in $PGKNEE_STORE_DSN.")
+    c.add_argument("src", metavar="SRC", help="the store to read (a file, a DSN, or 'env': $PGKNEE_STORE_DSN)")
+    c.add_argument("dst", metavar="DST", help="the store to write (made if new; a file, a DSN, or 'env')")
+    c.add_argument("runs", metavar="RUN", nargs="*", help="the runs to copy (ids, unique prefixes, 'last'); "
+                                                           "default: all")
+    c.add_argument("--skip-existing", action="store_true", help="leave out a run DST has already, instead of "
+                                                                "refusing")
+    c.set_defaults(func=cmd_copy)
 
 
 def _existing(path: str) -> str:
-    if not Path(path).exists():
+    from pgknee.store.location import exists
+
+    if not exists(path):
         raise StoreError(f"no collector database at {path}", "point --store at the right file")
     return path
 
@@ -64,6 +77,41 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     store = Store(_existing(args.store))
     store.close()
     was = store.migrated_from
-    print(f"{args.store}: upgraded from format {was} to {SCHEMA_VERSION}" if was is not None
-          else f"{args.store} is in format {SCHEMA_VERSION}, this pgknee's")
+    print(f"{store.label}: upgraded from format {was} to {SCHEMA_VERSION}" if was is not None
+          else f"{store.label} is in format {SCHEMA_VERSION}, this pgknee's")
+    return 0
+
+
+def _named(text: str) -> str:
+    """A store named on the command line; 'env': the DSN in $PGKNEE_STORE_DSN (which may hold a
+    password, so that it need not be in the arguments)."""
+    import os
+
+    if text != "env":
+        return text
+    if not os.environ.get("PGKNEE_STORE_DSN"):
+        raise StoreError("'env' names the store in $PGKNEE_STORE_DSN, which is not set",
+                         "export PGKNEE_STORE_DSN=postgresql://user:password@host/db, or give the DSN")
+    return os.environ["PGKNEE_STORE_DSN"]
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    from pgknee.store.copy import copy_runs
+    from pgknee.store.db import Store
+    from pgknee.store.location import locate
+
+    src_text, dst_text = _named(args.src), _named(args.dst)
+    if locate(src_text).label == locate(dst_text).label:
+        raise StoreError("SRC and DST are the same store", "give two different stores")
+    src = Store(src_text, create=False)
+    try:
+        Store.check_new(dst_text)
+        dst = Store(dst_text)
+        try:
+            n = copy_runs(src, dst, args.runs, skip_existing=args.skip_existing, say=print)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    print(f"{n} run(s) copied from {src.label} to {dst.label}")
     return 0

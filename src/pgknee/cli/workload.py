@@ -95,8 +95,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_mix(args: argparse.Namespace) -> int:
     from pgknee.store.db import Store
+    from pgknee.store.location import exists
 
-    if not os.path.exists(args.store):
+    if not exists(args.store):
         raise UserError(f"no collector database at {args.store}", "point --store at the right file")
     store = Store(args.store, create=False)
     try:

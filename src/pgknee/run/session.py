@@ -103,7 +103,8 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     meta = _install(plan, prepared, target, stats_conn, child_env, work_dir, commands, ui)
     texts = {v.name: scripts_for(prepared.workload, v, work_dir, target.run_as) for v in plan.variants}
     steps = _record_run(plan, writer, record, target, prepared, steps)
-    registry.current().run(writer.store.path, record.run_id)  # marked abandoned if pgknee dies
+    if writer.store.path is not None:  # a file store: marked abandoned if pgknee dies (a PostgreSQL
+        registry.current().run(writer.store.path, record.run_id)  # one's run shows its owner is gone)
     env = run_environment(plan, target, server, prepared.pgbench, prepared.workload, meta, prepared.poolers,
                           {name: [(s.name, text) for s, text in pairs] for name, pairs in texts.items()})
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
@@ -180,7 +181,7 @@ def _activity_sink(writer: RunWriter) -> Callable[[int, list[Any], list[Any]], N
 
     def sink(step_id: int, snapshots: list[Any], rows: list[Any]) -> None:
         if not mine:
-            mine.append(RunWriter(Store(writer.store.path), writer.run_id))
+            mine.append(RunWriter(Store(writer.store.location), writer.run_id))
         mine[0].write_activity(step_id, snapshots, rows)
 
     return sink  # its connection closes with the sampler (a connection is closed by the thread that made it)

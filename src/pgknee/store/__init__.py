@@ -1,5 +1,2 @@
-"""The SQLite collector database: versioned schema, typed reads and writes."""
-
-from pgknee.store.db import Store
-
-__all__ = ["Store"]
+"""The collector database, in an SQLite file or a PostgreSQL database: versioned schema, typed
+reads and writes (store.db.Store opens either; store.location says which)."""

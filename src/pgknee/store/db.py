@@ -9,25 +9,23 @@ import contextlib
 import json
 import os
 import sqlite3
-import stat
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from pgknee import safefs
-from pgknee.errors import StoreError, UserError, store_error
-from pgknee.store.migrate import (
-    APPLICATION_ID,
-    SCHEMA_VERSION,
-    Header,
-    foreign_mark,
-    judge,
-    migrate,
-    not_a_store,
-    raw_mark,
-    read_header,
+from pgknee.errors import DbError, StoreError, UserError, store_error
+from pgknee.store.location import Location, locate
+from pgknee.store.migrate import SCHEMA_VERSION, judge, migrate, read_header
+from pgknee.store.sqlitefile import (
+    Reader,
+    check_writable,
+    connect,
+    count_open,
+    open_here,
+    private_file,
+    refuse_shared_dir,
+    uri,
 )
 from pgknee.types import (
     OsSample,
@@ -48,44 +46,6 @@ DEFAULT_TIMEOUT_S = 30.0
 # it is gone however pgknee ends)
 MEMORY_COPY_MAX = 64 << 20
 
-# The store files this process has an SQLite connection to, by (device, inode), with how many.
-# Such a file is never opened again outside SQLite (to read its first bytes): closing any
-# descriptor of a file drops every POSIX lock the process holds on it (fcntl semantics), the
-# locks SQLite's connections rely on, and another process's connection then believes itself
-# the last one and deletes the -wal that is still being written (readers see nothing new, a
-# crash loses it). A second connection in the same process is SQLite's own business: it knows.
-_OPEN: dict[tuple[int, int], int] = {}
-
-
-def _inode(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _count_open(owner: object, path: Path) -> Any:
-    """Count a connection of this process to `path` until `owner` is closed or collected;
-    returns what uncounts it (once)."""
-    key = _inode(path)
-    if key is None:
-        return lambda: None
-    _OPEN[key] = _OPEN.get(key, 0) + 1
-
-    def closed() -> None:
-        _OPEN[key] -= 1
-        if not _OPEN[key]:
-            del _OPEN[key]
-    return weakref.finalize(owner, closed)
-
-
-def _open_here(path: Path) -> bool:
-    """This process has an SQLite connection to the file already (it was judged then)."""
-    key = _inode(path)
-    return key is not None and key in _OPEN
-
-
 def busy_timeout_s() -> float:
     """How long pgknee waits for another process's lock on the store: $PGKNEE_STORE_TIMEOUT
     seconds, 30 by default."""
@@ -103,10 +63,12 @@ def busy_timeout_s() -> float:
 
 class Store:
     @staticmethod
-    def check_new(path: str | Path) -> None:
+    def check_new(path: str | Path | Location) -> None:
         """Raise what creating a store at `path` would raise, without creating it."""
-        p = Path(path)
-        _refuse_shared_dir(p)
+        if locate(path).postgres:
+            return
+        p = locate(path).path
+        refuse_shared_dir(p)
         if not p.parent.exists():
             raise StoreError(f"cannot write the collector database {p}: directory {p.parent} does not exist",
                              "create it or choose another --store")
@@ -114,38 +76,55 @@ class Store:
             raise StoreError(f"cannot write the collector database {p}: directory {p.parent} is not writable",
                              "choose another --store")
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+    def __init__(self, store: str | Path | Location, *, create: bool = True) -> None:
         """`create`: a writing command's store, made (or upgraded) if need be; else a read
-        command's, opened read-only and never changed."""
-        self.path = Path(path)
+        command's, opened read-only and never changed. `store`: a file (SQLite) or a PostgreSQL
+        database's DSN (store/location.py, store/pg.py)."""
+        self.location = locate(store)
+        self.label = self.location.label  # what messages say of it: never a password
         self.readonly = not create
         self.created = False  # this process made the file (a run refused before it began removes it)
         self.migrated_from: int | None = None  # the format the store (or the copy read) had
         self.timeout_s = busy_timeout_s()
+        self.errors: tuple[type[Exception], ...] = (sqlite3.Error, DbError)
+        if self.location.postgres:
+            self.path = None
+            self._open_postgres()
+            return
+        self.path = self.location.path
         if not create and not self.path.exists():
             raise StoreError(f"no collector database at {self.path}",
                              "run 'pgknee run' first, or point --store at the right file")
         self._copy = False  # an older store read: a migrated copy, not the file
         try:
-            self.db = self._open_to_read() if not create else self._open_to_write()
+            self.db: Any = self._open_to_read() if not create else self._open_to_write()
         except sqlite3.Error as e:
             raise store_error(e, self.path, "opening it", self.timeout_s) from None
         except OSError as e:
             raise StoreError(f"cannot open the collector database {self.path}: {e.strerror}",
                              "check the path and its permissions") from None
-        self._uncount = _count_open(self, self.path) if not self._copy else (lambda: None)
+        self._uncount = count_open(self, self.path) if not self._copy else (lambda: None)
+
+    def _open_postgres(self) -> None:
+        from pgknee.store import pg
+
+        self.db = pg.connect(self.location, readonly=self.readonly)
+        self._finalizer: Any = weakref.finalize(self, self.db.close)  # closed with the Store, however it goes
+        self.migrated_from = self.db.migrated_from
+        self._copy = False
+        self._uncount = lambda: None
 
     def _open_to_write(self) -> sqlite3.Connection:
-        p = self.path
+        p = self.location.path
         if not p.parent.exists():
             raise StoreError(f"cannot write the collector database {p}: directory {p.parent} does not exist",
                              "create it or choose another --store")
-        _refuse_shared_dir(p)
-        if p.exists() and not _open_here(p):
-            _Reader(p, self.timeout_s).peek()  # read-only: a file that is not pgknee's is not touched
-            _check_writable(p)
-        self.created = _private_file(p)
-        db = _connect(_uri(p, "rw"), self.timeout_s)
+        refuse_shared_dir(p)
+        if p.exists() and not open_here(p):
+            Reader(p, self.timeout_s).peek()  # read-only: a file that is not pgknee's is not touched
+            check_writable(p)
+        self.created = private_file(p)
+        db = connect(uri(p, "rw"), self.timeout_s)
         try:
             judge(read_header(db), p)  # again: another pgknee may have made it meanwhile
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -159,7 +138,7 @@ class Store:
         return db
 
     def _open_to_read(self) -> sqlite3.Connection:
-        reader = _Reader(self.path, self.timeout_s)
+        reader = Reader(self.location.path, self.timeout_s)
         db, header = reader.open()
         if header.objects == 0:
             reader.close(db)
@@ -171,17 +150,18 @@ class Store:
         db.execute("PRAGMA query_only = ON")
         return db
 
-    def _upgraded_copy(self, reader: _Reader, src: sqlite3.Connection) -> sqlite3.Connection:
+    def _upgraded_copy(self, reader: Reader, src: sqlite3.Connection) -> sqlite3.Connection:
         """A store of an older format, read: copied (in memory, or SQLite's own temporary file
         for a big one) and the copy migrated; the file is not changed."""
-        size = sum(f.stat().st_size for f in (self.path, Path(f"{self.path}-wal")) if f.exists())
+        path = self.location.path
+        size = sum(f.stat().st_size for f in (path, Path(f"{path}-wal")) if f.exists())
         dst = sqlite3.connect(":memory:" if size <= MEMORY_COPY_MAX else "", isolation_level=None)
         self._copy = True
         try:
             src.backup(dst)
         finally:
             reader.close(src)
-        self.migrated_from = migrate(dst, self.path)
+        self.migrated_from = migrate(dst, path)
         return dst
 
     def close(self) -> None:
@@ -196,6 +176,10 @@ class Store:
     def transaction(self) -> _Tx:
         return _Tx(self.db)
 
+    @property
+    def postgres(self) -> bool:
+        return self.location.postgres
+
     # ---- reads ----------------------------------------------------------------------------
     def runs(self) -> list[RunRecord]:
         rows = self.db.execute(f"SELECT {', '.join(RunRecord.__slots__)} FROM runs ORDER BY created_at").fetchall()
@@ -205,7 +189,7 @@ class Store:
         """A run by id, unique id prefix, or 'last'."""
         runs = self.runs()
         if not runs:
-            raise StoreError(f"no runs in {self.path}", "run 'pgknee run' first")
+            raise StoreError(f"no runs in {self.label}", "run 'pgknee run' first")
         if ref in ("last", "latest"):
             return runs[-1]
         exact = [r for r in runs if r.run_id == ref]
@@ -215,7 +199,7 @@ class Store:
         if len(matches) == 1:
             return matches[0]
         if not matches:
-            raise StoreError(f"no run {ref!r} in {self.path}", "list the runs with 'pgknee runs'")
+            raise StoreError(f"no run {ref!r} in {self.label}", "list the runs with 'pgknee runs'")
         raise StoreError(f"{ref!r} matches {len(matches)} runs", "give more of the run id")
 
     def steps(self, run_id: str) -> list[StepRecord]:
@@ -268,8 +252,8 @@ class Store:
                                     (step_id,)).fetchall())
 
     def progress(self, step_id: int) -> list[tuple[float, float]]:
-        return self.db.execute("SELECT t_s, tps FROM step_progress WHERE step_id = ? ORDER BY t_s",
-                               (step_id,)).fetchall()
+        return [(float(t), float(tps)) for t, tps in self.db.execute(
+            "SELECT t_s, tps FROM step_progress WHERE step_id = ? ORDER BY t_s", (step_id,)).fetchall()]
 
     def snapshot_count(self, step_ids: Sequence[int], phases: Sequence[str]) -> int:
         q = (f"SELECT count(*) FROM snapshots WHERE step_id IN ({_marks(step_ids)}) "
@@ -325,128 +309,8 @@ class Store:
         return [OsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
 
 
-def _refuse_shared_dir(path: Path) -> None:
-    """As root, never a store in a directory another user can write: they could put a link
-    where the store, its -wal or its -shm file is about to be opened."""
-    if os.geteuid() == 0 and safefs.writable_by_others(path.parent if str(path.parent) else Path(".")):
-        raise StoreError(f"as root, pgknee keeps its store out of {path.parent or '.'}, which other users can "
-                         "write (a link planted there would redirect root's writes)",
-                         "give --store a path in a directory only root can write")
-
-
-def _private_file(path: Path) -> bool:
-    """The store is the user's alone (0600; SQLite gives its -wal and -shm the same mode): it
-    holds query texts and the server's settings. A new one is created so, never through a link;
-    an existing one of the user's is made so. Returns whether it was made here."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.close(fd)
-        return True
-    except FileExistsError:
-        pass
-    except OSError as e:
-        raise StoreError(f"cannot write the collector database {path}: {e.strerror}",
-                         "choose another --store") from None
-    st = os.stat(path)
-    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
-        for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-            with contextlib.suppress(OSError):
-                if p.exists() and not p.is_symlink():
-                    os.chmod(p, 0o600)
-    return False
-
-
 def _marks(seq: Sequence[Any]) -> str:
     return ", ".join("?" for _ in seq) or "NULL"
-
-
-def _uri(path: Path, mode: str, *, immutable: bool = False) -> str:
-    return f"file:{quote(str(path.absolute()))}?mode={mode}" + ("&immutable=1" if immutable else "")
-
-
-def _connect(uri: str, timeout_s: float) -> sqlite3.Connection:
-    return sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None)
-
-
-def _check_writable(path: Path) -> None:
-    """A writing command on a store it cannot write: one line before anything is started."""
-    parent = path.parent if str(path.parent) else Path(".")
-    why = None
-    with contextlib.suppress(OSError):
-        if os.statvfs(path).f_flag & os.ST_RDONLY:
-            why = "it is on a read-only file system"
-    if why is None and not os.access(path, os.W_OK):
-        why = "the file is not writable"
-    if why is None and not os.access(parent, os.W_OK | os.X_OK):
-        why = f"its directory {parent} is not writable (SQLite keeps its -wal and -shm files there)"
-    if why is not None:
-        raise StoreError(f"the collector database {path} is read-only: {why}",
-                         "make it writable, or give --store another path (show, runs and the other read commands "
-                         "still read it)")
-
-
-class _Reader:
-    """A read-only connection to a store file (SQLite's mode=ro). For a WAL store SQLite makes
-    the -wal and -shm files it needs beside it when they are missing: a reader that made them
-    has SQLite remove them when it is done (a connection that closes last removes them, and
-    changes nothing in the store), so a read leaves the directory as it found it. In a directory
-    where they cannot be made, the store is read as immutable: no writer can be at work there."""
-
-    def __init__(self, path: Path, timeout_s: float) -> None:
-        self.path = path
-        self.timeout_s = timeout_s
-        self.made_index = False
-
-    def open(self) -> tuple[sqlite3.Connection, Header]:
-        p = self.path
-        if not _open_here(p):  # the file's own bytes first: SQLite has not touched it
-            is_sqlite, application_id = raw_mark(p)
-            if not is_sqlite:
-                raise not_a_store(p, "it is not an SQLite file")
-            if application_id not in (0, APPLICATION_ID):
-                raise foreign_mark(p, application_id)
-            self.made_index = not Path(f"{p}-wal").exists()
-        db = _connect(_uri(p, "ro"), self.timeout_s)
-        try:
-            header = read_header(db)
-        except sqlite3.OperationalError as e:
-            db.close()
-            if getattr(e, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or not self.made_index \
-                    or Path(f"{p}-shm").exists():
-                raise
-            self.made_index = False
-            db = _connect(_uri(p, "ro", immutable=True), self.timeout_s)
-            header = read_header(db)
-        try:
-            judge(header, p)
-        except BaseException:
-            self.close(db)
-            raise
-        return db, header
-
-    def peek(self) -> None:
-        """Refuse what is not a pgknee store (or is a newer one), changing nothing."""
-        db, _ = self.open()
-        self.close(db)
-
-    def close(self, db: sqlite3.Connection) -> None:
-        db.close()
-        if self.made_index:
-            _tidy(self.path)
-
-
-def _tidy(path: Path) -> None:
-    """Let SQLite remove the empty -wal and the -shm a reader made (nothing else is open)."""
-    wal = Path(f"{path}-wal")
-    try:
-        if not wal.exists() or wal.stat().st_size != 0 or not os.access(path, os.W_OK) \
-                or not os.access(path.parent if str(path.parent) else ".", os.W_OK | os.X_OK):
-            return
-        with contextlib.closing(_connect(_uri(path, "rw"), 0)) as db:
-            db.execute("PRAGMA query_only = ON")
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except (OSError, sqlite3.Error):
-        return
 
 
 class _Tx:

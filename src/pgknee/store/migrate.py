@@ -25,13 +25,19 @@ MAGIC = b"SQLite format 3\x00"
 PGKNEE_TABLES = frozenset({"runs", "steps"})
 
 
-def migrations() -> list[tuple[int, str]]:
-    out = []
-    for entry in resources.files("pgknee.store.migrations").iterdir():
+def migrations(engine: str = "sqlite") -> list[tuple[int, str]]:
+    """The numbered migrations, in order; for PostgreSQL (engine 'postgresql') a migration's
+    NNNN_name.pg.sql when it has one (what SQLite must say otherwise, such as a table made anew
+    to change a CHECK), translated by store/dialect.py when it is applied."""
+    found: dict[int, str] = {}
+    for entry in sorted(resources.files("pgknee.store.migrations").iterdir(), key=lambda e: e.name):
         name = entry.name
-        if name.endswith(".sql") and name[:4].isdigit():
-            out.append((int(name[:4]), entry.read_text()))
-    return sorted(out)
+        if not (name.endswith(".sql") and name[:4].isdigit()):
+            continue
+        override = name.endswith(".pg.sql")
+        if override and engine == "postgresql" or not override and int(name[:4]) not in found:
+            found[int(name[:4])] = entry.read_text()
+    return sorted(found.items())
 
 
 SCHEMA_VERSION = max(v for v, _ in migrations())

@@ -90,11 +90,12 @@ def _wait_sampling(d: dict[str, Any] | None) -> WaitSampling | None:
 
 
 # ---- writing and reading side files ----------------------------------------------------------------------
-def directories(store: Path, *, disk_full: bool) -> Iterator[Path]:
-    """Where a side file may go, in order (see the module's docstring)."""
+def directories(store: Path | None, *, disk_full: bool) -> Iterator[Path]:
+    """Where a side file may go, in order (see the module's docstring); a PostgreSQL store
+    (`store` None) has no directory of its own."""
     from pgknee.registry import state_dir
 
-    if not disk_full:
+    if not disk_full and store is not None:
         yield store.absolute().parent
     if os.environ.get("PGKNEE_SIDE_DIR"):
         yield Path(os.environ["PGKNEE_SIDE_DIR"])
@@ -105,7 +106,7 @@ def directories(store: Path, *, disk_full: bool) -> Iterator[Path]:
     yield Path(tempfile.gettempdir())
 
 
-def write(doc: dict[str, Any], store: Path, name: str, *, disk_full: bool,
+def write(doc: dict[str, Any], store: Path | None, name: str, *, disk_full: bool,
           replace: Path | None = None) -> tuple[Path | None, list[str]]:
     """Write `doc` to the first directory that takes it whole: (its path, or None, and why each
     directory did not take it). `replace`: a side file to write anew (same name, same place)."""

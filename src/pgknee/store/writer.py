@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 import sys
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -74,10 +73,10 @@ class RunWriter:
         """An SQLite error while writing, as the store's one line."""
         try:
             yield
-        except sqlite3.Error as e:
-            raise store_error(e, self.store.path, doing, self.store.timeout_s) from None
+        except self.store.errors as e:
+            raise store_error(e, self.store.label, doing, self.store.timeout_s) from None
 
-    def _one(self, name: str, params: Mapping[str, Any]) -> sqlite3.Cursor:
+    def _one(self, name: str, params: Mapping[str, Any]) -> Any:
         with self._writing(f"writing: {name.replace('_', ' ')}"):
             return self.db.execute(load(name), {"run_id": self.run_id, **params})
 
@@ -111,7 +110,7 @@ class RunWriter:
         with self._writing("reopening the run"), self.store.transaction():
             row = self.db.execute(load("run_state"), {"run_id": self.run_id}).fetchone()
             if row is None:
-                raise StoreError(f"run {self.run_id} is no longer in {self.store.path}", "list the runs with "
+                raise StoreError(f"run {self.run_id} is no longer in {self.store.label}", "list the runs with "
                                  "'pgknee runs'")
             refusal = claim_refusal(self.run_id, row[0], row[5], resume=more_steps == 0) or self._changed(reopening,
                                                                                                           row[3])
@@ -144,6 +143,8 @@ class RunWriter:
         (.NAME.pgknee-reserve.PID.START), removed just before the end is written (end_run), so
         that a disk the run filled still takes it. Those of pgknee processes that are gone are
         removed here; without room for it, the run goes without."""
+        if self.store.path is None:
+            return  # a PostgreSQL store: its server keeps its own room
         path = self.store.path.absolute()
         for old in path.parent.glob(f".{path.name}.pgknee-reserve.*"):
             _, pid, start = old.name.rsplit(".", 2)
@@ -288,10 +289,9 @@ class RunWriter:
     def begin_step(self, step: Mapping[str, Any]) -> int:
         """A step's row, 'running' (the columns of begin_step.sql but run_id and started_at)."""
         row = {"started_at": now_iso(), **NETWORK_DEFAULTS, **step}
-        cur = self._one("begin_step", row)
-        assert cur.lastrowid is not None
-        self._begun[cur.lastrowid] = dict(row)
-        return cur.lastrowid
+        step_id = int(self._one("begin_step", row).fetchall()[0][0])
+        self._begun[step_id] = dict(row)
+        return step_id
 
     def fail_step(self, step_id: int, reason: str) -> None:
         self._one("fail_step", {"step_id": step_id, "reason": reason})
@@ -302,7 +302,7 @@ class RunWriter:
         try:
             with self.store.transaction():
                 self._step_rows(r)
-        except sqlite3.Error as e:
+        except self.store.errors as e:
             raise self._step_aside(r, e) from None
 
     def _step_rows(self, r: StepResult) -> None:
@@ -360,15 +360,19 @@ class RunWriter:
 
     # ---- side files -----------------------------------------------------------------------------
     def _side_doc(self, reason: str) -> dict[str, Any]:
-        return {"store": str(self.store.path.absolute()), "run_id": self.run_id, "owner": owner(),
+        where = str(self.store.path.absolute()) if self.store.path is not None else self.store.label
+        return {"store": where, "run_id": self.run_id, "owner": owner(),
                 "written_at": now_iso(), "reason": reason}
 
-    def _step_aside(self, r: StepResult, e: sqlite3.Error) -> StoreError:
+    def _side_name(self) -> str:
+        return self.store.path.name if self.store.path is not None else "pgknee-store"
+
+    def _step_aside(self, r: StepResult, e: Exception) -> StoreError:
         step = self._begun.get(r.step_id, {})
         seq = step.get("seq", r.step_id)
-        err = store_error(e, self.store.path, f"writing step {seq}", self.store.timeout_s)
+        err = store_error(e, self.store.label, f"writing step {seq}", self.store.timeout_s)
         doc = {**self._side_doc(err.message), "step": step, "result": sidefile.result_to_json(r)}
-        path, tried = sidefile.write(doc, self.store.path, f"{self.store.path.name}.{self.run_id}.step-{seq}.json",
+        path, tried = sidefile.write(doc, self.store.path, f"{self._side_name()}.{self.run_id}.step-{seq}.json",
                                      disk_full=isinstance(err, StoreFull))
         if path is None:
             return type(err)(f"{err.message}; step {seq}'s results could not be kept anywhere else either "
@@ -391,7 +395,7 @@ class RunWriter:
                 if path is not None:
                     return f"how the run ended is kept in {path} too"
         doc = {**self._side_doc(reason or status), "run_end": end}
-        path, _ = sidefile.write(doc, self.store.path, f"{self.store.path.name}.{self.run_id}.end.json",
+        path, _ = sidefile.write(doc, self.store.path, f"{self._side_name()}.{self.run_id}.end.json",
                                  disk_full=disk_full)
         if path is None:
             return f"the run is left marked 'running' (pgknee run --resume {self.run_id} takes it over)"
@@ -403,14 +407,14 @@ class RunWriter:
     def import_step(self, step: Mapping[str, Any], result: StepResult) -> str:
         row = self.db.execute(load("step_of_seq"), {"run_id": self.run_id, "seq": step["seq"]}).fetchone()
         if row is None:
-            step_id = int(self.db.execute(load("begin_step"), {"run_id": self.run_id, **step}).lastrowid or 0)
+            step_id = int(self.db.execute(load("begin_step"), {"run_id": self.run_id, **step}).fetchall()[0][0])
         else:
             step_id, status, variant, clients, rep = row
             if status == "completed":
-                raise UserError(f"step {step['seq']} of run {self.run_id} is already in {self.store.path}: there is "
+                raise UserError(f"step {step['seq']} of run {self.run_id} is already in {self.store.label}: there is "
                                 "nothing to import", "the side file may go")
             if (variant, clients, rep) != (step["variant"], step["clients"], step["rep"]):
-                raise UserError(f"step {step['seq']} of run {self.run_id} in {self.store.path} is another step than "
+                raise UserError(f"step {step['seq']} of run {self.run_id} in {self.store.label} is another step than "
                                 "the side file's", "give --store the store the side file came from")
             self._each("clear_step", {"step_id": step_id})
             act = result.activity
@@ -419,7 +423,7 @@ class RunWriter:
                 self._each("clear_step_samples", {"step_id": step_id, "samples_from": first})
         self._step_rows(replace(result, step_id=step_id))
         return f"step {step['seq']} (c{step['clients']} rep {step['rep']}) of run {self.run_id} stored in " \
-               f"{self.store.path}"
+               f"{self.store.label}"
 
     def import_end(self, end: Mapping[str, Any], writer: str | None) -> str:
         status, run_owner = self.db.execute("SELECT status, owner FROM runs WHERE run_id = ?",
@@ -444,7 +448,7 @@ def import_side_file(store: Store, doc: Mapping[str, Any]) -> list[str]:
     the pgknee that wrote the file, which is gone. Returns what was done, a line each."""
     run_id = str(doc.get("run_id"))
     if store.db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
-        raise StoreError(f"run {run_id} is not in {store.path}", f"give --store the store it came from "
+        raise StoreError(f"run {run_id} is not in {store.label}", f"give --store the store it came from "
                          f"({doc.get('store')})")
     w = RunWriter(store, run_id)
     done = []

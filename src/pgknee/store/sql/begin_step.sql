@@ -4,3 +4,4 @@ INSERT INTO steps (run_id, seq, variant, clients, rep, threads, protocol, durati
 VALUES (:run_id, :seq, :variant, :clients, :rep, :threads, :protocol, :duration_s, :warmup_s, 'running', :started_at,
         :pipeline, :connect_per_txn, :rate, :think_ms, :pooler_kind, :pool_mode, :pool_size, :pool_reserve,
         :idle, :idle_kind, :settings_json, :rtt_ms, :rtt_jitter_ms)
+RETURNING step_id

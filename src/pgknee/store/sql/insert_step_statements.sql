@@ -1,1 +1,2 @@
-INSERT OR REPLACE INTO step_statements (run_id, step_id, statement, calls, total_ms) VALUES (?, ?, ?, ?, ?)
+INSERT INTO step_statements (run_id, step_id, statement, calls, total_ms) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (step_id, statement) DO UPDATE SET calls = excluded.calls, total_ms = excluded.total_ms

@@ -1,1 +1,2 @@
-INSERT OR REPLACE INTO run_environment (run_id, key, value) VALUES (:run_id, :key, :value)
+INSERT INTO run_environment (run_id, key, value) VALUES (:run_id, :key, :value)
+ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value
