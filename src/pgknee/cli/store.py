@@ -60,7 +60,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from pgknee.store.writer import import_side_file
 
     doc = sidefile.read(args.file)
-    args.store = args.store or str(doc.get("store"))
+    args.store = args.store or _store_of(str(doc.get("store")))
     store = Store(_existing(args.store))
     try:
         for line in import_side_file(store, doc):
@@ -69,6 +69,16 @@ def cmd_import(args: argparse.Namespace) -> int:
         store.close()
     print(f"the side file {args.file} is loaded: it may go")
     return 0
+
+
+def _store_of(named: str) -> str:
+    """The store a side file names: a PostgreSQL store's DSN there has no password, so it is the
+    one in $PGKNEE_STORE_DSN when that is the same store (else ~/.pgpass has to know it)."""
+    from pgknee.cli.common import default_store
+    from pgknee.store.location import locate
+
+    env = default_store()
+    return env if locate(env).label == named else named
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:

@@ -336,5 +336,5 @@ class _Tx:
 
     def _rollback(self) -> None:
         if self.db.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error, DbError):
                 self.db.execute("ROLLBACK")

@@ -63,8 +63,8 @@ class Connection:
     def execute(self, sql: str, params: Params = ()) -> Cursor:
         import psycopg
 
-        cur = self.conn.cursor()
         try:
+            cur = self.conn.cursor()
             cur.execute(dialect.params(sql), _plain(params))
         except psycopg.Error as e:
             raise DbError(e) from e
@@ -85,7 +85,7 @@ class Connection:
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
-        return self.conn.info.transaction_status != TransactionStatus.IDLE
+        return self.conn.info.transaction_status not in (TransactionStatus.IDLE, TransactionStatus.UNKNOWN)
 
     def close(self) -> None:
         self.conn.close()
