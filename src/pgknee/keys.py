@@ -20,6 +20,7 @@ class Env(StrEnum):
     HOST_NAME = "host.name"
     HOST_OS = "host.os"
     HOST_CPUS = "host.cpus"
+    AGENTS = "agents"  # a run whose pgbench ran on agents (pgknee run --agents): their names
     HOST_MEM_GB = "host.mem_gb"
     HOST_PYTHON = "host.python"
     PGBENCH_PATH = "pgbench.path"
@@ -138,6 +139,8 @@ class StepFact(StrEnum):
     NET_RELAY_LATE_MEAN_MS = "net.relay_late_mean_ms"
     NET_RELAY_LATE_P99_MS = "net.relay_late_p99_ms"
     NET_RELAY_CPU_PCT = "net.relay_cpu_pct"  # % of one core over the relay's life
+    AGENTS = "agents.count"  # a step run by agents (run/distributed.py): how many ran it
+    AGENTS_LOST = "agents.lost"  # how many died or stopped answering during it
     NET_RELAY_DIED = "net.relay_died"  # the relay was gone at the step's end: its exit code (a signal: -N)
     # pg_stat_kcache over the bench phase (collect/kcache.py): the database's queries' CPU and I/O
     KCACHE_USER_S = "kcache.user_s"
@@ -199,6 +202,7 @@ class CheckId(StrEnum):
     POOLER_OCCUPANCY = "pooler-occupancy"
     NETWORK_BOUND = "network-bound"  # round trips x RTT against the latency (client-cpu: the client saturated)
     RTT_ACHIEVED = "rtt-achieved"  # a simulated network hop gave the asked round trip
+    AGENTS_AGREE = "agents-agree"  # a step run by agents: their windows overlap, their clocks agree
 
 
 class CheckStatus(StrEnum):

@@ -63,6 +63,30 @@ class ProgressPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentShare:
+    """One load generator's part of a step run by agents (run/distributed.py): what it ran, what
+    it measured on its own, and what the report needs to judge it (its CPU, its round trip, its
+    clock). The step's figures come from the agents' merged counts and histograms, not these."""
+
+    agent: str
+    host: str
+    clients: int
+    threads: int
+    cpus: int
+    exit_code: int
+    transactions: int | None
+    failed: int | None
+    tps: float | None
+    bench_start: float | None  # its measured window, on the store's clock
+    bench_end: float | None
+    cpu_pct: float | None  # its pgbench's CPU, % of one core
+    rtt_ms: float | None
+    clock_offset_ms: float | None
+    lat_p50_ms: float | None
+    lat_p99_ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class PgbenchSummary:
     """What pgbench printed at the end (its latency average is derived unless -P/-R/-L)."""
 
@@ -270,6 +294,7 @@ class RunData:
     wait_sampling: dict[int, WaitSampling] = field(default_factory=dict)  # pg_wait_sampling, when loaded
     # a captured workload's statements and its steps' replay of them (store.db.Store.statement_mix)
     statement_mix: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = field(default_factory=lambda: ([], []))
+    agents: dict[int, list[AgentShare]] = field(default_factory=dict)  # steps run by agents: each one's share
 
 
 # ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------
@@ -333,6 +358,7 @@ class StepResult:
     pooler: PoolerResult | None
     server_os_rows: tuple[Row, ...] = ()  # the server's OS (collect.serveros.SERVER_OS_COLUMNS), when sampled
     wait_sampling: WaitSampling | None = None
+    agents: tuple[AgentShare, ...] = ()  # a step run by agents: each one's share
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from pgknee.analyze import checks as ck
+from pgknee.analyze.agents import agents_agree, agents_cpu
 from pgknee.analyze.network import network_checks
 from pgknee.analyze.records import Group, MemoryRow, PoolerRow, ScriptSummary, Spread, SystemRow
 from pgknee.analyze.waits import total_aas, wait_profile
@@ -212,6 +213,12 @@ def _commits_per_txn(data: RunData, s: StepRecord) -> float:
     return num / den if den else 1.0
 
 
+def _client_cpu(data: RunData, s: StepRecord) -> ck.Check:
+    """The client's CPU: pgbench's here, or the busiest agent's for a step run by agents."""
+    shares = data.agents.get(s.step_id)
+    return agents_cpu(s, shares) if shares else ck.client_cpu(s, data.os.get(s.step_id, []))
+
+
 def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     n, _, _ = data.snaps.get(s.step_id, (0, 0.0, 0.0))
     rows = wait_profile(data.waits.get(s.step_id, []), n)
@@ -219,7 +226,9 @@ def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s, _commits_per_txn(data, s)), ck.littles_law(s),
               ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time"),
                                         data.busy.get(s.step_id), pgdb.get("idle_in_transaction_time")),
-              ck.client_cpu(s, data.os.get(s.step_id, [])), ck.failures(s)]
+              _client_cpu(data, s), ck.failures(s)]
+    if data.agents.get(s.step_id):
+        checks.append(agents_agree(s, data.agents[s.step_id]))
     if s.pooler_kind is not None:
         checks.append(ck.pooler_occupancy(s, data.pooler.get(s.step_id)))
     checks += network_checks(s, data.facts.get(s.step_id, {}), data.snaps.get(s.step_id), rows)

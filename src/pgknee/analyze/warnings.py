@@ -4,6 +4,7 @@ warned, short steps, money not conserved. Pure."""
 
 from __future__ import annotations
 
+from pgknee.analyze.agents import agent_warnings
 from pgknee.analyze.records import Group, PoolerRow, RunView
 from pgknee.keys import CheckStatus, StepFact
 from pgknee.rules import measured_window
@@ -28,7 +29,7 @@ def run_warnings(view: RunView) -> list[str]:
     money = view.money
     if money is not None and money.ok is False:
         out.append(money.text)
-    return out
+    return out + agent_warnings(data)
 
 
 def _run_status(data: RunData, done: int) -> list[str]:

@@ -26,6 +26,7 @@ from pgknee.errors import (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pgknee.cli import agent as agent_cmd
     from pgknee.cli import cleanup as cleanup_cmd
     from pgknee.cli import compare as compare_cmd
     from pgknee.cli import completion as completion_cmd
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     export_cmd.add_parser(sub)
     cleanup_cmd.add_parser(sub)
     store_cmd.add_parser(sub)
+    agent_cmd.add_parser(sub)
     completion_cmd.add_parser(sub)
     workload_cmd.add_parser(sub)
     return p

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgknee.cli.agent import add_agent_options, agent_plan
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.dsn import TARGETS
@@ -41,7 +42,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--scenario", metavar="NAME",
                    help="run one of the articles' experiments as a ready plan ('pgknee scenarios' lists them)")
     for add in (_target_options, _workload_options, _sweep_options, _pooler_options, _collection_options,
-                _output_options):
+                _output_options, add_agent_options):
         add(p)
     _answer_options(p)
     p.set_defaults(func=cmd_run)
@@ -252,6 +253,7 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
     ui = make_ui(args.quiet, plan.budget_s or plan.estimated_seconds())
     note = password_note(plan, sys.argv)
     sweep = Sweep(plan, store, ui, prepared, argv=["pgknee", *redacted_argv(sys.argv[1:])], extend=extend,
+                  agents=agent_plan(args, plan),
                   extra_env=extra_env, only=only, answer=_answer(args))
     try:
         with ui:

@@ -29,15 +29,20 @@ on how the values were split into arrays or in which order histograms were merge
 HdrHistogram: `counts` is, index for index, the counts array of an HdrHistogram with
 lowest_discernible_value 1, highest_trackable_value 2^48 - 1 and 2 significant figures
 (sub_bucket_count 256, sub_bucket_half_count 128, unit_magnitude 0, counts_index(v) as above).
-Histograms from several load generators could be stored in HdrHistogram's V2 encoding (a header,
-the counts as ZigZag LEB128 with runs of zeros as negative numbers, deflated) and read by its tools
-without converting buckets; the exact count, sum and sum of squares would travel beside it.
+A load generator's histogram travels in HdrHistogram's compressed V2 encoding (`to_wire`: a
+header, the counts as ZigZag LEB128 with runs of zeros as negative numbers, deflated, base64),
+which HdrHistogram's own tools read without converting buckets; the exact count, sum, sum of
+squares, min and max travel beside it, so a merged histogram's moments stay exact.
 """
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
+import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -161,3 +166,77 @@ class Histogram:
         x = np.clip(_MIDDLE[np.searchsorted(cum, k, side="right")], self.min, self.max)
         x = np.where(k == 0, float(self.min), x)
         return np.where(k == self.count - 1, float(self.max), x)
+
+
+# HdrHistogram's V2 encoding cookies (word size 8: | 0x10), plain and deflated
+V2_COOKIE, V2_COMPRESSED_COOKIE = 0x1C849303 | 0x10, 0x1C849304 | 0x10
+_V2_HEADER = struct.Struct(">iiiiqqd")  # cookie, payload length, normalizing offset, digits, lowest, highest, ratio
+
+
+def _zigzag(n: int, out: bytearray) -> None:
+    z = (n << 1) ^ (n >> 63)
+    while True:
+        byte = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return
+
+
+def encode_v2(counts: np.ndarray) -> str:
+    """The counts as HdrHistogram's compressed V2 encoding, base64 (what its decode() reads)."""
+    nonzero = np.flatnonzero(counts)
+    payload = bytearray()
+    i, last = 0, int(nonzero[-1]) if nonzero.size else -1
+    values = counts.tolist()
+    while i <= last:
+        if values[i]:
+            _zigzag(values[i], payload)
+            i += 1
+            continue
+        run = int(nonzero[np.searchsorted(nonzero, i)]) - i  # zeros up to the next count
+        _zigzag(-run if run > 1 else 0, payload)
+        i += run
+    body = zlib.compress(_V2_HEADER.pack(V2_COOKIE, len(payload), 0, 2, 1, HIGHEST, 1.0) + bytes(payload))
+    return base64.b64encode(struct.pack(">ii", V2_COMPRESSED_COOKIE, len(body)) + body).decode("ascii")
+
+
+def decode_v2(text: str) -> np.ndarray:
+    """The counts of an encode_v2 text (this layout only: 2 digits, lowest 1, highest 2^48 - 1)."""
+    raw = base64.b64decode(text, validate=True)
+    cookie, length = struct.unpack(">ii", raw[:8])
+    inner = zlib.decompress(raw[8:8 + length])
+    got = _V2_HEADER.unpack(inner[:_V2_HEADER.size])
+    if cookie != V2_COMPRESSED_COOKIE or got[0] != V2_COOKIE or got[3:6] != (2, 1, HIGHEST):
+        raise ValueError("not an HdrHistogram V2 histogram of pgknee's layout")
+    counts = np.zeros(SIZE, dtype=np.int64)
+    i, z, shift = 0, 0, 0
+    for byte in inner[_V2_HEADER.size:_V2_HEADER.size + got[1]]:
+        z |= (byte & 0x7F) << shift
+        shift += 7
+        if byte & 0x80:
+            continue
+        n, z, shift = (z >> 1) ^ -(z & 1), 0, 0
+        if n < 0:
+            i += -n
+        else:
+            counts[i] = n
+            i += 1
+    return counts
+
+
+def to_wire(h: Histogram) -> dict[str, Any]:
+    """A histogram as JSON: its counts in HdrHistogram's V2 encoding, its exact moments beside."""
+    return {"hdr_v2": encode_v2(h.counts), "count": h.count, "total": h.total, "total_sq": h.total_sq,
+            "min": h.min, "max": h.max}
+
+
+def from_wire(d: dict[str, Any]) -> Histogram:
+    h = Histogram()
+    h.counts = decode_v2(str(d["hdr_v2"]))
+    if int(h.counts.sum()) != int(d["count"]):
+        raise ValueError("a histogram whose counts do not add up to its count")
+    h.count, h.total, h.total_sq, h.min, h.max = (int(d[k]) for k in ("count", "total", "total_sq", "min", "max"))
+    return h

@@ -23,6 +23,7 @@ from pgknee.report import side_by_side as sbs
 from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
 from pgknee.report import workload as wl
+from pgknee.report.agents import AGENTS_NOTE, agents_table
 from pgknee.report.network import NETWORK_NOTE, gain_lines, network_table
 from pgknee.report.server import server_table
 from pgknee.report.waitsource import SOURCES_NOTE, run_sources
@@ -253,6 +254,9 @@ def _throughput(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
         b.append(TableBlock(comparison))
         b.extend(Para(h, "headline") for h in headlines(view))
     b += network_blocks(view)
+    agents = agents_table(view)
+    if agents is not None:
+        b += [TableBlock(agents), Para(AGENTS_NOTE, "note")]
     for v in view.variants():
         b.append(TableBlock(tb.data_summary(view, v)))
         scripts = tb.scripts_table(view, v)

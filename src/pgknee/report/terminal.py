@@ -23,6 +23,7 @@ from pgknee.analyze.run import RunListing
 from pgknee.analyze.sizing import Reach, Sizing
 from pgknee.keys import Env
 from pgknee.plan import variant_from_dict
+from pgknee.report.agents import AGENTS_NOTE, agents_table
 from pgknee.report.network import network_items, rtt_line
 from pgknee.report.server import server_table
 from pgknee.report.side_by_side import idle_memory_table, variant_comparison
@@ -96,6 +97,9 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
     if comparison is not None:
         items += [comparison, *[Text("▶ " + h) for h in headlines(view)]]
     items += network_items(view)
+    agents = agents_table(view)
+    if agents is not None:
+        items += [agents, Text(AGENTS_NOTE, style="dim")]
     idle = idle_memory_table(view)
     if idle is not None:
         items.append(idle)

@@ -17,6 +17,7 @@ from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
 from pgknee.keys import Env, StepFact
 from pgknee.plan import Plan
 from pgknee.run.adaptive import AdaptiveSteps, Answer
+from pgknee.run.distributed import AgentPlan
 from pgknee.run.preflight import Prepared
 from pgknee.run.schedule import StepSpec, new_run_id, schedule
 from pgknee.run.session import RunRecordPlan, RunSession, open_session
@@ -38,19 +39,33 @@ def _answers(session: RunSession) -> bool:
         return False
 
 
+def _lost_agents(session: RunSession, reason: str | None) -> None:
+    """Agents lost in a step: the run stops (the plan's steps are no longer what they were), or,
+    with --on-agent-loss continue, the next steps go to the others."""
+    fleet = session.fleet
+    assert fleet is not None
+    if fleet.plan.on_loss == "stop" or len(fleet.names) <= len(fleet.lost):
+        raise DriverError(f"the run stops: {reason}", "completed steps are kept; start the agent(s) again and "
+                          "'pgknee run --resume RUN --agents N' runs the rest (or --on-agent-loss continue)")
+    fleet.drop(fleet.lost)
+    session.ui.say(f"going on with {len(fleet.names)} agent(s): {', '.join(fleet.names)}")
+
+
 class Sweep:
     """One run of a plan into a store. `extend`: a stored run reopened (pgknee run --extend, or
     --resume with `only`, the steps still to run)."""
 
     def __init__(self, plan: Plan, store: Store, ui: UI, prepared: Prepared, *, argv: list[str] | None = None,
                  extend: Reopening | None = None, extra_env: dict[str, str] | None = None,
-                 only: Counter[tuple[str, int, int]] | None = None, answer: Answer | None = None) -> None:
+                 only: Counter[tuple[str, int, int]] | None = None, answer: Answer | None = None,
+                 agents: AgentPlan | None = None) -> None:
         self.plan, self.store, self.ui, self.prepared = plan, store, ui, prepared
         self.run_id = extend.run_id if extend is not None else new_run_id()
         self.record = RunRecordPlan(self.run_id, argv or [], extra_env or {}, extend, resume=only is not None)
         self.kept_message: str | None = None  # how to use and stop a server kept with --keep
         self.only = only  # --resume: the (variant, clients, repetition) still to run
         self.answer = answer or Answer()  # --until-answer: the answer looked for, the budget's clock
+        self.agents = agents  # --agents: the steps' pgbench runs on agents (run/distributed.py)
 
     def run(self) -> str:
         writer = RunWriter(self.store, self.run_id)
@@ -59,7 +74,7 @@ class Sweep:
         try:
             with proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))):
                 session, steps = open_session(stack, self.plan, self.ui, self.prepared, writer, self.record,
-                                              self._steps_to_run())
+                                              self._steps_to_run(), self.agents)
                 self._steps(session, steps)
                 self._check_after(session)
                 if self.plan.target.keep:
@@ -111,6 +126,8 @@ class Sweep:
             with proc.deferred():  # a Ctrl-C now would lose the measured step: it waits for the write
                 session.writer.write_step(result)
             self.ui.step_finished(finished_line(spec, result, several))
+            if result.facts.get(StepFact.AGENTS_LOST):
+                _lost_agents(session, result.reason)
             if result.facts.get(StepFact.SERVER_RESTARTED) or not _answers(session):
                 self._recover(session)  # the step failed with the reason; the sweep goes on
                 continue

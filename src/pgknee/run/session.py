@@ -26,6 +26,7 @@ from pgknee.driver.pgbench import check_conninfo
 from pgknee.errors import TargetError
 from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers, pin_process_tree
+from pgknee.run.distributed import AgentPlan, Fleet
 from pgknee.run.facts import run_environment
 from pgknee.run.machine import open_machine
 from pgknee.run.preflight import Prepared, check_capacity
@@ -61,6 +62,7 @@ class RunSession:
     kcache: str | None = None  # pg_stat_kcache's schema, when installed: its totals around each bench phase
     waits: WaitProfiler | None = None  # pg_wait_sampling's profile around each bench phase, when loaded
     mix: StatementMix | None = None  # a captured workload's statements, read around each step (run/replay.py)
+    fleet: Fleet | None = None  # the agents that run the steps' pgbench (run/distributed.py), if any
 
     @property
     def poolers(self) -> Poolers | None:
@@ -79,9 +81,11 @@ class RunRecordPlan:
 
 
 def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prepared, writer: RunWriter,
-                 record: RunRecordPlan, steps: list[StepSpec]) -> tuple[RunSession, list[StepSpec]]:
-    """Start and check everything the steps need; returns the session and the steps (numbered
-    after the stored ones when extending)."""
+                 record: RunRecordPlan, steps: list[StepSpec],
+                 agents: AgentPlan | None = None) -> tuple[RunSession, list[StepSpec]]:
+    """Start and check everything the steps need (the agents first: one missing is told before
+    anything else starts); returns the session and the steps (numbered after the stored ones)."""
+    fleet = _fleet(stack, writer, record.run_id, agents, ui) if agents is not None else None
     target = open_target(plan.target, ui.say)
     stack.callback(target.close)
     # pgknee's own (0711 when pgbench runs as another user): scripts, passfiles, step logs
@@ -112,7 +116,8 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     env.update(machine_env)
     stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
     env[keys.Env.WAIT_SAMPLING] = waits_note
-    writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target)})
+    writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target),
+                            **({keys.Env.AGENTS: ",".join(fleet.names)} if fleet is not None else {})})
     if record.argv:
         writer.add_command(None, "pgknee", record.argv)
     for purpose, argv in commands:
@@ -123,8 +128,15 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()}, server_os=server_os,
                          kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA), waits=waits)
-    session.mix = start_mix(prepared.workload, target, writer, ui.say)
+    session.mix, session.fleet = start_mix(prepared.workload, target, writer, ui.say), fleet
     return session, steps
+
+
+def _fleet(stack: contextlib.ExitStack, writer: RunWriter, run_id: str, agents: AgentPlan, ui: UI) -> Fleet:
+    fleet = Fleet(writer.store.location, run_id, agents, ui.say)
+    stack.callback(fleet.close)  # released however the run ends: each agent exits
+    fleet.gather()
+    return fleet
 
 
 def _start_poolers(plan: Plan, poolers: Poolers | None, target: Target, ui: UI) -> None:

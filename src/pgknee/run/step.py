@@ -33,6 +33,8 @@ from pgknee.keys import PoolerFact, StepFact
 from pgknee.plan import Plan
 from pgknee.pooler.lab import StepPooler
 from pgknee.rules import log_sampling_rate
+from pgknee.run.distributed import Merged
+from pgknee.run.fleetstep import fleet_phase
 from pgknee.run.network import step_network
 from pgknee.run.replay import end_mix
 from pgknee.run.schedule import StepSpec
@@ -63,6 +65,7 @@ class _Sampled:
     watch: SteadyWatch | None  # --duration auto: what stopped the step
     server_os_rows: tuple[tuple[object, ...], ...] = ()  # the server's OS (run/machine.py), when sampled
     wait_sampling: WaitSampling | None = None  # pg_wait_sampling's profile of the bench phase
+    merged: Merged | None = None  # run by agents: their figures merged (run/distributed.py)
 
 
 def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResult:
@@ -241,7 +244,9 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     if s.waits is not None:
         s.waits.begin()
     bench_start = time.time()
-    execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch)
+    merged = fleet_phase(s, spec, run, step_id, "bench", facts) if s.fleet is not None else None
+    execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch) if merged is None else \
+        Execution(merged.exit_code, "", merged.reason or "", merged.progress)
     bench_end = time.time()
     if s.waits is not None:
         s.waits.end()
@@ -261,7 +266,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     return _Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
                     s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
                     spec.variant.idle - idle_alive if holder is not None else 0, watch,
-                    tuple(s.server_os.end_step()) if s.server_os is not None else (), profile)
+                    tuple(s.server_os.end_step()) if s.server_os is not None else (), profile, merged)
 
 
 def _kcache(s: RunSession) -> dict[str, float] | None:
@@ -303,7 +308,7 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
     sampling rate needs a TPS and none is known yet (the variant's first step, if it is long enough
     for the log to matter). Its progress tells the TPS."""
     plan, v = s.plan, spec.variant
-    probe = (plan.log_sampling_rate is None and v.name not in s.tps_seen
+    probe = (plan.log_sampling_rate is None and v.name not in s.tps_seen and s.fleet is None
              and (plan.steady_pct is not None or plan.duration_s >= PROBE_MIN_STEP_S))
     seconds = plan.warmup_s or (PROBE_S if probe else 0)
     if not seconds:
@@ -312,6 +317,9 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
     warm = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
                        clients=spec.clients, threads=run.threads, seconds=seconds, log_prefix=None, progress=probe)
     s.writer.add_command(step_id, "warmup", warm.argv())
+    if s.fleet is not None:  # the agents warm up as they will run: together
+        fleet_phase(s, spec, warm, step_id, "warmup", facts)
+        return
     ex = _run_pgbench(s, warm, env, step_dir, progress=False)
     rates = [p.tps for p in ex.progress[1:] if p.tps > 0] or [p.tps for p in ex.progress if p.tps > 0]
     if probe and rates:
@@ -380,13 +388,14 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
            x: _Sampled) -> StepResult:
     """What the step measured, from pgbench's log and summary, and whether it counts."""
     plan, v, ex, run = s.plan, spec.variant, x.execution, x.run
-    summary = parse_summary(ex.stdout)
-    window = window_of(summary, plan.duration_s)
-    m, err = _measurement(s, spec, run, step_dir, window, ex)
+    summary = parse_summary(ex.stdout) if x.merged is None else x.merged.summary
+    window = window_of(summary, plan.duration_s) if x.merged is None else x.merged.window_s
+    m, err = _measurement(s, spec, run, step_dir, window, ex) if x.merged is None else (x.merged.measurement, "")
     x.facts.update(_measurement_facts(plan, m, window, x))
     tps_db = ((x.pg_delta["xact_commit"] - x.own_commits) / window
               if "xact_commit" in x.pg_delta and window > 0 else None)
-    status, reason = _verdict(s, ex.exit_code, err, m)
+    status, reason = _verdict(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
+        ("failed", f"agents: {x.merged.reason}")
     if status == "completed" and m is not None and m.transactions == 0 and window <= 0.5:
         status, reason = "failed", (f"pgbench spent the whole {summary.duration_s or plan.duration_s:.0f} s step "
                                     f"opening its {spec.clients} connections "
@@ -402,7 +411,8 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
         status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
                       x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler,
-                      server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling)
+                      server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling,
+                      agents=x.merged.shares if x.merged is not None else ())
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,

@@ -18,6 +18,7 @@ from pgknee.errors import StoreError, UserError, store_error
 from pgknee.store.db import Store
 
 RUN_COLUMNS = ("run_id", "_run_id")
+NOT_RUN_DATA = frozenset({"agents"})  # the load generators registered in this store, whichever run they served
 STEP_COLUMNS = ("step_id", "_step_id")
 
 
@@ -38,7 +39,7 @@ class Table:
 
 def tables(store: Store) -> list[Table]:
     """The store's tables of run data, `runs` and `steps` first."""
-    out = [t for t in _schema(store) if t.run_column or t.step_column]
+    out = [t for t in _schema(store) if (t.run_column or t.step_column) and t.name not in NOT_RUN_DATA]
     first = {"runs": 0, "steps": 1}
     return sorted(out, key=lambda t: (first.get(t.name, 2), t.name))
 

@@ -28,6 +28,7 @@ from pgknee.store.sqlitefile import (
     uri,
 )
 from pgknee.types import (
+    AgentShare,
     OsSample,
     PoolerRecord,
     PoolerSample,
@@ -301,6 +302,15 @@ class Store:
         return {int(sid): WaitSampling(int(probes), bool(counted), float(window_s), int(backends), tuple(
             (str(t), str(e), int(n)) for t, e, n in self.db.execute(profile, (sid,)).fetchall()))
             for sid, probes, counted, window_s, backends in self.db.execute(q, tuple(step_ids)).fetchall()}
+
+    def step_agents(self, run_id: str) -> dict[int, list[AgentShare]]:
+        """Each agent's share of the run's steps run by agents (format 13 on)."""
+        out: dict[int, list[AgentShare]] = {}
+        q = (f"SELECT step_id, {', '.join(AgentShare.__slots__)} FROM step_agents WHERE run_id = ? "
+             "ORDER BY step_id, agent")
+        for row in self.db.execute(q, (run_id,)).fetchall():
+            out.setdefault(int(row[0]), []).append(AgentShare(*row[1:]))
+        return out
 
     def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:
         cols = ", ".join(f for f in OsSample.__slots__ if f != "phase")

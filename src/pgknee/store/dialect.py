@@ -3,7 +3,8 @@ and migration is written in (store/sql, store/migrations); for a PostgreSQL stor
 translated here, once each (cached), by rules small enough to read:
 
 * parameters: SQLite's `?` and `:name` become psycopg's `%s` and `%(name)s` (a `%` of the
-  statement's own is doubled); nothing inside a quoted literal or identifier is touched;
+  statement's own is doubled, comments go); nothing inside a quoted literal or identifier is
+  touched;
 * migrations: `INTEGER PRIMARY KEY` (SQLite's rowid) becomes an identity column, INTEGER bigint,
   REAL double precision; a migration that cannot be said in both has a `NNNN_name.pg.sql`
   beside it (store/migrate.py picks it).
@@ -16,8 +17,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-# a quoted literal or identifier, a parameter, a lone percent sign
-_TOKENS = re.compile(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")|(\?)|(?<![:\w]):([A-Za-z_]\w*)|(%)""")
+# a comment, a quoted literal or identifier, a parameter, a lone percent sign
+_TOKENS = re.compile(r"""(--[^\n]*)|('(?:[^']|'')*'|"(?:[^"]|"")*")|(\?)|(?<![:\w]):([A-Za-z_]\w*)|(%)""")
 
 
 @lru_cache(maxsize=512)
@@ -26,10 +27,11 @@ def params(sql: str) -> str:
     lock taken at the start) is PostgreSQL's plain BEGIN: rows are locked as they are written."""
     if sql.strip().upper() == "BEGIN IMMEDIATE":
         return "BEGIN"
-    sql = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
 
     def one(m: re.Match[str]) -> str:
-        quoted, qmark, name, percent = m.groups()
+        comment, quoted, qmark, name, percent = m.groups()
+        if comment is not None:
+            return ""  # its words are not parameters
         if quoted is not None:
             return quoted
         if qmark is not None:
@@ -47,15 +49,26 @@ _DDL = [
 ]
 
 
+_DDL_TOKENS = re.compile(r"""(--[^\n]*)|('(?:[^']|'')*'|"(?:[^"]|"")*")""")
+
+
 def ddl(sql: str) -> str:
-    """A migration's statement for PostgreSQL (literals and identifiers untouched)."""
-    parts = re.split(r"""('(?:[^']|'')*'|"(?:[^"]|"")*")""", sql)
-    for i in range(0, len(parts), 2):
-        for pattern, replacement in _DDL:
-            parts[i] = pattern.sub(replacement, parts[i])
-    return "".join(parts)
+    """A migration's statement for PostgreSQL: comments dropped (an apostrophe in one is not a
+    literal), literals and identifiers untouched, the types translated in the rest."""
+    out, at = [], 0
+    for m in _DDL_TOKENS.finditer(sql):
+        out += [_types(sql[at:m.start()]), "" if m.group(1) is not None else m.group(2)]
+        at = m.end()
+    return "".join([*out, _types(sql[at:])])
 
 
-# how a column's declared type reads in either engine, for the schema comparison
-TYPE_CLASS = {"integer": "integer", "bigint": "integer", "real": "real", "double precision": "real",
-              "text": "text", "blob": "blob", "bytea": "blob"}
+def _types(text: str) -> str:
+    for pattern, replacement in _DDL:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+# how a column's declared type reads in either engine, for the schema comparison: a type the
+# translation missed (PostgreSQL's integer, real) is in neither map, and the comparison fails
+SQLITE_TYPE_CLASS = {"integer": "integer", "real": "real", "text": "text", "blob": "blob"}
+PG_TYPE_CLASS = {"bigint": "integer", "double precision": "real", "text": "text", "bytea": "blob"}

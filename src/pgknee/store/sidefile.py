@@ -21,6 +21,7 @@ from typing import Any
 from pgknee.errors import UserError
 from pgknee.types import (
     ActivitySamples,
+    AgentShare,
     LatencyStats,
     PgbenchSummary,
     PoolerResult,
@@ -79,7 +80,8 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
                   if act is not None else None),
         os_rows=_rows(d["os_rows"]), facts=dict(d["facts"]), server_os_rows=_rows(d.get("server_os_rows", [])),
         pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None,
-        wait_sampling=_wait_sampling(d.get("wait_sampling")))
+        wait_sampling=_wait_sampling(d.get("wait_sampling")),
+        agents=tuple(AgentShare(**a) for a in d.get("agents", [])))
 
 
 def _wait_sampling(d: dict[str, Any] | None) -> WaitSampling | None:

@@ -335,6 +335,7 @@ class RunWriter:
                                                "probes_counted": int(w.probes_counted), "backends": w.backends})
             self._many("insert_wait_profile", [{"step_id": r.step_id, "wait_event_type": t, "wait_event": e,
                                                 "count": n} for t, e, n in w.counts])
+        self._many("insert_step_agents", [{"run_id": self.run_id, "step_id": r.step_id, **asdict(a)} for a in r.agents])
         if r.pooler is not None:
             self._many("insert_pooler_samples", self._rows(r.step_id, r.pooler.samples))
             self._many("insert_step_pooler", [{"step_id": r.step_id, "name": k, "value": v}

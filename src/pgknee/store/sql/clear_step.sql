@@ -12,3 +12,4 @@ DELETE FROM os_samples WHERE step_id = :step_id;
 DELETE FROM server_os_samples WHERE step_id = :step_id;
 DELETE FROM step_wait_profile WHERE step_id = :step_id;
 DELETE FROM step_wait_sampling WHERE step_id = :step_id;
+DELETE FROM step_agents WHERE step_id = :step_id;

@@ -1,4 +1,5 @@
 -- a step of a failed --extend that did not complete (it measured nothing the run keeps), with
 -- its command lines (its measurement's rows go first: clear_step.sql)
 DELETE FROM run_commands WHERE step_id = :step_id;
+DELETE FROM agent_tasks WHERE step_id = :step_id;
 DELETE FROM steps WHERE step_id = :step_id;

@@ -1,0 +1,34 @@
+"""One phase of a step run by the session's agents (run/distributed.py), from run/step.py."""
+
+from __future__ import annotations
+
+from psycopg.conninfo import make_conninfo
+
+from pgknee.driver.pgbench import PgbenchRun
+from pgknee.keys import StepFact
+from pgknee.run.distributed import AgentLost, Merged, merge
+from pgknee.run.schedule import StepSpec
+from pgknee.run.session import RunSession
+
+
+def fleet_phase(s: RunSession, spec: StepSpec, run: PgbenchRun, step_id: int, phase: str,
+                facts: dict[str, float]) -> Merged:
+    """One phase of a step run by the session's agents, merged; an agent lost fails the step with
+    the reason (and the orchestrator stops the run, or goes on without it: --on-agent-loss)."""
+    fleet = s.fleet
+    assert fleet is not None
+    texts = [sc.path.read_text(encoding="utf-8") for sc in run.scripts]
+    dsn = s.target.endpoint.params  # without its password: each agent has its own
+    fleet.lost = []
+    try:
+        tasks = fleet.run(run, texts, step_id, phase, make_conninfo(**dsn), round(spec.variant.think_ms * 1000))
+        lost_reason = None
+    except AgentLost as e:
+        tasks, lost_reason, fleet.lost = e.tasks, e.message, e.agents
+    merged = merge(tasks, s.scripts[spec.variant.name], run)
+    if lost_reason is not None:
+        merged.reason = lost_reason + (f"; {merged.reason}" if merged.reason else "")
+        merged.exit_code = merged.exit_code or 1
+        facts[StepFact.AGENTS_LOST] = float(len(fleet.lost))
+    facts[StepFact.AGENTS] = float(len(tasks))
+    return merged

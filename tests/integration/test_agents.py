@@ -1,0 +1,177 @@
+"""Agents on other hosts, for real: each `pgknee agent` is a process in a network namespace of its
+own, made by the test, reaching the server and the PostgreSQL store through a veth pair (a
+real network path, its own addresses, routes and round trips); the coordinator
+(`pgknee run --agents 2`) runs here. The server and the store are clusters the test starts.
+
+Checked against what pgknee does not control: the merged TPS against the server's own commit
+counter, the merged percentiles against the agents' raw pgbench logs concatenated, the agents'
+shares against the step's clients. Needs root (namespaces): skipped with the reason otherwise."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from pgknee.targets.local import EmbeddedCluster, find_bindir
+from tests.integration.conftest import ENV, QUICK, SCALE, pgknee
+
+PASSWORD = "agent:s3cret"
+KEEPER = "k33p:er"
+
+
+@dataclass
+class Lab:
+    server: EmbeddedCluster
+    gateways: list[str]  # each agent's way to the server, from its namespace
+    namespaces: list[str]
+
+    def store_dsn(self, host: str = "127.0.0.1") -> str:
+        return f"host={host} port={self.server.port} dbname=results user=keeper password='{KEEPER}'"
+
+    def dsn(self, host: str = "127.0.0.1") -> str:
+        return f"postgresql://app@{host}:{self.server.port}/pgknee"
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+def _namespaces(n: int) -> tuple[list[str], list[str]]:
+    """n namespaces, each linked to this one by a veth pair in a /30 of 10.231.0.0/16 of this
+    test process's own."""
+    base = os.getpid() % 250
+    names, gateways = [], []
+    try:
+        for i in range(n):
+            ns, host, peer = f"pgkt-{os.getpid()}-{i}", f"pgkh{os.getpid() % 100000}{i}", f"pgkn{os.getpid() % 100000}{i}"
+            net = f"10.231.{base}.{i * 4}"
+            gw, addr = f"10.231.{base}.{i * 4 + 1}", f"10.231.{base}.{i * 4 + 2}"
+            _ip("netns", "add", ns)
+            names.append(ns)
+            _ip("link", "add", host, "type", "veth", "peer", "name", peer)
+            _ip("link", "set", peer, "netns", ns)
+            _ip("addr", "add", f"{gw}/30", "dev", host)
+            _ip("link", "set", host, "up")
+            _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", peer)
+            _ip("-n", ns, "link", "set", peer, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            gateways.append(gw)
+            assert net
+    except BaseException:
+        for ns in names:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+        raise
+    return names, gateways
+
+
+@pytest.fixture
+def lab() -> Iterator[Lab]:
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    if shutil.which("ip") is None:
+        pytest.skip("iproute2's ip is not installed (make setup installs it)")
+    try:
+        names, gateways = _namespaces(2)
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"cannot make network namespaces here: {e.stderr.strip()}")
+    base = tempfile.mkdtemp(prefix="pgkt-agents-")
+    os.chmod(base, 0o755)
+    c = EmbeddedCluster(find_bindir(), {"max_connections": "60"}, base_dir=base)
+    try:
+        c.start()
+        with psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="postgres", autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "pgknee"')
+            conn.execute(f"CREATE ROLE app LOGIN PASSWORD '{PASSWORD}'")
+            conn.execute("GRANT CREATE ON DATABASE pgknee TO app")
+            conn.execute(f"CREATE ROLE keeper LOGIN PASSWORD '{KEEPER}'")
+            conn.execute("CREATE DATABASE results OWNER keeper")
+            conn.execute("ALTER SYSTEM SET listen_addresses = '*'")  # the agents come through their veth pairs
+        hba = c.data / "pg_hba.conf"
+        hba.write_text(hba.read_text() + "host all all 10.231.0.0/16 scram-sha-256\n")
+        c.stop()
+        assert c.revive()
+        yield Lab(c, gateways, names)
+    finally:
+        c.close()
+        shutil.rmtree(base, ignore_errors=True)
+        for ns in names:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+def _agent(lab: Lab, i: int, logs: Path) -> subprocess.Popen[str]:
+    gw = lab.gateways[i]
+    env = {**ENV, "PGKNEE_STORE_DSN": lab.store_dsn(gw), "PGPASSWORD": PASSWORD}
+    return subprocess.Popen(["ip", "netns", "exec", lab.namespaces[i], sys.executable, "-m", "pgknee", "agent",
+                             "--name", f"gen-{i}", "--dsn", lab.dsn(gw), "--wait", "120s", "--keep-logs", str(logs)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _raw_latencies(logs: Path, step_id: int) -> np.ndarray:
+    values = []
+    for f in sorted(logs.glob(f"*.step-{step_id}.bench.gen-*/*")):
+        for line in f.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 6 and parts[2].isdigit():
+                values.append(int(parts[2]))
+    return np.array(values, dtype=np.float64) / 1000.0
+
+
+def test_two_agents_in_namespaces_share_a_run_merged_as_one(lab: Lab, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    agents = [_agent(lab, i, logs) for i in range(2)]
+    env = {"PGKNEE_STORE_DSN": lab.store_dsn(), "PGPASSWORD": PASSWORD}
+    try:
+        r = pgknee("run", "--dsn", lab.dsn(), "--agents", "2", "--agent-wait", "60s", "--clients", "2,4",
+                   "--duration", "3s", "--scale", SCALE, "--log-sampling-rate", "1", *QUICK, env=env)
+        outs = [a.communicate(timeout=60) for a in agents]
+    finally:
+        for a in agents:
+            if a.poll() is None:
+                a.send_signal(signal.SIGTERM)
+                a.communicate(timeout=30)
+    assert r.code == 0, r.err
+    assert [a.returncode for a in agents] == [0, 0], outs
+    assert all("the run is over" in out for out, _ in outs)
+    assert PASSWORD not in r.out + r.err and KEEPER not in r.out + r.err
+    with psycopg.connect(lab.store_dsn()) as conn:
+        steps = conn.execute("SELECT step_id, clients, status, tps, tps_db, lat_p50_ms, lat_p95_ms, lat_p99_ms, "
+                             "transactions FROM pgknee.steps ORDER BY seq").fetchall()
+        shares = conn.execute("SELECT step_id, agent, clients, transactions, host, rtt_ms, bench_start, bench_end "
+                              "FROM pgknee.step_agents ORDER BY step_id, agent").fetchall()
+        secrets = conn.execute("SELECT count(*) FROM pgknee.agent_tasks WHERE spec_json LIKE %s OR result_json "
+                               "LIKE %s", (f"%{PASSWORD}%", f"%{PASSWORD}%")).fetchone()
+    assert secrets == (0,)
+    assert [(c, st) for _, c, st, *_ in steps] == [(2, "completed"), (4, "completed")]
+    for step_id, clients, _, tps, tps_db, p50, p95, p99, tx in steps:
+        mine = [s for s in shares if s[0] == step_id]
+        assert [s[1] for s in mine] == ["gen-0", "gen-1"] and sum(s[2] for s in mine) == clients
+        assert sum(s[3] for s in mine) == tx  # the step's transactions are the agents', summed exactly
+        assert all(s[5] is not None and s[5] > 0 for s in mine)  # each measured its round trip through its veth
+        # the merged TPS against the server's own commit counter
+        assert abs(tps - tps_db) / tps_db < 0.02, (tps, tps_db)
+        # the merged percentiles against the raw logs of both agents, concatenated
+        raw = _raw_latencies(logs, step_id)
+        assert raw.size == tx
+        for got, q in ((p50, 50), (p95, 95), (p99, 99)):
+            want = float(np.percentile(raw, q))
+            assert abs(got - want) / want < 0.01, (q, got, want)
+        starts, ends = [s[6] for s in mine], [s[7] for s in mine]
+        assert max(starts) - min(starts) < 0.5 and max(ends) - min(ends) < 0.5  # one common window
+    # the same run, reported from the PostgreSQL store
+    r = pgknee("show", "last", env=env)
+    assert r.code == 0, r.err
+    assert "Agents: each one's share" in r.out and "gen-0" in r.out and "gen-1" in r.out
+    assert "agents-agree" in r.out
