@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
+from tests.integration.conftest import ENV, QUICK, SCALE, pgknee
 
 from pgknee.targets.local import EmbeddedCluster, find_bindir
-from tests.integration.conftest import ENV, QUICK, SCALE, pgknee
 
 PASSWORD = "agent:s3cret"
 KEEPER = "k33p:er"
@@ -55,8 +54,8 @@ def _namespaces(n: int) -> tuple[list[str], list[str]]:
     names, gateways = [], []
     try:
         for i in range(n):
-            ns, host, peer = f"pgkt-{os.getpid()}-{i}", f"pgkh{os.getpid() % 100000}{i}", f"pgkn{os.getpid() % 100000}{i}"
-            net = f"10.231.{base}.{i * 4}"
+            tag = f"{os.getpid() % 100000}{i}"
+            ns, host, peer = f"pgkt-{tag}", f"pgkh{tag}", f"pgkn{tag}"
             gw, addr = f"10.231.{base}.{i * 4 + 1}", f"10.231.{base}.{i * 4 + 2}"
             _ip("netns", "add", ns)
             names.append(ns)
@@ -68,7 +67,6 @@ def _namespaces(n: int) -> tuple[list[str], list[str]]:
             _ip("-n", ns, "link", "set", peer, "up")
             _ip("-n", ns, "link", "set", "lo", "up")
             gateways.append(gw)
-            assert net
     except BaseException:
         for ns in names:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
