@@ -5,7 +5,8 @@
 # --browsers (for the tests): also Chromium and Firefox, to render the HTML report in both,
 # a font for the charts' text, zsh and fish (pgknee completion's scripts asked for real), and
 # OpenSSH's server and client (a test reads a "remote" server's /proc over ssh through an sshd of
-# its own, started on a free loopback port).
+# its own, started on a free loopback port), and iproute2 (agents run in network namespaces the
+# tests make, reaching the server through veth pairs).
 set -euo pipefail
 
 browsers=0
@@ -30,6 +31,7 @@ if [ "$browsers" -eq 1 ]; then
   command -v fish >/dev/null 2>&1 || missing+=(fish)
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
+  command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
 fi
 
 SUDO=""

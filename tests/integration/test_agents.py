@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-from tests.integration.conftest import ENV, QUICK, SCALE, pgknee
+from tests.integration.conftest import APP_ENV, ENV, QUICK, SCALE, dsn_of, pgknee
 
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 
@@ -173,3 +174,23 @@ def test_two_agents_in_namespaces_share_a_run_merged_as_one(lab: Lab, tmp_path: 
     assert r.code == 0, r.err
     assert "Agents: each one's share" in r.out and "gen-0" in r.out and "gen-1" in r.out
     assert "agents-agree" in r.out
+
+
+def test_agents_that_never_come_are_named_before_the_sweep(server: EmbeddedCluster, tmp_path: Path) -> None:
+
+    store = tmp_path / "a.db"
+    r = pgknee("agent", "--name", "gen-9", "--store", str(store), "--wait", "0.5s", env=APP_ENV)
+    assert r.code == 2 and "no run took it within 0 s" in r.err and "Traceback" not in r.err, r.err
+    t0 = time.monotonic()
+    r = pgknee("run", "--dsn", dsn_of(server), "--agents", "2", "--agent-wait", "1s", "--clients", "2",
+               "--store", str(store), env=APP_ENV)
+    assert r.code == 2, r.err
+    lines = [ln for ln in r.err.splitlines() if ln.startswith("pgknee:")]
+    assert len(lines) == 1 and "only 0 of 2 agents came within 1 s (none); 2 missing" in lines[0], r.err
+    assert "gen-9 gone, last heard" in lines[0]  # the one that gave up is named, with when it was heard
+    assert time.monotonic() - t0 < 30
+    import sqlite3
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)  # nothing was started
+    r = pgknee("run", "--agents", "2", "--clients", "2", "--store", str(store))
+    assert r.code == 2 and "--agents needs --dsn" in r.err

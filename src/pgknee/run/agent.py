@@ -110,6 +110,8 @@ def serve(opts: AgentOptions, say: Callable[[str], None]) -> int:
     finally:
         heart.close()
         worker.close()
+        with contextlib.suppress(PgkneeError):  # the store gone too: its heartbeat goes stale instead
+            coord.leave(store, opts.name, os.getpid())
         store.close()
 
 

@@ -77,6 +77,13 @@ def heartbeat(store: Store, name: str, pid: int) -> str | None:
     return None if row is None else str(row[0])
 
 
+def leave(store: Store, name: str, pid: int) -> None:
+    """The agent exits: no coordinator may take it any more."""
+    with store.transaction():
+        store.db.execute("UPDATE agents SET state = 'gone' WHERE name = ? AND pid = ? AND state IN ('waiting', "
+                         "'taken')", (name, pid))
+
+
 def agents(store: Store, names: list[str] | None = None) -> list[AgentRow]:
     rows = store.db.execute(f"SELECT {_AGENT_COLUMNS} FROM agents ORDER BY name").fetchall()
     out = [AgentRow(*r) for r in rows]
