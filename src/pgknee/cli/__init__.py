@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import compare as compare_cmd
     from pgknee.cli import completion as completion_cmd
     from pgknee.cli import export as export_cmd
+    from pgknee.cli import k8s as k8s_cmd
     from pgknee.cli import recommend as recommend_cmd
     from pgknee.cli import report as report_cmd
     from pgknee.cli import run as run_cmd
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     cleanup_cmd.add_parser(sub)
     store_cmd.add_parser(sub)
     agent_cmd.add_parser(sub)
+    k8s_cmd.add_parser(sub)
     completion_cmd.add_parser(sub)
     workload_cmd.add_parser(sub)
     return p
