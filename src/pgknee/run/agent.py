@@ -83,7 +83,7 @@ class _Heart:
             while not self._stop.wait(coord.HEARTBEAT_S):
                 try:
                     self.state = coord.heartbeat(store, self.name, os.getpid()) or "lost"
-                except PgkneeError as e:  # the store away for a while: the coordinator will tell
+                except (PgkneeError, *store.errors) as e:  # the store away a while: the coordinator tells
                     self.failure = e
         finally:
             store.close()

@@ -24,6 +24,7 @@ from pgknee.driver.pgbench import Counts, PgbenchRun
 from pgknee.errors import DriverError, UserError
 from pgknee.store import coord
 from pgknee.store.db import Store
+from pgknee.store.location import Location
 from pgknee.types import AgentShare, PgbenchSummary, ProgressPoint, StepMeasurement
 from pgknee.workloads import Script
 
@@ -55,8 +56,8 @@ class Merged:
 class Fleet:
     """The agents a run took, and the store connection it drives them through."""
 
-    def __init__(self, location: object, run_id: str, plan: AgentPlan, say: Callable[[str], None]) -> None:
-        self.store = Store(location)  # type: ignore[arg-type]
+    def __init__(self, location: Location, run_id: str, plan: AgentPlan, say: Callable[[str], None]) -> None:
+        self.store = Store(location)  # the coordinator's own session to it
         self.run_id, self.plan, self.say = run_id, plan, say
         self.offset, _ = coord.clock_offset(self.store)
         self.names: list[str] = []
@@ -199,8 +200,8 @@ def merge(tasks: list[coord.Task], scripts: Sequence[Script], run: PgbenchRun) -
                              conn_time_ms=max((r["summary"].get("conn_time_ms") or 0.0 for _, r in ok), default=None),
                              duration_s=max((r["summary"].get("duration_s") or 0.0 for _, r in ok), default=None))
     reasons = failed + bad
-    return Merged(0 if not reasons else (next((int(r["exit_code"]) for _, r in ok if r.get("exit_code")), 1)),
-                  "; ".join(reasons) or None, summary, window, m, _progress([r for _, r in ok]),
+    codes = [int(r["exit_code"]) for _, r in ok if r.get("exit_code")]  # pgbench's own, when one failed
+    return Merged(0 if not reasons else (codes[0] if codes else 1), "; ".join(reasons) or None, summary, window, m, _progress([r for _, r in ok]),
                   tuple(_share(t, r) for t, r in results))
 
 
