@@ -201,7 +201,8 @@ def merge(tasks: list[coord.Task], scripts: Sequence[Script], run: PgbenchRun) -
                              duration_s=max((r["summary"].get("duration_s") or 0.0 for _, r in ok), default=None))
     reasons = failed + bad
     codes = [int(r["exit_code"]) for _, r in ok if r.get("exit_code")]  # pgbench's own, when one failed
-    return Merged(0 if not reasons else (codes[0] if codes else 1), "; ".join(reasons) or None, summary, window, m, _progress([r for _, r in ok]),
+    return Merged(0 if not reasons else (codes[0] if codes else 1), "; ".join(reasons) or None, summary, window,
+                  m, _progress([r for _, r in ok]),
                   tuple(_share(t, r) for t, r in results))
 
 
