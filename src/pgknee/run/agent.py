@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import sqlite3
 import shutil
 import socket
 import threading
@@ -38,7 +39,7 @@ from pgknee.driver.pgbench import (
     pgbench_version,
     window_of,
 )
-from pgknee.errors import Interrupted, PgkneeError, UserError
+from pgknee.errors import DbError, Interrupted, PgkneeError, UserError
 from pgknee.netsim.control import try_probe
 from pgknee.store import coord
 from pgknee.store.db import Store
@@ -83,7 +84,7 @@ class _Heart:
             while not self._stop.wait(coord.HEARTBEAT_S):
                 try:
                     self.state = coord.heartbeat(store, self.name, os.getpid()) or "lost"
-                except (PgkneeError, *store.errors) as e:  # the store away a while: the coordinator tells
+                except (PgkneeError, sqlite3.Error, DbError) as e:  # the store away: the coordinator tells
                     self.failure = e
         finally:
             store.close()
