@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
-import sqlite3
 import shutil
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
