@@ -194,3 +194,5 @@ def test_agents_that_never_come_are_named_before_the_sweep(server: EmbeddedClust
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)  # nothing was started
     r = pgknee("run", "--agents", "2", "--clients", "2", "--store", str(store))
     assert r.code == 2 and "--agents needs --dsn" in r.err
+    r = pgknee("run", "--dsn", dsn_of(server), "--agents", "2", "--rtt", "1ms", "--store", str(store), env=APP_ENV)
+    assert r.code == 2 and "simulates a network hop (rtt=), which runs on this host" in r.err, r.err

@@ -74,4 +74,10 @@ def agent_plan(args: argparse.Namespace, plan: Plan) -> AgentPlan | None:
     if plan.target.dsn is None:
         raise UserError("--agents needs --dsn: the embedded server listens on this machine only",
                         "point --dsn at a server the agents' hosts reach")
+    for v in plan.variants:
+        if v.pooler is not None or v.rtt_ms:
+            what = "goes through a pooler" if v.pooler is not None else "simulates a network hop (rtt=)"
+            raise UserError(f"variant {v.name} {what}, which runs on this host, where the agents' pgbench does not "
+                            "connect", "with --agents, run the direct variants (a pooler of yours: give the agents "
+                            "its DSN with 'pgknee agent --dsn')")
     return AgentPlan(args.agents, parse_seconds(args.agent_wait, "--agent-wait"), args.on_agent_loss)

@@ -40,7 +40,7 @@ from pgknee.driver.pgbench import (
     window_of,
 )
 from pgknee.errors import DbError, Interrupted, PgkneeError, UserError
-from pgknee.netsim.control import try_probe
+from pgknee.netsim.control import RttProbe, try_probe
 from pgknee.store import coord
 from pgknee.store.db import Store
 from pgknee.targets.base import Endpoint
@@ -123,7 +123,7 @@ class _Worker:
         self.say = say
         self.run_as = server_user()
         self.work_dir = safefs.private_dir("pgknee-agent-", reachable_by=self.run_as)
-        self.endpoints: dict[str, tuple[Endpoint, float | None]] = {}
+        self.endpoints: dict[str, tuple[Endpoint, RttProbe | None]] = {}
 
     def close(self) -> None:
         safefs.remove_private_dir(self.work_dir)
@@ -161,17 +161,17 @@ class _Worker:
         if result is not None:
             coord.report(self.store, task.task_id, "done", result=result)
 
-    def _endpoint(self, spec: dict[str, Any]) -> tuple[Endpoint, float | None]:
+    def _endpoint(self, spec: dict[str, Any]) -> tuple[Endpoint, RttProbe | None]:
+        """The server as this host reaches it, and the round trip there (probed once per run)."""
         dsn = self.opts.dsn or str(spec["dsn"])
         if dsn not in self.endpoints:
             endpoint = Endpoint.resolve(dsn)
-            probe = try_probe(endpoint)
-            self.endpoints[dsn] = (endpoint, probe.median_ms if probe is not None else None)
+            self.endpoints[dsn] = (endpoint, try_probe(endpoint))
         return self.endpoints[dsn]
 
     def _execute(self, task: coord.Task) -> dict[str, Any] | None:
         spec = task.spec
-        endpoint, rtt_ms = self._endpoint(spec)
+        endpoint, rtt = self._endpoint(spec)
         step_dir = safefs.make_dir(self.work_dir / f"task-{task.task_id}", owner=self.run_as)
         try:
             run = self._pgbench_run(spec, step_dir)
@@ -184,9 +184,10 @@ class _Worker:
             ex = execute(run, env=env, run_as=self.run_as, cwd=step_dir)
             t1, cpu = time.time(), _children_cpu() - cpu0
             result = self._result(spec, run, ex.stdout, ex.stderr, ex.exit_code, step_dir)
-            result.update(rtt_ms=rtt_ms, cpu_pct=100 * cpu / max(t1 - t0, 1e-9), started=t0 + self.offset,
-                          ended=t1 + self.offset, progress=[asdict(p) for p in ex.progress], cpus=os.cpu_count() or 1,
-                          clock_offset_ms=self.offset * 1000, host=socket.gethostname())
+            result.update(rtt_ms=rtt.median_ms if rtt else None, rtt_p99_ms=rtt.p99_ms if rtt else None,
+                          rtt_min_ms=rtt.min_ms if rtt else None, cpu_pct=100 * cpu / max(t1 - t0, 1e-9),
+                          started=t0 + self.offset, ended=t1 + self.offset, progress=[asdict(p) for p in ex.progress],
+                          cpus=os.cpu_count() or 1, clock_offset_ms=self.offset * 1000, host=socket.gethostname())
             self._keep(task, step_dir)
             return result
         finally:

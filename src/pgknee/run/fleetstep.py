@@ -9,6 +9,7 @@ from pgknee.keys import StepFact
 from pgknee.run.distributed import AgentLost, Merged, merge
 from pgknee.run.schedule import StepSpec
 from pgknee.run.session import RunSession
+from pgknee.store.coord import Task
 
 
 def fleet_phase(s: RunSession, spec: StepSpec, run: PgbenchRun, step_id: int, phase: str,
@@ -31,4 +32,18 @@ def fleet_phase(s: RunSession, spec: StepSpec, run: PgbenchRun, step_id: int, ph
         merged.exit_code = merged.exit_code or 1
         facts[StepFact.AGENTS_LOST] = float(len(fleet.lost))
     facts[StepFact.AGENTS] = float(len(tasks))
+    facts.update(_network(tasks))
     return merged
+
+
+def _network(tasks: list[Task]) -> dict[str, float]:
+    """The round trip pgbench's connections waited for: the agents' own (each probed its path to
+    the server), weighted by their clients, in place of the coordinator's probe from this host."""
+    got = [(t.spec["clients"], t.result) for t in tasks if t.result and t.result.get("rtt_ms") is not None]
+    if not got:
+        return {}
+    clients = sum(c for c, _ in got)
+    return {StepFact.NET_RTT_MS: sum(c * r["rtt_ms"] for c, r in got) / clients,
+            StepFact.NET_DIRECT_RTT_MS: sum(c * r["rtt_ms"] for c, r in got) / clients,
+            StepFact.NET_RTT_P99_MS: max(float(r.get("rtt_p99_ms") or r["rtt_ms"]) for _, r in got),
+            StepFact.NET_RTT_MIN_MS: min(float(r.get("rtt_min_ms") or r["rtt_ms"]) for _, r in got)}
