@@ -115,11 +115,12 @@ class Fleet:
         specs = {name: _spec(run, texts, clients, threads, dsn, think_us, phase)
                  for name, clients, threads in self._split(run)}
         ids = coord.assign(self.store, self.run_id, step_id, phase, specs)
-        self._wait(ids, {"ready", "running", "done", "failed"}, READY_TIMEOUT_S, "to be ready")
+        self._wait(ids, {"ready", "running", "done", "failed"}, READY_TIMEOUT_S, "to be ready", every_s=0.05)
         start = coord.clock(self.store) + START_MARGIN_S
         coord.start_at(self.store, list(ids.values()), start)
         limit = START_MARGIN_S + run.duration_s + 60 + run.clients * 0.05
-        return self._wait(ids, {"done", "failed"}, limit, "to finish")
+        # while the agents run, the store is asked twice a second (it may share the server measured)
+        return self._wait(ids, {"done", "failed"}, limit, "to finish", every_s=0.5)
 
     def _split(self, run: PgbenchRun) -> list[tuple[str, int, int]]:
         """The clients as evenly as they go (the first agents one more); threads per agent its
@@ -132,7 +133,8 @@ class Fleet:
             out.append((name, clients, max(1, min(clients, run.threads, self.rows[name].cpus))))
         return out
 
-    def _wait(self, ids: dict[str, int], states: set[str], limit_s: float, what: str) -> list[coord.Task]:
+    def _wait(self, ids: dict[str, int], states: set[str], limit_s: float, what: str, *,
+              every_s: float) -> list[coord.Task]:
         deadline = time.monotonic() + limit_s
         while True:
             got = coord.tasks(self.store, list(ids.values()))
@@ -144,7 +146,7 @@ class Fleet:
             if time.monotonic() > deadline:
                 late = [t.agent for t in got if t.state not in states]
                 raise AgentLost([f"agent {a} did not report {what} within {limit_s:.0f} s" for a in late], got)
-            time.sleep(0.1)
+            time.sleep(every_s)
 
     def _lost(self, got: list[coord.Task]) -> list[str]:
         now = coord.clock(self.store)
