@@ -10,6 +10,7 @@ shares against the step's clients. Needs root (namespaces): skipped with the rea
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -143,6 +144,8 @@ def test_two_agents_in_namespaces_share_a_run_merged_as_one(lab: Lab, tmp_path: 
                 a.communicate(timeout=30)
     assert r.code == 0, r.err
     assert [a.returncode for a in agents] == [0, 0], outs
+    # the agents' progress, summed, shown live as a local pgbench's is ("  1 s: 4,321 tps")
+    assert re.search(r"^  \d+ s: [\d,]+ tps$", r.err, re.M), r.err
     assert all("the run is over" in out for out, _ in outs)
     assert PASSWORD not in r.out + r.err and KEEPER not in r.out + r.err
     with psycopg.connect(lab.store_dsn()) as conn:

@@ -74,6 +74,7 @@ class _Heart:
     def __init__(self, location: str, name: str) -> None:
         self.location, self.name, self.state = location, name, "waiting"
         self.failure: BaseException | None = None
+        self.running: tuple[int, list[dict[str, Any]]] | None = None  # a task's id and its progress so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="agent heartbeat", daemon=True)
         self._thread.start()
@@ -84,6 +85,9 @@ class _Heart:
             while not self._stop.wait(coord.HEARTBEAT_S):
                 try:
                     self.state = coord.heartbeat(store, self.name, os.getpid()) or "lost"
+                    running = self.running
+                    if running is not None and running[1]:
+                        coord.progress(store, running[0], list(running[1]))
                 except (PgkneeError, sqlite3.Error, DbError) as e:  # the store away: the coordinator tells
                     self.failure = e
         finally:
@@ -105,7 +109,7 @@ def serve(opts: AgentOptions, say: Callable[[str], None]) -> int:
     say(f"agent {opts.name} registered in {store.label} (pgbench {version_text}, {os.cpu_count()} CPUs, clock "
         f"offset {offset * 1000:+.1f} ms ±{error * 1000:.1f}); waiting for a run")
     heart = _Heart(opts.store, opts.name)
-    worker = _Worker(opts, store, path, version_num, offset, say)
+    worker = _Worker(opts, store, path, version_num, offset, say, heart)
     try:
         return worker.loop(heart)
     finally:
@@ -118,9 +122,9 @@ def serve(opts: AgentOptions, say: Callable[[str], None]) -> int:
 
 class _Worker:
     def __init__(self, opts: AgentOptions, store: Store, pgbench: str, version_num: int, offset: float,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], heart: _Heart) -> None:
         self.opts, self.store, self.pgbench, self.version_num, self.offset = opts, store, pgbench, version_num, offset
-        self.say = say
+        self.say, self.heart = say, heart
         self.run_as = server_user()
         self.work_dir = safefs.private_dir("pgknee-agent-", reachable_by=self.run_as)
         self.endpoints: dict[str, tuple[Endpoint, RttProbe | None]] = {}
@@ -181,7 +185,13 @@ class _Worker:
                 return None
             coord.report(self.store, task.task_id, "running")
             cpu0, t0 = _children_cpu(), time.time()
-            ex = execute(run, env=env, run_as=self.run_as, cwd=step_dir)
+            points: list[dict[str, Any]] = []
+            self.heart.running = (task.task_id, points)
+            try:
+                ex = execute(run, env=env, run_as=self.run_as, cwd=step_dir,
+                             on_progress=lambda p: points.append(asdict(p)))
+            finally:
+                self.heart.running = None
             t1, cpu = time.time(), _children_cpu() - cpu0
             result = self._result(spec, run, ex.stdout, ex.stderr, ex.exit_code, step_dir)
             result.update(rtt_ms=rtt.median_ms if rtt else None, rtt_p99_ms=rtt.p99_ms if rtt else None,

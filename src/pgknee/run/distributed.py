@@ -110,8 +110,9 @@ class Fleet:
 
     # ---- one phase of a step ------------------------------------------------------------------
     def run(self, run: PgbenchRun, texts: Sequence[str], step_id: int, phase: str, dsn: str,
-            think_us: int) -> list[coord.Task]:
-        """Each agent's share of `run`, started together; returns their finished tasks."""
+            think_us: int, on_progress: Callable[[ProgressPoint], None] | None = None) -> list[coord.Task]:
+        """Each agent's share of `run`, started together; returns their finished tasks. Their
+        progress, summed second by second, goes to `on_progress` as it comes."""
         specs = {name: _spec(run, texts, clients, threads, dsn, think_us, phase)
                  for name, clients, threads in self._split(run)}
         ids = coord.assign(self.store, self.run_id, step_id, phase, specs)
@@ -120,7 +121,15 @@ class Fleet:
         coord.start_at(self.store, list(ids.values()), start)
         limit = START_MARGIN_S + run.duration_s + 60 + run.clients * 0.05
         # while the agents run, the store is asked twice a second (it may share the server measured)
-        return self._wait(ids, {"done", "failed"}, limit, "to finish", every_s=0.5)
+        shown: set[float] = set()
+
+        def live(got: list[coord.Task]) -> None:
+            if on_progress is not None:
+                for p in _progress([{"progress": t.progress} for t in got]):
+                    if p.t_s not in shown:
+                        shown.add(p.t_s)
+                        on_progress(p)
+        return self._wait(ids, {"done", "failed"}, limit, "to finish", every_s=0.5, seen=live)
 
     def _split(self, run: PgbenchRun) -> list[tuple[str, int, int]]:
         """The clients as evenly as they go (the first agents one more); threads per agent its
@@ -134,10 +143,11 @@ class Fleet:
         return out
 
     def _wait(self, ids: dict[str, int], states: set[str], limit_s: float, what: str, *,
-              every_s: float) -> list[coord.Task]:
+              every_s: float, seen: Callable[[list[coord.Task]], None] = lambda _: None) -> list[coord.Task]:
         deadline = time.monotonic() + limit_s
         while True:
             got = coord.tasks(self.store, list(ids.values()))
+            seen(got)
             if all(t.state in states for t in got):
                 return got
             lost = self._lost(got)

@@ -22,7 +22,8 @@ def fleet_phase(s: RunSession, spec: StepSpec, run: PgbenchRun, step_id: int, ph
     dsn = s.target.endpoint.params  # without its password: each agent has its own
     fleet.lost = []
     try:
-        tasks = fleet.run(run, texts, step_id, phase, make_conninfo(**dsn), round(spec.variant.think_ms * 1000))
+        tasks = fleet.run(run, texts, step_id, phase, make_conninfo(**dsn), round(spec.variant.think_ms * 1000),
+                          on_progress=s.ui.step_progress if phase == "bench" else None)
         lost_reason = None
     except AgentLost as e:
         tasks, lost_reason, fleet.lost = e.tasks, e.message, e.agents

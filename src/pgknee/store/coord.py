@@ -144,14 +144,16 @@ class Task:
     start_at: float | None
     result: dict[str, Any] | None
     reason: str | None
+    progress: list[dict[str, Any]]  # pgbench's progress lines so far
 
 
-_TASK_COLUMNS = "task_id, run_id, step_id, agent, phase, spec_json, state, start_at, result_json, reason"
+_TASK_COLUMNS = "task_id, run_id, step_id, agent, phase, spec_json, state, start_at, result_json, reason, progress_json"
 
 
 def _task(r: Any) -> Task:
     return Task(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), json.loads(r[5]), str(r[6]),
-                None if r[7] is None else float(r[7]), json.loads(r[8]) if r[8] else None, r[9])
+                None if r[7] is None else float(r[7]), json.loads(r[8]) if r[8] else None, r[9],
+                json.loads(r[10]) if r[10] else [])
 
 
 def tasks(store: Store, task_ids: list[int]) -> list[Task]:
@@ -170,6 +172,12 @@ def next_task(store: Store, agent: str) -> Task | None:
 def task_state(store: Store, task_id: int) -> tuple[str, float | None]:
     row = store.db.execute("SELECT state, start_at FROM agent_tasks WHERE task_id = ?", (task_id,)).fetchone()
     return (str(row[0]), None if row[1] is None else float(row[1])) if row else ("cancelled", None)
+
+
+def progress(store: Store, task_id: int, points: list[dict[str, Any]]) -> None:
+    """pgbench's progress lines so far (the agent's heartbeat writes them while it runs)."""
+    with store.transaction():
+        store.db.execute("UPDATE agent_tasks SET progress_json = ? WHERE task_id = ?", (json.dumps(points), task_id))
 
 
 def report(store: Store, task_id: int, state: str, *, result: dict[str, Any] | None = None,

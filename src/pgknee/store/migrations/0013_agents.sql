@@ -27,6 +27,7 @@ CREATE TABLE agent_tasks (
     spec_json   TEXT NOT NULL,          -- its pgbench run: clients, threads, scripts' texts, options (no secret)
     state       TEXT NOT NULL CHECK (state IN ('assigned', 'ready', 'running', 'done', 'failed', 'cancelled')),
     start_at    REAL,                   -- the common start, on the store's clock
+    progress_json TEXT,                 -- pgbench's progress lines so far, while it runs (the live display)
     result_json TEXT,                   -- its counts, histograms (HdrHistogram V2, base64), CPU, times
     reason      TEXT,
     updated_at  REAL NOT NULL
