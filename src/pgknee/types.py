@@ -180,6 +180,7 @@ class RunRecord:
     plan_json: str
     steps_planned: int
     owner: str | None = None  # host:pid:start of the pgknee that wrote it last
+    heartbeat_at: float | None = None  # when that pgknee last wrote to it (epoch s, its host's clock)
 
     @property
     def plan(self) -> dict[str, Any]:

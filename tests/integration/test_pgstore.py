@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,6 +157,7 @@ def test_a_run_on_a_postgresql_store_is_read_by_every_read_command(server: Embed
     assert r.code == 0, r.err
     pg = Store(pgstore, create=False)
     (run,) = pg.runs()
+    assert run.heartbeat_at is not None and abs(run.heartbeat_at - time.time()) < 120  # written as it ran
     steps = pg.steps(run.run_id)
     assert [s.clients for s in steps] == [1, 2] and all(s.status == "completed" and (s.tps or 0) > 0 for s in steps)
     with psycopg.connect(pgstore) as conn:

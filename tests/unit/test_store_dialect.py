@@ -61,3 +61,19 @@ def test_a_store_is_shown_without_its_password(monkeypatch: pytest.MonkeyPatch) 
     assert default_store() == "/data/p.db"
     monkeypatch.setenv("PGKNEE_STORE_DSN", "postgresql://k:pw@db/r")
     assert default_store() == "postgresql://k:pw@db/r"
+
+
+def test_a_run_of_another_hosts_pgknee_is_gone_once_its_heartbeat_is_old() -> None:
+    """A shared store's run left 'running' by a pgknee on another host (a replaced pod): its pid
+    tells nothing here, its heartbeat does (store/claims.py)."""
+    import time
+
+    from pgknee.store.claims import STALE_RUN_S, claim_refusal, owner_alive
+
+    other = "another-host.example:4242:12345"
+    assert owner_alive(other, time.time() - 5) == ("another-host.example", 4242)
+    assert owner_alive(other, None) == ("another-host.example", 4242)  # a store from before the heartbeat
+    assert owner_alive(other, time.time() - STALE_RUN_S - 1) is None
+    busy = claim_refusal("r1", "running", other, resume=True, heartbeat_at=time.time() - 5)
+    assert busy is not None and "pid 4242 on another-host.example" in busy.message
+    assert claim_refusal("r1", "running", other, resume=True, heartbeat_at=time.time() - STALE_RUN_S - 1) is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 from pgknee.errors import PgkneeError, StoreBusy, UserError
 from pgknee.registry import is_alive, start_time
@@ -19,24 +20,31 @@ def owner() -> str:
     return f"{socket.gethostname()}:{me}:{start_time(me)}"
 
 
-def owner_alive(text: str | None) -> tuple[str, int] | None:
+# a run's pgknee on another host not heard from for this long is gone: longer than a step that
+# writes nothing (its pg_stat_activity samples are written as it runs, when sampling is on)
+STALE_RUN_S = 900.0
+
+
+def owner_alive(text: str | None, heartbeat_at: float | None = None) -> tuple[str, int] | None:
     """(host, pid) of the pgknee a run's owner names when it may be alive: it runs on this host
-    (pid and start time match), or on another host, where pgknee cannot tell."""
+    (pid and start time match), or on another host and wrote to the run within STALE_RUN_S (or
+    before pgknee kept the time, when it cannot tell)."""
     parts = (text or "").rsplit(":", 2)
     if len(parts) != 3 or not parts[1].isdigit():
         return None  # a run written before pgknee recorded owners
     host, pid = parts[0], int(parts[1])
-    if host != socket.gethostname() or is_alive(pid, parts[2] if parts[2] != "None" else None):
-        return host, pid
-    return None
+    if host != socket.gethostname():
+        return (host, pid) if heartbeat_at is None or time.time() - heartbeat_at < STALE_RUN_S else None
+    return (host, pid) if is_alive(pid, parts[2] if parts[2] != "None" else None) else None
 
 
-def claim_refusal(run_id: str, status: str, run_owner: str | None, *, resume: bool) -> PgkneeError | None:
+def claim_refusal(run_id: str, status: str, run_owner: str | None, *, resume: bool,
+                  heartbeat_at: float | None = None) -> PgkneeError | None:
     """Why another pgknee may not reopen a run now, or None: a pgknee that is alive writes it;
     or (--extend) it was left 'running' by one that is gone (--resume takes such a run over)."""
     if status != "running":
         return None
-    holder = owner_alive(run_owner)
+    holder = owner_alive(run_owner, heartbeat_at)
     if holder is not None:
         return StoreBusy(f"run {run_id} is being written by another pgknee (pid {holder[1]} on {holder[0]})",
                          "wait until it ends ('pgknee runs' shows the run's status), or stop that pgknee first")
@@ -47,4 +55,4 @@ def claim_refusal(run_id: str, status: str, run_owner: str | None, *, resume: bo
 
 
 def refusal_for(run: RunRecord, *, resume: bool) -> PgkneeError | None:
-    return claim_refusal(run.run_id, run.status, run.owner, resume=resume)
+    return claim_refusal(run.run_id, run.status, run.owner, resume=resume, heartbeat_at=run.heartbeat_at)

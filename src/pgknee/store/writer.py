@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -30,7 +31,8 @@ from pgknee.store.claims import claim_refusal, owner, owner_alive
 from pgknee.store.db import Store
 from pgknee.store.migrate import split_sql
 from pgknee.store.sql import load
-from pgknee.types import LatencyStats, ProgressPoint, Reopening, Row, StepMeasurement, StepResult
+from pgknee.store.steprows import script_rows, step_values
+from pgknee.types import ProgressPoint, Reopening, Row, StepResult
 
 RESERVE_BYTES = 256 << 10  # room kept on the store's disk for how a run ends
 
@@ -45,6 +47,7 @@ class _Before:
     plan_json: str
     steps_planned: int
     owner: str | None
+    heartbeat_at: float | None
     env: dict[str, str]
     last_command: int
     last_step: int
@@ -92,7 +95,7 @@ class RunWriter:
                    steps_planned: int) -> None:
         self._one("create_run", {"created_at": now_iso(), "workload": workload, "target_kind": target_kind,
                                  "target_label": target_label, "plan_json": json.dumps(plan, sort_keys=True),
-                                 "steps_planned": steps_planned, "owner": owner()})
+                                 "steps_planned": steps_planned, "owner": owner(), "heartbeat_at": time.time()})
         self.recorded = True
         self._keep_room()
 
@@ -112,13 +115,13 @@ class RunWriter:
             if row is None:
                 raise StoreError(f"run {self.run_id} is no longer in {self.store.label}", "list the runs with "
                                  "'pgknee runs'")
-            refusal = claim_refusal(self.run_id, row[0], row[5], resume=more_steps == 0) or self._changed(reopening,
-                                                                                                          row[3])
+            refusal = claim_refusal(self.run_id, row[0], row[5], resume=more_steps == 0,
+                                    heartbeat_at=row[6]) or self._changed(reopening, row[3])
             if refusal is not None:
                 raise refusal
             if more_steps:
-                status, reason, finished_at, plan_json, planned, held_by = row
-                self._before = _Before(status, reason, finished_at, plan_json, planned, held_by,
+                status, reason, finished_at, plan_json, planned, held_by, beat = row
+                self._before = _Before(status, reason, finished_at, plan_json, planned, held_by, beat,
                                        env=self.store.environment(self.run_id),
                                        last_command=self._max("run_commands", "id"),
                                        last_step=self._max("steps", "step_id"), merged_plan=plan,
@@ -126,6 +129,7 @@ class RunWriter:
             self.db.execute(load("extend_run"), {"run_id": self.run_id, "owner": owner(), "more_steps": more_steps,
                                                  "plan_json": json.dumps(plan, sort_keys=True)})
             last = self.db.execute(load("last_seq"), {"run_id": self.run_id}).fetchone()
+            self._beat()
         self.recorded = True
         self._keep_room()
         return int(last[0]) if last else 0
@@ -260,12 +264,13 @@ class RunWriter:
             kept_counts = [c for c in new_counts if c in kept]
             notes = self._attempt_notes(new_counts, kept_counts, status, reason, b.env)
             values = {"status": b.status, "reason": b.reason, "finished_at": b.finished_at, "plan_json": b.plan_json,
-                      "steps_planned": b.steps_planned, "owner": b.owner}
+                      "steps_planned": b.steps_planned, "owner": b.owner, "heartbeat_at": b.heartbeat_at}
             if kept:
                 per_count = b.more_steps // max(1, len(new_counts))
                 values.update(plan_json=json.dumps({**old, "clients": [*old.get("clients", []), *kept_counts]},
                                                    sort_keys=True),
-                              steps_planned=b.steps_planned + per_count * len(kept_counts), owner=owner())
+                              steps_planned=b.steps_planned + per_count * len(kept_counts), owner=owner(),
+                              heartbeat_at=time.time())
             else:
                 self.db.execute("DELETE FROM run_environment WHERE run_id = ?", (self.run_id,))
                 self._many("set_environment", [{"run_id": self.run_id, "key": k, "value": v} for k, v in b.env.items()])
@@ -290,6 +295,8 @@ class RunWriter:
         """A step's row, 'running' (the columns of begin_step.sql but run_id and started_at)."""
         row = {"started_at": now_iso(), **NETWORK_DEFAULTS, **step}
         step_id = int(self._one("begin_step", row).fetchall()[0][0])
+        with self._writing("writing the run's heartbeat"):
+            self._beat()
         self._begun[step_id] = dict(row)
         return step_id
 
@@ -305,10 +312,15 @@ class RunWriter:
         except self.store.errors as e:
             raise self._step_aside(r, e) from None
 
+    def _beat(self) -> None:
+        """This pgknee is alive and writes the run (claims.py reads it for a pgknee on another host)."""
+        self.db.execute("UPDATE runs SET heartbeat_at = ? WHERE run_id = ?", (time.time(), self.run_id))
+
     def _step_rows(self, r: StepResult) -> None:
-        self.db.execute(load("end_step"), {"run_id": self.run_id, **_step_values(r)})
+        self._beat()
+        self.db.execute(load("end_step"), {"run_id": self.run_id, **step_values(r)})
         if r.measurement is not None:
-            self._many("insert_step_scripts", _script_rows(r.step_id, r.measurement))
+            self._many("insert_step_scripts", script_rows(r.step_id, r.measurement))
             self._many("insert_step_failures", [{"step_id": r.step_id, "kind": k, "count": n}
                                                 for k, n in r.measurement.failures.items()])
         self._many("insert_pg_stat_database", [{"step_id": r.step_id, "name": k, "delta": v}
@@ -344,6 +356,7 @@ class RunWriter:
     def write_activity(self, step_id: int, snapshots: Iterable[Row], rows: Iterable[Row]) -> None:
         """pg_stat_activity samples handed over while a step runs (collect.activity's sink)."""
         with self.store.transaction():
+            self._beat()
             self._many("insert_snapshots", self._rows(step_id, snapshots))
             self._many("insert_activity", self._rows(step_id, rows))
 
@@ -459,37 +472,3 @@ def import_side_file(store: Store, doc: Mapping[str, Any]) -> list[str]:
         if doc.get("run_end") is not None:
             done.append(w.import_end(doc["run_end"], doc.get("owner")))
     return done
-
-
-def _latency(prefix: str, lat: LatencyStats | None, fields: Sequence[str]) -> dict[str, float | None]:
-    return {f"{prefix}_{f}_ms": (getattr(lat, f"{f}_ms") if lat is not None else None) for f in fields}
-
-
-def _step_values(r: StepResult) -> dict[str, Any]:
-    m = r.measurement
-    values: dict[str, Any] = {
-        "step_id": r.step_id, "status": r.status, "reason": r.reason, "bench_start": r.bench_start,
-        "bench_end": r.bench_end, "pgbench_exit": r.pgbench_exit, "tps_pgbench": r.summary.tps,
-        "lat_avg_pgbench_ms": r.summary.lat_avg_ms, "conn_time_ms": r.summary.conn_time_ms, "tps_db": r.tps_db,
-        "transactions": m.transactions if m else None, "failed": m.failed if m else None,
-        "retried": m.retried if m else None, "retries": m.retries if m else None, "tps": m.tps if m else None,
-        # a step that stopped itself (--duration auto) ran for its measured window, not its maximum
-        "duration_s": r.facts.get(StepFact.BENCH_SECONDS) if StepFact.STEADY_STOPPED in r.facts else None}
-    lat = m.latency if m else None
-    values.update(_latency("lat", lat, ("stddev", "min", "p50", "p95", "p99", "max")))
-    values["lat_avg_ms"] = lat.mean_ms if lat else None
-    lag = m.lag if m else None
-    values.update(_latency("lag", lag, ("p99", "max")))
-    values["lag_avg_ms"] = lag.mean_ms if lag else None
-    return values
-
-
-def _script_rows(step_id: int, m: StepMeasurement) -> list[dict[str, Any]]:
-    out = []
-    for s in m.scripts:
-        lat = s.latency
-        out.append({"step_id": step_id, "script_no": s.script_no, "script": s.name, "weight": s.weight,
-                    "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "tps": s.tps,
-                    "lat_avg_ms": lat.mean_ms if lat else None,
-                    **_latency("lat", lat, ("stddev", "p50", "p95", "p99", "max"))})
-    return out
