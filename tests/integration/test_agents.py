@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-from tests.integration.conftest import APP_ENV, ENV, QUICK, SCALE, dsn_of, pgknee
 
 from pgknee.targets.local import EmbeddedCluster, find_bindir
+
+from .conftest import APP_ENV, ENV, QUICK, SCALE, dsn_of, pgknee
 
 PASSWORD = "agent:s3cret"
 KEEPER = "k33p:er"

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.integration.conftest import APP_ENV, QUICK, SCALE, dsn_of, golden_runs, pgknee, pgknee_popen
 
 from pgknee.store.copy import tables
 from pgknee.store.db import Store
 from pgknee.store.dialect import PG_TYPE_CLASS, SQLITE_TYPE_CLASS
 from pgknee.store.load import load_run
 from pgknee.targets.local import EmbeddedCluster
+
+from .conftest import APP_ENV, QUICK, SCALE, dsn_of, golden_runs, pgknee, pgknee_popen
 
 KEEPER_PASSWORD = "k33p:er/@x"
 
