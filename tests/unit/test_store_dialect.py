@@ -18,7 +18,7 @@ def test_parameters_become_psycopgs() -> None:
         "UPDATE t SET a = %(a)s WHERE id = %(run_id)s"
     # nothing inside a literal or a quoted name; a % of the statement's own doubled; a cast kept
     assert dialect.params("SELECT ':x', \"?\", a::text, b % 2 FROM t WHERE c LIKE 'a%' AND d = :d") == \
-        "SELECT ':x', \"?\", a::text, b %% 2 FROM t WHERE c LIKE 'a%' AND d = %(d)s"
+        "SELECT ':x', \"?\", a::text, b %% 2 FROM t WHERE c LIKE 'a%%' AND d = %(d)s"
     assert dialect.params("BEGIN IMMEDIATE") == "BEGIN"
     # a comment line's words are not parameters
     assert dialect.params("-- :samples_from NULL, or ?\nDELETE FROM s WHERE id = :id -- it's %") == \

@@ -3,8 +3,8 @@ and migration is written in (store/sql, store/migrations); for a PostgreSQL stor
 translated here, once each (cached), by rules small enough to read:
 
 * parameters: SQLite's `?` and `:name` become psycopg's `%s` and `%(name)s` (a `%` of the
-  statement's own is doubled, comments go); nothing inside a quoted literal or identifier is
-  touched;
+  statement's own is doubled, in a literal too, as psycopg wants; comments go); no mark inside
+  a quoted literal or identifier is taken for a parameter;
 * migrations: `INTEGER PRIMARY KEY` (SQLite's rowid) becomes an identity column, INTEGER bigint,
   REAL double precision; a migration that cannot be said in both has a `NNNN_name.pg.sql`
   beside it (store/migrate.py picks it).
@@ -33,7 +33,7 @@ def params(sql: str) -> str:
         if comment is not None:
             return ""  # its words are not parameters
         if quoted is not None:
-            return quoted
+            return quoted.replace("%", "%%")  # psycopg reads every % as a mark, inside a literal too
         if qmark is not None:
             return "%s"
         if name is not None:
