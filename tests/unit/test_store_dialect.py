@@ -54,6 +54,7 @@ def test_a_store_is_shown_without_its_password(monkeypatch: pytest.MonkeyPatch) 
     assert "keeper" in Location("postgresql://keeper:hunter2@db:5432/results").label
     assert "hunter2" not in Location("host=db password=hunter2 dbname=r").label
     assert "hunter2" not in Location("postgresql://k:hunter2@db:notaport/r").label  # libpq refuses it
+    assert Location("host=db password='hunter2 dbname=r").label == "(a PostgreSQL DSN that cannot be parsed)"
     monkeypatch.delenv("PGKNEE_STORE", raising=False)
     monkeypatch.delenv("PGKNEE_STORE_DSN", raising=False)
     assert default_store() == "pgknee.db"

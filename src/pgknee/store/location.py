@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgknee.dsn import redact_dsn, scrub_secrets
+from pgknee.dsn import redact_dsn
 
 _CONNINFO = re.compile(r"(?:^|\s)(?:host|hostaddr|dbname|service|port|user)\s*=")
 
@@ -41,8 +41,8 @@ class Location:
             return self.text
         try:
             return redact_dsn(self.text)
-        except Exception:  # a conninfo libpq cannot parse: the open says why; never its secret
-            return scrub_secrets(self.text)
+        except Exception:  # a conninfo libpq cannot parse: never shown (a password in it may be unquoted)
+            return "(a PostgreSQL DSN that cannot be parsed)"
 
     def __str__(self) -> str:
         return self.label

@@ -126,7 +126,10 @@ def connect(location: Location, *, readonly: bool) -> Connection:
 
 
 def unreachable(location: Location, e: BaseException) -> StoreError:
-    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    from pgknee.dsn import scrub_secrets
+
+    # libpq may quote a part of a DSN it cannot parse: never a password
+    first = scrub_secrets((str(e).strip().splitlines() or [type(e).__name__])[0])
     return StoreError(f"cannot reach the results store {location.label}: {first}",
                       "check the store's DSN (--store, $PGKNEE_STORE_DSN), its password (~/.pgpass or the DSN in "
                       "$PGKNEE_STORE_DSN) and that the server is up")
