@@ -82,3 +82,36 @@ def test_a_killed_agent_fails_its_step_with_the_reason_and_stops_the_run(server:
     assert agents[0].returncode == 0 and "the run is over" in first_out
     assert APP_PASSWORD not in out + err
     assert_nothing_left(state, [coordinator.pid, *(a.pid for a in agents)], dirs)
+
+
+def test_with_on_agent_loss_continue_the_other_agent_runs_the_next_steps(server: EmbeddedCluster, tmp_path: Path,
+                                                                         state: Path) -> None:
+    store = tmp_path / "agents.db"
+    dirs = tmp_pgknee_dirs()
+    agents = [_agent(f"gen-{i}", store, state, tmp_path) for i in range(2)]
+    coordinator = start("run", "--dsn", dsn_of(server), "--schema", "bench_agent_loss", "--agents", "2",
+                        "--agent-wait", "60s", "--on-agent-loss", "continue", "--clients", "2,2,2", "--duration", "3s",
+                        "--store", str(store), "--pre", "0.2s", "--post", "0.2s", "--settle", "0.5s", "--scale", SCALE,
+                        state=state, cwd=tmp_path)
+    try:
+        assert wait_for(lambda: _running(store, 2), 180), "step 2 never ran"
+        time.sleep(0.5)
+        agents[1].send_signal(signal.SIGKILL)
+        out, err = coordinator.communicate(timeout=180)
+        first_out, _ = agents[0].communicate(timeout=60)
+    finally:
+        for p in (*agents, coordinator):
+            if p.poll() is None:
+                p.kill()
+            for pipe in (p.stdout, p.stderr):
+                if pipe is not None and not pipe.closed:
+                    pipe.close()
+            p.wait()
+    assert coordinator.returncode == 0, err
+    assert "going on with 1 agent(s): gen-0" in err
+    steps = sql(store, "SELECT seq, status FROM steps ORDER BY seq")
+    assert steps == [(1, "completed"), (2, "failed"), (3, "completed")], steps
+    assert sql(store, "SELECT a.agent, a.clients FROM step_agents a JOIN steps s USING (step_id) WHERE s.seq = 3") \
+        == [("gen-0", 2)]  # the survivor took the step's clients
+    assert agents[0].returncode == 0 and "the run is over" in first_out
+    assert_nothing_left(state, [coordinator.pid, *(a.pid for a in agents)], dirs)

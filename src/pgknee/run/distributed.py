@@ -116,6 +116,27 @@ class Fleet:
         specs = {name: _spec(run, texts, clients, threads, dsn, think_us, phase)
                  for name, clients, threads in self._split(run)}
         ids = coord.assign(self.store, self.run_id, step_id, phase, specs)
+        try:
+            return self._run(run, ids, on_progress)
+        except AgentLost as e:
+            self._drain(ids, set(e.agents), run)
+            raise
+
+    def _drain(self, ids: dict[str, int], lost: set[str], run: PgbenchRun) -> None:
+        """The rest of a failed step: parts not started are cancelled, the other agents' running
+        ones waited for (bounded), so that the next step starts on a quiet server with its agents
+        free."""
+        deadline = time.monotonic() + START_MARGIN_S + run.duration_s + 60
+        while time.monotonic() < deadline:
+            got = coord.tasks(self.store, list(ids.values()))
+            coord.cancel(self.store, [t.task_id for t in got if t.state in ("assigned", "ready") or t.agent in lost])
+            if not any(t.state == "running" and t.agent not in lost for t in got):
+                break
+            time.sleep(0.5)
+        coord.cancel(self.store, list(ids.values()))
+
+    def _run(self, run: PgbenchRun, ids: dict[str, int],
+             on_progress: Callable[[ProgressPoint], None] | None) -> list[coord.Task]:
         self._wait(ids, {"ready", "running", "done", "failed"}, READY_TIMEOUT_S, "to be ready", every_s=0.05)
         start = coord.clock(self.store) + START_MARGIN_S
         coord.start_at(self.store, list(ids.values()), start)

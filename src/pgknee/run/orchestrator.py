@@ -127,7 +127,8 @@ class Sweep:
                 session.writer.write_step(result)
             self.ui.step_finished(finished_line(spec, result, several))
             if result.facts.get(StepFact.AGENTS_LOST):
-                _lost_agents(session, result.reason)
+                _lost_agents(session, result.reason)  # the run stops here, or goes on with the others
+                continue
             if result.facts.get(StepFact.SERVER_RESTARTED) or not _answers(session):
                 self._recover(session)  # the step failed with the reason; the sweep goes on
                 continue

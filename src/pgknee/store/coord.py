@@ -125,6 +125,14 @@ def assign(store: Store, run_id: str, step_id: int, phase: str, specs: dict[str,
     return out
 
 
+def cancel(store: Store, task_ids: list[int]) -> None:
+    """Tasks no longer wanted (their step failed): an agent waiting to start one goes back to waiting."""
+    with store.transaction():
+        for t in task_ids:
+            store.db.execute("UPDATE agent_tasks SET state = 'cancelled', updated_at = ? WHERE task_id = ? AND state "
+                             "IN ('assigned', 'ready', 'running')", (clock(store), t))
+
+
 def start_at(store: Store, task_ids: list[int], at: float) -> None:
     with store.transaction():
         for t in task_ids:
