@@ -129,7 +129,7 @@ def activity_rows(step_start: float, seconds: float, phase: str, clients: int, r
         n = stored_sessions(clients, rnd)
         picks = rnd.choices(range(len(events)), weights, k=n)
         idle_in_xact = sum(1 for p in picks if events[p][2] != "active")
-        snaps.append((at, phase, epoch, clients + 6, clients, n - idle_in_xact, idle_in_xact, rnd.uniform(0.4, 2.5)))
+        snaps.append((at, phase, epoch, clients + 6, clients, n - idle_in_xact, idle_in_xact, 0, rnd.uniform(0.4, 2.5)))
         for s, p in enumerate(picks):
             wtype, wevent, state = events[p]
             row = {**base, "pid": 10_000 + s, "client_port": 40_000 + s, "backend_start": _iso(step_start - 1),

@@ -296,6 +296,8 @@ class RunData:
     # a captured workload's statements and its steps' replay of them (store.db.Store.statement_mix)
     statement_mix: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = field(default_factory=lambda: ([], []))
     agents: dict[int, list[AgentShare]] = field(default_factory=dict)  # steps run by agents: each one's share
+    # bench phase: mean backends per snapshot pg_stat_activity hid from the role (steps with any)
+    hidden: dict[int, float] = field(default_factory=dict)
 
 
 # ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------

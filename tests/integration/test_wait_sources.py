@@ -9,13 +9,15 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from pgknee.analyze.waitsource import compare_sources
+from pgknee.collect.queries import load
 from pgknee.collect.waitsampling import open_profiler
 from pgknee.store.db import Store
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, sql
+from .conftest import APP_ENV, APP_PASSWORD, QUICK, SCALE, dsn_of, pgknee, sql
 
 
 def test_the_embedded_server_records_a_second_profile_per_step(tmp_path: Path) -> None:
@@ -68,6 +70,15 @@ def test_a_users_server_is_read_only_when_the_extension_is_there(server: Embedde
     (note,) = sql(store, "SELECT value FROM run_environment WHERE key = 'collect.wait_sampling'")
     assert "extension is not created" in str(note[0]) and "CREATE EXTENSION pg_wait_sampling" in str(note[0])
     assert sql(store, "SELECT count(*) FROM step_wait_sampling") == [(0,)]
+    # app is no superuser and not in pg_read_all_stats: the background processes (and the fixture's
+    # superuser sessions) have no state or wait event for it; counted as hidden, never as "CPU running"
+    ((least, most),) = sql(store, "SELECT min(hidden), max(hidden) FROM snapshots WHERE _phase = 'bench'")
+    assert isinstance(least, int) and isinstance(most, int) and least >= 4, (least, most)
+    assert sql(store, "SELECT count(*) FROM snap_pg_stat_activity WHERE backend_type IS NULL") == [(0,)]
+    shown = pgknee("show", "last", "--store", str(store))
+    assert shown.code == 0 and "(hidden)" in shown.out and "backends per snapshot this role may not see" in shown.out
+    assert f"pg_stat_activity hid up to {most} backends per snapshot" in shown.out, shown.out
+    assert "(bg) CPU" not in shown.out
     # the user creates it: the next run reads it, as the app role
     with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
                          autocommit=True) as conn:
@@ -80,6 +91,29 @@ def test_a_users_server_is_read_only_when_the_extension_is_there(server: Embedde
         with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
                              autocommit=True) as conn:
             conn.execute("DROP EXTENSION IF EXISTS pg_wait_sampling")
+
+
+@pytest.mark.parametrize("version", [120000, 140000])
+def test_the_activity_query_counts_what_the_role_may_not_see(server: EmbeddedCluster, version: int) -> None:
+    """Both versions of the sampler's query, as a plain role and as one in pg_read_all_stats: the
+    hidden rows are counted and left out of the session rows; the privileged role sees them all."""
+    with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
+                         autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS watcher")
+        conn.execute(f"CREATE ROLE watcher LOGIN PASSWORD '{APP_PASSWORD}' IN ROLE pg_read_all_stats")
+    query, params = load("activity", version), {"all_databases": False, "query_text": True}
+    try:
+        seen = {}
+        for role in ("app", "watcher"):
+            with psycopg.connect(dsn_of(server, role), password=APP_PASSWORD) as conn:
+                rows = conn.execute(query, params).fetchall()
+            seen[role] = rows[0][4]
+            assert all(r[5] is None or r[-1] is not None for r in rows), rows  # no session without a type
+        assert seen["app"] >= 4 and seen["watcher"] == 0, seen
+    finally:
+        with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="postgres",
+                             autocommit=True) as conn:
+            conn.execute("DROP ROLE IF EXISTS watcher")
 
 
 def test_a_terminated_profile_session_is_replaced(server: EmbeddedCluster) -> None:

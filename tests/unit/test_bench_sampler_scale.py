@@ -14,7 +14,7 @@ ss = load_bench("sampler_scale")
 
 
 def _snap(ms: float) -> tuple[object, ...]:
-    return ("2026-01-01 00:00:00.000", "bench", 1.0, 5000, 4990, 500, 0, ms)
+    return ("2026-01-01 00:00:00.000", "bench", 1.0, 5000, 4990, 500, 0, 0, ms)
 
 
 def test_the_stages_are_increasing_counts_above_the_load() -> None:

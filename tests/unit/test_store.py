@@ -277,8 +277,8 @@ def _fill_activity(store: Store) -> None:
     ]
     store.db.executemany(load("insert_activity"), rows)  # the writer's own statements
     # four bench snapshots of step 1: t4's bench snapshot found nobody active
-    snaps = [("r1", 1, t, "bench", 1.0 + i, 5, 3, 2, 0, 0.4) for i, t in enumerate((t1, t2, t3))]
-    snaps.append(("r1", 1, "2025-01-01 00:00:05.000", "bench", 5.0, 5, 3, 0, 0, 0.4))
+    snaps = [("r1", 1, t, "bench", 1.0 + i, 5, 3, 2, 0, 0, 0.4) for i, t in enumerate((t1, t2, t3))]
+    snaps.append(("r1", 1, "2025-01-01 00:00:05.000", "bench", 5.0, 5, 3, 0, 0, 0, 0.4))
     store.db.executemany(load("insert_snapshots"), snaps)
 
 
@@ -511,7 +511,7 @@ def _full_result(step_id: int) -> StepResult:
     act_row.update(pid=4242, state="active", wait_event_type="Lock", wait_event="transactionid",
                    backend_type="client backend", query="SELECT 1", client_port=5432)
     at = "2025-01-01 00:00:01.000"
-    activity = ActivitySamples(((at, "bench", 1.0, 5, 3, 2, 0, 0.4),), ((at, "bench", *act_row.values()),),
+    activity = ActivitySamples(((at, "bench", 1.0, 5, 3, 2, 0, 0, 0.4),), ((at, "bench", *act_row.values()),),
                                ("one error",), interval_s=0.5, ticks_late=3)
     os_row = (at, "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0, 8000, 4000, 1000, 2000,
               25.0, None)

@@ -53,7 +53,8 @@ def group_of(data: RunData, variant: str, clients: int, steps: Sequence[StepReco
         waits=tuple(wait_profile(merge_counts([data.waits.get(s.step_id, []) for s in done]), n_snap)),
         waits_bg=tuple(wait_profile(merge_counts([data.waits_bg.get(s.step_id, []) for s in done]), n_snap)),
         snapshots=n_snap, checks=tuple((s.rep, step_checks(data, s)) for s in done), noise_pct=noise_pct,
-        pooler=pooler_row(data, done), memory=memory_row(data, done))
+        pooler=pooler_row(data, done), memory=memory_row(data, done),
+        hidden=max((data.hidden[s.step_id] for s in done if s.step_id in data.hidden), default=None))
 
 
 def system_row(samples: Sequence[OsSample]) -> SystemRow:

@@ -140,6 +140,7 @@ class Group:
     noise_pct: float = DEFAULT_NOISE_PCT  # TPS spread across repetitions above which the step is noisy
     pooler: PoolerRow | None = None
     memory: MemoryRow | None = None
+    hidden: float | None = None  # backends per snapshot pg_stat_activity hid from the role
 
     @property
     def label(self) -> str:
@@ -165,7 +166,7 @@ class Group:
 
     @property
     def wait_profile(self) -> WaitProfile:
-        return profile_of(self.waits, self.snapshots, self.waits_bg)
+        return profile_of(self.waits, self.snapshots, self.waits_bg, self.hidden)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ class WaitProfile:
     total_aas: float
     background: tuple[WaitRow, ...] = ()
     background_errors: tuple[float, ...] = ()
+    hidden: float | None = None  # backends per snapshot the sampling role could not see
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,10 @@ def stack(per_count: Sequence[Sequence[WaitRow]], top: int) -> WaitStack:
     return WaitStack(tuple(events), aas, rest)
 
 
-def profile_of(rows: Sequence[WaitRow], snapshots: int, background: Sequence[WaitRow] = ()) -> WaitProfile:
+def profile_of(rows: Sequence[WaitRow], snapshots: int, background: Sequence[WaitRow] = (),
+               hidden: float | None = None) -> WaitProfile:
     return WaitProfile(snapshots, tuple(rows), tuple(r.aas * relative_error(r) for r in rows), total_aas(rows),
-                       tuple(background), tuple(r.aas * relative_error(r) for r in background))
+                       tuple(background), tuple(r.aas * relative_error(r) for r in background), hidden or None)
 
 
 def wait_profile(counts: Sequence[tuple[str, str, int]], snapshots: int) -> list[WaitRow]:

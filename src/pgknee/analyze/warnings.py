@@ -29,7 +29,16 @@ def run_warnings(view: RunView) -> list[str]:
     money = view.money
     if money is not None and money.ok is False:
         out.append(money.text)
-    return out + agent_warnings(data)
+    return out + _hidden(data) + agent_warnings(data)
+
+
+def _hidden(data: RunData) -> list[str]:
+    """Backends pg_stat_activity showed the sampling role without their state or wait event."""
+    if not data.hidden:
+        return []
+    return [f"pg_stat_activity hid up to {max(data.hidden.values()):.0f} backends per snapshot from this run's role "
+            "(the server's background processes, other roles' sessions): their wait events are in no profile; "
+            "GRANT pg_read_all_stats TO the role (it reads statistics only) to see them"]
 
 
 def _run_status(data: RunData, done: int) -> list[str]:

@@ -37,6 +37,9 @@ ACTIVITY_COLUMNS = (
     "wait_event_type", "wait_event", "state", "backend_xid", "backend_xmin", "query_id", "query", "backend_type",
 )
 
+# the query's counts before each session's columns: backends, client backends, active, idle in
+# transaction, hidden (rows this role may not see: counted, not stored)
+COUNTS = 5
 
 Rows = list[tuple[Any, ...]]
 Sink = Callable[[int, Rows, Rows], None]  # (step_id, snapshot rows, session rows)
@@ -206,12 +209,12 @@ class ActivitySampler:
             if cur is None:
                 return
             head = rows[0]
-            cur.snapshots.append((at, phase, epoch, head[0], head[1], head[2], head[3], ms))
-            cur.rows.extend((at, phase, *r[4:]) for r in rows if r[4] is not None)
+            cur.snapshots.append((at, phase, epoch, *head[:COUNTS], ms))
+            cur.rows.extend((at, phase, *r[COUNTS:]) for r in rows if r[COUNTS] is not None)
             if phase == "bench":  # (the rows may go to the sink before the step ends: kept apart)
-                db = self.endpoint.params.get("dbname")  # r[4:]: pid, leader_pid, datid, datname, ...
-                cur.bench_pids.update(int(r[4]) for r in rows
-                                      if r[4] is not None and r[-1] == "client backend" and r[7] == db)
+                db = self.endpoint.params.get("dbname")  # r[COUNTS:]: pid, leader_pid, datid, datname, ...
+                cur.bench_pids.update(int(r[COUNTS]) for r in rows if r[COUNTS] is not None
+                                      and r[-1] == "client backend" and r[COUNTS + 3] == db)
             slowed = self.pace.observe(ms / 1000.0) is not None  # (begin_step resets it under the lock)
         if slowed:
             self._slowed(int(head[0]))

@@ -52,7 +52,9 @@ def run_json(view: RunView) -> dict[str, Any]:
             "snapshots": view.step_snapshots(s),
             "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
                               "aas": w.aas} for w in view.step_waits(s)],
+            "hidden_backends": d.hidden.get(s.step_id),
             "wait_sampling": _wait_sampling_json(d.wait_sampling.get(s.step_id)),
+            "agents": [dataclasses.asdict(a) for a in d.agents.get(s.step_id, [])],
         })
     groups = [{
         "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _spread(g.tps),
@@ -164,7 +166,7 @@ def waits_json(run_id: str, phases: Sequence[str], backend: str,
     """pgknee waits --json: per (variant, clients), the steps' wait profile (AAS per event)."""
     return {"format_version": FORMAT_VERSION, "run": run_id, "phases": list(phases), "backend": backend,
             "profiles": [{"variant": variant, "clients": clients, "steps": steps, "snapshots": p.snapshots,
-                          "total_aas": p.total_aas,
+                          "total_aas": p.total_aas, "hidden_backends": p.hidden,
                           "events": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event,
                                       "count": w.count, "aas": w.aas} for w in p.rows]}
                          for variant, clients, steps, p in profiles]}

@@ -183,6 +183,10 @@ def wait_table(title: str, profile: WaitProfile) -> Table:
         t.add_section()
         for r, err in zip(profile.background[:5], profile.background_errors, strict=False):
             t.add_row(f"(bg) {r.wait_event_type}", r.wait_event, str(r.count), f"{r.aas:.2f}", f"{err:.2f}")
+    if profile.hidden:
+        t.add_section()
+        t.add_row("(hidden)", f"{profile.hidden:.1f} backends per snapshot this role may not see (their waits are "
+                  "not here: GRANT pg_read_all_stats)", "", "", "")
     return t
 
 

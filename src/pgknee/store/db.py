@@ -268,6 +268,14 @@ class Store:
         n, cb, ms = self.db.execute(q, (*step_ids, *phases)).fetchone()
         return int(n), float(cb or 0), float(ms or 0)
 
+    def hidden_backends(self, step_ids: Sequence[int], phases: Sequence[str]) -> float | None:
+        """Mean backends per snapshot that pg_stat_activity hid from the sampling role (format 15
+        on; None before)."""
+        q = (f"SELECT avg(hidden) FROM snapshots WHERE step_id IN ({_marks(step_ids)}) "
+             f"AND _phase IN ({_marks(phases)})")
+        row = self.db.execute(q, (*step_ids, *phases)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     def busy_sessions(self, step_id: int, phases: Sequence[str]) -> float | None:
         """Mean sessions active or idle in transaction per snapshot (pgknee's own left out)."""
         q = (f"SELECT avg(active + idle_in_xact) FROM snapshots WHERE step_id = ? "

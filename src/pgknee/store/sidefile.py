@@ -67,6 +67,11 @@ def _measurement(d: dict[str, Any] | None) -> StepMeasurement | None:
     return StepMeasurement(**{**d, "latency": _latency(d["latency"]), "lag": _latency(d["lag"]), "scripts": scripts})
 
 
+def _snapshots(rows: list[list[Any]]) -> tuple[tuple[Any, ...], ...]:
+    """A side file written before format 15 has no hidden count before each snapshot's ms."""
+    return tuple((*r[:7], None, r[7]) if len(r) == 8 else tuple(r) for r in rows)
+
+
 def result_from_json(d: dict[str, Any]) -> StepResult:
     act, pooler = d["activity"], d["pooler"]
     return StepResult(
@@ -74,7 +79,7 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
         bench_start=d["bench_start"], bench_end=d["bench_end"], summary=PgbenchSummary(**d["summary"]),
         measurement=_measurement(d["measurement"]), tps_db=d["tps_db"], pg_delta=dict(d["pg_delta"]),
         progress=tuple(ProgressPoint(**p) for p in d["progress"]),
-        activity=(ActivitySamples(_rows(act["snapshots"]), _rows(act["rows"]), tuple(act["errors"]),
+        activity=(ActivitySamples(_snapshots(act["snapshots"]), _rows(act["rows"]), tuple(act["errors"]),
                                   int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)),
                                   float(act.get("interval_s", 0.0)), int(act.get("ticks_late", 0)))
                   if act is not None else None),
