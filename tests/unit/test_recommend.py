@@ -117,3 +117,22 @@ def test_a_small_pool_caps_the_concurrency_and_says_to_sweep_the_pool_instead() 
     assert "the sweep measured only 2, 4; sweep the pool size instead (e.g. pool=2,4,8,16)" in r.headline()
     plain = recommend(build(_sweep([2, 4])))
     assert plain.headline().endswith("(needs at least three client counts)")
+
+
+def test_a_peak_the_measurements_show_but_the_model_cannot_place_is_said_so() -> None:
+    """A real sweep (two agents, 4..32 clients, one repetition each): throughput peaked at 8 and
+    was 22% lower at 32, yet four points leave the fit unsure. The answer reads the measured best,
+    not "peak not reached", and proposes the counts around the best."""
+    data = _sweep([4, 8, 16, 32], reps=1)
+    tps = {4: 4356.0, 8: 5334.0, 16: 4768.0, 32: 4152.0}
+    data = dataclasses.replace(data, steps=[dataclasses.replace(s, tps=tps[s.clients]) for s in data.steps])
+    r = recommend(build(data))
+    assert r.fit is not None and not r.fit.identified
+    assert r.verdict == "measured-peak" and r.connections == 8 and r.measured_best == 8 and r.interval is None
+    assert r.next_counts == (6, 10, 12)
+    assert "use 8 connections for now" in r.headline() and "peak not reached" not in r.headline()
+    assert r.reasons[0].startswith("the measured throughput peaked at 8 (5,334 TPS) and was 22% lower at 32")
+    # a decline within the noise allowance is no peak: the sweep goes on
+    flat = {4: 4356.0, 8: 5334.0, 16: 5200.0, 32: 5000.0}
+    data = dataclasses.replace(data, steps=[dataclasses.replace(s, tps=flat[s.clients]) for s in data.steps])
+    assert recommend(build(data)).verdict != "measured-peak"

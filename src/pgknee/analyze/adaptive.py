@@ -227,6 +227,8 @@ def _region(view: RunView, variant: str, rec: Recommendation, g: Sequence[int], 
         lo_edge, hi_edge = neighbours(a, g)[0], neighbours(b, g)[1]
         add([c for c in g if lo_edge <= c <= hi_edge and a <= c <= b], f"inside the interval [{a:.1f}, {b:.1f}]")
         add([c for c in g if lo_edge <= c <= hi_edge], "")
+    elif rec.measured_best is not None:  # a peak measured, not modelled: around it
+        add(list(neighbours(rec.measured_best, g)), f"next to the best measured, at {rec.measured_best}")
     else:  # no interval: the top of the range, where a peak or a plateau would show
         top = coarse(s.lo, s.hi)[-2:][0]
         add([c for c in g if c >= top], "the top of the range, where the peak would show")

@@ -29,8 +29,8 @@ from pgknee.rules import database_concurrency
 @dataclass(frozen=True)
 class Recommendation:
     variant: str
-    verdict: str  # 'recommended' | 'not-identified' | 'withheld' | 'not-enough-data' | 'no-count-meets-target'
-    # | 'open-loop'
+    verdict: str  # 'recommended' | 'measured-peak' | 'not-identified' | 'withheld' | 'not-enough-data'
+    # | 'no-count-meets-target' | 'open-loop'
     connections: int | None  # the recommended (measured) count
     interval: tuple[float, float] | None  # from the bootstrap fits
     modelled_n: float | None  # the model's own smallest N reaching the fraction
@@ -47,6 +47,7 @@ class Recommendation:
     concurrency: str = "clients"  # or 'pool size' when a pooler caps it
     measured: tuple[int, ...] = ()  # the distinct database-side concurrencies measured
     cores_source: str = ""  # where the server's CPU count came from, or why it is unknown
+    measured_best: int | None = None  # 'measured-peak': the count of the highest measured throughput
 
     def headline(self) -> str:
         v = self.variant
@@ -57,6 +58,11 @@ class Recommendation:
                     + (f" with p99 under {self.p99_target_ms:g} ms" if self.p99_target_ms else "")
                     + (f" (the model crosses {self.fraction:.0%} at {self.modelled_n:.1f}, 95% interval "
                        f"{lo:.1f}..{hi:.1f})" if self.modelled_n is not None else ""))
+        if self.verdict == "measured-peak" and self.connections is not None:
+            return (f"{v}: use {self.connections} connections for now, the smallest count measured within "
+                    f"{self.fraction:.0%} of the best measured throughput (at {self.measured_best}); the model does "
+                    f"not pin the peak down yet: measure {', '.join(map(str, self.next_counts))} clients too to narrow "
+                    "it (pgknee run --extend RUN adds them to this run)")
         if self.verdict == "not-identified":
             return (f"{v}: peak not reached — the sweep does not show where throughput stops growing; run "
                     f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")
@@ -226,6 +232,9 @@ def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[i
     plateau = (not f.identified and math.isfinite(f.peak_x.hi) and f.sigma.lo > 0.05
                and smallest_n_reaching(f.params, fraction, f.max_n) is not None)
     if not f.identified and not plateau:
+        seen = _measured_peak(start, groups, by_n)
+        if seen is not None:
+            return dataclasses.replace(seen, fit=f, knee=kn, reasons=(*seen.reasons, *_reasons(groups, None, cores)))
         return dataclasses.replace(start, verdict="not-identified", reasons=tuple(_reasons(groups, None, cores)),
                                    fit=f, knee=kn,
                                    next_counts=tuple(next_counts([g.clients for g in groups], cores.server.n)))
@@ -242,6 +251,31 @@ def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[i
     return dataclasses.replace(start, verdict="recommended" if chosen is not None else "no-count-meets-target",
                                reasons=tuple(reasons), fit=f, knee=kn, connections=chosen, interval=interval,
                                modelled_n=smallest_n_reaching(f.params, fraction, ceiling))
+
+
+def _measured_peak(start: Recommendation, groups: Sequence[Group],
+                   by_n: dict[int, list[float]]) -> Recommendation | None:
+    """A peak the measurements show though the model cannot place it (few counts, one repetition
+    each): the highest median throughput inside the sweep, the largest count below it by more than
+    the run's noise allowance. The answer is then read against the measured best, not a model,
+    and the counts around the best are proposed to narrow it."""
+    med = sorted((n, float(statistics.median(x))) for n, x in by_n.items() if x)
+    top = max(range(len(med)), key=lambda i: med[i][1])
+    noise = max(g.noise_pct for g in groups)
+    (best_n, best), (last_n, last) = med[top], med[-1]
+    if top == len(med) - 1 or 100 * (1 - last / best) <= noise:
+        return None
+    chosen = _smallest_reaching(groups, by_n, start.fraction * best, start.p99_target_ms)
+    if chosen is None:
+        return dataclasses.replace(start, verdict="no-count-meets-target", measured_best=best_n)
+    counts = sorted(by_n)
+    lo, hi = counts[max(top - 1, 0)], counts[top + 1]
+    between = sorted({(lo + best_n) // 2, (best_n + hi) // 2, (best_n + (best_n + hi) // 2) // 2} - set(counts))
+    why = (f"the measured throughput peaked at {best_n} ({best:,.0f} TPS) and was {100 * (1 - last / best):.0f}% "
+           f"lower at {last_n}, more than the {noise:.0f}% noise allowance; the scalability model fitted to "
+           f"{len(counts)} counts does not place that peak, so the answer is read against the measured best")
+    return dataclasses.replace(start, verdict="measured-peak", connections=chosen, measured_best=best_n,
+                               next_counts=tuple(c for c in between if lo < c < hi), reasons=(why,))
 
 
 def _smallest_reaching(groups: Sequence[Group], by_n: dict[int, list[float]], target_tps: float,
