@@ -25,6 +25,7 @@ from integration.conftest import (  # noqa: F401 - fixtures and helpers shared w
     SCALE,
     CliResult,
     dsn_of,
+    lab,
     pgknee_processes,
     server,
     tmp_pgknee_dirs,

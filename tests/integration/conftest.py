@@ -225,3 +225,6 @@ def wait_for(pred: Callable[[], object], timeout: float, every: float = 0.1) -> 
             return True
         time.sleep(every)
     return bool(pred())
+
+
+from .netlab import lab  # noqa: E402, F401 - the fixture of agents in network namespaces

@@ -13,6 +13,7 @@ from pgknee.driver.histogram import RELATIVE_ERROR
 from pgknee.driver.measure import measure, read_transaction_logs
 from pgknee.driver.pgbench import (
     PgbenchRun,
+    error_cause,
     find_pgbench,
     log_files,
     parse_progress_line,
@@ -342,3 +343,17 @@ def test_measured_window_is_pgbenchs_own() -> None:
     assert window_of(s, 30.0) == pytest.approx(14.597, abs=0.001)
     assert window_of(PgbenchSummary(duration_s=30.0, conn_time_ms=2500.0), 10.0) == 27.5
     assert window_of(PgbenchSummary(), 10.0) == 10.0
+
+
+def test_the_cause_of_a_failed_pgbench_is_the_line_naming_it() -> None:
+    # an agent's pgbench whose sessions a DBA terminated (PostgreSQL 15's pgbench, as uploaded)
+    err = ('pgbench: error: client 1 script 0 aborted in command 10 query 0: FATAL:  terminating connection due '
+           'to administrator command\nCONTEXT:  SQL statement "SELECT 1 FROM ONLY "pgknee_ewallet"."transactions" '
+           'x WHERE "id" OPERATOR(pg_catalog.=) $1 FOR KEY SHARE OF x"\npgbench: error: client 0 script 0 aborted '
+           'in command 8 query 0: FATAL:  terminating connection due to administrator command\n'
+           'pgbench: error: Run was aborted; the above results are incomplete.\n')
+    assert error_cause(err) == ("pgbench: error: client 1 script 0 aborted in command 10 query 0: FATAL:  "
+                                "terminating connection due to administrator command")
+    assert error_cause("pgbench: error: Run was aborted; the above results are incomplete.\n") == \
+        "pgbench: error: Run was aborted; the above results are incomplete."
+    assert error_cause("something else\n\n") == "something else" and error_cause("") is None

@@ -216,6 +216,19 @@ def parse_progress_line(line: str) -> ProgressPoint | None:
                          int(m["failed"]) if m["failed"] is not None else None)
 
 
+def error_cause(stderr: str) -> str | None:
+    """The line of pgbench's stderr that says why it failed. "Run was aborted; the above results
+    are incomplete" says only that something went wrong: the line naming the cause (a client
+    aborted in a command, with the server's ERROR or FATAL) comes before it."""
+    lines = [ln.strip() for ln in stderr.splitlines()
+             if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
+    causes = [ln for ln in lines if "aborted in command" in ln or "ERROR:" in ln or "FATAL:" in ln]
+    if causes or lines:
+        return (causes or lines)[0 if causes else -1]
+    rest = stderr.strip().splitlines()
+    return rest[-1].strip() if rest else None
+
+
 def parse_summary(stdout: str) -> PgbenchSummary:
     def grab(pattern: str) -> str | None:
         m = re.search(pattern, stdout, re.MULTILINE)

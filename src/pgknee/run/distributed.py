@@ -20,7 +20,7 @@ from typing import Any
 
 from pgknee.driver.histogram import Histogram, from_wire
 from pgknee.driver.measure import LogSummary, ScriptTally, latency_stats, measure
-from pgknee.driver.pgbench import Counts, PgbenchRun
+from pgknee.driver.pgbench import Counts, PgbenchRun, error_cause
 from pgknee.errors import DriverError, UserError
 from pgknee.store import coord
 from pgknee.store.db import Store
@@ -219,8 +219,8 @@ def _spec(run: PgbenchRun, texts: Sequence[str], clients: int, threads: int, dsn
 def merge(tasks: list[coord.Task], scripts: Sequence[Script], run: PgbenchRun) -> Merged:
     """The step as one pgbench would have measured it (see the module's docstring)."""
     results = [(t, t.result or {}) for t in tasks]
-    failed = [f"{t.agent}: {t.reason or 'no result'}" for t, r in results if t.state != "done" or not r]
-    bad = [f"{t.agent}: pgbench exit code {r['exit_code']}: {_last(r.get('stderr', ''))}"
+    failed = [_named(t.agent, t.reason or "no result") for t, r in results if t.state != "done" or not r]
+    bad = [f"{t.agent}: pgbench exit code {r['exit_code']}: {error_cause(str(r.get('stderr', ''))) or 'no message'}"
            for t, r in results if r and r.get("exit_code") not in (0, None)]
     ok = [(t, r) for t, r in results if t.state == "done" and r]
     log, counts = _merged_log(r for _, r in ok), _merged_counts([r.get("counts") for _, r in ok])
@@ -239,9 +239,9 @@ def merge(tasks: list[coord.Task], scripts: Sequence[Script], run: PgbenchRun) -
                   tuple(_share(t, r) for t, r in results))
 
 
-def _last(text: str) -> str:
-    lines = [ln for ln in str(text).splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "no message"
+def _named(agent: str, reason: str) -> str:
+    """An agent's reason, its name in front once ("agent gen-1: ..." says it already)."""
+    return reason if reason.startswith(f"agent {agent}") else f"{agent}: {reason}"
 
 
 def _tps(r: dict[str, Any]) -> float:

@@ -25,7 +25,7 @@ from pgknee.collect import kcache, pgstats
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.measure import measure, read_transaction_logs
-from pgknee.driver.pgbench import PgbenchRun, log_files, parse_counts, parse_summary, window_of
+from pgknee.driver.pgbench import PgbenchRun, error_cause, log_files, parse_counts, parse_summary, window_of
 from pgknee.driver.steady import SteadyWatch, steadiness
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.idle import IdleHolder
@@ -455,13 +455,7 @@ def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float, x: 
 def _verdict(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> tuple[str, str | None]:
     if rc == 0 and m is not None:
         return "completed", None
-    lines = [ln.strip() for ln in err.splitlines()
-             if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
-    # "Run was aborted; the above results are incomplete" says only that something went wrong:
-    # the line naming the cause (a client aborted in a command, with the server's ERROR) comes first
-    causes = [ln for ln in lines if "aborted in command" in ln or "ERROR:" in ln or "FATAL:" in ln]
-    why = (causes[0] if causes else lines[-1] if lines
-           else err.strip().splitlines()[-1] if err.strip() else f"exit code {rc}")
+    why = error_cause(err) or f"exit code {rc}"
     if not s.target.alive():
         why = "the embedded server died: " + why
     return "failed", f"pgbench exit {rc}: {why}"
