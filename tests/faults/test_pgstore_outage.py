@@ -18,7 +18,16 @@ import pytest
 
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 
-from .conftest import SCALE, assert_nothing_left, one_error_line, run, start, tmp_pgknee_dirs, wait_for
+from .conftest import (
+    SCALE,
+    assert_nothing_left,
+    one_error_line,
+    pgknee_processes,
+    run,
+    start,
+    tmp_pgknee_dirs,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -75,3 +84,28 @@ def test_a_store_gone_mid_run_keeps_the_step_aside_and_import_loads_it(results: 
     assert _steps(dsn) == {1: "completed", 2: "completed"}
     r = run("show", "last", state=state, cwd=tmp_path, PGKNEE_STORE_DSN=dsn)
     assert r.code == 0 and "(2/2 steps)" in r.out, r.err
+
+
+def test_a_run_whose_pgknee_was_killed_is_shown_as_gone_and_resumed(results: EmbeddedCluster, tmp_path: Path,
+                                                                   state: Path) -> None:
+    """kill -9 of a pgknee writing to a PostgreSQL store: its watchdog stops what it started, but
+    the run stays 'running' there (the watchdog holds no password for the store). `pgknee runs`
+    says its pgknee is gone and names the --resume that finishes it, which then does."""
+    dsn = f"host=127.0.0.1 port={results.port} dbname=results user=keeper password='{KEEPER}'"
+    dirs = tmp_pgknee_dirs()
+    flags = ("--pre", "0.2s", "--post", "0.2s", "--settle", "0.5s", "--scale", SCALE)
+    p = start("run", "--clients", "1,2", "--duration", "3s", *flags, state=state, cwd=tmp_path, PGKNEE_STORE_DSN=dsn)
+    assert wait_for(lambda: _steps(dsn).get(2) == "running", 180), "step 2 never ran"
+    p.kill()
+    p.communicate(timeout=60)
+    assert wait_for(lambda: not pgknee_processes() and not list(state.glob("pgknee-*.json")), 60)  # its watchdog
+    assert_nothing_left(state, [p.pid], dirs)
+    r = run("runs", state=state, cwd=tmp_path, PGKNEE_STORE_DSN=dsn)
+    assert r.code == 0, r.err
+    (run_id,) = [ln.split()[0] for ln in r.out.splitlines() if "running, its pgknee gone" in ln]
+    assert f"'pgknee run --resume {run_id}' runs the rest of it" in " ".join(r.out.split()), r.out
+    r = run("run", "--resume", run_id, state=state, cwd=tmp_path, PGKNEE_STORE_DSN=dsn)
+    assert r.code == 0, r.err
+    assert _steps(dsn) == {1: "completed", 2: "failed", 3: "completed"}  # the killed step, then its rerun
+    r = run("runs", "--json", "-", state=state, cwd=tmp_path, PGKNEE_STORE_DSN=dsn)
+    assert r.code == 0 and '"status": "completed"' in r.out and '"owner_gone": false' in r.out, r.out + r.err

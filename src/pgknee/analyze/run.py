@@ -93,8 +93,26 @@ class RunListing:
     run: RunRecord
     completed: int
     best: StepRecord | None  # the completed step with the highest TPS
+    # 'running' but its pgknee is gone (dead on this host, silent past claims.STALE_RUN_S on another)
+    gone: bool = False
+    silent_s: float | None = None  # 'running': since its pgknee last wrote to it
+
+    @property
+    def status(self) -> str:
+        """The stored status, and what is known of a 'running' run's pgknee."""
+        if self.run.status != "running":
+            return self.run.status
+        if self.gone:
+            return "running, its pgknee gone"
+        if self.silent_s is not None and self.silent_s >= SILENT_S:
+            return f"running (silent {self.silent_s / 60:.0f} min)"
+        return "running"
 
 
-def listing(run: RunRecord, steps: Sequence[StepRecord]) -> RunListing:
+SILENT_S = 120.0  # a running run's pgknee writes every few seconds while a step samples
+
+
+def listing(run: RunRecord, steps: Sequence[StepRecord], *, gone: bool = False,
+            silent_s: float | None = None) -> RunListing:
     done = [s for s in steps if s.status == "completed"]
-    return RunListing(run, len(done), max(done, key=lambda s: s.tps or 0) if done else None)
+    return RunListing(run, len(done), max(done, key=lambda s: s.tps or 0) if done else None, gone, silent_s)

@@ -75,21 +75,33 @@ def _open(path: str) -> Store:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    import time
+
     from rich.text import Text
 
     from pgknee.analyze.run import listing
     from pgknee.report.jsonout import dumps, runs_json
     from pgknee.report.terminal import runs_table
+    from pgknee.store.claims import STALE_RUN_S, owner_alive
 
     store = _open(args.store)
-    runs = [listing(r, store.steps(r.run_id)) for r in store.runs()]
+    now = time.time()
+    runs = [listing(r, store.steps(r.run_id),
+                    gone=r.status == "running" and owner_alive(r.owner, r.heartbeat_at) is None,
+                    silent_s=now - r.heartbeat_at if r.status == "running" and r.heartbeat_at else None)
+            for r in store.runs()]
     if args.json:
         write_text_file(args.json, dumps(runs_json(runs)))
     to_stderr = stdout_outputs(args.json)
     if not runs:
         print_items([Text(f"no runs in {store.label}")], to_stderr=to_stderr)
         return 0
-    print_items([runs_table(runs)], to_stderr=to_stderr)
+    items: list[Any] = [runs_table(runs)]
+    gone = [x.run.run_id for x in runs if x.gone]
+    if gone:
+        items.append(Text(f"its pgknee gone: left 'running' by a pgknee that died (on another host: silent for "
+                          f"{STALE_RUN_S / 60:.0f} min); 'pgknee run --resume {gone[-1]}' runs the rest of it"))
+    print_items(items, to_stderr=to_stderr)
     return 0
 
 

@@ -154,7 +154,7 @@ def runs_json(runs: Sequence[RunListing]) -> dict[str, Any]:
     """pgknee runs --json."""
     return {"format_version": FORMAT_VERSION, "runs": [
         {"run_id": x.run.run_id, "created_at": x.run.created_at, "finished_at": x.run.finished_at,
-         "status": x.run.status, "workload": x.run.workload,
+         "status": x.run.status, "owner_gone": x.gone, "silent_s": x.silent_s, "workload": x.run.workload,
          "target": {"kind": x.run.target_kind, "endpoint": x.run.target_label},
          "steps_completed": x.completed, "steps_planned": x.run.steps_planned,
          "best": None if x.best is None else {"tps": x.best.tps, "clients": x.best.clients,

@@ -176,7 +176,7 @@ def runs_table(runs: Sequence[RunListing]) -> Table:
         t.add_column(c, justify="right" if c in ("Steps", "Best TPS") else "left")
     for x in runs:
         r, best = x.run, x.best
-        t.add_row(r.run_id, r.created_at[:19], r.status, r.workload, f"{r.target_kind} {r.target_label}",
+        t.add_row(r.run_id, r.created_at[:19], x.status, r.workload, f"{r.target_kind} {r.target_label}",
                   f"{x.completed}/{r.steps_planned}",
                   f"{best.tps:,.0f} @ c{best.clients}" if best is not None and best.tps else "-")
     return t
