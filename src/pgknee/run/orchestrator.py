@@ -39,14 +39,15 @@ def _answers(session: RunSession) -> bool:
         return False
 
 
-def _lost_agents(session: RunSession, reason: str | None) -> None:
+def _lost_agents(session: RunSession, run_id: str, reason: str | None) -> None:
     """Agents lost in a step: the run stops (the plan's steps are no longer what they were), or,
     with --on-agent-loss continue, the next steps go to the others."""
     fleet = session.fleet
     assert fleet is not None
     if fleet.plan.on_loss == "stop" or len(fleet.names) <= len(fleet.lost):
-        raise DriverError(f"the run stops: {reason}", "completed steps are kept; start the agent(s) again and "
-                          "'pgknee run --resume RUN --agents N' runs the rest (or --on-agent-loss continue)")
+        raise DriverError(f"the run stops: {reason}", f"completed steps are kept ('pgknee show {run_id}'); start the "
+                          f"agent(s) again and 'pgknee run --resume {run_id} --agents {len(fleet.names)}' runs the "
+                          "rest (or --on-agent-loss continue)")
     fleet.drop(fleet.lost)
     session.ui.say(f"going on with {len(fleet.names)} agent(s): {', '.join(fleet.names)}")
 
@@ -127,7 +128,7 @@ class Sweep:
                 session.writer.write_step(result)
             self.ui.step_finished(finished_line(spec, result, several))
             if result.facts.get(StepFact.AGENTS_LOST):
-                _lost_agents(session, result.reason)  # the run stops here, or goes on with the others
+                _lost_agents(session, self.run_id, result.reason)  # the run stops here, or goes on with the others
                 continue
             if result.facts.get(StepFact.SERVER_RESTARTED) or not _answers(session):
                 self._recover(session)  # the step failed with the reason; the sweep goes on
@@ -135,7 +136,7 @@ class Sweep:
             if ends_the_run(result):
                 raise DriverError(f"pgbench failed at {spec.clients} clients: "
                                   f"{result.reason or 'no transaction completed in the step'}",
-                                  "see the message above; completed steps are kept in the store")
+                                  f"see the message above; completed steps are kept ('pgknee show {self.run_id}')")
 
     def _recover(self, session: RunSession) -> None:
         """The server went away during a step (a restart, a failover, a crash): start it again if it
