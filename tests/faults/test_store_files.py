@@ -147,10 +147,11 @@ def test_an_older_store_is_read_as_it_is_and_upgraded_on_request(measured: tuple
         db.execute(f"DROP TABLE {table}")
     for column in ("rtt_ms", "rtt_jitter_ms"):
         db.execute(f"ALTER TABLE steps DROP COLUMN {column}")
-    # formats 13 and 14: agents, the run's heartbeat
+    # formats 13 to 15: agents, the run's heartbeat, the backends hidden from the sampling role
     for table in ("step_agents", "agent_tasks", "agents"):
         db.execute(f"DROP TABLE {table}")
     db.execute("ALTER TABLE runs DROP COLUMN heartbeat_at")
+    db.execute("ALTER TABLE snapshots DROP COLUMN hidden")
     db.execute("PRAGMA user_version = 7")
     db.execute("PRAGMA application_id = 0")
     db.close()
