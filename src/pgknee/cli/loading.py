@@ -2,13 +2,20 @@
 without the GIL, so a long run's reads (its sampled sessions, counted by wait event) overlap
 numpy's, scipy's and matplotlib's imports instead of following them. The store is opened, read
 and closed in the reading thread (an SQLite connection stays in the thread that made it); its
-errors are raised in the caller's thread, by result()."""
+errors are raised in the caller's thread, by result().
+
+A Ctrl-C is held while the imports run and handled right after them: raised inside an import,
+KeyboardInterrupt can land in importlib's own lock bookkeeping (seen: "Exception ignored in cb",
+the command then running on to its end) and leave a module lock that the reading thread's next
+import waits on for ever (CPython gh-82272); a faults test's report once hung that way."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
+
+from pgknee import proc
 
 if TYPE_CHECKING:
     from pgknee.types import RunData
@@ -31,7 +38,8 @@ def loaded(store_path: str, refs: Sequence[str], meanwhile: Callable[[], Any]) -
     pool = ThreadPoolExecutor(1, thread_name_prefix="pgknee-load")
     try:
         reading: Future[list[RunData]] = pool.submit(_load, store_path, list(refs))
-        meanwhile()
+        with proc.deferred():
+            meanwhile()
         return reading.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
