@@ -36,7 +36,8 @@ def _hidden(data: RunData) -> list[str]:
     """Backends pg_stat_activity showed the sampling role without their state or wait event."""
     if not data.hidden:
         return []
-    return [f"pg_stat_activity hid up to {max(data.hidden.values()):.0f} backends per snapshot from this run's role "
+    return [f"pg_stat_activity hid {max(data.hidden.values()):.1f} backends per snapshot on average (the step that hid "
+            "most) from this run's role "
             "(the server's background processes, other roles' sessions): their wait events are in no profile; "
             "GRANT pg_read_all_stats TO the role (it reads statistics only) to see them"]
 
