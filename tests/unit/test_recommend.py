@@ -136,3 +136,12 @@ def test_a_peak_the_measurements_show_but_the_model_cannot_place_is_said_so() ->
     flat = {4: 4356.0, 8: 5334.0, 16: 5200.0, 32: 5000.0}
     data = dataclasses.replace(data, steps=[dataclasses.replace(s, tps=flat[s.clients]) for s in data.steps])
     assert recommend(build(data)).verdict != "measured-peak"
+
+
+def test_a_measured_peak_between_neighbouring_counts_asks_for_repetitions() -> None:
+    data = _sweep([1, 2, 3, 4], reps=1)
+    tps = {1: 1000.0, 2: 1900.0, 3: 1500.0, 4: 1200.0}
+    data = dataclasses.replace(data, steps=[dataclasses.replace(s, tps=tps[s.clients]) for s in data.steps])
+    r = recommend(build(data))
+    assert r.verdict == "measured-peak" and r.connections == 2 and r.next_counts == ()
+    assert r.headline().endswith("repetitions (--reps 3) would narrow it")

@@ -59,10 +59,11 @@ class Recommendation:
                     + (f" (the model crosses {self.fraction:.0%} at {self.modelled_n:.1f}, 95% interval "
                        f"{lo:.1f}..{hi:.1f})" if self.modelled_n is not None else ""))
         if self.verdict == "measured-peak" and self.connections is not None:
+            more = (f"measure {', '.join(map(str, self.next_counts))} clients too to narrow it (pgknee run --extend "
+                    "RUN adds them to this run)" if self.next_counts else "repetitions (--reps 3) would narrow it")
             return (f"{v}: use {self.connections} connections for now, the smallest count measured within "
                     f"{self.fraction:.0%} of the best measured throughput (at {self.measured_best}); the model does "
-                    f"not pin the peak down yet: measure {', '.join(map(str, self.next_counts))} clients too to narrow "
-                    "it (pgknee run --extend RUN adds them to this run)")
+                    f"not pin the peak down yet: {more}")
         if self.verdict == "not-identified":
             return (f"{v}: peak not reached — the sweep does not show where throughput stops growing; run "
                     f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")
