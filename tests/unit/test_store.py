@@ -303,8 +303,8 @@ def test_wait_counts_client_backends(store: Store) -> None:
         ("CPU", "running", 3), ("Lock", "transactionid", 2), ("LWLock", "WALWrite", 1)]
     assert store.wait_counts([1], ["post"], "client") == [("CPU", "running", 1)]
     assert store.wait_counts([], ["bench"], "client") == []
-    assert store.snapshot_stats([1], ["bench"]) == (4, 3.0, pytest.approx(0.4))
-    assert store.snapshot_stats([99], ["bench"]) == (0, 0.0, 0.0)
+    assert store.snapshot_stats([1], ["bench"]) == (4, 3.0, pytest.approx(0.4), 0.0)
+    assert store.snapshot_stats([99], ["bench"]) == (0, 0.0, 0.0, None)
 
 
 def test_load_run_round_trip(store: Store) -> None:

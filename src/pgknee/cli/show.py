@@ -163,9 +163,8 @@ def cmd_waits(args: argparse.Namespace) -> int:
         by_clients.setdefault((s.variant, s.clients), []).append(s.step_id)
     profiles = []
     for (variant, clients), ids in by_clients.items():
-        n = store.snapshot_count(ids, phases)
-        profile = profile_of(wait_profile(store.wait_counts(ids, phases, args.backend), n), n,
-                             hidden=store.hidden_backends(ids, phases))
+        n, _, _, hidden = store.snapshot_stats(ids, phases)
+        profile = profile_of(wait_profile(store.wait_counts(ids, phases, args.backend), n), n, hidden=hidden)
         profiles.append((variant, clients, len(ids), profile))
         items.append(wait_table(f"c{clients}" + (f" {variant}" if variant != "base" else "") +
                                 f" ({len(ids)} step(s))", profile))

@@ -223,8 +223,10 @@ def error_cause(stderr: str) -> str | None:
     lines = [ln.strip() for ln in stderr.splitlines()
              if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
     causes = [ln for ln in lines if "aborted in command" in ln or "ERROR:" in ln or "FATAL:" in ln]
-    if causes or lines:
-        return (causes or lines)[0 if causes else -1]
+    if causes:
+        return causes[0]
+    if lines:
+        return lines[-1]
     rest = stderr.strip().splitlines()
     return rest[-1].strip() if rest else None
 

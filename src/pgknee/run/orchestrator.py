@@ -39,10 +39,10 @@ def _answers(session: RunSession) -> bool:
         return False
 
 
-def _lost_agents(session: RunSession, run_id: str, reason: str | None) -> None:
+def _lost_agents(session: RunSession, reason: str | None) -> None:
     """Agents lost in a step: the run stops (the plan's steps are no longer what they were), or,
     with --on-agent-loss continue, the next steps go to the others."""
-    fleet = session.fleet
+    fleet, run_id = session.fleet, session.writer.run_id
     assert fleet is not None
     if fleet.plan.on_loss == "stop" or len(fleet.names) <= len(fleet.lost):
         raise DriverError(f"the run stops: {reason}", f"completed steps are kept ('pgknee show {run_id}'); start the "
@@ -128,7 +128,7 @@ class Sweep:
                 session.writer.write_step(result)
             self.ui.step_finished(finished_line(spec, result, several))
             if result.facts.get(StepFact.AGENTS_LOST):
-                _lost_agents(session, self.run_id, result.reason)  # the run stops here, or goes on with the others
+                _lost_agents(session, result.reason)  # the run stops here, or goes on with the others
                 continue
             if result.facts.get(StepFact.SERVER_RESTARTED) or not _answers(session):
                 self._recover(session)  # the step failed with the reason; the sweep goes on

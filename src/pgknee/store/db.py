@@ -261,20 +261,14 @@ class Store:
              f"AND _phase IN ({_marks(phases)})")
         return int(self.db.execute(q, (*step_ids, *phases)).fetchone()[0])
 
-    def snapshot_stats(self, step_ids: Sequence[int], phases: Sequence[str]) -> tuple[int, float, float]:
-        """(snapshots, mean client backends, mean query ms)"""
-        q = (f"SELECT count(*), avg(client_backends), avg(query_ms) FROM snapshots WHERE step_id IN "
+    def snapshot_stats(self, step_ids: Sequence[int],
+                       phases: Sequence[str]) -> tuple[int, float, float, float | None]:
+        """(snapshots, mean client backends, mean query ms, mean backends hidden from the sampling
+        role: None before format 15)"""
+        q = (f"SELECT count(*), avg(client_backends), avg(query_ms), avg(hidden) FROM snapshots WHERE step_id IN "
              f"({_marks(step_ids)}) AND _phase IN ({_marks(phases)})")
-        n, cb, ms = self.db.execute(q, (*step_ids, *phases)).fetchone()
-        return int(n), float(cb or 0), float(ms or 0)
-
-    def hidden_backends(self, step_ids: Sequence[int], phases: Sequence[str]) -> float | None:
-        """Mean backends per snapshot that pg_stat_activity hid from the sampling role (format 15
-        on; None before)."""
-        q = (f"SELECT avg(hidden) FROM snapshots WHERE step_id IN ({_marks(step_ids)}) "
-             f"AND _phase IN ({_marks(phases)})")
-        row = self.db.execute(q, (*step_ids, *phases)).fetchone()
-        return None if row is None or row[0] is None else float(row[0])
+        n, cb, ms, hidden = self.db.execute(q, (*step_ids, *phases)).fetchone()
+        return int(n), float(cb or 0), float(ms or 0), None if hidden is None else float(hidden)
 
     def busy_sessions(self, step_id: int, phases: Sequence[str]) -> float | None:
         """Mean sessions active or idle in transaction per snapshot (pgknee's own left out)."""

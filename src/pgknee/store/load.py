@@ -21,20 +21,20 @@ def load_run(store: Store, ref: str) -> RunData:
     steps = store.steps(run.run_id)
     ids = [s.step_id for s in steps]
     bench = ("bench",)
+    snaps = {i: store.snapshot_stats([i], bench) for i in ids}
     return RunData(
         run=run, env=store.environment(run.run_id), commands=store.commands(run.run_id), steps=steps,
         scripts={i: store.step_scripts(i) for i in ids}, failures={i: store.step_failures(i) for i in ids},
         pgdb={i: store.pg_stat_database(i) for i in ids}, os={i: store.os_samples(i) for i in ids},
         waits={i: store.wait_counts([i], bench, "client") for i in ids},
         waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
-        snaps={i: store.snapshot_stats([i], bench) for i in ids},
+        snaps={i: s[:3] for i, s in snaps.items()}, hidden={i: s[3] for i, s in snaps.items() if s[3]},
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
         pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
         facts={i: f for i in ids if (f := store.step_facts(i))},
         progress={i: pr for i in ids if (pr := store.progress(i))},
         server_os={i: sv for i in ids if (sv := store.server_os_samples(i))}, wait_sampling=store.wait_sampling(ids),
-        statement_mix=store.statement_mix(run.run_id), agents=store.step_agents(run.run_id),
-        hidden={i: h for i in ids if (h := store.hidden_backends([i], bench))})
+        statement_mix=store.statement_mix(run.run_id), agents=store.step_agents(run.run_id))
 
 
 def _check_plan(run: RunRecord) -> None:
