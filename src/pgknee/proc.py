@@ -54,22 +54,27 @@ def spawn(
     pgknee dies (PR_SET_PDEATHSIG: SIGKILL for pgbench, SIGINT for a server, a clean shutdown;
     None for one that must outlive pgknee). Call it from the main thread: the signal follows the
     death of the thread that started the child."""
-    p = subprocess.Popen(  # noqa: S603 - argv is built by pgknee, never a shell
-        list(argv),
-        env=dict(env) if env is not None else base_env(),
-        cwd=cwd,
-        stdout=stdout,
-        stderr=stderr,
-        stdin=stdin,
-        start_new_session=True,
-        user=run_as.uid if run_as else None,
-        group=run_as.gid if run_as else None,
-        extra_groups=[] if run_as else None,
-        preexec_fn=_in_child(cpus, die_with_parent, os.getpid()),  # noqa: PLW1509 - no locks taken
-    )
-    _live.add(p)
-    registry.current().child(os.path.basename(argv[0]), p.pid, _STOP_BY_SIGNAL.get(die_with_parent, "fast"),
-                             group=die_with_parent == signal.SIGKILL)
+    check_stop()  # a stop signal whose exception was lost: nothing new starts
+    # the stop signals wait until the child is started and recorded: one raised in the fork's own
+    # callbacks is only printed by Python ("Exception ignored in _releaseLock"), and one between the
+    # start and the record would leave a child nobody stops
+    with deferred():
+        p = subprocess.Popen(  # noqa: S603 - argv is built by pgknee, never a shell
+            list(argv),
+            env=dict(env) if env is not None else base_env(),
+            cwd=cwd,
+            stdout=stdout,
+            stderr=stderr,
+            stdin=stdin,
+            start_new_session=True,
+            user=run_as.uid if run_as else None,
+            group=run_as.gid if run_as else None,
+            extra_groups=[] if run_as else None,
+            preexec_fn=_in_child(cpus, die_with_parent, os.getpid()),  # noqa: PLW1509 - no locks taken
+        )
+        _live.add(p)
+        registry.current().child(os.path.basename(argv[0]), p.pid, _STOP_BY_SIGNAL.get(die_with_parent, "fast"),
+                                 group=die_with_parent == signal.SIGKILL)
     return p
 
 
@@ -186,11 +191,47 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 Handler = Callable[[int, FrameType | None], Any] | int
 
 
+@dataclass
+class _Pending:
+    signum: int
+    handler: Handler
+    exception: Callable[[], BaseException]
+
+
+_pending: _Pending | None = None  # the last stop signal a `raising` handler took, until it is handled
+
+
 def raising(make: Callable[[str], BaseException]) -> Handler:
-    """A signal handler that raises `make(signal name)` in the main thread."""
+    """A signal handler that raises `make(signal name)` in the main thread, and remembers it: an
+    exception raised at an arbitrary point can land where Python only prints it ("Exception
+    ignored in" an at-fork, weakref or finaliser callback: seen, a SIGTERM as a child was forked,
+    the run then going on to its end). check_stop() raises it again at pgknee's own points."""
     def handler(signum: int, _frame: FrameType | None) -> None:
-        raise make(signal.Signals(signum).name)
+        global _pending
+        name = signal.Signals(signum).name
+        _pending = _Pending(signum, handler, lambda: make(name))
+        raise make(name)
     return handler
+
+
+def check_stop() -> None:
+    """Raise once more the exception of a stop signal taken by a `raising` handler and not yet
+    handled (stop_handled); only in the main thread, and only while that handler is in force (not
+    in a cleanup that ignores the signals, nor in a deferred block)."""
+    global _pending
+    p = _pending
+    if p is None or threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(p.signum) is not p.handler:
+        return
+    _pending = None
+    raise p.exception()
+
+
+def stop_handled() -> None:
+    """The stop signal's exception reached the code that ends the command in order."""
+    global _pending
+    _pending = None
 
 
 @contextlib.contextmanager

@@ -77,11 +77,13 @@ class Sweep:
                 session, steps = open_session(stack, self.plan, self.ui, self.prepared, writer, self.record,
                                               self._steps_to_run(), self.agents)
                 self._steps(session, steps)
+                proc.check_stop()
                 self._check_after(session)
                 if self.plan.target.keep:
                     self.kept_message = session.target.keep()
                 status = "completed"
         except Interrupted as e:
+            proc.stop_handled()
             status, reason = "interrupted", e.message
             raise
         except PgkneeError as e:
@@ -123,6 +125,7 @@ class Sweep:
         source = AdaptiveSteps(self.plan, session.writer, self.ui, self.answer, steps) if self.plan.until_answer \
             else steps
         for i, spec in enumerate(source, 1):
+            proc.check_stop()
             result = run_step(session, spec, i, len(source))
             with proc.deferred():  # a Ctrl-C now would lose the measured step: it waits for the write
                 session.writer.write_step(result)
