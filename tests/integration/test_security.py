@@ -219,6 +219,19 @@ def test_input_never_becomes_configuration(args: list[str], fragment: str, tmp_p
     assert tmp_pgknee_dirs() == before and not (tmp_path / "x.db").exists()  # refused before anything started
 
 
+def test_a_quoted_value_stays_a_value_and_the_server_s_refusal_is_the_line(tmp_path: Path) -> None:
+    """A quote in a value is escaped into one quoted string: the server reads it as shared_buffers'
+    value, refuses it, and its own line (not its closing "configuration file contains errors")
+    is what the user sees; nothing is left."""
+    before = tmp_pgknee_dirs()
+    r = pgknee("run", "--clients", "2", "--duration", "1s", "--store", str(tmp_path / "x.db"),
+               "--set", "shared_buffers=1GB'; host all all 0.0.0.0/0 trust", cwd=tmp_path)
+    assert r.code == 3 and _one_line(r.err), r.err
+    assert 'invalid value for parameter "shared_buffers": "1GB\'; host all all 0.0.0.0/0 trust"' in r.err, r.err
+    assert "check the --set values" in r.err
+    assert tmp_pgknee_dirs() == before
+
+
 def test_plan_file_settings_are_checked_with_their_line(tmp_path: Path) -> None:
     plan = tmp_path / "p.toml"
     plan.write_text('[sweep]\nclients = [2]\n\n[target.settings]\nwork_mem = "4MB"\ninclude_dir = "/etc"\n')

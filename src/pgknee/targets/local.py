@@ -40,6 +40,11 @@ DEFAULT_SETTINGS: dict[str, str] = {
 }
 
 
+# what PostgreSQL logs about a setting it refuses, before it gives up on its configuration file
+CONF_ERRORS = ("invalid value for parameter", "unrecognized configuration parameter", "syntax error in file",
+               "outside the valid range for parameter", "cannot be changed")
+
+
 def _version_of(bindir: Path) -> tuple[int, int] | None:
     try:
         out = proc.run([str(bindir / "postgres"), "--version"], timeout=10).stdout
@@ -174,8 +179,8 @@ class EmbeddedCluster:
                 return
             if attempt == 2 or "could not bind" not in self._log_tail():
                 break
-        raise TargetError(f"the embedded PostgreSQL server did not start: {self._log_tail(1)}",
-                          f"see {self.logfile}, or keep it with --keep")
+        raise TargetError(f"the embedded PostgreSQL server did not start: {self._start_failure()}",
+                          "check the --set values; its log goes with its directory, --keep keeps both")
 
     def _init(self) -> None:
         safefs.make_dir(self.data, owner=self.run_as)
@@ -213,6 +218,13 @@ class EmbeddedCluster:
         except OSError:
             return ""
         return " | ".join(lines[-n:])
+
+    def _start_failure(self) -> str:
+        """The server log's line that says why it did not start: a setting it refused (logged
+        before its closing "configuration file ... contains errors"), else its last line."""
+        tail = self._log_tail(20).split(" | ")
+        causes = [ln for ln in tail if any(k in ln for k in CONF_ERRORS)]
+        return causes[0] if causes else tail[-1]
 
     def _start_once(self) -> bool:
         self._write_conf()
