@@ -195,6 +195,10 @@ def test_too_small_a_range_has_no_answer() -> None:
 def test_where_p99_crosses_the_target_is_part_of_the_region() -> None:
     lab = Lab(SMALL, noise=0.05, seed=3)  # p99 = 3 x the mean latency: 6.4 ms at 4 clients, 12.7 ms at 8
     lab.measure((1, 2, 4, 8))
-    nxt = ad.next_step(build(lab.data()), "base", ad.Settings(1, 8, p99_target_ms=10.0), affordable=5)
-    assert nxt.stopped is None and len(nxt.counts) == 1 and 3 <= nxt.counts[0] <= 7, nxt.why
-    assert "where p99 crosses 10 ms (4..8)" in nxt.why, nxt.why
+    view, settings = build(lab.data()), ad.Settings(1, 8, p99_target_ms=10.0)
+    rec = recommend(view, "base", p99_target_ms=10.0)
+    assert rec.verdict == "levels-off" and rec.connections == 4  # flat from 4 (+1% to 8), p99 6.4 ms there
+    region = ad._region(view, "base", rec, ad.grid(1, 8), settings)
+    assert [c for c, roles in sorted(region.items()) if "where p99 crosses 10 ms (4..8)" in roles] == [4, 5, 6, 7, 8]
+    nxt = ad.next_step(view, "base", settings, affordable=5)  # the answer's neighbours are measured first
+    assert nxt.counts == (3,) and nxt.why == "3 clients: next to the answer (4), not measured yet", nxt.why

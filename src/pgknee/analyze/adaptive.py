@@ -104,7 +104,7 @@ def answer_counts(interval: tuple[float, float], g: Sequence[int]) -> tuple[int,
 def within_one_step(rec: Recommendation, g: Sequence[int]) -> bool:
     """The answer is known to one step: the interval rounds to at most two adjacent counts of the
     grid, and the recommended (measured) count is one of them or next to them."""
-    if rec.verdict != "recommended" or rec.connections is None or rec.interval is None:
+    if rec.verdict not in ("recommended", "levels-off") or rec.connections is None or rec.interval is None:
         return False
     counts = answer_counts(rec.interval, g)
     if len(counts) > 2:
@@ -222,7 +222,7 @@ def _region(view: RunView, variant: str, rec: Recommendation, g: Sequence[int], 
             if role and role not in roles[c]:
                 roles[c].append(role)
 
-    if rec.interval is not None and rec.verdict in ("recommended", "no-count-meets-target"):
+    if rec.interval is not None and rec.verdict in ("recommended", "levels-off", "saturated", "no-count-meets-target"):
         a, b = rec.interval
         lo_edge, hi_edge = neighbours(a, g)[0], neighbours(b, g)[1]
         add([c for c in g if lo_edge <= c <= hi_edge and a <= c <= b], f"inside the interval [{a:.1f}, {b:.1f}]")

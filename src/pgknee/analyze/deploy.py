@@ -57,7 +57,7 @@ def app_pool_names(text: str) -> tuple[str, ...]:
 
 def database_n(view: RunView, r: Recommendation) -> int:
     """The database-side concurrency of the recommended count (a pooled variant's: its pool)."""
-    if r.verdict != "recommended" or r.connections is None:
+    if not r.answered or r.connections is None:
         raise UserError(f"variant {r.variant}: no recommended connection count to deploy ({r.verdict}: "
                         f"{r.headline().split(': ', 1)[-1][:160]})", "extend the sweep as the recommendation says, "
                         "then ask again")

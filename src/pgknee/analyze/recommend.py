@@ -1,91 +1,72 @@
 """From a sweep to an answer: how many connections, how sure, and why. Pure.
 
-The throughput curve of one variant is fitted with the Universal Scalability Law on the
-database-side concurrency (a pool caps it). When the fit identifies a peak, the
-recommendation is the smallest measured count whose throughput reaches a fraction of the
-modelled peak (95% by default) and whose measured p99 stays under a target, if given;
-its interval comes from the bootstrap fits. When the peak is not identified, it says so
-and proposes the counts to run next. Reasons are built from the run's own evidence."""
+The evidence of one variant (analyze/saturation.py) decides, in this order:
+
+1. the client set the pace (pgbench's threads busy, sessions waiting on the client): withheld;
+2. the measured throughput levels off (flat within the run's noise allowance over the last
+   doubling of the count): the smallest measured count reaching a fraction (95%) of the plateau
+   and within the p99 target, if given;
+3. the Universal Scalability Law, fitted to the throughput by database-side concurrency (a pool
+   caps it), places a peak, or a ceiling (strong contention) reached inside the sweep: the smallest
+   measured count reaching the fraction of it;
+4. the throughput fell beyond the noise after its best: read against the measured best;
+5. a resource was saturated (the server's CPU, Average Active Sessions on one wait class above
+   its CPUs, the pooler's core) while throughput still grew beyond the noise: an answer for now,
+   read against the measured best, with the repetitions and counts between that would settle it;
+6. otherwise the peak is not reached, and the counts to run next go upward.
+
+Every answer carries the measured counts plausible noise would have picked (noise_draws: the
+same rule on the curve moved by the run's noise), and the second opinions (Kneedle's knee, the
+model) with whether they agree. Reasons are built from the run's own evidence."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from pgknee.analyze.answer import ANSWERED, Recommendation
 from pgknee.analyze.machine import Machine, machine_of, server_reasons, system_reasons
 from pgknee.analyze.network import network_reasons
+from pgknee.analyze.poolsize import families, recommend_pool
 from pgknee.analyze.records import Group, RunView
+from pgknee.analyze.saturation import (
+    Saturation,
+    Shape,
+    count_interval,
+    kneedle,
+    noise_draws,
+    saturated,
+    shape_of,
+    shape_reason,
+)
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching, smallest_n_reaching_each
 from pgknee.analyze.waits import total_aas
 from pgknee.keys import CheckId, CheckStatus
 from pgknee.rules import database_concurrency
 
+__all__ = ["ANSWERED", "Recommendation", "concurrency_of", "knee", "measured_points", "recommend", "recommend_all"]
 
-@dataclass(frozen=True)
-class Recommendation:
-    variant: str
-    verdict: str  # 'recommended' | 'measured-peak' | 'not-identified' | 'withheld' | 'not-enough-data'
-    # | 'no-count-meets-target' | 'open-loop'
-    connections: int | None  # the recommended (measured) count
-    interval: tuple[float, float] | None  # from the bootstrap fits
-    modelled_n: float | None  # the model's own smallest N reaching the fraction
-    fit: Fit | None
-    knee: int | None
-    heuristic: int | None  # (cores x 2) + spindles, with the server's cores; None when they are unknown
-    cores: int | None  # the server's CPUs (analyze/machine.py)
-    spindles: int
-    fraction: float
-    p99_target_ms: float | None
-    next_counts: tuple[int, ...] = ()
-    reasons: tuple[str, ...] = ()
-    checks: dict[CheckId, tuple[int, int]] = field(default_factory=dict)  # check -> (ok, warn) over the steps
-    concurrency: str = "clients"  # or 'pool size' when a pooler caps it
-    measured: tuple[int, ...] = ()  # the distinct database-side concurrencies measured
-    cores_source: str = ""  # where the server's CPU count came from, or why it is unknown
-    measured_best: int | None = None  # 'measured-peak': the count of the highest measured throughput
-
-    def headline(self) -> str:
-        v = self.variant
-        if self.verdict == "recommended" and self.connections is not None:
-            lo, hi = self.interval or (math.nan, math.nan)
-            return (f"{v}: use {self.connections} connections, the smallest count measured that reaches "
-                    f"{self.fraction:.0%} of the modelled peak"
-                    + (f" with p99 under {self.p99_target_ms:g} ms" if self.p99_target_ms else "")
-                    + (f" (the model crosses {self.fraction:.0%} at {self.modelled_n:.1f}, 95% interval "
-                       f"{lo:.1f}..{hi:.1f})" if self.modelled_n is not None else ""))
-        if self.verdict == "measured-peak" and self.connections is not None:
-            more = (f"measure {', '.join(map(str, self.next_counts))} clients too to narrow it (pgknee run --extend "
-                    "RUN adds them to this run)" if self.next_counts else "repetitions (--reps 3) would narrow it")
-            return (f"{v}: use {self.connections} connections for now, the smallest count measured within "
-                    f"{self.fraction:.0%} of the best measured throughput (at {self.measured_best}); the model does "
-                    f"not pin the peak down yet: {more}")
-        if self.verdict == "not-identified":
-            return (f"{v}: peak not reached — the sweep does not show where throughput stops growing; run "
-                    f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")
-        if self.verdict == "withheld":
-            return f"{v}: no recommendation — the client, not the database, was the bottleneck"
-        if self.verdict == "open-loop":
-            return (f"{v}: no recommendation — an open-loop variant (--rate) runs at its schedule, so its throughput "
-                    "does not show what more connections could do; read its latency and schedule lag instead")
-        if self.verdict == "no-count-meets-target":
-            return f"{v}: no measured count meets both {self.fraction:.0%} of the peak and the p99 target"
-        if self.concurrency == "pool size" and len(self.measured) < 3:
-            return (f"{v}: not enough data for a scalability model — the pool caps the database-side concurrency, "
-                    f"so the sweep measured only {', '.join(map(str, self.measured))}; sweep the pool size "
-                    "instead (e.g. pool=2,4,8,16) to see which one serves best")
-        return f"{v}: not enough data for a scalability model (needs at least three client counts)"
+knee = kneedle  # the knee of a measured curve: Kneedle's
 
 
 def recommend_all(view: RunView, variants: Sequence[str] | None = None, *, fraction: float = 0.95,
                   p99_target_ms: float | None = None, spindles: int = 0) -> list[Recommendation]:
-    """One recommendation per variant (all of the run's by default)."""
-    return [recommend(view, v, fraction=fraction, p99_target_ms=p99_target_ms, spindles=spindles)
+    """One recommendation per variant (all of the run's by default), then, for the pooled variants
+    that differ only in their pool size, the pool size to use (analyze/poolsize.py)."""
+    recs = [recommend(view, v, fraction=fraction, p99_target_ms=p99_target_ms, spindles=spindles)
             for v in (variants or view.variants())]
+    by_variant = {r.variant: r for r in recs}
+    for name, members in families(view).items():
+        template = by_variant.get(members[0][1])
+        if template is not None and all(v in by_variant for _, v in members):
+            pool = recommend_pool(view, name, members, template)
+            recs += [pool] if pool is not None else []
+    return recs
 
 
 def concurrency_of(g: Group) -> int:
@@ -99,22 +80,6 @@ def measured_points(view: RunView, variant: str) -> list[tuple[int, float]]:
     """(database-side concurrency, TPS) of each completed repetition of a variant, by client count."""
     groups = sorted((g for g in view.groups if g.variant == variant), key=lambda g: g.clients)
     return [(concurrency_of(g), s.tps) for g in groups for s in g.done if s.tps]
-
-
-def knee(points: Sequence[tuple[int, float]]) -> int | None:
-    """The count where the curve bends most (the largest distance above the straight line
-    from the first point to the highest one, both axes scaled to 0..1)."""
-    if len(points) < 3:
-        return None
-    top = max(range(len(points)), key=lambda i: points[i][1])
-    rising = points[:top + 1]
-    if len(rising) < 3:
-        return rising[-1][0]
-    xs = np.array([p[0] for p in rising], dtype=float)
-    ys = np.array([p[1] for p in rising], dtype=float)
-    xn = (xs - xs[0]) / (xs[-1] - xs[0]) if xs[-1] > xs[0] else xs * 0
-    yn = (ys - ys[0]) / (ys[-1] - ys[0]) if ys[-1] > ys[0] else ys * 0
-    return int(xs[int(np.argmax(yn - xn))])
 
 
 def _client_bound(groups: Sequence[Group]) -> str | None:
@@ -193,7 +158,8 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
                            fit=None, knee=None, heuristic=n * 2 + spindles if n is not None else None, cores=n,
                            spindles=spindles, fraction=fraction, p99_target_ms=p99_target_ms,
                            checks=_check_counts(groups), concurrency="pool size" if pooled else "clients",
-                           cores_source=cores.server.source)
+                           cores_source=cores.server.source,
+                           repetitions=min((len(g.done) for g in groups), default=1))
     by_n: dict[int, list[float]] = {}  # the repetitions' TPS by database-side concurrency
     for g in groups:
         by_n.setdefault(concurrency_of(g), []).extend(float(s.tps) for s in g.done if s.tps)
@@ -202,7 +168,7 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
                                    measured=tuple(sorted(by_n)))
     if len(by_n) < 3:
         return dataclasses.replace(start, reasons=tuple(_reasons(groups, None, cores)), measured=tuple(sorted(by_n)))
-    return _from_the_model(start, groups, by_n, cores)
+    return _from_the_model(start, groups, by_n, cores, view)
 
 
 def _check_counts(groups: Sequence[Group]) -> dict[CheckId, tuple[int, int]]:
@@ -217,28 +183,149 @@ def _check_counts(groups: Sequence[Group]) -> dict[CheckId, tuple[int, int]]:
 
 
 def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]],
-                    cores: Machine) -> Recommendation:
-    """The USL fitted to the throughput by concurrency: withheld when the client set the pace,
-    counts to run next when it identifies no peak (nor a plateau), else the smallest measured
-    count reaching the fraction of the modelled peak within the p99 target."""
-    fraction = start.fraction
+                    cores: Machine, view: RunView) -> Recommendation:
+    """Withheld when the client set the pace; else the evidence decides (module docstring):
+    a curve that levels off, a peak the model places, a peak measured, a saturated resource
+    while throughput still grows, or throughput still growing with nothing saturated."""
     client = _client_bound(groups)
     f = fit(sorted(by_n.items()))
-    kn = knee([(n, float(np.median(x))) for n, x in sorted(by_n.items()) if x])  # on the fit's axis
+    ev = _evidence(view, groups, by_n, cores, f, start.fraction)
     if client is not None:
         return dataclasses.replace(start, verdict="withheld", reasons=(client, *_reasons(groups, None, cores)),
-                                   fit=f, knee=kn)
-    # no peak in the data, but a plateau: strong contention (σ) bounds the throughput at λ/σ,
-    # and the model reaches the fraction of that bound inside the measured range
+                                   fit=f, knee=ev.knee)
+    # the model sees a plateau: strong contention (σ) bounds the throughput at λ/σ, reached inside the range
     plateau = (not f.identified and math.isfinite(f.peak_x.hi) and f.sigma.lo > 0.05
-               and smallest_n_reaching(f.params, fraction, f.max_n) is not None)
-    if not f.identified and not plateau:
-        seen = _measured_peak(start, groups, by_n)
-        if seen is not None:
-            return dataclasses.replace(seen, fit=f, knee=kn, reasons=(*seen.reasons, *_reasons(groups, None, cores)))
-        return dataclasses.replace(start, verdict="not-identified", reasons=tuple(_reasons(groups, None, cores)),
-                                   fit=f, knee=kn,
-                                   next_counts=tuple(next_counts([g.clients for g in groups], cores.server.n)))
+               and smallest_n_reaching(f.params, start.fraction, f.max_n) is not None)
+    if f.identified:
+        return _modelled(start, groups, by_n, cores, ev, False)
+    if ev.shape.levels_off:
+        return _levels_off(start, groups, by_n, cores, ev)
+    if plateau:
+        return _modelled(start, groups, by_n, cores, ev, True)
+    seen = _measured_peak(start, groups, by_n) if ev.shape.declines else None
+    if seen is not None:
+        return dataclasses.replace(seen, fit=f, knee=ev.knee, saturated=ev.lines(),
+                                   reasons=(*seen.reasons, *ev.opinions(seen), *_reasons(groups, None, cores)))
+    if ev.saturations:
+        return _saturated(start, groups, by_n, cores, ev)
+    return dataclasses.replace(start, verdict="not-identified", fit=f, knee=ev.knee,
+                               reasons=(*filter(None, [shape_reason(ev.shape)]), *_reasons(groups, None, cores)),
+                               next_counts=tuple(next_counts([g.clients for g in groups], cores.server.n)))
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What the sweep shows of one variant: the measured curve, the saturated resources, the
+    model's fit, Kneedle's knee."""
+
+    shape: Shape
+    saturations: tuple[Saturation, ...]
+    fit: Fit
+    knee: int | None
+    fraction: float
+
+    def lines(self) -> tuple[str, ...]:
+        """Each saturated resource, short (the headline's; the reasons have the details)."""
+        return tuple(s.short() for s in self.saturations)
+
+    def model_count(self, counts: Sequence[int]) -> tuple[float, int] | None:
+        """Where the model crosses the fraction of its peak (or ceiling), and the first measured
+        count at or above it."""
+        n = smallest_n_reaching(self.fit.params, self.fraction, 2.0 * self.fit.max_n)
+        if n is None or (not self.fit.identified and not math.isfinite(self.fit.peak_x.hi)):
+            return None
+        return n, min((c for c in counts if c >= n), default=counts[-1])
+
+    def opinions(self, r: Recommendation) -> tuple[str, ...]:
+        """Where the methods agree with the answer or not: an opinion agrees when it falls inside
+        the answer's count interval, or one measured step from the answer."""
+        if r.connections is None:
+            return ()
+        counts = self.shape.counts
+        lo, hi = r.counts_interval or (r.connections, r.connections)
+        i = counts.index(r.connections) if r.connections in counts else 0
+        near = set(counts[max(i - 1, 0):i + 2]) | {c for c in counts if lo <= c <= hi}
+
+        def agrees(c: float) -> str:
+            return "agrees" if (min(near) <= c <= max(near)) else "disagrees"
+
+        out = []
+        if self.knee is not None:
+            out.append(f"Kneedle (Satopää et al. 2011) places the knee of the measured curve at {self.knee} clients: "
+                       f"it {agrees(self.knee)} with {r.connections}")
+        else:
+            out.append("Kneedle (Satopää et al. 2011) detects no knee in the measured curve")
+        m = self.model_count(counts)
+        if m is not None:
+            what = "peak" if self.fit.identified else "ceiling"
+            out.append(f"the scalability model reaches {self.fraction:.0%} of its modelled {what} at {m[0]:.1f} "
+                       f"(measured: {m[1]}): it {agrees(m[1])}")
+        else:
+            out.append("the scalability model places neither a peak nor a ceiling (σ "
+                       f"{self.fit.params.sigma:.2f} [{self.fit.sigma.lo:.2f}..{self.fit.sigma.hi:.2f}])")
+        return tuple(out)
+
+
+def _evidence(view: RunView, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
+              f: Fit, fraction: float) -> _Evidence:
+    latency: dict[int, float] = {}
+    for g in sorted(groups, key=lambda g: g.clients):
+        if g.lat_avg is not None:
+            latency.setdefault(concurrency_of(g), g.lat_avg.value)
+    sh = shape_of(by_n, latency, max(g.noise_pct for g in groups))
+    return _Evidence(sh, tuple(saturated(view, groups, cores)), f, kneedle(list(zip(sh.counts, sh.tps, strict=True))),
+                     fraction)
+
+
+def _rule_interval(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]], noise_pct: float,
+                   rule: Callable[[Mapping[int, Sequence[float]]], int | None]) -> tuple[int, int] | None:
+    """The counts `rule` picks on the measured curve moved by plausible noise (noise_draws)."""
+    return count_interval([rule(d) for d in noise_draws(by_n, noise_pct)])
+
+
+def _between(counts: Sequence[int], lo: int, hi: int) -> tuple[int, ...]:
+    """Counts to measure between the measured ones from lo to hi (the next measured count on each
+    side when lo and hi are one count): the midpoints not measured yet."""
+    i, j = counts.index(lo) if lo in counts else 0, counts.index(hi) if hi in counts else len(counts) - 1
+    if i == j:
+        i, j = max(i - 1, 0), min(j + 1, len(counts) - 1)
+    span = counts[i:j + 1]
+    return tuple(m for a, b in zip(span, span[1:], strict=False) if (m := (a + b) // 2) not in counts and a < m < b)
+
+
+def _levels_off(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
+                ev: _Evidence) -> Recommendation:
+    """The measured curve levels off: the smallest measured count reaching the fraction of the
+    plateau's throughput, its interval from the same rule on noisy copies of the curve."""
+    sh, fraction, p99 = ev.shape, start.fraction, start.p99_target_ms
+    latency = dict(zip(sh.counts, [0.0] * len(sh.counts), strict=True))
+
+    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
+        return _smallest_reaching(groups, d, fraction * shape_of(d, latency, sh.noise_pct).level, p99)
+
+    chosen = rule(by_n)
+    base = dataclasses.replace(start, fit=ev.fit, knee=ev.knee, level_tps=sh.level, saturated=ev.lines(),
+                               measured=sh.counts)
+    if chosen is None:
+        return dataclasses.replace(base, verdict="no-count-meets-target",
+                                   reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
+    span = _rule_interval(groups, by_n, sh.noise_pct, rule) or (chosen, chosen)
+    span = (min(span[0], chosen), max(span[1], chosen))
+    r = dataclasses.replace(base, verdict="levels-off", connections=chosen, counts_interval=span,
+                            interval=(float(span[0]), float(span[1])), next_counts=_between(sh.counts, *span))
+    return dataclasses.replace(r, reasons=(*_evidence_lines(ev), *ev.opinions(r), *_reasons(groups, None, cores)))
+
+
+def _evidence_lines(ev: _Evidence) -> tuple[str, ...]:
+    """The curve's shape, then each saturated resource."""
+    return (*filter(None, [shape_reason(ev.shape)]), *(s.line() for s in ev.saturations))
+
+
+def _modelled(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
+              ev: _Evidence, plateau: bool) -> Recommendation:
+    """The model places a peak (or a ceiling reached inside the sweep): the smallest measured count
+    reaching the fraction of it within the p99 target; its interval from the bootstrap fits."""
+    f, fraction = ev.fit, start.fraction
     ceiling = 2.0 * f.max_n
     each = smallest_n_reaching_each(f.samples, fraction, ceiling)
     draws = each[np.isfinite(each)]
@@ -249,9 +336,40 @@ def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[i
         reasons.insert(0, f"throughput levels off rather than peaks: contention σ {f.params.sigma:.2f} "
                           f"[{f.sigma.lo:.2f}..{f.sigma.hi:.2f}] bounds it near {f.params.peak_x:,.0f} TPS, and the "
                           "sweep shows no decline, so the count is read against that bound")
-    return dataclasses.replace(start, verdict="recommended" if chosen is not None else "no-count-meets-target",
-                               reasons=tuple(reasons), fit=f, knee=kn, connections=chosen, interval=interval,
-                               modelled_n=smallest_n_reaching(f.params, fraction, ceiling))
+    counts = ev.shape.counts
+    span = None
+    if interval is not None and chosen is not None:
+        lo, hi = (min((c for c in counts if c >= x), default=counts[-1]) for x in interval)
+        span = (min(lo, chosen), max(hi, chosen))
+    r = dataclasses.replace(start, verdict="recommended" if chosen is not None else "no-count-meets-target",
+                            fit=f, knee=ev.knee, connections=chosen, interval=interval, counts_interval=span,
+                            modelled_n=smallest_n_reaching(f.params, fraction, ceiling), saturated=ev.lines(),
+                            measured=counts, level_tps=f.params.peak_x,
+                            next_counts=_between(counts, *span) if span else ())
+    return dataclasses.replace(r, reasons=(*_evidence_lines(ev), *ev.opinions(r), *reasons))
+
+
+def _saturated(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
+               ev: _Evidence) -> Recommendation:
+    """A resource saturated while throughput still grew beyond the noise: an answer for now, read
+    against the best measured, never counts upward."""
+    sh, fraction, p99 = ev.shape, start.fraction, start.p99_target_ms
+
+    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
+        return _smallest_reaching(groups, d, fraction * max(statistics.median(x) for x in d.values()), p99)
+
+    chosen = rule(by_n)
+    base = dataclasses.replace(start, fit=ev.fit, knee=ev.knee, measured_best=sh.best_n, level_tps=sh.best,
+                               saturated=ev.lines(), measured=sh.counts)
+    if chosen is None:
+        return dataclasses.replace(base, verdict="no-count-meets-target",
+                                   reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
+    span = _rule_interval(groups, by_n, sh.noise_pct, rule) or (chosen, chosen)
+    span = (min(span[0], chosen), max(span[1], chosen))
+    r = dataclasses.replace(base, verdict="saturated", connections=chosen, counts_interval=span,
+                            interval=(float(span[0]), float(span[1])),
+                            next_counts=_between(sh.counts, span[0], sh.counts[-1]))
+    return dataclasses.replace(r, reasons=(*_evidence_lines(ev), *ev.opinions(r), *_reasons(groups, None, cores)))
 
 
 def _measured_peak(start: Recommendation, groups: Sequence[Group],
@@ -266,7 +384,12 @@ def _measured_peak(start: Recommendation, groups: Sequence[Group],
     (best_n, best), (last_n, last) = med[top], med[-1]
     if top == len(med) - 1 or 100 * (1 - last / best) <= noise:
         return None
-    chosen = _smallest_reaching(groups, by_n, start.fraction * best, start.p99_target_ms)
+
+    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
+        return _smallest_reaching(groups, d, start.fraction * max(statistics.median(x) for x in d.values()),
+                                  start.p99_target_ms)
+
+    chosen = rule(by_n)
     if chosen is None:
         return dataclasses.replace(start, verdict="no-count-meets-target", measured_best=best_n)
     counts = sorted(by_n)
@@ -275,11 +398,13 @@ def _measured_peak(start: Recommendation, groups: Sequence[Group],
     why = (f"the measured throughput peaked at {best_n} ({best:,.0f} TPS) and was {100 * (1 - last / best):.0f}% "
            f"lower at {last_n}, more than the {noise:.0f}% noise allowance; the scalability model fitted to "
            f"{len(counts)} counts does not place that peak, so the answer is read against the measured best")
+    span = _rule_interval(groups, by_n, noise, rule) or (chosen, chosen)
     return dataclasses.replace(start, verdict="measured-peak", connections=chosen, measured_best=best_n,
-                               next_counts=tuple(c for c in between if lo < c < hi), reasons=(why,))
+                               next_counts=tuple(c for c in between if lo < c < hi), reasons=(why,),
+                               counts_interval=(min(span[0], chosen), max(span[1], chosen)), level_tps=best,
+                               measured=tuple(counts))
 
-
-def _smallest_reaching(groups: Sequence[Group], by_n: dict[int, list[float]], target_tps: float,
+def _smallest_reaching(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]], target_tps: float,
                        p99_target_ms: float | None) -> int | None:
     """The smallest client count whose median TPS reaches the target with its p99 under the
     p99 target, if any."""

@@ -143,7 +143,7 @@ def _deployments(view: Any, recs: list[Any], args: argparse.Namespace, pools: tu
     """The deployment of each variant with a recommended count; none at all is bad input."""
     from pgknee.analyze.deploy import database_n, deployment
 
-    usable = [r for r in recs if r.verdict == "recommended"]
+    usable = [r for r in recs if r.answered and not r.family]  # a pool sweep's size: its variants deploy
     if not usable:
         database_n(view, recs[0])  # raises the one line that says why
     return [deployment(view, r, args.app_instances, other=args.other_connections, pgbouncer=args.pgbouncer,

@@ -140,8 +140,8 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     if args.clients:
         clients = parse_clients(args.clients)
     else:
-        proposals = [r.next_counts for v in view.variants()
-                     if (r := recommend(view, v)).verdict in ("not-identified", "measured-peak")]
+        proposals = [r.next_counts for v in view.variants() if (r := recommend(view, v)).next_counts
+                     and r.verdict in ("not-identified", "measured-peak", "levels-off", "saturated", "recommended")]
         if not proposals:
             raise UserError(f"run {run.run_id} already shows its peak (see pgknee recommend {run.run_id})",
                             "give --clients to extend it anyway")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -139,8 +140,7 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
                    label=f"modelled peak N* {p.peak_n:.1f} [{f.peak_n.lo:.1f}..{f.peak_n.hi:.1f}]")
     elif math.isfinite(p.peak_x):  # no peak identified: the level the model approaches (λ/σ when κ is 0)
         ax.axhline(p.peak_x, color="#999", linestyle="--", label=f"modelled ceiling {p.peak_x:,.0f} TPS")
-    if rec.connections is not None:
-        ax.axvline(rec.connections, color="#2ca02c", linewidth=2.2, label=f"recommended: {rec.connections}")
+    _answer_marks(ax, rec)
     if rec.knee is not None:
         ax.axvline(rec.knee, color="#9467bd", linestyle="-.", linewidth=1, label=f"knee of the curve: {rec.knee}")
     if rec.heuristic is not None:
@@ -152,6 +152,21 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
     ax.set_ylabel("TPS (transactions/s)")
     ax.legend(loc="lower right")
     return chart
+
+
+def _answer_marks(ax: Any, rec: Recommendation) -> None:
+    """The answer on the scalability chart: the count, the counts noise would have picked, and the
+    level it was read against (a plateau, or the best measured)."""
+    if rec.connections is None:
+        return
+    ax.axvline(rec.connections, color="#2ca02c", linewidth=2.2, label=f"recommended: {rec.connections}")
+    if rec.counts_interval is not None and rec.counts_interval[0] != rec.counts_interval[1]:
+        ax.axvspan(*rec.counts_interval, color="#2ca02c", alpha=0.10,
+                   label="what noise would have picked: {}..{}".format(*rec.counts_interval))
+    if rec.level_tps is not None and rec.verdict in ("levels-off", "measured-peak", "saturated"):
+        what = "plateau" if rec.verdict == "levels-off" else "best measured"
+        ax.axhline(rec.level_tps, color="#2ca02c", linestyle="--", linewidth=1,
+                   label=f"{what} {rec.level_tps:,.0f} TPS ({rec.fraction:.0%}: {rec.fraction * rec.level_tps:,.0f})")
 
 
 def cpu(view: RunView, variant: str) -> Chart | None:

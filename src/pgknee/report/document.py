@@ -184,12 +184,12 @@ def _recommendation_blocks(view: RunView, recs: Sequence[Recommendation], charts
     for r in recs:
         items = tm.recommendation_items(r)
         blocks.append(Para(r.headline(), "headline"))
+        chart = charts.get(pl.key_of("scalability", view, r.variant))
+        if chart is not None:  # the answer, then the curve it came from: the report's first screen
+            blocks.append(ChartBlock(chart))
         blocks.extend(TableBlock(x) for x in items if isinstance(x, Table))
         if r.reasons:
             blocks.append(Bullets(r.reasons))
-        chart = charts.get(pl.key_of("scalability", view, r.variant))
-        if chart is not None:
-            blocks.append(ChartBlock(chart))
     return blocks
 
 

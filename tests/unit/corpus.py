@@ -1,0 +1,132 @@
+"""The verdict corpus: real sweeps kept as the analysis reads them (a RunData, one variant or
+more, as JSON in tests/data/verdicts/), each with the verdict a DBA would give and why. The tests
+(test_verdicts.py) load them with no server and no store and pin pgknee's answer to the DBA's.
+
+Adding a real run to it (from the store the run went to):
+
+    .venv/bin/python tests/unit/corpus.py add STORE RUN NAME --variant V [--variant V2] \\
+        --why "what a DBA reads in it" --command "the pgknee run line"
+
+writes tests/data/verdicts/NAME.json with the run's figures and the verdicts pgknee gives now,
+to be read, checked against the DBA's reading and kept (a change of answer then shows in a diff)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from pgknee.types import RunData
+
+DIR = Path(__file__).resolve().parent.parent / "data" / "verdicts"
+LEFT_OUT = ("commands", "progress", "statement_mix")  # nothing the recommendation reads
+
+
+def encode(obj: Any) -> Any:
+    """A RunData (or any of its parts) as JSON values: records as objects, tuples as lists."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): encode(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [encode(v) for v in obj]
+    return obj
+
+
+def decode(hint: Any, value: Any) -> Any:
+    """The value of a JSON document as the type `hint` says (the inverse of encode)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if value is None or hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        return decode(next(a for a in args if a is not type(None)), value)
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        return hint(**{k: decode(hints[k], v) for k, v in value.items() if k in hints})
+    if origin is dict:
+        return {decode(args[0], k): decode(args[1], v) for k, v in value.items()}
+    if origin is list:
+        return [decode(args[0], v) for v in value]
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(decode(args[0], v) for v in value)
+        return tuple(decode(a, v) for a, v in zip(args, value, strict=True))
+    if hint in (int, float, str, bool):
+        return hint(value)
+    return value
+
+
+def run_data(doc: dict[str, Any]) -> RunData:
+    hints = typing.get_type_hints(RunData)
+    fields = {k: decode(hints[k], v) for k, v in doc.items() if k in hints}
+    return RunData(**{"commands": [], **fields})
+
+
+def load(name: str) -> tuple[dict[str, Any], RunData]:
+    """A corpus entry: its description (name, command, source, why, expected verdicts) and its run."""
+    doc = json.loads((DIR / f"{name}.json").read_text())
+    return doc, run_data(doc["run"])
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in DIR.glob("*.json"))
+
+
+def _only(data: RunData, variants: list[str]) -> RunData:
+    """The run's steps of these variants, and the rows of those steps only."""
+    steps = [s for s in data.steps if s.variant in variants]
+    ids = {s.step_id for s in steps}
+    out = {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
+    for k, v in out.items():
+        if isinstance(v, dict) and all(isinstance(x, int) for x in v):
+            out[k] = {i: x for i, x in v.items() if i in ids}
+    out["steps"] = steps
+    return RunData(**out)
+
+
+def add(store: str, run: str, name: str, variants: list[str], why: str, command: str) -> Path:
+    from pgknee.analyze.recommend import recommend
+    from pgknee.analyze.run import build
+    from pgknee.store.db import Store
+    from pgknee.store.load import load_run
+
+    data = _only(load_run(Store(store, create=False), run), variants)
+    view = build(data)
+    expect = {}
+    for v in variants:
+        r = recommend(view, v)
+        expect[v] = {"verdict": r.verdict, "connections": r.connections,
+                     "counts_interval": list(r.counts_interval) if r.counts_interval else None,
+                     "headline": r.headline()}
+    run_doc = {k: v for k, v in encode(data).items() if k not in LEFT_OUT}
+    doc = {"name": name, "source": f"run {data.run.run_id} ({data.run.created_at[:10]}, this project's 2-CPU machine)",
+           "command": command, "why": why, "expect": expect, "run": run_doc}
+    DIR.mkdir(parents=True, exist_ok=True)
+    path = DIR / f"{name}.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return path
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("add", help="add a stored run's variants to the corpus")
+    a.add_argument("store")
+    a.add_argument("run")
+    a.add_argument("name")
+    a.add_argument("--variant", action="append", required=True)
+    a.add_argument("--why", required=True)
+    a.add_argument("--command", required=True)
+    args = p.parse_args(argv)
+    path = add(args.store, args.run, args.name, args.variant, args.why, args.command)
+    print(f"wrote {path} ({path.stat().st_size // 1024} KB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
