@@ -24,7 +24,8 @@ def test_a_real_sweep_ends_with_a_recommendation(server: EmbeddedCluster, tmp_pa
     again = pgknee("recommend", "last", "--store", str(store), "--json", str(js), "--p99-target", "50ms")
     assert again.code == 0, again.err
     (rec,) = json.loads(js.read_text())["recommendations"]
-    assert rec["verdict"] in ("recommended", "measured-peak", "not-identified", "no-count-meets-target", "withheld")
+    assert rec["verdict"] in ("recommended", "levels-off", "measured-peak", "saturated", "not-identified",
+                              "no-count-meets-target", "withheld")
     assert rec["model"]["points"] == 5 and 0 <= rec["model"]["sigma"] < 1 and rec["model"]["kappa"] >= 0
     assert rec["p99_target_ms"] == 50.0 and rec["heuristic"] == 4  # (--server-cpus x 2) + 0
     if rec["verdict"] == "recommended":
@@ -32,8 +33,12 @@ def test_a_real_sweep_ends_with_a_recommendation(server: EmbeddedCluster, tmp_pa
     elif rec["verdict"] == "measured-peak":  # a peak measured inside the sweep, the model unsure of it
         assert rec["connections"] in (1, 2, 4, 8) and rec["measured_best"] in (2, 4, 8) and rec["next_counts"]
         assert all(c not in (1, 2, 4, 8, 16) for c in rec["next_counts"]), rec["next_counts"]
-    elif rec["verdict"] == "not-identified":
-        assert rec["next_counts"][0] == 32
+    elif rec["verdict"] in ("levels-off", "saturated"):  # read against the measured curve, its noise interval
+        lo, hi = rec["counts_interval"]
+        assert rec["connections"] in (1, 2, 4, 8, 16) and lo <= rec["connections"] <= hi
+        assert all(c < 16 for c in rec["next_counts"]), rec["next_counts"]  # never upward on a levelled curve
+    elif rec["verdict"] == "not-identified":  # nothing saturated, still growing: only then upward
+        assert rec["next_counts"][0] == 32 and rec["saturated"] == []
     assert set(rec["checks"]) >= {"tps-vs-pgbench", "tps-vs-commits", "littles-law"}
     bad = pgknee("recommend", "last", "--store", str(store), "--variant", "nope")
     assert bad.code == 2 and "has no variant 'nope'" in bad.err

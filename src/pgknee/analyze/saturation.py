@@ -78,10 +78,9 @@ class Shape:
 
     @property
     def level(self) -> float:
-        """The plateau's throughput: the median of the medians of its counts in the last doubling
-        (where the curve was found flat), or of all its counts."""
-        last = [c for c in self.plateau if self.doubling_from is not None and c >= self.doubling_from]
-        return float(statistics.median(self.tps_at(c) for c in (last or self.plateau or self.counts)))
+        """The plateau's throughput: the median of its counts' medians (not the best of them: the
+        highest of noisy values is biased up)."""
+        return float(statistics.median(self.tps_at(c) for c in (self.plateau or self.counts)))
 
     def tps_at(self, n: int) -> float:
         return self.tps[self.counts.index(n)]
