@@ -15,6 +15,15 @@ DEFAULT_SUMMARY = "median"
 
 # a step whose repetitions' TPS spread, (max - min) / median, exceeds this percentage is noisy
 DEFAULT_NOISE_PCT = 10.0
+# a CPU is saturated over a step when its busiest second reached the first and its mean the second
+# (the reasons, the verdict's evidence and the charts say the same thing from the same samples)
+SATURATED_CPU_PEAK_PCT = 90.0
+SATURATED_CPU_MEAN_PCT = 80.0
+
+
+def cpu_saturated(peak_pct: float | None, mean_pct: float | None) -> bool:
+    return (peak_pct is not None and mean_pct is not None and peak_pct >= SATURATED_CPU_PEAK_PCT
+            and mean_pct >= SATURATED_CPU_MEAN_PCT)
 
 
 def check_noise_pct(pct: float) -> float:

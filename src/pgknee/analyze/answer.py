@@ -113,10 +113,13 @@ class Recommendation:
                     f"not pin the peak down yet: {more}")
         if self.verdict == "saturated" and n is not None:
             what = self.saturated[0] if self.saturated else "a resource was saturated"
+            between = f"counts between ({', '.join(map(str, self.next_counts))})" if self.next_counts else ""
+            settle = (f"repetitions (--reps 3){' and ' + between if between else ''} would tell whether it levels off"
+                      if self.repetitions < 3 else
+                      f"over {self.repetitions} repetitions; {between or 'counts between the measured ones'} would "
+                      "narrow it")
             return (f"{v}: use {self.count_text()} for now — {what}, yet throughput still grew beyond the noise at "
-                    f"the largest count; repetitions (--reps 3)"
-                    + (f" and counts between ({', '.join(map(str, self.next_counts))})" if self.next_counts else "")
-                    + " would tell whether it levels off")
+                    f"the largest count; {settle}")
         return self._no_count()
 
     def _no_count(self) -> str:

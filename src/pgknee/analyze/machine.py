@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pgknee.analyze.records import Group, RunView
 from pgknee.keys import Env, StepFact
+from pgknee.rules import cpu_saturated
 from pgknee.types import RunData, ServerOsSample
 
 UNKNOWN_HINT = "give --server-cpus N"
@@ -97,7 +98,7 @@ def machine_of(env: Mapping[str, str], target_kind: str | None = None) -> Machin
 
 def system_reasons(groups: Sequence[Group], m: Machine) -> list[str]:
     """The OS samples' evidence, said of the machine they were taken on."""
-    sat = [g for g in groups if g.system.peak_cpu is not None and g.system.peak_cpu >= 90]
+    sat = [g for g in groups if cpu_saturated(g.system.peak_cpu, g.system.mean_cpu)]
     if not sat or (m.local and m.server_evidence):  # one machine: its own /proc said it already
         return list(m.server_evidence)
     g = sat[0]
@@ -154,7 +155,7 @@ def server_row(data: RunData, group: Group) -> ServerRow | None:
 def server_reasons(view: RunView, groups: Sequence[Group], cpus: Cpus) -> list[str]:
     """The server's own OS samples' evidence, with its CPUs and where that count came from."""
     rows = [(g, r) for g in groups if (r := server_row(view.data, g)) is not None]
-    sat = [(g, r) for g, r in rows if r.peak_cpu >= 90]
+    sat = [(g, r) for g, r in rows if cpu_saturated(r.peak_cpu, r.mean_cpu)]
     if not sat:
         return []
     g, r = sat[0]

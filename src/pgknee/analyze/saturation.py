@@ -28,9 +28,8 @@ import numpy as np
 
 from pgknee.analyze.machine import Machine, server_row
 from pgknee.analyze.records import Group, RunView
+from pgknee.rules import cpu_saturated
 
-SATURATED_CPU_PCT = 90.0  # a CPU at or above this at the busiest second of the bench phase
-SATURATED_CPU_MEAN_PCT = 85.0  # ... and at or above this on average over it
 POOLER_BUSY_PCT = 85.0  # pgbouncer's one core, % on average over the bench phase
 DRAWS = 2000  # noise draws for an answer's interval
 PLAUSIBLE = 0.8  # the answer's interval: the counts the middle 80% of the noise draws picked
@@ -153,14 +152,14 @@ def _cpu(view: RunView, g: Group, m: Machine) -> Saturation | None:
     """The server's own CPU samples; else, when the server runs on this machine, this machine's."""
     r = server_row(view.data, g)
     if r is not None:
-        if r.peak_cpu >= SATURATED_CPU_PCT and r.mean_cpu >= SATURATED_CPU_MEAN_PCT:
+        if cpu_saturated(r.peak_cpu, r.mean_cpu):
             return Saturation("server CPU", g.clients, f"its own /proc: mean {r.mean_cpu:.0f}%, peak {r.peak_cpu:.0f}%"
                               + (f" of {m.server.n} CPUs" if m.server.n is not None else ""))
         return None
     s = g.system
     if not m.local or s.peak_cpu is None or s.mean_cpu is None:
         return None
-    if s.peak_cpu >= SATURATED_CPU_PCT and s.mean_cpu >= SATURATED_CPU_MEAN_PCT:
+    if cpu_saturated(s.peak_cpu, s.mean_cpu):
         return Saturation("CPU", g.clients, f"this machine's, shared by the server and pgbench: mean "
                           f"{s.mean_cpu:.0f}%, peak {s.peak_cpu:.0f}%"
                           + (f" of {m.client} CPUs" if m.client is not None else ""))
