@@ -80,10 +80,13 @@ class Recommendation:
         """What more measuring would settle, when noise could move the answer by more than a step."""
         if not self.wide:
             return ""
-        between = f", or counts between ({', '.join(map(str, self.next_counts))})" if self.next_counts else ""
+        more = ""
+        if self.next_counts:
+            *head, last = map(str, self.next_counts)
+            more = f", or measure {', '.join(head) + ' and ' if head else ''}{last} too,"
         if self.repetitions <= 1:
-            return f"; one repetition: run --reps 3{between} to narrow it"
-        return f"; {self.repetitions} repetitions leave it this wide: more (--reps 5){between} would narrow it"
+            return f"; one repetition: run --reps 3{more} to narrow it"
+        return f"; {self.repetitions} repetitions leave it this wide: more (--reps 5){more} would narrow it"
 
     def headline(self) -> str:
         v, n = self.variant, self.connections

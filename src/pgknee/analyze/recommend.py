@@ -104,10 +104,14 @@ def _reasons(groups: Sequence[Group], rec_n: int | None, cores: Machine, fractio
     if len(pts) >= 2:
         best = max(pts, key=lambda p: p[1])
         first = pts[0]
-        out.append(f"TPS grew from {first[1]:,.0f} at {first[0]} clients to {best[1]:,.0f} at {best[0]} "
-                   f"({100 * (best[1] / first[1] - 1):+.0f}%)"
-                   + (f", and at {pts[-1][0]} it was {pts[-1][1]:,.0f} ({100 * (pts[-1][1] / best[1] - 1):+.0f}% "
-                      "from the best)" if pts[-1][0] != best[0] else ""))
+        if best[0] == first[0]:
+            out.append(f"TPS was highest at the smallest count, {first[0]} clients ({first[1]:,.0f}), and "
+                       f"{pts[-1][1]:,.0f} at {pts[-1][0]} ({100 * (pts[-1][1] / best[1] - 1):+.0f}%)")
+        else:
+            out.append(f"TPS grew from {first[1]:,.0f} at {first[0]} clients to {best[1]:,.0f} at {best[0]} "
+                       f"({100 * (best[1] / first[1] - 1):+.0f}%)"
+                       + (f", and at {pts[-1][0]} it was {pts[-1][1]:,.0f} ({100 * (pts[-1][1] / best[1] - 1):+.0f}% "
+                          "from the best)" if pts[-1][0] != best[0] else ""))
     lat = [(g.clients, g.lat_avg.value, g.lat_stddev.value, g.p99.value) for g in groups
            if g.lat_avg and g.lat_stddev and g.p99]
     if len(lat) >= 2:
@@ -168,7 +172,17 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
                                    measured=tuple(sorted(by_n)))
     if len(by_n) < 3:
         return dataclasses.replace(start, reasons=tuple(_reasons(groups, None, cores)), measured=tuple(sorted(by_n)))
-    return _from_the_model(start, groups, by_n, cores, view)
+    return _below_the_sweep(_from_the_model(start, groups, by_n, cores, view))
+
+
+def _below_the_sweep(r: Recommendation) -> Recommendation:
+    """An answer at the smallest count measured, which was also the best: the counts below it are
+    where the curve's rise is, so they are proposed first."""
+    lo = r.measured[0] if r.measured else None
+    if not r.answered or lo is None or lo <= 1 or r.connections != lo or r.concurrency != "clients":
+        return r
+    below = tuple(sorted({1, lo // 2} - {lo}))
+    return dataclasses.replace(r, next_counts=(*below, *(c for c in r.next_counts if c not in below)))
 
 
 def _check_counts(groups: Sequence[Group]) -> dict[CheckId, tuple[int, int]]:

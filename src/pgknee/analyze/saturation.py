@@ -120,6 +120,9 @@ def shape_reason(s: Shape, unit: str = "clients") -> str | None:
     if s.grows:
         return (f"throughput still grew {s.growth_pct:+.0f}% from {start} to {top} {unit}, more than the "
                 f"{s.noise_pct:g}% noise allowance{little}")
+    if s.declines:
+        return (f"throughput fell {s.decline_pct:.0f}% from its best ({s.best:,.0f} TPS at {s.best_n}) to {top} "
+                f"{unit}, more than the {s.noise_pct:g}% noise allowance")
     return None
 
 
