@@ -5,7 +5,7 @@ more, as JSON in tests/data/verdicts/), each with the verdict a DBA would give a
 Adding a real run to it (from the store the run went to):
 
     .venv/bin/python tests/unit/corpus.py add STORE RUN NAME --variant V [--variant V2] \\
-        --why "what a DBA reads in it" --command "the pgknee run line"
+        --why "what a DBA reads in it" --command "the pgknee run line" --dba V=levels-off:8-16 ...
 
 writes tests/data/verdicts/NAME.json with the run's figures and the verdicts pgknee gives now,
 to be read, checked against the DBA's reading and kept (a change of answer then shows in a diff)."""
@@ -25,16 +25,24 @@ from pgknee.types import RunData
 
 DIR = Path(__file__).resolve().parent.parent / "data" / "verdicts"
 LEFT_OUT = ("commands", "progress", "statement_mix")  # nothing the recommendation reads
+ROWS = "__rows__"
 
 
 def encode(obj: Any) -> Any:
-    """A RunData (or any of its parts) as JSON values: records as objects, tuples as lists."""
+    """A RunData (or any of its parts) as JSON values: records as objects, a list of records as
+    columns and rows (a step's OS samples are most of a run), tuples as lists, floats to seven
+    significant digits (far below any measurement's noise)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
         return {str(k): encode(v) for k, v in obj.items()}
+    if isinstance(obj, list) and obj and all(dataclasses.is_dataclass(x) for x in obj):
+        names = [f.name for f in dataclasses.fields(obj[0])]
+        return {ROWS: names, "values": [[encode(getattr(x, n)) for n in names] for x in obj]}
     if isinstance(obj, list | tuple):
         return [encode(v) for v in obj]
+    if isinstance(obj, float):
+        return float(f"{obj:.7g}")
     return obj
 
 
@@ -50,6 +58,8 @@ def decode(hint: Any, value: Any) -> Any:
         return hint(**{k: decode(hints[k], v) for k, v in value.items() if k in hints})
     if origin is dict:
         return {decode(args[0], k): decode(args[1], v) for k, v in value.items()}
+    if origin is list and isinstance(value, dict):
+        return [decode(args[0], dict(zip(value[ROWS], row, strict=True))) for row in value["values"]]
     if origin is list:
         return [decode(args[0], v) for v in value]
     if origin is tuple:
@@ -89,7 +99,8 @@ def _only(data: RunData, variants: list[str]) -> RunData:
     return RunData(**out)
 
 
-def add(store: str, run: str, name: str, variants: list[str], why: str, command: str) -> Path:
+def add(store: str, run: str, name: str, variants: list[str], why: str, command: str,
+        dba: dict[str, dict[str, Any]]) -> Path:
     from pgknee.analyze.recommend import recommend
     from pgknee.analyze.run import build
     from pgknee.store.db import Store
@@ -105,7 +116,7 @@ def add(store: str, run: str, name: str, variants: list[str], why: str, command:
                      "headline": r.headline()}
     run_doc = {k: v for k, v in encode(data).items() if k not in LEFT_OUT}
     doc = {"name": name, "source": f"run {data.run.run_id} ({data.run.created_at[:10]}, this project's 2-CPU machine)",
-           "command": command, "why": why, "expect": expect, "run": run_doc}
+           "command": command, "why": why, "dba": dba, "expect": expect, "run": run_doc}
     DIR.mkdir(parents=True, exist_ok=True)
     path = DIR / f"{name}.json"
     path.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -122,8 +133,15 @@ def main(argv: list[str]) -> int:
     a.add_argument("--variant", action="append", required=True)
     a.add_argument("--why", required=True)
     a.add_argument("--command", required=True)
+    a.add_argument("--dba", action="append", required=True, metavar="VARIANT=VERDICT[:LO-HI]",
+                   help="the verdict a DBA gives each variant, and the counts they would accept")
     args = p.parse_args(argv)
-    path = add(args.store, args.run, args.name, args.variant, args.why, args.command)
+    dba: dict[str, dict[str, Any]] = {}
+    for item in args.dba:
+        variant, _, rest = item.partition("=")
+        verdict, _, span = rest.partition(":")
+        dba[variant] = {"verdict": verdict, "counts": [int(x) for x in span.split("-")] if span else None}
+    path = add(args.store, args.run, args.name, args.variant, args.why, args.command, dba)
     print(f"wrote {path} ({path.stat().st_size // 1024} KB)")
     return 0
 

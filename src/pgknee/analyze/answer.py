@@ -116,11 +116,16 @@ class Recommendation:
                     f"not pin the peak down yet: {more}")
         if self.verdict == "saturated" and n is not None:
             what = self.saturated[0] if self.saturated else "a resource was saturated"
+            upward = bool(self.next_counts) and min(self.next_counts) > max(self.measured, default=0)
             between = f"counts between ({', '.join(map(str, self.next_counts))})" if self.next_counts else ""
-            settle = (f"repetitions (--reps 3){' and ' + between if between else ''} would tell whether it levels off"
-                      if self.repetitions < 3 else
-                      f"over {self.repetitions} repetitions; {between or 'counts between the measured ones'} would "
-                      "narrow it")
+            if self.repetitions < 3:
+                settle = (f"repetitions (--reps 3){' and ' + between if between else ''} would tell whether it "
+                          "levels off")
+            elif upward:
+                settle = (f"the growth holds over {self.repetitions} repetitions, bought with latency: one doubling "
+                          f"more ({self.next_counts[0]} clients) would show where it ends")
+            else:
+                settle = f"over {self.repetitions} repetitions; {between} would narrow it"
             return (f"{v}: use {self.count_text()} for now — {what}, yet throughput still grew beyond the noise at "
                     f"the largest count; {settle}")
         return self._no_count()

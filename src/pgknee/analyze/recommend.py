@@ -380,9 +380,13 @@ def _saturated(start: Recommendation, groups: Sequence[Group], by_n: dict[int, l
                                    reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
     span = _rule_interval(groups, by_n, sh.noise_pct, rule) or (chosen, chosen)
     span = (min(span[0], chosen), max(span[1], chosen))
+    between = _between(sh.counts, span[0], sh.counts[-1])
+    # every count between measured, and the growth beyond the noise over several repetitions: one doubling
+    # more shows where it ends (never the 4-doubling climb of a curve with nothing saturated)
+    settled = not between and start.repetitions >= 3
     r = dataclasses.replace(base, verdict="saturated", connections=chosen, counts_interval=span,
                             interval=(float(span[0]), float(span[1])),
-                            next_counts=_between(sh.counts, span[0], sh.counts[-1]))
+                            next_counts=(2 * sh.counts[-1],) if settled else between)
     return dataclasses.replace(r, reasons=(*_evidence_lines(ev), *ev.opinions(r), *_reasons(groups, None, cores)))
 
 
