@@ -172,7 +172,7 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
                                    measured=tuple(sorted(by_n)))
     if len(by_n) < 3:
         return dataclasses.replace(start, reasons=tuple(_reasons(groups, None, cores)), measured=tuple(sorted(by_n)))
-    return _below_the_sweep(_from_the_model(start, groups, by_n, cores, view))
+    return _below_the_sweep(_decide(start, groups, by_n, cores, view))
 
 
 def _below_the_sweep(r: Recommendation) -> Recommendation:
@@ -196,7 +196,7 @@ def _check_counts(groups: Sequence[Group]) -> dict[CheckId, tuple[int, int]]:
     return checks
 
 
-def _from_the_model(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]],
+def _decide(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]],
                     cores: Machine, view: RunView) -> Recommendation:
     """Withheld when the client set the pace; else the evidence decides (module docstring):
     a curve that levels off, a peak the model places, a peak measured, a saturated resource
@@ -291,7 +291,7 @@ def _evidence(view: RunView, groups: Sequence[Group], by_n: dict[int, list[float
                      fraction)
 
 
-def _rule_interval(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]], noise_pct: float,
+def _rule_interval(by_n: Mapping[int, Sequence[float]], noise_pct: float,
                    rule: Callable[[Mapping[int, Sequence[float]]], int | None]) -> tuple[int, int] | None:
     """The counts `rule` picks on the measured curve moved by plausible noise (noise_draws)."""
     return count_interval([rule(d) for d in noise_draws(by_n, noise_pct)])
@@ -312,10 +312,9 @@ def _levels_off(start: Recommendation, groups: Sequence[Group], by_n: dict[int, 
     """The measured curve levels off: the smallest measured count reaching the fraction of the
     plateau's throughput, its interval from the same rule on noisy copies of the curve."""
     sh, fraction, p99 = ev.shape, start.fraction, start.p99_target_ms
-    latency = dict(zip(sh.counts, [0.0] * len(sh.counts), strict=True))
 
     def rule(d: Mapping[int, Sequence[float]]) -> int | None:
-        return _smallest_reaching(groups, d, fraction * shape_of(d, latency, sh.noise_pct).level, p99)
+        return _smallest_reaching(groups, d, fraction * shape_of(d, {}, sh.noise_pct).level, p99)
 
     chosen = rule(by_n)
     base = dataclasses.replace(start, fit=ev.fit, knee=ev.knee, level_tps=sh.level, saturated=ev.lines(),
@@ -323,7 +322,7 @@ def _levels_off(start: Recommendation, groups: Sequence[Group], by_n: dict[int, 
     if chosen is None:
         return dataclasses.replace(base, verdict="no-count-meets-target",
                                    reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
-    span = _rule_interval(groups, by_n, sh.noise_pct, rule) or (chosen, chosen)
+    span = _rule_interval(by_n, sh.noise_pct, rule) or (chosen, chosen)
     span = (min(span[0], chosen), max(span[1], chosen))
     r = dataclasses.replace(base, verdict="levels-off", connections=chosen, counts_interval=span,
                             interval=(float(span[0]), float(span[1])), next_counts=_between(sh.counts, *span))
@@ -378,7 +377,7 @@ def _saturated(start: Recommendation, groups: Sequence[Group], by_n: dict[int, l
     if chosen is None:
         return dataclasses.replace(base, verdict="no-count-meets-target",
                                    reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
-    span = _rule_interval(groups, by_n, sh.noise_pct, rule) or (chosen, chosen)
+    span = _rule_interval(by_n, sh.noise_pct, rule) or (chosen, chosen)
     span = (min(span[0], chosen), max(span[1], chosen))
     between = _between(sh.counts, span[0], sh.counts[-1])
     # every count between measured, and the growth beyond the noise over several repetitions: one doubling
@@ -416,7 +415,7 @@ def _measured_peak(start: Recommendation, groups: Sequence[Group],
     why = (f"the measured throughput peaked at {best_n} ({best:,.0f} TPS) and was {100 * (1 - last / best):.0f}% "
            f"lower at {last_n}, more than the {noise:.0f}% noise allowance; the scalability model fitted to "
            f"{len(counts)} counts does not place that peak, so the answer is read against the measured best")
-    span = _rule_interval(groups, by_n, noise, rule) or (chosen, chosen)
+    span = _rule_interval(by_n, noise, rule) or (chosen, chosen)
     return dataclasses.replace(start, verdict="measured-peak", connections=chosen, measured_best=best_n,
                                next_counts=tuple(c for c in between if lo < c < hi), reasons=(why,),
                                counts_interval=(min(span[0], chosen), max(span[1], chosen)), level_tps=best,
