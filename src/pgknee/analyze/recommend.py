@@ -273,7 +273,7 @@ class _Evidence:
         if m is not None:
             what = "peak" if self.fit.identified else "ceiling"
             out.append(f"the scalability model reaches {self.fraction:.0%} of its modelled {what} at {m[0]:.1f} "
-                       f"(measured: {m[1]}): it {agrees(m[1])}")
+                       f"(the first count measured past it: {m[1]}): it {agrees(m[1])}")
         else:
             out.append("the scalability model places neither a peak nor a ceiling (σ "
                        f"{self.fit.params.sigma:.2f} [{self.fit.sigma.lo:.2f}..{self.fit.sigma.hi:.2f}])")
