@@ -8,7 +8,8 @@ Adding a real run to it (from the store the run went to):
         --why "what a DBA reads in it" --command "the pgknee run line" --dba V=levels-off:8-16 ...
 
 writes tests/data/verdicts/NAME.json with the run's figures and the verdicts pgknee gives now,
-to be read, checked against the DBA's reading and kept (a change of answer then shows in a diff)."""
+to be read, checked against the DBA's reading and kept (a change of answer then shows in a diff);
+`corpus.py docs` prints the section of docs/reading-the-answer.md that shows them."""
 
 from __future__ import annotations
 
@@ -123,6 +124,21 @@ def add(store: str, run: str, name: str, variants: list[str], why: str, command:
     return path
 
 
+def markdown() -> str:
+    """The real sweeps' section of docs/reading-the-answer.md: each entry's command, what a DBA reads
+    in it, and pgknee's headline for each variant (the tests check that the page has each)."""
+    out = []
+    for name in names():
+        doc, _ = load(name)
+        out += [f"### {name}", "", f"`{doc['command']}` — {doc['source']}.", ""]
+        for e in doc["expect"].values():
+            out += [f"> {e['headline']}", ""]
+        dba = "; ".join(f"{v}: {d['verdict'].replace('|', ' or ')}"
+                        + (" {}..{}".format(*d["counts"]) if d.get("counts") else "") for v, d in doc["dba"].items())
+        out += [f"*A DBA's reading*: {doc['why']} ({dba})", ""]
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -135,10 +151,14 @@ def main(argv: list[str]) -> int:
     a.add_argument("--command", required=True)
     a.add_argument("--dba", action="append", required=True, metavar="VARIANT=VERDICT[:LO-HI]",
                    help="the verdict a DBA gives each variant, and the counts they would accept")
+    sub.add_parser("docs", help="print the real sweeps' section of docs/reading-the-answer.md")
     args = p.parse_args(argv)
+    if args.cmd == "docs":
+        print(markdown())
+        return 0
     dba: dict[str, dict[str, Any]] = {}
     for item in args.dba:
-        variant, _, rest = item.partition("=")
+        variant, _, rest = item.rpartition("=")  # a variant may hold "=", a verdict never
         verdict, _, span = rest.partition(":")
         dba[variant] = {"verdict": verdict, "counts": [int(x) for x in span.split("-")] if span else None}
     path = add(args.store, args.run, args.name, args.variant, args.why, args.command, dba)
