@@ -142,7 +142,7 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
         ax.axhline(p.peak_x, color="#999", linestyle="--", label=f"modelled ceiling {p.peak_x:,.0f} TPS")
     _answer_marks(ax, rec)
     if rec.knee is not None:
-        ax.axvline(rec.knee, color="#9467bd", linestyle="-.", linewidth=1, label=f"knee of the curve: {rec.knee}")
+        ax.axvline(rec.knee, color="#9467bd", linestyle="-.", linewidth=1, label=f"knee (Kneedle): {rec.knee}")
     if rec.heuristic is not None:
         ax.axvline(rec.heuristic, color="#7f7f7f", linestyle=":", linewidth=1.2,
                    label=f"(server cores × 2) + spindles = {rec.heuristic}")

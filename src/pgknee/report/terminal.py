@@ -152,7 +152,7 @@ def recommendation_items(r: Recommendation) -> list[RenderableType]:
         if r.modelled_n is not None:
             t.add_row(f"model reaches {r.fraction:.0%} at", f"{r.modelled_n:.1f}")
     if r.knee is not None:
-        t.add_row("knee of the measured curve", str(r.knee))
+        t.add_row("knee of the measured curve (Kneedle)", str(r.knee))
     t.add_row("rule of thumb (cores x 2) + spindles", rule_of_thumb(r))
     if r.checks:
         t.add_row("checks", "; ".join(f"{name} {ok} ok" + (f", {warn} WARN" if warn else "")
