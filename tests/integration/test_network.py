@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import statistics
 import subprocess
 import threading
 import time
@@ -19,33 +20,42 @@ from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, sql
 
+ROUNDS = 7  # interleaved rounds of the three probes: a burst on the shared machine disturbs one round, not the median
+ROUND_TRIPS = 60
+
 
 def _added(server: EmbeddedCluster, asked: float) -> tuple[float, float, float]:
     """(the relay's own cost at rtt 0, what it adds at `asked` beyond that, the fastest round trip
-    through it), measured side by side."""
-    direct = probe(server.endpoint)
-    with Relay(server.endpoint, 0.0) as r0:
-        base = probe(r0.endpoint)
-    with Relay(server.endpoint, asked) as r:
-        through = probe(r.endpoint, expected_ms=asked)
-    assert not r.alive()
-    return base.median_ms - direct.median_ms, through.median_ms - base.median_ms, through.min_ms
+    through it): the medians over interleaved rounds of the paired differences (direct, rtt 0,
+    rtt asked, then again), so that the three are measured side by side, not minutes apart."""
+    own, added, fastest = [], [], []
+    with Relay(server.endpoint, 0.0) as r0, Relay(server.endpoint, asked) as r:
+        for _ in range(ROUNDS):
+            direct = probe(server.endpoint, count=ROUND_TRIPS)
+            base = probe(r0.endpoint, count=ROUND_TRIPS)
+            through = probe(r.endpoint, expected_ms=asked, count=ROUND_TRIPS)
+            own.append(base.median_ms - direct.median_ms)
+            added.append(through.median_ms - base.median_ms)
+            fastest.append(through.min_ms)
+    assert not r.alive() and not r0.alive()
+    return statistics.median(own), statistics.median(added), min(fastest)
 
 
 @pytest.mark.alone  # a timing measured in microseconds: nothing of the suite beside it
 @pytest.mark.parametrize("asked", [1.0, 5.0])
 def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) -> None:
     """The relay's own cost measured with rtt 0; at 1 ms and 5 ms what it adds beyond that is the
-    asked delay within 20% (the issue's test). The machine is shared: a measurement disturbed by
-    another process's burst is taken again, at most three times."""
-    tries = [_added(server, asked)]
-    while abs(tries[-1][1] - asked) > 0.2 * asked and len(tries) < 3:
-        tries.append(_added(server, asked))
-    own, added, fastest = tries[-1]
-    assert 0 <= own < 1.0, f"the relay's own added latency {own:.3f} ms"
-    assert abs(added - asked) <= 0.2 * asked, f"asked {asked} ms, added {[round(t[1], 3) for t in tries]} ms"
-    # every round trip waited about the delay (the relay asks its timers early by their usual lateness)
-    assert fastest >= 0.9 * asked
+    asked delay within 20% (the issue's test). Measured on this 2-CPU machine, 55 times over (2026-11-25,
+    quiet): its own cost 0.156-0.198 ms; what it adds 0.865-0.916 ms at 1 ms, 4.891-4.917 at 5 ms
+    (the relay asks its timers early by their usual lateness); the fastest round trip through it 0.898
+    ms at 1 ms and 4.883 at 5 ms, 0.117 ms early at worst. No retry: the medians of interleaved rounds
+    carry a burst of the shared machine."""
+    own, added, fastest = _added(server, asked)
+    assert 0 < own < 1.0, f"the relay's own added latency {own:.3f} ms"
+    assert abs(added - asked) <= 0.2 * asked, f"asked {asked} ms, added {added:.3f} ms"
+    # no round trip came back much before the delay: the relay asks each timer early by at most its
+    # lateness estimate, about 0.05 ms a direction here (0.117 ms early at worst in 55 runs)
+    assert fastest >= asked - 0.2, f"the fastest round trip {fastest:.3f} ms at {asked} ms asked"
 
 
 @pytest.mark.alone
