@@ -12,7 +12,6 @@ import threading
 import traceback
 from typing import Any, NoReturn
 
-from pgknee import __version__
 from pgknee.errors import (
     BROKEN_PIPE,
     Interrupted,
@@ -23,6 +22,20 @@ from pgknee.errors import (
     take_thread_failures,
     thread_error,
 )
+
+
+class _Version(argparse.Action):
+    """--version, read only when asked (a checkout's commit comes from its files)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:  # noqa: A002
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from pgknee.cli.version import describe
+
+        print(describe())
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pgknee",
         description="PostgreSQL connection-concurrency lab: sweep the number of client connections, "
                     "measure throughput, latency and wait events, and show where the knee is.")
-    p.add_argument("--version", action="version", version=f"pgknee {__version__}")
+    p.add_argument("--version", action=_Version, help="show pgknee's version (and its commit, from a checkout)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     run_cmd.add_parser(sub)
     show_cmd.add_parsers(sub)
