@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import cleanup as cleanup_cmd
     from pgknee.cli import compare as compare_cmd
     from pgknee.cli import completion as completion_cmd
+    from pgknee.cli import doctor as doctor_cmd
     from pgknee.cli import export as export_cmd
     from pgknee.cli import k8s as k8s_cmd
     from pgknee.cli import recommend as recommend_cmd
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     agent_cmd.add_parser(sub)
     k8s_cmd.add_parser(sub)
     completion_cmd.add_parser(sub)
+    doctor_cmd.add_parser(sub)
     workload_cmd.add_parser(sub)
     return p
 

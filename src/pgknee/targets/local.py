@@ -46,7 +46,8 @@ CONF_ERRORS = ("invalid value for parameter", "unrecognized configuration parame
                "outside the valid range for parameter", "cannot be changed")
 
 
-def _version_of(bindir: Path) -> tuple[int, int] | None:
+def server_version(bindir: Path) -> tuple[int, int] | None:
+    """(major, minor) of the server in `bindir`, from postgres --version."""
     try:
         out = proc.run([str(bindir / "postgres"), "--version"], timeout=10).stdout
     except OSError:
@@ -178,7 +179,7 @@ class EmbeddedCluster:
         self.port = 0
         self.password = secrets.token_urlsafe(24)
         self._proc: subprocess.Popen[bytes] | None = None
-        self.version = _version_of(bindir)
+        self.version = server_version(bindir)
         self.kept = False
         self.variant_settings: dict[str, str] = {}
         self._adopted: int | None = None  # a postmaster of this directory someone else started (pg_ctl restart)
