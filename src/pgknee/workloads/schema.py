@@ -13,6 +13,7 @@ Never CASCADE; never a wait behind the user's own traffic.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,3 +138,40 @@ def drop(conn: psycopg.Connection[Any], schema: str) -> None:
     except psycopg.errors.InsufficientPrivilege as e:
         raise TargetError(f"--reinit: not allowed to drop schema {schema!r}: {str(e).strip().splitlines()[0]}",
                           "connect as the user who created it, or choose another --schema") from None
+
+
+def marked_schemas(conn: psycopg.Connection[Any]) -> list[tuple[str, str, int]]:
+    """pgknee's workload schemas in this database (marked by comment, or by their meta table as
+    pgknee once marked them): (name, owner, bytes of their tables), by name."""
+    rows = conn.execute(
+        "SELECT n.nspname, pg_get_userbyid(n.nspowner), coalesce(sum(pg_total_relation_size(c.oid)), 0) "
+        "FROM pg_namespace n LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind IN ('r', 'p', 'm') "
+        "WHERE coalesce(obj_description(n.oid, 'pg_namespace'), '') LIKE %s "
+        "OR EXISTS (SELECT 1 FROM pg_class m WHERE m.relnamespace = n.oid AND m.relname = %s) "
+        "GROUP BY 1, 2 ORDER BY 1", (MARK + "%", META_TABLE)).fetchall()
+    return [(str(n), str(o), int(b)) for n, o, b in rows if inspect(conn, str(n)).marked]
+
+
+def cleanup(conn: psycopg.Connection[Any], schema: str | None = None, *, dry_run: bool = False,
+            say: Callable[[str], None] = lambda _: None) -> list[str]:
+    """pgknee cleanup --dsn: drop pgknee's workload schemas (or the one named), each as --reinit
+    drops it (its own tables then the schema, RESTRICT, at once or not at all); a schema not
+    marked as pgknee's is refused before anything is dropped. A line per schema, said as it is
+    dropped (a refusal further on leaves those said dropped, and only those)."""
+    if schema is not None:
+        found = inspect(conn, schema)
+        if not found.exists:
+            raise UserError(f"this database has no schema {schema!r}", "pgknee cleanup --dsn ... --dry-run lists "
+                            "pgknee's own schemas")
+        refuse_foreign(found, schema)
+        targets = [(schema, found.owner, -1)]
+    else:
+        targets = marked_schemas(conn)
+    out = []
+    for name, owner, size in targets:
+        what = f"schema {name!r} (owner {owner}" + (f", {size / 2**20:,.1f} MB" if size >= 0 else "") + ")"
+        if not dry_run:
+            drop(conn, name)
+        out.append(("would drop " if dry_run else "dropped ") + what)
+        say(out[-1])
+    return out
