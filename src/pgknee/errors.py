@@ -78,6 +78,13 @@ class StoreFull(StoreError):
     exit_code = 8
 
 
+class NoAnswer(PgkneeError):
+    """A sweep measured as asked that holds no count to act on (peak not reached, withheld, too few
+    counts): not bad input; what to run next is in the line."""
+
+    exit_code = 10
+
+
 class PoolerError(PgkneeError):
     """The connection pooler (pgbouncer)."""
 

@@ -79,13 +79,20 @@ def test_max_connections_that_does_not_fit_is_said(db: Path, capsys: pytest.Capt
     ([RUN, "--pgbouncer"], "--pgbouncer and --app-pool size pools for the application's instances (add "
                            "--app-instances N)"),
     ([RUN, "--app-instances", "3", "--app-pool", "hikari,c3p0"], "--app-pool 'hikari,c3p0': unknown pool 'c3p0'"),
-    (["20270101-000100-lin0", "--app-instances", "3"],
-     "variant base: no recommended connection count to deploy (not-identified: peak not reached"),
 ])
 def test_bad_input_is_one_line_and_exit_2(db: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
                                           line: str) -> None:
     rc, out, err = _recommend(db, capsys, *argv)
     assert rc == 2 and len(err.splitlines()) == 1 and err.startswith("pgknee: error: ") and line in err, err
+    assert "Deployment" not in out
+
+
+def test_no_count_to_deploy_is_its_own_exit_code(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep with no answer (still growing, nothing saturated) is not bad input: exit 10, one line
+    saying why and what to run next."""
+    rc, out, err = _recommend(db, capsys, "20270101-000100-lin0", "--app-instances", "3")
+    assert rc == 10 and len(err.splitlines()) == 1 and err.startswith("pgknee: error: "), err
+    assert "variant base: no recommended connection count to deploy (not-identified: peak not reached" in err
     assert "Deployment" not in out
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from pgknee.analyze.recommend import Recommendation, concurrency_of
 from pgknee.analyze.records import RunView
-from pgknee.errors import UserError
+from pgknee.errors import NoAnswer, UserError
 from pgknee.keys import setting
 
 APP_POOLS = ("hikari", "sqlalchemy", "pgx")
@@ -58,7 +58,7 @@ def app_pool_names(text: str) -> tuple[str, ...]:
 def database_n(view: RunView, r: Recommendation) -> int:
     """The database-side concurrency of the recommended count (a pooled variant's: its pool)."""
     if not r.answered or r.connections is None:
-        raise UserError(f"variant {r.variant}: no recommended connection count to deploy ({r.verdict}: "
+        raise NoAnswer(f"variant {r.variant}: no recommended connection count to deploy ({r.verdict}: "
                         f"{r.headline().split(': ', 1)[-1][:160]})", "extend the sweep as the recommendation says, "
                         "then ask again")
     g = next(g for g in view.groups if g.variant == r.variant and g.clients == r.connections)
