@@ -260,3 +260,16 @@ def test_plan_to_dict_without_dsn() -> None:
     assert d["workload"] == {"name": "ewallet", "scale": 1.0, "schema": "pgknee_ewallet", "reinit": False,
                              "scripts": (), "path": "", "allow_writes": False}
     assert WorkloadSpec(name="tpcb").schema == "pgknee_pgbench"  # pgbench's tables in pgknee's own schema
+
+
+def test_a_latency_without_a_unit_is_refused_where_a_dba_writes_milliseconds() -> None:
+    """pgknee size --latency 50 read 50 seconds and answered 50,000 connections; --p99-target 20
+    meant 20 s. A latency carries its unit or is refused in one line."""
+    from pgknee.errors import UserError
+    from pgknee.plan.parse import parse_seconds
+
+    assert parse_seconds("50ms", "--latency", unit_required=True) == 0.05
+    assert parse_seconds("10", "--duration") == 10.0  # a step's duration: seconds, as pgbench -T counts them
+    with pytest.raises(UserError) as e:
+        parse_seconds("50", "--latency", unit_required=True)
+    assert e.value.message == "--latency '50' has no unit" and e.value.hint == "write it with one, e.g. 50ms or 50s"
