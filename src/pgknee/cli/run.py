@@ -38,7 +38,8 @@ def add_parser(sub: Any) -> None:
         description="Start a throwaway PostgreSQL (or use --dsn), install the e-wallet workload, run pgbench at "
                     "each client count, sample pg_stat_activity and the OS, store everything and print the tables.")
     p.add_argument("plan", nargs="?", metavar="PLAN.toml",
-                   help="a plan file holding everything a run needs (sections target, workload, sweep, collect)")
+                   help="a plan file holding everything a run needs (sections target, workload, sweep, pooler, "
+                        "collect)")
     p.add_argument("--scenario", metavar="NAME",
                    help="run one of the articles' experiments as a ready plan ('pgknee scenarios' lists them)")
     for add in (_target_options, _workload_options, _sweep_options, _pooler_options, _collection_options,
@@ -114,9 +115,14 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--variant", dest="variants", action="append", default=None, metavar="SPEC",
                    help="a variant of the sweep, repeatable; variants run interleaved (A B A B) per client "
                         "count and repetition. SPEC: normal, pipeline, connect (-C), simple, extended, "
-                        "prepared, or several joined by ':', or key=value (name, protocol, pipeline, connect, "
-                        "rate=TPS for an open loop, think=DURATION for a pause after each transaction), "
-                        "e.g. --variant normal --variant pipeline")
+                        "prepared, or several joined by ':', or key=value: name, protocol, pipeline, connect, "
+                        "rate=TPS (an open loop), think=DURATION (a pause after each transaction), rtt=DURATION "
+                        "(a simulated round trip); through a pgbouncer pgknee manages: pooled (or session, "
+                        "transaction, statement) with pool=N, mode=, reserve=N, auth=, placement=, or "
+                        "pooled-external (--pooler-dsn); idle=N (sessions beside the workers, idle_kind=); "
+                        "max_connections=N and set.NAME=VALUE (the embedded server's settings, a restart per "
+                        "step). A list (pool=2,4,8, idle=0,100, rtt=0,1ms) makes one variant per value. "
+                        "E.g. --variant normal --variant pipeline --variant pooled:transaction:pool=16")
     s.add_argument("--rtt", metavar="DURATION[,...]",
                    help="a simulated network round trip between pgbench and the server (or its pgbouncer) for every "
                         "variant that sets no rtt= of its own: 1ms, or a list 0,1ms,5ms (one variant per value); "
