@@ -81,7 +81,10 @@ def test_render_writes_yaml_and_refuses_bad_input_in_one_line(tmp_path: Any, cap
             (["--agents", "0"], "give one agent or more"),
             (["--agents", "2", "--dsn-secret", "App_DB"], "is not a Kubernetes name"),
             (["--agents", "2", "--", "--dsn", "postgresql://u:pw@h/d"], "cannot be a run flag here"),
-            (["--agents", "2", "--", "--clients", "0"], "client count 0")):
+            (["--agents", "2", "--", "--clients", "0"], "client count 0"),
+            # run's own refusal, which the coordinator Job's 'pgknee run' would meet in the cluster
+            (["--agents", "2", "--", "--until-answer", "--clients", "2,4,8"],
+             "--until-answer chooses the client counts itself, and --clients 2,4,8 fixes them")):
         argv = ["k8s", "render", "--dsn-secret", "app-db", "--store-secret", "results-db", *argv] \
             if "--dsn-secret" not in argv else ["k8s", "render", "--store-secret", "results-db", *argv]
         capsys.readouterr()

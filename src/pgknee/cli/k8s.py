@@ -64,7 +64,6 @@ def cmd_render(args: argparse.Namespace) -> int:
 def _plan(run_args: list[str]) -> Any:
     """The run's plan from its flags, as `pgknee run` would make it (its checks included)."""
     from pgknee.cli import run as run_cmd
-    from pgknee.cli.run_plan import plan_from_args
 
     parser = argparse.ArgumentParser(prog="pgknee", exit_on_error=False)
     run_cmd.add_parser(parser.add_subparsers(dest="command"))
@@ -72,5 +71,5 @@ def _plan(run_args: list[str]) -> Any:
         ns = parser.parse_args(["run", *run_args])
     except argparse.ArgumentError as e:
         raise UserError(f"the run's flags: {e}", "give them as for 'pgknee run', after '--'") from None
-    plan, _ = plan_from_args(ns)
+    plan, _ = run_cmd.fresh_plan(ns)  # every check run makes (--until-answer's range too)
     return plan

@@ -233,7 +233,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile | 
                                              Counter[tuple[str, int, int]] | None]:
     """The plan: a stored run's (--extend, --resume: and which of its steps to run), or a plan
     file's or a scenario's with the flags on top."""
-    from pgknee.cli.run_plan import extension, plan_from_args, resumption
+    from pgknee.cli.run_plan import extension, resumption
 
     if args.resume:
         plan, run, only = resumption(args)
@@ -241,10 +241,19 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile | 
     if args.extend:
         plan, extend = extension(args)
         return plan, extend, None, None
+    plan, source = fresh_plan(args)
+    return plan, None, source, None
+
+
+def fresh_plan(args: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
+    """The plan of a new run from its flags (a plan file's or a scenario's with the flags on top),
+    with every check `pgknee run` makes before it starts (k8s render makes the same)."""
+    from pgknee.cli.run_plan import plan_from_args
+
     plan, source = plan_from_args(args)
     if plan.until_answer:
         plan = _answer_range(args, plan, source)
-    return plan, None, source, None
+    return plan, source
 
 
 def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepared,
