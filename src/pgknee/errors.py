@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     pass
 
 BROKEN_PIPE = 141  # 128 + SIGPIPE
+# every exit code pgknee gives, and what it means: the help of each command and the docs say these
+EXIT_CODES: dict[int, str] = {
+    0: "done", 1: "an internal error (please report it)", 2: "bad input (nothing started or written)",
+    3: "the server (unreachable, refused, too small, gone)", 4: "pgbench", 5: "the store (not pgknee's, newer, "
+    "read-only, damaged, no such run)", 6: "the pooler", 7: "the store busy", 8: "the store's disk full",
+    9: "a compare --fail-if rule failed", 10: "no answer to act on", 130: "interrupted",
+    141: "a broken pipe on standard output"}
 GATE_FAILED = 9  # pgknee compare --fail-if: a rule failed (not an error: the comparison was made)
 
 

@@ -38,6 +38,35 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+READS = (0, 1, 2, 5, 7, 130, 141)  # a command that reads the store
+# the exit codes each command can give (errors.EXIT_CODES says what each means)
+COMMAND_CODES: dict[str, tuple[int, ...]] = {
+    "run": (0, 1, 2, 3, 4, 5, 6, 7, 8, 130, 141), "scenarios": (0, 1, 141), "runs": READS, "show": READS,
+    "waits": READS, "compare": (*READS, 9), "recommend": (*READS, 10), "size": READS, "report": READS,
+    "export": READS, "cleanup": (0, 1, 2, 3, 130), "doctor": (0, 1, 141), "store import": (*READS, 8),
+    "store upgrade": READS, "store copy": (*READS, 3, 8), "agent": (0, 1, 2, 3, 4, 5, 7, 130),
+    "k8s render": (0, 1, 2, 141), "completion": (0, 1, 2, 141), "workload capture": (0, 1, 2, 3, 130),
+    "workload show": (0, 1, 2, 141), "workload mix": READS}
+
+
+def exit_codes_epilog(command: str) -> str:
+    from pgknee.errors import EXIT_CODES
+
+    return "Exit codes: " + "; ".join(f"{c} {EXIT_CODES[c]}" for c in sorted(COMMAND_CODES[command])) + "."
+
+
+def _with_exit_codes(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> None:
+    """Each command's epilog ends with its exit codes (from one table: COMMAND_CODES)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                _with_exit_codes(sub, (*path, name))
+            return
+    if path:
+        given = (parser.epilog or "").split("Exit codes:")[0].strip()
+        parser.epilog = (given + "\n\n" if given else "") + exit_codes_epilog(" ".join(path))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pgknee.cli import agent as agent_cmd
     from pgknee.cli import cleanup as cleanup_cmd
@@ -72,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     completion_cmd.add_parser(sub)
     doctor_cmd.add_parser(sub)
     workload_cmd.add_parser(sub)
+    _with_exit_codes(p)
     return p
 
 

@@ -23,9 +23,11 @@ def add_parser(sub: Any) -> None:
                                    "agent, run pgbench with its share of each step's clients at the common start, "
                                    "upload what it measured, and exit 0 when the run is over.")
     add_store(p)
-    p.add_argument("--name", help="the agent's name (default $PGKNEE_AGENT_NAME, gen-$JOB_COMPLETION_INDEX in a "
+    p.add_argument("--name", metavar="NAME",
+                   help="the agent's name (default $PGKNEE_AGENT_NAME, gen-$JOB_COMPLETION_INDEX in a "
                                   "Kubernetes Indexed Job, or the host name)")
-    p.add_argument("--dsn", help="the server, as this host reaches it (or $PGKNEE_DSN; a password goes in "
+    p.add_argument("--dsn", metavar="DSN",
+                   help="the server, as this host reaches it (or $PGKNEE_DSN; a password goes in "
                                  "PGPASSWORD or ~/.pgpass); default: the coordinator's DSN, without its password")
     p.add_argument("--wait", default="10m", metavar="DURATION",
                    help="how long to wait for a run to take the agent, and then for each next piece of work "

@@ -13,7 +13,10 @@ from pgknee.rules import SUMMARIES
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", help="variants of one run, or two runs, side by side")
+    p = sub.add_parser("compare", help="variants of one run, or two runs, side by side",
+                       description="Put the variants of one run, or two runs, side by side: TPS and latency by "
+                                   "client count with the change and its interval, what differs between the runs'"
+                                   " environments, and with --fail-if a CI gate.")
     p.add_argument("runs", nargs="+", metavar="RUN_ID", help="one run (its variants) or two runs")
     p.add_argument("--summary", choices=SUMMARIES, help="over repetitions (default: the run's own)")
     add_noise_threshold(p)

@@ -17,7 +17,10 @@ SERIES = ("steps", "samples", "all")
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("export", help="a run as CSV or OpenMetrics text")
+    p = sub.add_parser("export", help="a run as CSV or OpenMetrics text",
+                       description="Write a run's figures for other tools: CSV for spreadsheets, or the "
+                                   "OpenMetrics text exposition (with timestamps) for Prometheus tools; per step,"
+                                   " or the samples behind them (--series samples).")
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--format", choices=FORMATS, required=True,
                    help="csv: one table; openmetrics: the OpenMetrics text format (metric families pgknee_*, "

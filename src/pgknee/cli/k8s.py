@@ -28,10 +28,11 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--dsn-secret", required=True, metavar="NAME", help="the Secret holding the server's DSN (key dsn)")
     r.add_argument("--store-secret", required=True, metavar="NAME",
                    help="the Secret holding the PostgreSQL results store's DSN (key dsn)")
-    r.add_argument("--image", default="pgknee:latest", help="the image built from the Dockerfile (default "
+    r.add_argument("--image", metavar="IMAGE",
+                   default="pgknee:latest", help="the image built from the Dockerfile (default "
                                                             "pgknee:latest)")
-    r.add_argument("--namespace", help="the Jobs' namespace (default: kubectl's)")
-    r.add_argument("--name", default="pgknee", help="the Jobs' name prefix (default pgknee)")
+    r.add_argument("--namespace", metavar="NAMESPACE", help="the Jobs' namespace (default: kubectl's)")
+    r.add_argument("--name", metavar="NAME", default="pgknee", help="the Jobs' name prefix (default pgknee)")
     r.add_argument("--agent-cpus", type=int, default=2, metavar="N",
                    help="CPUs per agent pod at most (its pgbench threads; default 2)")
     r.add_argument("--service-account", metavar="NAME", help="the pods' service account")

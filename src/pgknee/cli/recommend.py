@@ -39,9 +39,10 @@ def _fraction(text: str) -> float:
 def add_recommend_options(p: Any) -> None:
     p.add_argument("--p99-target", type=_ms, metavar="DURATION",
                    help="a latency target: the recommended count keeps its measured p99 under it (e.g. 20ms)")
-    p.add_argument("--min-fraction", type=_fraction, default=0.95,
+    p.add_argument("--min-fraction", metavar="FRACTION", type=_fraction, default=0.95,
                    help="the share of the modelled peak throughput to reach (default 0.95)")
-    p.add_argument("--spindles", type=int, default=0, help="disks, for the (cores x 2) + spindles heuristic (0)")
+    p.add_argument("--spindles", metavar="N",
+                   type=int, default=0, help="disks, for the (cores x 2) + spindles heuristic (0)")
 
 
 def _positive(text: str) -> int:
@@ -83,22 +84,27 @@ def add_parsers(sub: Any) -> None:
                        epilog="Exit codes: 0 answered (a variant without a count says so and what to run next); "
                               "2 bad input; 5 the store; 10 --app-instances on a sweep with no count to deploy.")
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
-    p.add_argument("--variant", help="the variant to recommend for (default: each of them)")
+    p.add_argument("--variant", metavar="VARIANT", help="the variant to recommend for (default: each of them)")
     add_recommend_options(p)
     add_deploy_options(p)
     p.add_argument("--json", metavar="PATH", help="also write it as JSON ('-': standard output)")
     add_store(p)
     p.set_defaults(func=cmd_recommend)
 
-    p = sub.add_parser("size", help="back-of-envelope sizing: Little's law and (cores x 2) + spindles")
-    p.add_argument("--tps", type=float, required=True, help="the arrival rate to serve, transactions per second")
-    p.add_argument("--latency", required=True, help="the time each spends in the database, e.g. 50ms")
-    p.add_argument("--cores", type=int, default=None,
+    p = sub.add_parser("size", help="back-of-envelope sizing: Little's law and (cores x 2) + spindles",
+                       description="The articles' arithmetic: Little's law (connections busy = TPS x the time "
+                                   "each transaction spends in the database) and the rule of thumb (cores x 2) + "
+                                   "spindles; with --run, where a measured curve first reaches that TPS.")
+    p.add_argument("--tps", metavar="TPS",
+                   type=float, required=True, help="the arrival rate to serve, transactions per second")
+    p.add_argument("--latency", metavar="DURATION",
+                   required=True, help="the time each spends in the database, e.g. 50ms")
+    p.add_argument("--cores", metavar="N", type=int, default=None,
                    help="the server's cores (default: the --run's server's, as that run found them; else this "
                         "machine's, said so)")
-    p.add_argument("--spindles", type=int, default=0, help="the server's disks (0 for SSDs)")
+    p.add_argument("--spindles", metavar="N", type=int, default=0, help="the server's disks (0 for SSDs)")
     p.add_argument("--run", metavar="RUN_ID", help="also read how many connections the measured curve needs")
-    p.add_argument("--variant", help="the run's variant (default: the first)")
+    p.add_argument("--variant", metavar="VARIANT", help="the run's variant (default: the first)")
     add_store(p)
     p.set_defaults(func=cmd_size)
 

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("report", help="write a report with charts: one self-contained HTML file, or markdown")
+    p = sub.add_parser("report", help="write a report with charts: one self-contained HTML file, or markdown",
+                       description="Write a run's report: the answer and the chart it came from first, then "
+                                   "throughput and latency, the pooler, idle sessions, CPU, waits, checks, steps "
+                                   "and environment; one HTML file that needs no network, or markdown with its "
+                                   "charts beside it. Several runs become one comparison.")
     p.add_argument("runs", nargs="+", metavar="RUN_ID",
                    help="a run (its variants side by side), or several runs to compare (A, B, ... in order)")
     p.add_argument("-o", "--output", required=True, metavar="PATH",

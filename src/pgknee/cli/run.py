@@ -54,7 +54,7 @@ def _target_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("--target", choices=TARGETS, default=None,
                    help="env: the server libpq's environment names (PGHOST or PGSERVICE, PGPORT, PGUSER, "
                         "PGDATABASE, ...), without --dsn; embedded (default without --dsn): a throwaway cluster")
-    t.add_argument("--dsn", default=None,
+    t.add_argument("--dsn", metavar="DSN", default=None,
                    help="a running server (postgresql://user@host:port/db); default: an embedded throwaway "
                         "cluster. Keep the password out of it: use PGPASSWORD or ~/.pgpass")
     t.add_argument("--pg-bindir", metavar="DIR", help="PostgreSQL server binaries for the embedded cluster")
@@ -82,12 +82,13 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
     w.add_argument("--allow-writes", action="store_true", default=None,
                    help="replay a captured workload's INSERT, UPDATE and DELETE statements: on a copy of the "
                         "database only (a server with the source's system identifier is refused)")
-    w.add_argument("--scale", type=float,
+    w.add_argument("--scale", metavar="FACTOR", type=float,
                    help="data size: ewallet 1 = 10k users, 100k transactions, about 40 MB; tpcb, select-only and "
                         "read-heavy: pgbench's scale factor, 100k accounts (about 15 MB) each (default 1)")
     w.add_argument("--script", dest="scripts", action="append", default=None, metavar="FILE[@WEIGHT]",
                    help="a pgbench script of the custom workload, repeatable, with an optional weight")
-    w.add_argument("--schema", help="pgknee's schema for the workload (default pgknee_ewallet, or pgknee_pgbench "
+    w.add_argument("--schema", metavar="NAME",
+                   help="pgknee's schema for the workload (default pgknee_ewallet, or pgknee_pgbench "
                                     "for pgbench's tables)")
     w.add_argument("--reinit", action="store_true", default=None,
                    help="drop and reseed the workload schema if it exists (pgknee's own schema only)")
@@ -95,22 +96,23 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
 
 def _sweep_options(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("sweep")
-    s.add_argument("--clients",
+    s.add_argument("--clients", metavar="CLIENTS",
                    help="client counts in order: 2,4,8 or ranges 50:1000:50 and 2:64:x2 (default 2,4,8,16,32)")
-    s.add_argument("--duration",
+    s.add_argument("--duration", metavar="DURATION",
                    help="measured time per step, whole seconds (default 60s); or auto (auto:MAX): each step "
                         "stops once its steady TPS is known within --steady-target, after a warm-up found in "
                         "its progress, 20 s at least and at most MAX (default 2m)")
     s.add_argument("--steady-target", metavar="PCT",
                    help="with --duration auto: the half-width of the steady TPS's 95%% interval at which a step "
                         "stops (default 2%%)")
-    s.add_argument("--reps", type=int, help="repetitions of each step (default 1)")
+    s.add_argument("--reps", metavar="N", type=int, help="repetitions of each step (default 1)")
     s.add_argument("--summary", choices=SUMMARIES,
                    help="figure shown for repeated steps: the median (default) or the best of N (the repetition "
                         "with the highest TPS, as article 002 did); the min..max spread is shown either way")
     add_noise_threshold(s, default_note="10")
-    s.add_argument("--warmup", help="unmeasured pgbench run before each step (default 0)")
-    s.add_argument("--threads", type=int, help="pgbench threads (default: one per CPU, at most one per client)")
+    s.add_argument("--warmup", metavar="DURATION", help="unmeasured pgbench run before each step (default 0)")
+    s.add_argument("--threads", metavar="N",
+                   type=int, help="pgbench threads (default: one per CPU, at most one per client)")
     s.add_argument("--protocol", choices=PROTOCOLS, help="default prepared")
     s.add_argument("--variant", dest="variants", action="append", default=None, metavar="SPEC",
                    help="a variant of the sweep, repeatable; variants run interleaved (A B A B) per client "
@@ -128,7 +130,7 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
                         "variant that sets no rtt= of its own: 1ms, or a list 0,1ms,5ms (one variant per value); "
                         "a delaying relay, its own cost measured and shown")
     s.add_argument("--rtt-jitter", metavar="DURATION", help="the simulated round trip's jitter (e.g. 0.2ms)")
-    s.add_argument("--max-tries", type=int,
+    s.add_argument("--max-tries", metavar="N", type=int,
                    help="pgbench tries per transaction on serialization failures and deadlocks (default 3)")
     s.add_argument("--pgbench", metavar="PATH", help="the pgbench to use (default: from PATH)")
     s.add_argument("--server-wait", metavar="DURATION",
@@ -146,24 +148,27 @@ def _pooler_options(p: argparse.ArgumentParser) -> None:
     q.add_argument("--pooler-admin-dsn", metavar="DSN",
                    help="its admin console (dbname=pgbouncer, a user in admin_users or stats_users), to sample "
                         "SHOW POOLS and SHOW STATS (or $PGKNEE_POOLER_ADMIN_DSN)")
-    q.add_argument("--pooler-interval", help="SHOW POOLS sampling interval (default 250ms)")
+    q.add_argument("--pooler-interval", metavar="DURATION", help="SHOW POOLS sampling interval (default 250ms)")
 
 
 def _collection_options(p: argparse.ArgumentParser) -> None:
     c = p.add_argument_group("collection")
-    c.add_argument("--sample-interval",
+    c.add_argument("--sample-interval", metavar="DURATION",
                    help="pg_stat_activity sampling interval, with ±20%% jitter; 0 switches it off (default 100ms)")
-    c.add_argument("--os-interval", help="OS sampling interval; 0 switches it off (default 1s)")
-    c.add_argument("--log-sampling-rate", type=float,
+    c.add_argument("--os-interval", metavar="DURATION", help="OS sampling interval; 0 switches it off (default 1s)")
+    c.add_argument("--log-sampling-rate", metavar="FRACTION", type=float,
                    help="fraction of transactions pgbench logs for latency (default: chosen per step so that "
                         "some 20,000 are logged, enough for p99 within a few %%; 1 logs all)")
-    c.add_argument("--pre", help="the longest wait before pgbench starts in each step for the server to be quiet: "
+    c.add_argument("--pre", metavar="DURATION",
+                   help="the longest wait before pgbench starts in each step for the server to be quiet: "
                                  "the last step's backends gone, no immediate checkpoint running; measured, "
                                  "0.3 s at least, sampled as the 'pre' phase (default 5s)")
-    c.add_argument("--post", help="seconds sampled after it ends (default 1s)")
-    c.add_argument("--settle", help="the longest wait after a step for the server's statistics to stop moving "
+    c.add_argument("--post", metavar="DURATION", help="seconds sampled after it ends (default 1s)")
+    c.add_argument("--settle", metavar="DURATION",
+                   help="the longest wait after a step for the server's statistics to stop moving "
                                     "(default 3s)")
-    c.add_argument("--idle-flush", help="the wait after opening idle sessions that read the catalogue, for "
+    c.add_argument("--idle-flush", metavar="DURATION",
+                   help="the wait after opening idle sessions that read the catalogue, for "
                                         "their statistics to reach pg_stat_database (default 11s)")
     c.add_argument("--sample-all-databases", action="store_true", default=None,
                    help="sample the sessions of every database on the server (default: the benchmark's only)")

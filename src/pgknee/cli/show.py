@@ -19,15 +19,22 @@ PHASES = ("pre", "warmup", "bench", "post")
 
 
 def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("scenarios", help="the articles' experiments as ready plans")
+    p = sub.add_parser("scenarios", help="the articles' experiments as ready plans",
+                       description="List the five articles' experiments as ready plans, each with what it runs "
+                                   "and how long it takes here; run one with 'pgknee run --scenario NAME'.")
     p.set_defaults(func=cmd_scenarios)
 
-    p = sub.add_parser("runs", help="list the stored runs")
+    p = sub.add_parser("runs", help="list the stored runs",
+                       description="List the store's runs: when, status (a run left running by a pgknee that died"
+                                   " says so), workload, target, steps and best TPS.")
     p.add_argument("--json", metavar="PATH", help="also write the list as JSON ('-': standard output)")
     add_store(p)
     p.set_defaults(func=cmd_runs)
 
-    p = sub.add_parser("show", help="print a run's tables again, from the store alone")
+    p = sub.add_parser("show", help="print a run's tables again, from the store alone",
+                       description="Print a run's tables again from the store alone: throughput and latency by "
+                                   "client count, the machine, waits, the pooler, checks and warnings, as the run"
+                                   " printed them.")
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON ('-': standard output)")
     p.add_argument("--no-waits", action="store_true", help="leave out the per-step wait profiles")
@@ -37,13 +44,17 @@ def add_parsers(sub: Any) -> None:
     add_store(p)
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("waits", help="the wait-event profile (AAS) of a run's steps")
+    p = sub.add_parser("waits", help="the wait-event profile (AAS) of a run's steps",
+                       description="The wait-event profile of chosen steps as Average Active Sessions "
+                                   "(occurrences over all snapshots), client backends or background processes, by"
+                                   " phase.")
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
-    p.add_argument("--phase", default="bench", help=f"one of {', '.join(PHASES)}, or several with commas "
+    p.add_argument("--phase", metavar="PHASE",
+                   default="bench", help=f"one of {', '.join(PHASES)}, or several with commas "
                                                      "(default bench)")
-    p.add_argument("--clients", type=int, help="only the steps with this many clients")
-    p.add_argument("--rep", type=int, help="only this repetition")
-    p.add_argument("--variant", help="only this variant")
+    p.add_argument("--clients", metavar="CLIENTS", type=int, help="only the steps with this many clients")
+    p.add_argument("--rep", metavar="N", type=int, help="only this repetition")
+    p.add_argument("--variant", metavar="VARIANT", help="only this variant")
     p.add_argument("--backend", choices=("client", "background", "all"), default="client",
                    help="client backends (default), background processes, or all")
     p.add_argument("--json", metavar="PATH", help="also write the profiles as JSON ('-': standard output)")

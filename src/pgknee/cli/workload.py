@@ -29,9 +29,10 @@ def add_parser(sub: Any) -> None:
                            description="Read pg_stat_statements (statements, calls, time, rows) and pg_stats "
                                        "(the columns of their parameters) in one read-only transaction, and write "
                                        "DIR/workload.toml and one pgbench script per statement.")
-    c.add_argument("--dsn", required=True, help="the source database (the password in ~/.pgpass or PGPASSWORD); "
+    c.add_argument("--dsn", metavar="DSN",
+                   required=True, help="the source database (the password in ~/.pgpass or PGPASSWORD); "
                                                 "the role needs pg_read_all_stats for other roles' statements")
-    c.add_argument("--top", type=int, default=30, help="how many statements (default 30)")
+    c.add_argument("--top", metavar="N", type=int, default=30, help="how many statements (default 30)")
     c.add_argument("--by", choices=("time", "calls"), default="time",
                    help="the statements with the most total time (default) or calls")
     c.add_argument("--out", required=True, metavar="DIR", help="a new (or empty) directory for the capture")
@@ -45,7 +46,7 @@ def add_parser(sub: Any) -> None:
                            description="Each captured statement's share of calls and of time in a replay run "
                                        "(pg_stat_statements on the target), against the capture's.")
     m.add_argument("run_id", metavar="RUN", nargs="?", default="last")
-    m.add_argument("--clients", type=int, help="only the steps with this many clients")
+    m.add_argument("--clients", metavar="CLIENTS", type=int, help="only the steps with this many clients")
     add_store(m)
     m.set_defaults(func=cmd_mix)
 

@@ -1,0 +1,50 @@
+"""Every command's --help: a description, metavars that say what a value is (never argparse's
+upper-cased option name), and its exit codes from the one table (errors.EXIT_CODES), which the
+README lists too."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+
+from pgknee.cli import COMMAND_CODES, build_parser
+from pgknee.errors import EXIT_CODES
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _commands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs and path:
+            yield " ".join(path), parser
+        for action in subs:
+            for name, sub in action.choices.items():
+                yield from walk(sub, (*path, name))
+    yield from walk(build_parser(), ())
+
+
+def test_every_command_says_what_it_does_and_how_it_exits() -> None:
+    commands = dict(_commands())
+    assert set(commands) == set(COMMAND_CODES)
+    for name, p in commands.items():
+        assert p.description and len(p.description) > 40, name
+        assert p.epilog and p.epilog.endswith(".") and "Exit codes: 0 done;" in p.epilog, name
+        assert all(c in EXIT_CODES for c in COMMAND_CODES[name])
+
+
+def test_every_value_has_a_metavar_that_says_what_it_is() -> None:
+    auto = [f"{name} {a.option_strings[-1]}" for name, p in _commands() for a in p._actions
+            if a.option_strings and a.nargs != 0 and a.metavar is None and a.choices is None
+            and not isinstance(a, argparse._HelpAction)]
+    assert auto == []
+
+
+def test_the_readme_lists_every_exit_code() -> None:
+    text = README.read_text()
+    section = text[text.index("### Exit codes and bad input"):]
+    section = section[:section.index("\n## ")]
+    for code in EXIT_CODES:
+        if code not in (0, 1):
+            assert f"{code} = " in section, code
