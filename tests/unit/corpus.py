@@ -32,7 +32,7 @@ ROWS = "__rows__"
 def encode(obj: Any) -> Any:
     """A RunData (or any of its parts) as JSON values: records as objects, a list of records as
     columns and rows (a step's OS samples are most of a run), tuples as lists, floats to seven
-    significant digits (far below any measurement's noise)."""
+    significant digits (far below any measurement's noise), epochs to the millisecond."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
@@ -42,8 +42,8 @@ def encode(obj: Any) -> Any:
         return {ROWS: names, "values": [[encode(getattr(x, n)) for n in names] for x in obj]}
     if isinstance(obj, list | tuple):
         return [encode(v) for v in obj]
-    if isinstance(obj, float):
-        return float(f"{obj:.7g}")
+    if isinstance(obj, float):  # an epoch keeps its milliseconds
+        return float(f"{obj:.13g}") if abs(obj) >= 1e6 else float(f"{obj:.7g}")
     return obj
 
 
