@@ -86,7 +86,7 @@ def clusters() -> Iterator[tuple[EmbeddedCluster, EmbeddedCluster]]:
 
 
 def _capture(source: EmbeddedCluster, out: Path) -> dict[str, Any]:
-    r = pgknee("workload", "capture", "--dsn", _dsn(source, "ro"), "--top", "30", "--out", str(out), env=ENV)
+    r = pgknee("workload", "capture", "--dsn", _dsn(source, "ro"), "--top", "30", "--output", str(out), env=ENV)
     assert r.code == 0, r.err
     text = (out / "workload.toml").read_text()
     assert "ghost-secret-pw" not in text and "CreateRole is not a query" in text
@@ -160,7 +160,7 @@ def test_capture_then_replay_resembles_and_keeps_the_skew(clusters: tuple[Embedd
 
 
 def test_capture_refuses_a_database_without_pg_stat_statements(server: EmbeddedCluster, tmp_path: Path) -> None:
-    r = pgknee("workload", "capture", "--dsn", dsn_of(server), "--out", str(tmp_path / "cap"), env=APP_ENV)
+    r = pgknee("workload", "capture", "--dsn", dsn_of(server), "--output", str(tmp_path / "cap"), env=APP_ENV)
     assert r.code == 2 and "pg_stat_statements is not installed" in r.err and "Traceback" not in r.err
     assert not (tmp_path / "cap").exists()  # refused before anything was written
 

@@ -45,7 +45,7 @@ def test_a_real_sweep_ends_with_a_recommendation(server: EmbeddedCluster, tmp_pa
 
 
 def test_size_reproduces_the_articles_arithmetic() -> None:
-    r = pgknee("size", "--tps", "1000", "--latency", "50ms", "--cores", "2", "--spindles", "0")
+    r = pgknee("size", "--tps", "1000", "--latency", "50ms", "--server-cpus", "2", "--spindles", "0")
     assert r.code == 0, r.err
     assert "1000 transactions/s x 0.05 s in the database = 50 connections busy" in r.out
     assert "(2 x 2) + 0 = 4" in r.out

@@ -158,7 +158,7 @@ def test_a_directory_given_as_the_workload_is_a_captured_one(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["workload", "capture", "--dsn", "postgresql://x@127.0.0.1:1/db", "--out", "OUT", "--top", "0"], "--top must be"),
+    (["workload", "capture", "--dsn", "postgresql://x@127.0.0.1:1/db", "-o", "OUT", "--top", "0"], "--top must be"),
     (["workload", "show", "OUT/none"], "holds no workload.toml"),
     (["workload", "mix", "--store", "OUT/none.db"], "no collector database"),
 ])

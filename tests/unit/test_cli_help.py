@@ -37,7 +37,7 @@ def test_every_command_says_what_it_does_and_how_it_exits() -> None:
 def test_every_value_has_a_metavar_that_says_what_it_is() -> None:
     auto = [f"{name} {a.option_strings[-1]}" for name, p in _commands() for a in p._actions
             if a.option_strings and a.nargs != 0 and a.metavar is None and a.choices is None
-            and not isinstance(a, argparse._HelpAction)]
+            and not isinstance(a, argparse._HelpAction) and a.help != argparse.SUPPRESS]  # old names: hidden
     assert auto == []
 
 
@@ -48,3 +48,14 @@ def test_the_readme_lists_every_exit_code() -> None:
     for code in EXIT_CODES:
         if code not in (0, 1):
             assert f"{code} = " in section, code
+
+
+def test_an_old_name_still_works_for_a_release_and_says_the_new_one() -> None:
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "pgknee", "size", "--tps", "100", "--latency", "10ms", "--cores", "2"],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == "pgknee: note: --cores is now --server-cpus; the old name goes in the next release"
+    assert "(2 x 2) + 0 = 4" in r.stdout and "--cores" not in build_parser().format_help()

@@ -53,6 +53,21 @@ def add_noise_threshold(p: Any, *, default_note: str = f"the run's own, {DEFAULT
                         f"percent (default: {default_note})")
 
 
+class Renamed(argparse.Action):
+    """An option's old name, kept for one release: it still works, and says its new name once on
+    standard error. Hidden from --help."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"pgknee: note: {option_string} is now {self.new}; the old name goes in the next release",
+              file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def width() -> int:
     return max(100, shutil.get_terminal_size((140, 40)).columns)
 

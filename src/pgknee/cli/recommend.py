@@ -9,7 +9,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
-from pgknee.cli.common import add_store, print_items, stdout_outputs
+from pgknee.cli.common import Renamed, add_store, print_items, stdout_outputs
 from pgknee.errors import UserError
 from pgknee.report.output import write_text_file
 
@@ -99,9 +99,10 @@ def add_parsers(sub: Any) -> None:
                    type=float, required=True, help="the arrival rate to serve, transactions per second")
     p.add_argument("--latency", metavar="DURATION",
                    required=True, help="the time each spends in the database, e.g. 50ms")
-    p.add_argument("--cores", metavar="N", type=int, default=None,
-                   help="the server's cores (default: the --run's server's, as that run found them; else this "
-                        "machine's, said so)")
+    p.add_argument("--server-cpus", dest="cores", metavar="N", type=int, default=None,
+                   help="the server's CPUs, as pgknee run names them (default: the --run's server's, as that run "
+                        "found them; else this machine's, said so)")
+    p.add_argument("--cores", dest="cores", action=Renamed, new="--server-cpus", type=int)
     p.add_argument("--spindles", metavar="N", type=int, default=0, help="the server's disks (0 for SSDs)")
     p.add_argument("--run", metavar="RUN_ID", help="also read how many connections the measured curve needs")
     p.add_argument("--variant", metavar="VARIANT", help="the run's variant (default: the first)")
@@ -172,7 +173,7 @@ def cmd_size(args: argparse.Namespace) -> int:
 
     latency_s = parse_seconds(args.latency, "--latency", unit_required=True)
     if args.tps <= 0 or (args.cores is not None and args.cores < 1) or args.spindles < 0:
-        raise UserError("--tps must be above 0, --cores at least 1, --spindles 0 or more")
+        raise UserError("--tps must be above 0, --server-cpus at least 1, --spindles 0 or more")
     measured, view = None, None
     if args.run:
         view = build(load_run(Store(args.store, create=False), args.run))
@@ -183,15 +184,15 @@ def cmd_size(args: argparse.Namespace) -> int:
 
 
 def _size_cores(given: int | None, view: RunView | None) -> tuple[int, str]:
-    """--cores, else the run's server's (when known), else this machine's; and where from."""
+    """--server-cpus, else the run's server's (when known), else this machine's; and where from."""
     from pgknee.analyze.machine import server_cpus
 
     if given is not None:
-        return given, "--cores"
+        return given, "--server-cpus"
     if view is not None:
         cpus = server_cpus(view.data.env, view.data.run.target_kind)
         if cpus.n is not None:
             return cpus.n, f"run {view.data.run.run_id}'s server: {cpus.source}"
         raise UserError(f"run {view.data.run.run_id}'s server CPUs are unknown ({cpus.source})",
-                        "give --cores N")
+                        "give --server-cpus N")
     return os.cpu_count() or 1, "this machine's; give --cores N for another server"

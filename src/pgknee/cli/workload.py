@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgknee import safefs
-from pgknee.cli.common import add_store, print_items
+from pgknee.cli.common import Renamed, add_store, print_items
 from pgknee.errors import UserError
 
 if TYPE_CHECKING:
@@ -35,7 +35,9 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--top", metavar="N", type=int, default=30, help="how many statements (default 30)")
     c.add_argument("--by", choices=("time", "calls"), default="time",
                    help="the statements with the most total time (default) or calls")
-    c.add_argument("--out", required=True, metavar="DIR", help="a new (or empty) directory for the capture")
+    c.add_argument("--output", "-o", dest="out", metavar="DIR",
+                   help="a new (or empty) directory for the capture")
+    c.add_argument("--out", dest="out", action=Renamed, new="--output")
     c.set_defaults(func=cmd_capture)
     s = actions.add_parser("show", help="what a capture holds: statements, weights, shares, parameters",
                            description="Print a captured workload's statements, their weights and shares of calls "
@@ -54,11 +56,11 @@ def add_parser(sub: Any) -> None:
 def _out_dir(path: str) -> Path:
     d = Path(path)
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
-        raise UserError(f"{path} exists and is not an empty directory", "give --out a new directory")
+        raise UserError(f"{path} exists and is not an empty directory", "give --output a new directory")
     parent = d.absolute().parent
     if os.geteuid() == 0 and safefs.writable_by_others(parent):
         raise UserError(f"{parent} can be written by other users: as root, pgknee does not write a capture there",
-                        "give --out a path in a directory of root's")
+                        "give --output a path in a directory of root's")
     return d
 
 
@@ -66,6 +68,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from pgknee.workloads.captured.capture import ORDERS, capture
     from pgknee.workloads.captured.manifest import MANIFEST
 
+    if args.out is None:
+        raise UserError("workload capture needs --output DIR", "a new (or empty) directory for the capture")
     if not 1 <= args.top <= MAX_TOP:
         raise UserError(f"--top must be from 1 to {MAX_TOP}, got {args.top}")
     out = _out_dir(args.out)

@@ -96,7 +96,7 @@ def load(directory: str) -> Manifest:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{directory} holds no {MANIFEST}: it is not a captured workload",
-                        "make one with pgknee workload capture --dsn ... --out DIR") from None
+                        "make one with pgknee workload capture --dsn ... --output DIR") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise UserError(f"{path} cannot be read: {e}", "fix the file, or capture again") from None
     try:
