@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup system system-browsers venv demo test faults unit integration lint bench clean
+.PHONY: setup system system-browsers venv demo test faults unit integration lint docs bench clean
 
 setup: system venv
 
@@ -35,8 +35,12 @@ demo: setup
 	@echo "The run is stored in pgknee-demo.db: try '$(BIN)/pgknee show last --store pgknee-demo.db'"
 	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
-test: system-browsers venv lint
+test: system-browsers venv lint docs
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not faults"
+
+# the docs site (MkDocs): warnings are errors; open .site/index.html
+docs: venv
+	$(BIN)/mkdocs build --strict --quiet
 
 # the faults done for real (kill -9, stop signals, a server killed or restarted mid-step, a full
 # disk, a foreign store): slower, so apart from make test; CI runs both
@@ -58,4 +62,4 @@ bench: setup
 	$(BIN)/python bench/sampler_overhead.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .site

@@ -1,0 +1,40 @@
+"""docs/cli.md: every pgknee command and flag, written from the parser itself so that the
+reference cannot drift from the CLI (tests/unit/test_docs.py checks the file is what this prints).
+
+    .venv/bin/python scripts/cli_reference.py > docs/cli.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs and path:
+        yield " ".join(path), parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from commands(sub, (*path, name))
+
+
+def main() -> int:
+    os.environ["COLUMNS"] = "100"  # the help text wrapped the same wherever this runs
+    from pgknee.cli import build_parser
+
+    out = ["# Command reference", "",
+           "Every command and flag, as `pgknee COMMAND --help` prints them (this page is written from the parser:",
+           "`scripts/cli_reference.py`). Durations carry a unit (`500ms`, `30s`, `3m`); exit codes are in",
+           "[exit codes](exit-codes.md).", ""]
+    parser = build_parser()
+    for name, sub in commands(parser):
+        sub.prog = f"pgknee {name}"
+        out += [f"## pgknee {name}", "", "```text", sub.format_help().rstrip(), "```", ""]
+    sys.stdout.write("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
