@@ -57,3 +57,22 @@ def test_an_old_name_still_works_for_a_release_and_says_the_new_one() -> None:
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip() == "pgknee: note: --cores is now --server-cpus; the old name goes in the next release"
     assert "(2 x 2) + 0 = 4" in r.stdout and "--cores" not in build_parser().format_help()
+
+
+def test_a_share_is_written_as_a_percentage_everywhere() -> None:
+    """--steady-target 2%, --noise-threshold 10% and --min-fraction 95% (it took 0.95: still read, with
+    a note, for this release)."""
+    import argparse as ap
+    import subprocess
+    import sys
+
+    import pytest
+
+    from pgknee.cli.recommend import _fraction
+
+    assert _fraction("95%") == 0.95 and _fraction("80") == 0.8
+    with pytest.raises(ap.ArgumentTypeError, match="at least 50% and below 100%"):
+        _fraction("100%")
+    r = subprocess.run([sys.executable, "-c", "from pgknee.cli.recommend import _fraction; print(_fraction('0.9'))"],
+                       capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "0.9" and "--min-fraction 0.9 is now written as a percentage, 90%" in r.stderr

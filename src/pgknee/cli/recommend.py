@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from pgknee.cli.common import Renamed, add_store, print_items, stdout_outputs
@@ -27,20 +28,28 @@ def _ms(text: str) -> float:
 
 
 def _fraction(text: str) -> float:
+    """A percentage, as every other share in pgknee is written ('95%' or '95'); a fraction below 1
+    ('0.95', as it was written before) still works and says the new way."""
+    t = text.strip()
     try:
-        v = float(text)
+        v = float(t.removesuffix("%"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.5 <= v < 1.0:
-        raise argparse.ArgumentTypeError("--min-fraction must be at least 0.5 and below 1, e.g. 0.95")
-    return v
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (write it like 95%)") from None
+    if not t.endswith("%") and 0 < v < 1:
+        print(f"pgknee: note: --min-fraction {t} is now written as a percentage, {100 * v:g}%; the fraction goes "
+              "in the next release", file=sys.stderr)
+        v *= 100
+    if not 50 <= v < 100:
+        raise argparse.ArgumentTypeError("--min-fraction must be at least 50% and below 100%, e.g. 95%")
+    return v / 100
 
 
 def add_recommend_options(p: Any) -> None:
     p.add_argument("--p99-target", type=_ms, metavar="DURATION",
                    help="a latency target: the recommended count keeps its measured p99 under it (e.g. 20ms)")
-    p.add_argument("--min-fraction", metavar="FRACTION", type=_fraction, default=0.95,
-                   help="the share of the modelled peak throughput to reach (default 0.95)")
+    p.add_argument("--min-fraction", metavar="PCT", type=_fraction, default=0.95,
+                   help="the share of the plateau's (or the modelled peak's) throughput the answer reaches "
+                        "(default 95%%)")
     p.add_argument("--spindles", metavar="N",
                    type=int, default=0, help="disks, for the (cores x 2) + spindles heuristic (0)")
 
