@@ -273,3 +273,14 @@ def test_a_latency_without_a_unit_is_refused_where_a_dba_writes_milliseconds() -
     with pytest.raises(UserError) as e:
         parse_seconds("50", "--latency", unit_required=True)
     assert e.value.message == "--latency '50' has no unit" and e.value.hint == "write it with one, e.g. 50ms or 50s"
+
+
+def test_a_size_without_a_unit_is_refused() -> None:
+    """--server-memory 64 read 64 GB silently: a size carries its unit."""
+    from pgknee.errors import UserError
+    from pgknee.plan.parse import parse_memory_gb
+
+    assert parse_memory_gb("64GB") == 64.0 and parse_memory_gb("512MB") == 0.5
+    with pytest.raises(UserError) as e:
+        parse_memory_gb("64")
+    assert e.value.message == "--server-memory '64' has no unit"

@@ -112,8 +112,11 @@ _UNIT_GB = {None: 1.0, "mb": 1 / 1024, "gb": 1.0, "tb": 1024.0, "mib": 1 / 1024,
 
 
 def parse_memory_gb(text: str, what: str = "--server-memory") -> float:
-    """'64GB', '512MB', '1TB' or a bare number of GB, in GB (powers of 1024, as /proc/meminfo)."""
+    """'64GB', '512MB', '1TB' in GB (powers of 1024, as /proc/meminfo); a bare number is refused
+    (64 of what: a size carries its unit)."""
     m = _MEMORY_RE.match(str(text))
+    if m and not m.group(2):
+        raise UserError(f"{what} {text!r} has no unit", f"write it with one, e.g. {what} {text}GB (or {text}MB)")
     gb = float(m.group(1)) * _UNIT_GB[m.group(2).lower() if m.group(2) else None] if m else 0.0
     if gb <= 0:
         raise UserError(f"{what} {text!r} is not an amount of memory", f"e.g. {what} 64GB (or 512MB)")
