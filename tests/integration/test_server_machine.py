@@ -69,7 +69,7 @@ def test_a_role_that_may_not_read_proc_gets_unknown_and_every_cpu_line_withheld(
     assert "server: CPUs unknown (pg_read_file is not allowed to this role" in r.out
     assert "withheld: server CPUs unknown (pg_read_file is not allowed" in r.out and "give --server-cpus N" in r.out
     size = pgknee("size", "--tps", "100", "--latency", "10ms", "--run", "last", "--store", str(store))
-    assert size.code == 2 and "server CPUs are unknown" in size.err and "give --cores N" in size.err
+    assert size.code == 2 and "server CPUs are unknown" in size.err and "give --server-cpus N" in size.err
     # told: the figure and its source
     told = tmp_path / "t.db"
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_machine_app", "--store", str(told), *RUN,
