@@ -67,3 +67,10 @@ def test_every_run_line_in_the_docs_runs_dry(page: str, cmd: str, tmp_path: Path
                        stdin=subprocess.DEVNULL, check=False)
     assert r.returncode == 0, f"{page}: {cmd}\n{r.stderr.strip().splitlines()[-1:]}"
     assert "estimated wall time" in r.stdout or "until-answer" in r.stdout, r.stdout[-300:]
+
+
+def test_every_variable_pgknee_reads_is_documented() -> None:
+    read = {m for f in (ROOT / "src" / "pgknee").rglob("*.py")
+            for m in re.findall(r"\"(PGKNEE_[A-Z_]+|NO_COLOR|XDG_STATE_HOME|JOB_COMPLETION_INDEX)\"", f.read_text())}
+    page = (ROOT / "docs" / "environment.md").read_text()
+    assert len(read) >= 10 and sorted(v for v in read if f"`{v}`" not in page) == []
