@@ -191,3 +191,4 @@ def test_the_docs_show_the_corpus_as_it_is() -> None:
     text = DOCS.read_text()
     begin, end = "<!-- corpus: begin (tests/unit/corpus.py docs) -->\n", "\n<!-- corpus: end -->"
     assert text[text.index(begin) + len(begin):text.index(end)].strip() == corpus.markdown().strip()
+

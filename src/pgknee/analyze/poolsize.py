@@ -54,7 +54,9 @@ def recommend_pool(view: RunView, family: str, members: Sequence[tuple[int, str]
     shape_line = tuple(filter(None, [shape_reason(sh, "pooled server connections")]))
     base = dataclasses.replace(template, variant=label, concurrency="pool size", measured=sh.counts, family=True,
                                repetitions=min(len(x) for x in by_pool.values()), fit=None, knee=None,
-                               reasons=_reasons(sh.counts, at, clients), checks={})
+                               reasons=_reasons(sh.counts, at, clients), checks={}, connections=None, interval=None,
+                               modelled_n=None, counts_interval=None, level_tps=None, measured_best=None,
+                               saturated=(), next_counts=())  # nothing of the member variant's own answer
     if sh.grows:
         return dataclasses.replace(base, verdict="not-identified", next_counts=(2 * sh.counts[-1], 4 * sh.counts[-1]),
                                    reasons=(*shape_line, *base.reasons))
