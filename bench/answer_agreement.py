@@ -27,10 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -87,16 +85,6 @@ def answer_of(store: str, run: str, variant: str | None, wall_s: float | None = 
     return Answer(view.data.run.run_id, wall_s, r.verdict, r.connections, r.counts_interval, r.headline())
 
 
-def run_pgknee(args: list[str], log: Path) -> float:
-    t0 = time.monotonic()
-    with log.open("w") as out:
-        r = subprocess.run([sys.executable, "-m", "pgknee", "run", *args], stdout=out, stderr=subprocess.STDOUT,
-                           check=False)
-    if r.returncode != 0:
-        raise SystemExit(f"pgknee run failed ({r.returncode}): see {log}")
-    return time.monotonic() - t0
-
-
 def table(ref: Answer, shorts: Sequence[Answer], verdict: dict[str, object]) -> list[str]:
     def row(name: str, a: Answer) -> str:
         span = "{}..{}".format(*a.counts_interval) if a.counts_interval else "-"
@@ -133,6 +121,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from time_to_answer import run_pgknee  # bench/ is this script's directory: one way to run pgknee and time it
+
     a = parse_args(argv)
     work = Path(a.dir or tempfile.mkdtemp(prefix="pgknee-agree-"))
     work.mkdir(parents=True, exist_ok=True)

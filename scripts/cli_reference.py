@@ -6,23 +6,13 @@ reference cannot drift from the CLI (tests/unit/test_docs.py checks the file is 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 
-def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs and path:
-        yield " ".join(path), parser
-    for action in subs:
-        for name, sub in action.choices.items():
-            yield from commands(sub, (*path, name))
-
-
 def main() -> int:
     os.environ["COLUMNS"] = "100"  # the help text wrapped the same wherever this runs
-    from pgknee.cli import build_parser
+    from pgknee.cli import build_parser, commands
 
     out = ["# Command reference", "",
            "Every command and flag, as `pgknee COMMAND --help` prints them (this page is written from the parser:",

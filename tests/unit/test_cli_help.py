@@ -8,21 +8,14 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
-from pgknee.cli import COMMAND_CODES, build_parser
+from pgknee.cli import COMMAND_CODES, build_parser, commands
 from pgknee.errors import EXIT_CODES
 
 EXIT_DOC = Path(__file__).resolve().parents[2] / "docs" / "exit-codes.md"
 
 
 def _commands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not subs and path:
-            yield " ".join(path), parser
-        for action in subs:
-            for name, sub in action.choices.items():
-                yield from walk(sub, (*path, name))
-    yield from walk(build_parser(), ())
+    yield from commands(build_parser())
 
 
 def test_every_command_says_what_it_does_and_how_it_exits() -> None:

@@ -368,9 +368,7 @@ def _saturated(start: Recommendation, groups: Sequence[Group], by_n: dict[int, l
     against the best measured, never counts upward."""
     sh, fraction, p99 = ev.shape, start.fraction, start.p99_target_ms
 
-    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
-        return _smallest_reaching(groups, d, fraction * max(statistics.median(x) for x in d.values()), p99)
-
+    rule = _reaching_the_best(groups, fraction, p99)
     chosen = rule(by_n)
     base = dataclasses.replace(start, fit=ev.fit, knee=ev.knee, measured_best=sh.best_n, level_tps=sh.best,
                                saturated=ev.lines(), measured=sh.counts)
@@ -402,9 +400,7 @@ def _measured_peak(start: Recommendation, groups: Sequence[Group],
     if top == len(med) - 1 or 100 * (1 - last / best) <= noise:
         return None
 
-    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
-        return _smallest_reaching(groups, d, start.fraction * max(statistics.median(x) for x in d.values()),
-                                  start.p99_target_ms)
+    rule = _reaching_the_best(groups, start.fraction, start.p99_target_ms)
 
     chosen = rule(by_n)
     if chosen is None:
@@ -420,6 +416,15 @@ def _measured_peak(start: Recommendation, groups: Sequence[Group],
                                next_counts=tuple(c for c in between if lo < c < hi), reasons=(why,),
                                counts_interval=(min(span[0], chosen), max(span[1], chosen)), level_tps=best,
                                measured=tuple(counts))
+
+def _reaching_the_best(groups: Sequence[Group], fraction: float, p99_target_ms: float | None
+                       ) -> Callable[[Mapping[int, Sequence[float]]], int | None]:
+    """The rule read against the best measured: the smallest count whose median TPS reaches the
+    fraction of the highest median (measured-peak, saturated; noise_draws apply it to copies)."""
+    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
+        return _smallest_reaching(groups, d, fraction * max(statistics.median(x) for x in d.values()), p99_target_ms)
+    return rule
+
 
 def _smallest_reaching(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]], target_tps: float,
                        p99_target_ms: float | None) -> int | None:

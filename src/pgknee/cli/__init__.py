@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import traceback
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from pgknee.errors import (
@@ -55,16 +56,23 @@ def exit_codes_epilog(command: str) -> str:
     return "Exit codes: " + "; ".join(f"{c} {EXIT_CODES[c]}" for c in sorted(COMMAND_CODES[command])) + "."
 
 
-def _with_exit_codes(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> None:
+def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+             ) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Every command that runs ('run', 'store copy', ...) with its parser, in the parser's order:
+    the one walk the help's exit codes, the command reference and the help's tests use."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs and path:
+        yield " ".join(path), parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from commands(sub, (*path, name))
+
+
+def _with_exit_codes(parser: argparse.ArgumentParser) -> None:
     """Each command's epilog ends with its exit codes (from one table: COMMAND_CODES)."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                _with_exit_codes(sub, (*path, name))
-            return
-    if path:
-        given = (parser.epilog or "").split("Exit codes:")[0].strip()
-        parser.epilog = (given + "\n\n" if given else "") + exit_codes_epilog(" ".join(path))
+    for name, sub in commands(parser):
+        given = (sub.epilog or "").split("Exit codes:")[0].strip()
+        sub.epilog = (given + "\n\n" if given else "") + exit_codes_epilog(name)
 
 
 def build_parser() -> argparse.ArgumentParser:
