@@ -124,8 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from time_to_answer import run_pgknee  # bench/ is this script's directory: one way to run pgknee and time it
 
     a = parse_args(argv)
-    work = Path(a.dir or tempfile.mkdtemp(prefix="pgknee-agree-"))
-    work.mkdir(parents=True, exist_ok=True)
+    runs = not (a.reference and a.shorts)  # reading stores already made writes nothing
+    work = Path(a.dir or tempfile.mkdtemp(prefix="pgknee-agree-")) if runs else Path(".")
+    if runs:
+        work.mkdir(parents=True, exist_ok=True)
     common = ["--protocol", "extended", "--no-waits"]
     if a.reference:
         store, run = a.reference.rsplit(":", 1)
