@@ -162,7 +162,9 @@ def test_every_cpu_line_uses_the_servers_cpus_or_is_withheld() -> None:
     assert rule_of_thumb(u) == ("withheld: server CPUs unknown (pg_read_file is not allowed to this role): "
                                 "give --server-cpus N")
     assert 8 * 2 not in u.next_counts[4:]  # no "8 x the CPUs" from the client's CPUs
-    assert not any("cores" in x or "CPUs" in x for x in u.reasons)
+    # no line counts the client's CPUs as the server's; one says they are unknown and why it matters
+    assert not any("cores" in x or "CPUs" in x for x in u.reasons if "CPUs are unknown" not in x)
+    assert u.server_unseen == "pg_read_file is not allowed to this role" and "--server-cpus N" in u.headline()
     assert next_counts([4, 8], None) == [16, 32, 64, 128]
 
 

@@ -13,7 +13,9 @@ The verdicts:
 * `saturated`: a resource was saturated (the server's CPU, a wait class, the pooler) while
   throughput still grew beyond the noise at the largest count: an answer for now, read against
   the measured best, with what would settle it;
-* `not-identified`: throughput still grows and nothing is saturated: peak not reached;
+* `not-identified`: throughput still grows and nothing is saturated: peak not reached; or, when
+  the server's CPUs are unknown and its CPU is not sampled (a managed server), withheld: whether
+  it saturated cannot be seen (`server_unseen` says why and the headline how to give them);
 * `withheld` (the client set the pace), `open-loop` (--rate), `no-count-meets-target`,
   `not-enough-data`: no count."""
 
@@ -54,6 +56,8 @@ class Recommendation:
     level_tps: float | None = None  # the plateau's throughput (levels-off), or the best measured
     saturated: tuple[str, ...] = ()  # the resources that were saturated, from which count
     family: bool = False  # a pool size read across the variants of a pool sweep (analyze/poolsize.py)
+    target_missed: str = ""  # no-count-meets-target: what the target costs (analyze/recommend.py)
+    server_unseen: str | None = None  # not-identified, yet the server's saturation could not be seen: why
 
     @property
     def answered(self) -> bool:
@@ -132,6 +136,11 @@ class Recommendation:
 
     def _no_count(self) -> str:
         v = self.variant
+        if self.verdict == "not-identified" and self.server_unseen:
+            return (f"{v}: no recommendation — throughput still grows beyond the noise, and whether the server "
+                    f"saturated cannot be seen: its CPUs are unknown ({self.server_unseen}) and its CPU is not "
+                    "sampled; give them (pgknee recommend RUN --server-cpus N) so that its wait profile can tell, "
+                    f"or run {', '.join(map(str, self.next_counts))} clients next")
         if self.verdict == "not-identified":
             return (f"{v}: peak not reached — throughput still grows beyond the noise and nothing was saturated; run "
                     f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")
@@ -142,7 +151,8 @@ class Recommendation:
                     "does not show what more connections could do; read its latency and schedule lag instead")
         if self.verdict == "no-count-meets-target":
             target = f"p99 under {self.p99_target_ms:g} ms" if self.p99_target_ms else "the p99 target"
-            return (f"{v}: no measured count meets both {self.fraction:.0%} of the peak and {target} — relax "
+            cost = f": {self.target_missed}" if self.target_missed else ""
+            return (f"{v}: no measured count meets both {self.fraction:.0%} of the peak and {target}{cost} — relax "
                     "--p99-target or --min-fraction, or read p99 by count in the tables")
         if self.concurrency == "pool size" and len(self.measured) < 3:
             return (f"{v}: not enough data for a scalability model — the pool caps the database-side concurrency, "

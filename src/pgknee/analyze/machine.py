@@ -4,6 +4,7 @@ unknown. pgbench's threads and the System table's samples: the CLIENT machine's.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,15 @@ class Cpus:
     def withheld(self) -> str:
         """Why a line that needs the server's CPUs is not shown."""
         return f"server CPUs unknown ({self.source}): {UNKNOWN_HINT}"
+
+
+def with_server_cpus(data: RunData, n: int | None) -> RunData:
+    """The run read again with the server's CPUs given (`pgknee recommend --server-cpus N`): a
+    managed server keeps them to itself, its provider's console does not."""
+    if n is None:
+        return data
+    env = {k: v for k, v in data.env.items() if k != Env.SERVER_CPUS_LIMITED}
+    return dataclasses.replace(data, env={**env, Env.SERVER_CPUS: str(n), Env.SERVER_CPUS_SOURCE: "--server-cpus"})
 
 
 def _int(text: str | None) -> int | None:

@@ -13,7 +13,9 @@ The evidence of one variant (analyze/saturation.py) decides, in this order:
 5. a resource was saturated (the server's CPU, Average Active Sessions on one wait class above
    its CPUs, the pooler's core) while throughput still grew beyond the noise: an answer for now,
    read against the measured best, with the repetitions and counts between that would settle it;
-6. otherwise the peak is not reached, and the counts to run next go upward.
+6. otherwise the peak is not reached, and the counts to run next go upward; unless nothing could
+   be seen of the server's saturation (its CPUs unknown, its CPU not sampled: a managed server
+   without --server-cpus), when the answer is withheld until its CPUs are given.
 
 Every answer carries the measured counts plausible noise would have picked (noise_draws: the
 same rule on the curve moved by the run's noise), and the second opinions (Kneedle's knee, the
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pgknee.analyze.answer import ANSWERED, Recommendation
-from pgknee.analyze.machine import Machine, machine_of, server_reasons, system_reasons
+from pgknee.analyze.machine import Machine, machine_of, server_reasons, server_row, system_reasons
 from pgknee.analyze.network import network_reasons
 from pgknee.analyze.poolsize import families, recommend_pool
 from pgknee.analyze.records import Group, RunView
@@ -222,9 +224,23 @@ def _decide(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list
                                    reasons=(*seen.reasons, *ev.opinions(seen), *_reasons(groups, None, cores)))
     if ev.saturations:
         return _saturated(start, groups, by_n, cores, ev)
-    return dataclasses.replace(start, verdict="not-identified", fit=f, knee=ev.knee,
-                               reasons=(*filter(None, [shape_reason(ev.shape)]), *_reasons(groups, None, cores)),
+    unseen = _server_unseen(view, groups, cores)
+    return dataclasses.replace(start, verdict="not-identified", fit=f, knee=ev.knee, server_unseen=unseen,
+                               reasons=(*filter(None, [shape_reason(ev.shape)]),
+                                        *([f"whether the server saturated cannot be seen: its CPUs are unknown "
+                                           f"({unseen}), so no wait class can be read against them, and its CPU "
+                                           "is not sampled"] if unseen else []),
+                                        *_reasons(groups, None, cores)),
                                next_counts=tuple(next_counts([g.clients for g in groups], cores.server.n)))
+
+
+def _server_unseen(view: RunView, groups: Sequence[Group], m: Machine) -> str | None:
+    """Why the server's saturation could not be seen, or None when it could: its CPUs unknown (no
+    wait class can be read against them) and its CPU not sampled (neither its own /proc nor this
+    machine's, shared with it): a managed server, say, with no --server-cpus."""
+    if m.server.n is not None or m.local or any(server_row(view.data, g) is not None for g in groups):
+        return None
+    return m.server.source
 
 
 @dataclass(frozen=True)
@@ -321,6 +337,7 @@ def _levels_off(start: Recommendation, groups: Sequence[Group], by_n: dict[int, 
                                measured=sh.counts)
     if chosen is None:
         return dataclasses.replace(base, verdict="no-count-meets-target",
+                                   target_missed=_target_missed(groups, by_n, sh.level, fraction, p99),
                                    reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
     span = _rule_interval(by_n, sh.noise_pct, rule) or (chosen, chosen)
     span = (min(span[0], chosen), max(span[1], chosen))
@@ -358,7 +375,9 @@ def _modelled(start: Recommendation, groups: Sequence[Group], by_n: dict[int, li
                             fit=f, knee=ev.knee, connections=chosen, interval=interval, counts_interval=span,
                             modelled_n=smallest_n_reaching(f.params, fraction, ceiling), saturated=ev.lines(),
                             measured=counts, level_tps=f.params.peak_x,
-                            next_counts=_between(counts, *span) if span else ())
+                            next_counts=_between(counts, *span) if span else (),
+                            target_missed="" if chosen is not None else _target_missed(
+                                groups, by_n, f.params.peak_x, fraction, start.p99_target_ms))
     return dataclasses.replace(r, reasons=(*_evidence_lines(ev), *ev.opinions(r), *reasons))
 
 
@@ -374,6 +393,7 @@ def _saturated(start: Recommendation, groups: Sequence[Group], by_n: dict[int, l
                                saturated=ev.lines(), measured=sh.counts)
     if chosen is None:
         return dataclasses.replace(base, verdict="no-count-meets-target",
+                                   target_missed=_target_missed(groups, by_n, sh.best, fraction, p99),
                                    reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
     span = _rule_interval(by_n, sh.noise_pct, rule) or (chosen, chosen)
     span = (min(span[0], chosen), max(span[1], chosen))
@@ -404,7 +424,9 @@ def _measured_peak(start: Recommendation, groups: Sequence[Group],
 
     chosen = rule(by_n)
     if chosen is None:
-        return dataclasses.replace(start, verdict="no-count-meets-target", measured_best=best_n)
+        return dataclasses.replace(start, verdict="no-count-meets-target", measured_best=best_n,
+                                   target_missed=_target_missed(groups, by_n, best, start.fraction,
+                                                                start.p99_target_ms))
     counts = sorted(by_n)
     lo, hi = counts[max(top - 1, 0)], counts[top + 1]
     between = sorted({(lo + best_n) // 2, (best_n + hi) // 2, (best_n + (best_n + hi) // 2) // 2} - set(counts))
@@ -424,6 +446,33 @@ def _reaching_the_best(groups: Sequence[Group], fraction: float, p99_target_ms: 
     def rule(d: Mapping[int, Sequence[float]]) -> int | None:
         return _smallest_reaching(groups, d, fraction * max(statistics.median(x) for x in d.values()), p99_target_ms)
     return rule
+
+
+def _target_missed(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]], peak_tps: float,
+                   fraction: float, p99_target_ms: float | None) -> str:
+    """What a latency target no count meets costs: the p99 of the smallest count reaching the
+    throughput, and the most throughput a count gave under the target (a DBA picks which gives)."""
+    if p99_target_ms is None or peak_tps <= 0:
+        return ""
+    target_tps = fraction * peak_tps
+    ordered = sorted(groups, key=lambda g: g.clients)
+    reach = next((g for g in ordered if statistics.median(by_n[concurrency_of(g)]) >= target_tps), None)
+    under = [(statistics.median(by_n[concurrency_of(g)]), g) for g in ordered
+             if g.p99 is not None and g.p99.value <= p99_target_ms]
+    out = []
+    if reach is not None and reach.p99 is not None:
+        out.append(f"{reach.clients} clients reach it with p99 {reach.p99.value:.1f} ms")
+    if under:
+        tps, g = max(under, key=lambda x: x[0])
+        out.append(f"under {p99_target_ms:g} ms the most is {tps:,.0f} TPS ({100 * tps / peak_tps:.0f}% "
+                   f"of it) at {g.clients} clients")
+    else:
+        lows = [(g.p99.value, g) for g in ordered if g.p99 is not None]
+        if lows:
+            p99, low = min(lows, key=lambda x: x[0])
+            out.append(f"no count had p99 under {p99_target_ms:g} ms (the lowest: {p99:.1f} ms at "
+                       f"{low.clients} clients)")
+    return "; ".join(out)
 
 
 def _smallest_reaching(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]], target_tps: float,

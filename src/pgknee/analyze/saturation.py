@@ -130,7 +130,8 @@ def shape_reason(s: Shape, unit: str = "clients") -> str | None:
 class Saturation:
     """A resource that was saturated, from the first count where it was."""
 
-    resource: str  # 'server CPU', 'CPU' (this machine's, server and client), 'wait class LWLock', 'pooler CPU'
+    resource: str  # 'server CPU', 'CPU' (this machine's, server and client), 'wait class LWLock',
+    # 'server sessions' (database time above the CPUs), 'pooler CPU'
     clients: int
     detail: str
 
@@ -171,7 +172,9 @@ def _cpu(view: RunView, g: Group, m: Machine) -> Saturation | None:
 
 def _wait_classes(g: Group, m: Machine) -> list[Saturation]:
     """A wait class (CPU, running, counted as one) whose Average Active Sessions exceed the
-    server's CPUs: sessions queue on it."""
+    server's CPUs: sessions queue on it; and the sessions at work, all classes but the client's
+    (the database time), above the CPUs: more sessions running or waiting in the server than it
+    has CPUs, the rule of thumb that reads a server's saturation without its /proc."""
     cpus = m.server.n
     if cpus is None or not g.snapshots:
         return []
@@ -179,8 +182,13 @@ def _wait_classes(g: Group, m: Machine) -> list[Saturation]:
     for w in g.waits:
         if w.wait_event_type not in ("Client", "Activity", "Timeout"):  # the client's time, not the server's
             by_class[w.wait_event_type] = by_class.get(w.wait_event_type, 0.0) + w.aas
-    return [Saturation(f"wait class {cls}", g.clients, f"AAS {aas:.2f} above the server's {cpus} CPUs")
-            for cls, aas in sorted(by_class.items(), key=lambda x: -x[1]) if aas > cpus]
+    out = [Saturation(f"wait class {cls}", g.clients, f"AAS {aas:.2f} above the server's {cpus} CPUs")
+           for cls, aas in sorted(by_class.items(), key=lambda x: -x[1]) if aas > cpus]
+    busy = sum(by_class.values())
+    if busy > cpus:  # no one class above them, yet more sessions at work than CPUs: they queue
+        out.append(Saturation("server sessions", g.clients, f"AAS {busy:.2f} at work (CPU and server waits, not "
+                                                            f"the client's) above the server's {cpus} CPUs"))
+    return out
 
 
 def _pooler(g: Group) -> Saturation | None:

@@ -54,6 +54,18 @@ def add_recommend_options(p: Any) -> None:
                    type=int, default=0, help="disks, for the (cores x 2) + spindles heuristic (0)")
 
 
+def add_server_cpus(p: Any) -> None:
+    p.add_argument("--server-cpus", type=_positive_cpus, metavar="N",
+                   help="the server's CPUs, when the run could not read them (a managed server): the wait "
+                        "profile is then read against them")
+
+
+def _positive_cpus(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of CPUs (a whole number, 1 or more)")
+    return int(text)
+
+
 def _positive(text: str) -> int:
     try:
         v = int(text)
@@ -95,6 +107,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--variant", metavar="VARIANT", help="the variant to recommend for (default: each of them)")
     add_recommend_options(p)
+    add_server_cpus(p)
     add_deploy_options(p)
     p.add_argument("--json", metavar="PATH", help="also write it as JSON ('-': standard output)")
     add_store(p)
@@ -122,6 +135,7 @@ def add_parsers(sub: Any) -> None:
 def cmd_recommend(args: argparse.Namespace) -> int:
     from rich.text import Text
 
+    from pgknee.analyze.machine import with_server_cpus
     from pgknee.analyze.recommend import recommend_all
     from pgknee.analyze.run import build
     from pgknee.report.deploy import deployment_items, deployment_json
@@ -131,7 +145,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from pgknee.store.load import load_run
 
     pools = _deploy_args(args)
-    view = build(load_run(Store(args.store, create=False), args.run_id))
+    view = build(with_server_cpus(load_run(Store(args.store, create=False), args.run_id), args.server_cpus))
     variants = view.variants()
     if args.variant and args.variant not in variants:
         raise UserError(f"run {view.data.run.run_id} has no variant {args.variant!r}",
@@ -204,4 +218,4 @@ def _size_cores(given: int | None, view: RunView | None) -> tuple[int, str]:
             return cpus.n, f"run {view.data.run.run_id}'s server: {cpus.source}"
         raise UserError(f"run {view.data.run.run_id}'s server CPUs are unknown ({cpus.source})",
                         "give --server-cpus N")
-    return os.cpu_count() or 1, "this machine's; give --cores N for another server"
+    return os.cpu_count() or 1, "this machine's; give --server-cpus N for another server"

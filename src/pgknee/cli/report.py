@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from pgknee.cli.common import add_noise_threshold, add_store
-from pgknee.cli.recommend import add_recommend_options
+from pgknee.cli.recommend import add_recommend_options, add_server_cpus
 from pgknee.errors import UserError
 from pgknee.report.output import FORMATS, IMAGE_FORMATS, check_output, output_format
 from pgknee.rules import SUMMARIES
@@ -35,6 +35,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--summary", choices=SUMMARIES, help="over repetitions (default: the run's own)")
     add_noise_threshold(p)
     add_recommend_options(p)
+    add_server_cpus(p)
     add_store(p)
     p.set_defaults(func=cmd_report)
 
@@ -64,7 +65,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     ids = [d.run.run_id for d in datas]
     if len(set(ids)) < len(ids):
         raise UserError("the same run is given twice", "give each run once")
-    views = [build(d, args.summary, args.noise_threshold) for d in datas]
+    from pgknee.analyze.machine import with_server_cpus
+
+    views = [build(with_server_cpus(d, args.server_cpus), args.summary, args.noise_threshold) for d in datas]
 
     def say(text: str) -> None:
         print(f"pgknee: {text} ...", file=sys.stderr, flush=True)

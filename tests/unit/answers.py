@@ -1,0 +1,160 @@
+"""docs/answers.md: pgknee's whole answer, as `pgknee recommend RUN` prints it, for each verdict,
+read line by line with what to do next. Real sweeps from the verdict corpus where this machine
+can make the verdict (tests/data/verdicts/), synthetic curves (curves.py) where it cannot, each
+said so. The page is this module's output, checked by test_verdicts.py:
+
+    .venv/bin/python tests/unit/answers.py > docs/answers.md"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import corpus
+from curves import CURVES, run_of
+
+from pgknee.types import RunData
+
+WIDTH = 110  # the terminal's columns the outputs are printed at
+
+
+def managed(data: RunData) -> RunData:
+    """The run read as if its server were a managed one: its CPUs unknown, its CPU not sampled."""
+    env = {k: v for k, v in data.env.items() if not k.startswith("server.machine.")}
+    env.update({"target.kind": "remote", "target.local": "false", "server.machine.cpus_source":
+                "unknown: a managed service", "server.managed": "Amazon RDS"})
+    return dataclasses.replace(data, env=env, server_os={})
+
+
+@dataclass(frozen=True)
+class Entry:
+    title: str
+    source: str  # 'corpus:NAME' or 'curve:NAME'
+    variant: str
+    what: str  # where the sweep comes from, in a sentence
+    reading: tuple[str, ...]  # what the output's lines say
+    next: str  # what to do next
+    options: dict[str, Any] = field(default_factory=dict)  # recommend()'s: p99_target_ms, fraction
+    command: str = "pgknee recommend RUN"
+    transform: Callable[[RunData], RunData] | None = None
+
+    def data(self) -> RunData:
+        kind, _, name = self.source.partition(":")
+        data = corpus.load(name)[1] if kind == "corpus" else run_of(CURVES[name])
+        return self.transform(data) if self.transform else data
+
+
+ENTRIES = (
+    Entry("A count with its interval: throughput levels off", "corpus:make-demo-a", "direct",
+          "`make demo`'s direct variant on a fresh clone: the e-wallet, 2..32 clients, 10 s, one repetition, "
+          "the embedded server on this project's 2-CPU machine.",
+          ("**▶ the headline**: the count (8), the counts plausible noise would have picked instead (4..16), the "
+           "verdict's evidence (the plateau's level and the first saturated resource) and what would narrow it.",
+           "**model**: the Universal Scalability Law fitted to the five medians; R² says how well it follows "
+           "them; each parameter has its bootstrap interval. σ (contention) far from zero and no peak identified: "
+           "the model sees a ceiling (5,112 TPS), not a peak.",
+           "**knee (Kneedle)**: a published second opinion on where the curve bends; **rule of thumb**: (cores x "
+           "2) + spindles with the server's CPUs and where pgknee read them; **checks**: each step's "
+           "cross-checks (pgbench's TPS against the server's commits, Little's law, sampled against counted "
+           "active time, the client's CPU), how many passed.",
+           "**Why**: the evidence in the order it was weighed: the curve's shape against the noise allowance, "
+           "the saturated resources, the second opinions and whether they agree, then the figures (TPS, "
+           "latency, the top wait event, the CPU, pgbench's own load)."),
+          "use 8. The interval spans three measured counts because one repetition cannot tell 4, 8 and 16 "
+          "apart on a plateau: `pgknee run --extend RUN --clients 6,12 --reps 3` narrows it in the same run."),
+    Entry("A peak the model places", "corpus:tpcb-2-64", "base",
+          "`pgknee run --workload tpcb --clients 2,4,8,16,32,64 --duration 10s` here: TPC-B at scale 1, every "
+          "transaction updating the one branch row.",
+          ("the model identifies a peak (N* with its interval) because throughput falls after it: a coherency "
+           "cost (κ) the sessions queueing on one row lock pay.",
+           "the headline's count is the first *measured* count past where the model crosses 95% of its peak; "
+           "the interval in brackets is the model's own, from its bootstrap.",
+           "the Why lines name the wait class above the CPUs (Lock) from the count where it was."),
+          "use 4; to see whether 3 serves as well, `pgknee run --extend RUN --clients 3`."),
+    Entry("A measured peak, not modelled", "curve:a measured peak", "base",
+          "A synthetic sweep (a real one did not come out this way here): 2,000 / 3,900 / 5,000 / 4,300 / "
+          "4,400 TPS at 2..32 clients, the CPU saturated from 8.",
+          ("the throughput fell beyond the noise past 8, yet the model's peak is not identified (five counts, "
+           "one repetition): the answer is read against the measured best, and says \"for now\".",
+           "the counts to measure next are around the best, never beyond it."),
+          "`pgknee run --extend RUN --clients 6,10,12 --reps 3`."),
+    Entry("Saturated: an answer for now", "corpus:ewallet-reference-1-8", "base",
+          "The e-wallet here, every count 1..8, three repetitions of 30 s: the CPU saturated from 3 clients, yet "
+          "8 still 14% above 4 (group commit: one WAL flush serves more commits).",
+          ("the best measured is the top count and a resource is saturated: an answer \"for now\", the smallest "
+           "count within 95% of the best (7), and nothing upward is proposed but one doubling to see where the "
+           "growth ends.",
+           "the Why lines show the saturated CPU and the wait event that grew (LWLock:WALWrite)."),
+          "`pgknee run --extend RUN --clients 10,12,16`; this project's reference sweep did, and the answer "
+          "became 8 (docs/reading-the-answer.md, ewallet-reference-1-32)."),
+    Entry("Peak not reached", "curve:still growing", "base",
+          "A synthetic sweep (a 2-CPU machine cannot make one): each doubling of 2..32 clients still buys 70-90% "
+          "more, nothing busy.",
+          ("no count: throughput still grows beyond the noise and no resource is near its limit, so the sweep "
+           "stopped too early; this is the only verdict that proposes larger counts.",),
+          "`pgknee run --extend RUN --clients 64,128,256,512` (or `pgknee run --until-answer`)."),
+    Entry("Withheld: the server's CPUs unknown", "corpus:ewallet-reference-1-8", "base",
+          "The saturated sweep above, read as pgknee reads a managed server's (its CPUs unknown, its CPU not "
+          "sampled): the same figures, no view of the server's machine.",
+          ("no count: throughput still grows, and with neither the server's CPU nor its CPU count nothing can "
+           "say whether it saturated: \"peak not reached\" would be a guess.",
+           "the rule of thumb is withheld for the same reason, and says how to give the count."),
+          "read the instance's vCPUs in the provider's console, then `pgknee recommend RUN --server-cpus 2`: "
+          "the wait profile is read against them and the answer becomes \"saturated, for now\" (below).",
+          transform=managed),
+    Entry("...and with its CPUs given", "corpus:ewallet-reference-1-8", "base",
+          "The same run with `pgknee recommend RUN --server-cpus 2`.",
+          ("the Average Active Sessions on CPU and LWLock are read against the 2 CPUs given: a saturated wait "
+           "class, so the answer is \"for now\" again, without the server's own CPU figures.",),
+          "as for the saturated sweep: one doubling more.",
+          command="pgknee recommend RUN --server-cpus 2",
+          transform=lambda d: __import__("pgknee.analyze.machine", fromlist=["x"]).with_server_cpus(managed(d), 2)),
+    Entry("Withheld: the client set the pace", "curve:client-bound", "base",
+          "A synthetic sweep: pgbench's threads at 95% of their capacity from 8 clients.",
+          ("no count: the curve flattens, but it is pgbench's limit, not the server's.",),
+          "more pgbench threads (`--threads`), a bigger client machine, or agents (`--agents N`)."),
+    Entry("No count meets the latency target", "corpus:make-demo-a", "direct",
+          "`make demo`'s direct variant again, asked for p99 under 3 ms.",
+          ("the headline says both sides of the trade: the count that reaches 95% of the plateau and its p99, "
+           "and the most throughput a count gave under the target.",),
+          "decide which gives: `--min-fraction 85%` (4 clients) or `--p99-target 5ms` (8).",
+          options={"p99_target_ms": 3.0}, command="pgknee recommend RUN --p99-target 3ms"),
+)
+
+
+def output(e: Entry) -> str:
+    """What `pgknee recommend` prints for the entry's variant (the terminal's text, no colour)."""
+    from rich.console import Console
+
+    from pgknee.analyze.recommend import recommend
+    from pgknee.analyze.run import build
+    from pgknee.report.terminal import recommendation_items
+
+    c = Console(width=WIDTH, record=True, file=io.StringIO(), color_system=None)
+    for item in recommendation_items(recommend(build(e.data()), e.variant, **e.options)):
+        c.print(item)
+    return "\n".join(line.rstrip() for line in c.export_text().splitlines()).strip("\n")
+
+
+def markdown() -> str:
+    out = ["# Every verdict, as pgknee prints it", "",
+           "<!-- written by tests/unit/answers.py; the tests check it is that script's output -->", "",
+           "What `pgknee recommend RUN` prints for each kind of answer (`pgknee run --recommend` prints the same "
+           "at the end of a run), read line by line, with what to do next. The report's *Recommendation* "
+           "section carries the same lines, with the scalability chart after the headline (see "
+           "[Reports](report.md)). [Reading the answer](reading-the-answer.md) says how pgknee decides.", "",
+           "![The top of a report: the headline, then the chart it came from: the measured medians, the model, the "
+           "answer, the counts noise could have picked, the plateau](screenshots/report-top.png)", ""]
+    for e in ENTRIES:
+        out += [f"## {e.title}", "", e.what, "", f"`{e.command}`:", "", "```text", output(e), "```", ""]
+        out += [f"- {x}" for x in e.reading]
+        out += ["", f"*Next*: {e.next}", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown())
