@@ -134,7 +134,7 @@ def store_error(e: BaseException, path: str | Path | None, doing: str | None = N
         waited = f" after waiting {timeout_s:g} s" if timeout_s is not None else ""
         return StoreBusy(f"{what} is locked by another process{waited}{during}",
                          "let the other pgknee finish ('pgknee runs' lists what runs), or raise "
-                         "PGKNEE_STORE_TIMEOUT (seconds)")
+                         "PGKNEE_STORE_TIMEOUT (e.g. 60s)")
     if name.startswith("SQLITE_CANTOPEN"):
         return StoreError(f"cannot open {what}{during}: SQLite cannot open it or its -wal/-shm files beside it",
                           "check that the file and its directory exist and that you may read (and, to write, "

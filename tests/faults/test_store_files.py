@@ -120,13 +120,13 @@ def test_a_store_another_process_holds_locked(measured: tuple[Path, str], tmp_pa
     try:
         for argv in (["run", "--dsn", dsn, "--clients", "2", "--duration", "1s"], ["show", "last"]):
             t0 = time.monotonic()
-            r = run(*argv, "--store", str(s), state=state, cwd=tmp_path, PGKNEE_STORE_TIMEOUT="1.5")
+            r = run(*argv, "--store", str(s), state=state, cwd=tmp_path, PGKNEE_STORE_TIMEOUT="1.5s")
             assert time.monotonic() - t0 >= 1.5
             assert r.code == 7, r.err
             assert one_error_line(r.err) == (
                 f"pgknee: error: the collector database {s} is locked by another process after waiting 1.5 s "
                 "(opening it) (let the other pgknee finish ('pgknee runs' lists what runs), or raise "
-                "PGKNEE_STORE_TIMEOUT (seconds))")
+                "PGKNEE_STORE_TIMEOUT (e.g. 60s))")
     finally:
         holder.close()
     assert run("show", "last", "--store", str(s), state=state, cwd=tmp_path).code == 0  # free again

@@ -121,7 +121,7 @@ def test_a_plan_file_runs_and_travels_with_the_run(server: EmbeddedCluster, tmp_
     plan = tmp_path / "plan.toml"
     plan.write_text('description = "tiny"\n[workload]\nscale = 0.1\nschema = "bench_variants"\n[sweep]\n'
                     'clients = [2]\nduration = "2s"\nvariants = ["normal", "name=pipe:pipeline:extended"]\n'
-                    '[collect]\npre = "0.2s"\npost = "300ms"\nsettle = 1\nidle_flush = "1s"\n')
+                    '[collect]\npre = "0.2s"\npost = "300ms"\nsettle = "1s"\nidle_flush = "1s"\n')
     store = tmp_path / "p.db"
     r = pgknee("run", str(plan), "--dsn", dsn_of(server), "--reps", "1", "--store", str(store), "--quiet",
                "--no-waits", env=APP_ENV, cwd=tmp_path)

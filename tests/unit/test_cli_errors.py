@@ -230,14 +230,14 @@ def test_a_store_locked_by_another_process(capsys: pytest.CaptureFixture[str], t
     holder = sqlite3.connect(store, isolation_level=None)
     holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # readers too must wait
     holder.execute("BEGIN EXCLUSIVE")
-    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.5")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "500ms")
     try:
         for argv in (["runs"], ["run", "--clients", "2", "--duration", "1s"]):
             rc, raised = _main([*argv, "--store", str(store)])
             line = _assert_one_error_line(capsys, rc, raised)
             assert line == (f"pgknee: error: the collector database {store} is locked by another process after "
                             "waiting 0.5 s (opening it) (let the other pgknee finish ('pgknee runs' lists what runs), "
-                            "or raise PGKNEE_STORE_TIMEOUT (seconds))")
+                            "or raise PGKNEE_STORE_TIMEOUT (e.g. 60s))")
             assert rc == 7
     finally:
         holder.close()

@@ -109,7 +109,6 @@ def test_parse_clients_huge_doubling_range_is_short() -> None:
     ("2min", 120.0),
     ("1h", 3600.0),
     ("500ms", 0.5),
-    ("10", 10.0),
     ("1.5s", 1.5),
     (" 30 S ", 30.0),
     ("10sec", 10.0),
@@ -264,15 +263,19 @@ def test_plan_to_dict_without_dsn() -> None:
 
 def test_a_latency_without_a_unit_is_refused_where_a_dba_writes_milliseconds() -> None:
     """pgknee size --latency 50 read 50 seconds and answered 50,000 connections; --p99-target 20
-    meant 20 s. A latency carries its unit or is refused in one line."""
+    meant 20 s. A duration carries its unit or is refused in one line: a latency, a step's
+    duration, a think time, a round trip alike; 0 is the same in every unit."""
     from pgknee.errors import UserError
     from pgknee.plan.parse import parse_seconds
 
-    assert parse_seconds("50ms", "--latency", unit_required=True) == 0.05
-    assert parse_seconds("10", "--duration") == 10.0  # a step's duration: seconds, as pgbench -T counts them
+    assert parse_seconds("50ms", "--latency") == 0.05
     with pytest.raises(UserError) as e:
-        parse_seconds("50", "--latency", unit_required=True)
-    assert e.value.message == "--latency '50' has no unit" and e.value.hint == "write it with one, e.g. 50ms or 50s"
+        parse_seconds("50", "--latency")
+    assert e.value.message == "--latency '50' has no unit" and e.value.hint == "write it with one: 50s, or 50ms"
+    for what, bare in (("--duration", "10"), ("think time in variant 'think=5'", "5"), ("rtt", "2"), ("--wait", "1.5")):
+        with pytest.raises(UserError, match="has no unit"):
+            parse_seconds(bare, what)
+    assert parse_seconds("0", "--warmup", allow_zero=True) == 0.0
 
 
 def test_a_size_without_a_unit_is_refused() -> None:

@@ -480,7 +480,7 @@ def _locked(path: Path) -> sqlite3.Connection:
 
 def test_a_locked_store_is_one_line_after_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       clock: None) -> None:
-    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.3")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "300ms")
     path = tmp_path / "s.db"
     s = Store(path)
     holder = _locked(path)
@@ -491,14 +491,17 @@ def test_a_locked_store_is_one_line_after_the_timeout(tmp_path: Path, monkeypatc
     assert ei.value.exit_code == 7
     assert ei.value.one_line() == (
         f"the collector database {path} is locked by another process after waiting 0.3 s (writing: create run) "
-        "(let the other pgknee finish ('pgknee runs' lists what runs), or raise PGKNEE_STORE_TIMEOUT (seconds))")
+        "(let the other pgknee finish ('pgknee runs' lists what runs), or raise PGKNEE_STORE_TIMEOUT (e.g. 60s))")
     holder.close()
     s.close()
 
 
 def test_a_bad_store_timeout_is_bad_input(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "soon")
-    with pytest.raises(UserError, match="PGKNEE_STORE_TIMEOUT='soon' is not a number of seconds"):
+    with pytest.raises(UserError, match="PGKNEE_STORE_TIMEOUT 'soon' is not a duration"):
+        Store(tmp_path / "s.db")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "30")  # a duration carries its unit
+    with pytest.raises(UserError, match="PGKNEE_STORE_TIMEOUT '30' has no unit"):
         Store(tmp_path / "s.db")
 
 
@@ -559,7 +562,7 @@ def _comparable(data: RunData) -> dict[str, Any]:
 def test_a_step_the_store_cannot_take_goes_to_a_side_file_and_comes_back(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch,
                                                                          clock: None) -> None:
-    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.2")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "200ms")
     reference = Store(tmp_path / "reference.db")  # the same step, written as it should have been
     ref = _run(reference, "r", steps=1)
     ref.write_step(_full_result(_step(ref, 1, 2)))
@@ -591,7 +594,7 @@ def test_a_step_the_store_cannot_take_goes_to_a_side_file_and_comes_back(tmp_pat
 def test_a_side_file_makes_the_step_row_a_store_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       clock: None) -> None:
     """A side file loaded into a copy of the store made before the step began."""
-    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.2")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "200ms")
     path = tmp_path / "s.db"
     s = Store(path)
     w = _run(s, "r", steps=1)
@@ -657,7 +660,7 @@ def _dead_owner() -> str:
 
 def test_when_the_run_s_end_cannot_be_written_either_it_is_kept_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     clock: None) -> None:
-    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.2")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "200ms")
     path = tmp_path / "s.db"
     s = Store(path)
     w = _run(s, "r", steps=1)
@@ -673,7 +676,7 @@ def test_when_the_run_s_end_cannot_be_written_either_it_is_kept_too(tmp_path: Pa
     # the line the user sees names where the step went and where the run's end went
     assert f"step 1's results are kept in {side}; the store could not take how the run ended either" in seen
     assert seen.endswith(f"how the run ended is kept in {side} too (let the other pgknee finish ('pgknee runs' lists "
-                         "what runs), or raise PGKNEE_STORE_TIMEOUT (seconds); then load them with 'pgknee store "
+                         "what runs), or raise PGKNEE_STORE_TIMEOUT (e.g. 60s); then load them with 'pgknee store "
                          f"import {side}')"), seen
     doc = sidefile.read(side)
     assert doc["run_end"]["status"] == "failed"
@@ -694,7 +697,7 @@ def test_when_the_run_s_end_cannot_be_written_either_it_is_kept_too(tmp_path: Pa
 
 def test_a_run_s_end_alone_goes_to_a_side_file_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           clock: None) -> None:
-    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.2")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "200ms")
     path = tmp_path / "s.db"
     s = Store(path)
     w = _run(s, "r", steps=0)
@@ -917,7 +920,7 @@ def test_ctrl_c_while_a_step_is_written_waits_for_the_write(tmp_path: Path, monk
                                                             clock: None) -> None:
     """The step is measured: a Ctrl-C that comes while its results wait for the store's lock is
     handled once they are written (before, it cut the transaction and the step was lost)."""
-    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "5")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "5s")
     path = tmp_path / "s.db"
     s = Store(path)
     w = _run(s, "r", steps=1)
@@ -934,7 +937,7 @@ def test_ctrl_c_while_a_step_is_written_waits_for_the_write(tmp_path: Path, monk
 
 def test_ctrl_c_while_a_step_goes_to_a_side_file_leaves_the_line_that_names_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: None) -> None:
-    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "0.5")
+    monkeypatch.setenv("PGKNEE_STORE_TIMEOUT", "500ms")
     path = tmp_path / "s.db"
     s = Store(path)
     w = _run(s, "r", steps=1)

@@ -31,7 +31,7 @@ def _hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(("argv", "line"), [
     (["--until-answer", "--budget", "soon"],
-     "--budget 'soon' is not a duration (write it like 30s, 3m, 500ms or a number of seconds)"),
+     "--budget 'soon' is not a duration (write it with its unit, like 30s, 3m or 500ms)"),
     (["--budget", "5m"], "--budget bounds an adaptive sweep (add --until-answer, or drop --budget)"),
     (["--until-answer", "--budget", "0"], "--budget must be greater than zero"),
     (["--until-answer", "--clients", "2,4,8"],

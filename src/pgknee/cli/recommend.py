@@ -22,7 +22,7 @@ def _ms(text: str) -> float:
     from pgknee.plan import parse_seconds
 
     try:
-        return parse_seconds(text, "--p99-target", unit_required=True) * 1000.0
+        return parse_seconds(text, "--p99-target") * 1000.0
     except UserError as e:
         raise argparse.ArgumentTypeError(e.message) from None
 
@@ -194,7 +194,7 @@ def cmd_size(args: argparse.Namespace) -> int:
     from pgknee.store.db import Store
     from pgknee.store.load import load_run
 
-    latency_s = parse_seconds(args.latency, "--latency", unit_required=True)
+    latency_s = parse_seconds(args.latency, "--latency")
     if args.tps <= 0 or (args.cores is not None and args.cores < 1) or args.spindles < 0:
         raise UserError("--tps must be above 0, --server-cpus at least 1, --spindles 0 or more")
     measured, view = None, None

@@ -14,15 +14,15 @@ _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s|sec|m|min|h)?\s*$", r
 _UNIT_S = {None: 1.0, "us": 1e-6, "ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
-def parse_seconds(text: str, what: str, *, allow_zero: bool = False, whole: bool = False,
-                  unit_required: bool = False) -> float:
-    """'180s', '3m', '500ms', '10' (seconds) -> seconds. `unit_required`: a bare number is refused
-    (a latency, where a DBA writes milliseconds and a silent second is a thousand times off)."""
-    m = _DURATION_RE.match(str(text))
+def parse_seconds(text: str, what: str, *, allow_zero: bool = False, whole: bool = False) -> float:
+    """'180s', '3m', '500ms' -> seconds. A duration carries its unit: a bare number is refused (a
+    DBA writes milliseconds where pgbench counts seconds, and a silent second is a thousand times
+    off), but for 0, the same in every unit."""
+    m = _DURATION_RE.match(str(text).strip())
     if not m:
-        raise UserError(f"{what} {text!r} is not a duration", "write it like 30s, 3m, 500ms or a number of seconds")
-    if unit_required and not m.group(2):
-        raise UserError(f"{what} {text!r} has no unit", f"write it with one, e.g. {text}ms or {text}s")
+        raise UserError(f"{what} {text!r} is not a duration", "write it with its unit, like 30s, 3m or 500ms")
+    if not m.group(2) and float(m.group(1)) != 0:
+        raise UserError(f"{what} {text!r} has no unit", f"write it with one: {text}s, or {text}ms")
     value = float(m.group(1)) * _UNIT_S[(m.group(2) or "").lower() or None]
     if value < 0 or (value == 0 and not allow_zero):
         raise UserError(f"{what} must be greater than zero, got {text!r}")

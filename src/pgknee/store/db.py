@@ -48,17 +48,19 @@ DEFAULT_TIMEOUT_S = 30.0
 MEMORY_COPY_MAX = 64 << 20
 
 def busy_timeout_s() -> float:
-    """How long pgknee waits for another process's lock on the store: $PGKNEE_STORE_TIMEOUT
-    seconds, 30 by default."""
+    """How long pgknee waits for another process's lock on the store: $PGKNEE_STORE_TIMEOUT, a
+    duration with its unit like every other (60s), 30 s by default."""
+    from pgknee.plan.parse import parse_seconds
+
     text = os.environ.get("PGKNEE_STORE_TIMEOUT", "")
     if not text:
         return DEFAULT_TIMEOUT_S
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 86400:
-        raise UserError(f"PGKNEE_STORE_TIMEOUT={text!r} is not a number of seconds", "e.g. PGKNEE_STORE_TIMEOUT=60")
+        value = parse_seconds(text, "PGKNEE_STORE_TIMEOUT", allow_zero=True)
+    except UserError as e:
+        raise UserError(e.message, "e.g. PGKNEE_STORE_TIMEOUT=60s") from None
+    if value >= 86400:
+        raise UserError(f"PGKNEE_STORE_TIMEOUT={text!r} is a day or more", "e.g. PGKNEE_STORE_TIMEOUT=60s")
     return value
 
 
