@@ -36,6 +36,9 @@ ask "pgknee exp"
 ask "pgknee export last --format "
 ask "pgknee compare a b --fail"
 ask "pgknee completion "
+ask "pgknee size --ser"
+ask "pgknee size --co"
+ask "pgknee workload capture --ou"
 """
 
 
@@ -44,7 +47,9 @@ def test_bash_completes_commands_options_and_choices(tmp_path: Path) -> None:
                           text=True, timeout=60, env=_env(tmp_path), check=True)
     lines = [line.strip() for line in done.stdout.splitlines()]
     assert lines[0].endswith("-F _python_argcomplete pgknee")
-    assert lines[1:] == ["export", "csv openmetrics", "--fail-if", "-h --help bash zsh fish"], done.stdout
+    # the new names complete, the old ones (kept a release, hidden from --help) do not
+    assert lines[1:] == ["export", "csv openmetrics", "--fail-if", "-h --help bash zsh fish", "--server-cpus", "",
+                         "--output"], done.stdout
 
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed (scripts/setup-system.sh --browsers)")
