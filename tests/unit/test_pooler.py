@@ -167,3 +167,19 @@ def test_refusals_before_anything_starts(tmp_path: Path) -> None:
     check(Variant("s", "extended", connect_per_txn=True, pooler=PoolerSpec(mode="session", pool_size=5)))
     with pytest.raises(UserError, match="a remote server's CPUs are not pgknee's to share"):
         check(Variant("s", "extended", pooler=PoolerSpec(placement="server")), embedded=False)
+
+
+def test_no_pgbouncer_is_one_line_naming_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pgbouncer stays a system package (pip and pipx cannot bring it): without it, a pooled
+    variant is refused in one line that says which package to install, not a checkout's make."""
+    import shutil
+
+    from pgknee.errors import PoolerError
+    from pgknee.pooler import pgbouncer
+
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    monkeypatch.setattr(pgbouncer.os, "access", lambda _path, _mode: False)
+    with pytest.raises(PoolerError) as e:
+        pgbouncer.find_pgbouncer()
+    assert e.value.message == "pgbouncer is not installed, and a pooled variant needs it"
+    assert (e.value.hint or "").startswith("install the pgbouncer package (apt-get install pgbouncer")

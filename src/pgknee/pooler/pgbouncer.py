@@ -53,7 +53,8 @@ def find_pgbouncer(explicit: str | None = None) -> str:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     raise PoolerError("pgbouncer is not installed, and a pooled variant needs it",
-                      "run 'make setup' (it installs pgbouncer with apt), or pass --pgbouncer PATH")
+                      "install the pgbouncer package (apt-get install pgbouncer, dnf install pgbouncer, brew install "
+                      "pgbouncer; from a checkout, make setup), or pass --pgbouncer PATH")
 
 
 def pgbouncer_version(binary: str) -> tuple[str, tuple[int, int, int]]:
