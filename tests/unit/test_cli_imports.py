@@ -1,10 +1,7 @@
 """Building the pgknee parser and asking any read command for --help loads none of the heavy
 libraries: matplotlib, scipy and numpy load with the analysis and the report, psycopg with a
 connection, inside the commands that need them. In a fresh interpreter, so that what earlier
-tests imported does not hide an import.
-
-cli/run.py is left out: it belongs to the run loop and still imports heavy modules at module
-level; a stand-in parser takes its place here."""
+tests imported does not hide an import. The real modules, run's included: no stand-in."""
 
 from __future__ import annotations
 
@@ -13,15 +10,11 @@ import subprocess
 import sys
 
 HEAVY = ("matplotlib", "scipy", "numpy", "psycopg", "rich.table", "prometheus_client", "argcomplete")
-READ_COMMANDS = ("runs", "show", "waits", "scenarios", "compare", "recommend", "size", "report", "export",
+READ_COMMANDS = ("run", "runs", "show", "waits", "scenarios", "compare", "recommend", "size", "report", "export",
                  "completion")
 
 _PROBE = """
-import contextlib, io, json, sys, types
-
-run = types.ModuleType("pgknee.cli.run")  # a stand-in for the run command's module
-run.add_parser = lambda sub: sub.add_parser("run", help="run a sweep")
-sys.modules["pgknee.cli.run"] = run
+import contextlib, io, json, sys
 
 from pgknee import cli
 
