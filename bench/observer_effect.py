@@ -2,20 +2,24 @@
 
 On one embedded PostgreSQL (pgknee's defaults), pairs of runs of the same e-wallet scripts,
 clients, threads, protocol and duration: bare pgbench (no log, no progress) and `pgknee run` at
-its defaults (one step, through --dsn). The order alternates A B, B A, ... (so that drift hits
-both sides alike), and every A/B pair is followed by an A/A pair (bare against bare): its spread
-is the noise floor. Pairs are added until the 95% interval of the TPS ratio is narrower than
-±2% (--target) or --max-pairs is reached; the report says how many it took.
+its defaults (one step, through --dsn). Both sides get the same warm-up: pgknee runs an
+unmeasured probe before a variant's first step (its TPS sets the log's sampling rate), so the
+bare side runs the same pgbench for as long first. The order alternates A B, B A, ... (so that
+drift hits both sides alike), and every A/B pair is followed by an A/A pair (bare against bare):
+its spread is the noise floor. Pairs are added until the 95% interval of the TPS ratio (Student's
+t over the pairs) is narrower than ±2% (--target) or --max-pairs is reached.
 
-Two figures per client count:
+The figures per client count and step length (--seconds 10,30: the demo's short steps and long
+ones):
+- the CPU per 1,000 transactions, the primary figure (far less noisy than TPS on a shared
+  machine): pgbench's on each side, pgknee's own during the step (from /proc, polled every 50 ms,
+  the same way on both sides), and the server time of pgknee's statistics and sampling queries
+  (pg_stat_statements); with the interval of the pgbench CPU ratio over the pairs (target: within
+  3% of bare pgbench's);
 - the TPS ratio pgknee / bare (pgbench's own TPS, without connection time, on both sides): what
-  users feel;
-- the CPU the observer adds per 1,000 transactions: pgbench's CPU plus pgknee's own during the
-  step (from /proc, polled every 50 ms, the same way on both sides), and the server time of
-  pgknee's statistics and sampling queries (pg_stat_statements): less noisy, and it explains
-  the ratio.
+  users feel (target: at least 0.98).
 
-    .venv/bin/python bench/observer_effect.py [--factors 2,4] [--seconds 20] [--min-pairs 6]
+    .venv/bin/python bench/observer_effect.py [--factors 2,4] [--seconds 10,30] [--min-pairs 6]
                                               [--max-pairs 30] [--target 2%] [--aa-every 1] [--json PATH]
 
 A third figure: how far the percentiles pgknee reads from its sampled log can fall from those of
@@ -45,16 +49,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from pgknee import proc
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, parse_summary, pgbench_version
 from pgknee.plan import Plan, WorkloadSpec
 from pgknee.rules import LATENCY_SAMPLES, log_sampling_rate
+from pgknee.run.step import probe_seconds
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.workloads.base import write_scripts
 from pgknee.workloads.ewallet import EWallet
 
-T95 = 1.96
+TPS_TARGET = 0.98  # pgknee's TPS, at least this share of bare pgbench's
+CPU_TARGET = 0.03  # pgbench's CPU per transaction, within this share of bare pgbench's
 STEADY = {"autovacuum": "off", "checkpoint_timeout": "1h", "max_wal_size": "16GB", "synchronous_commit": "off"}
 TICK = os.sysconf("SC_CLK_TCK")
 OBSERVER_QUERIES = ("pg_stat_activity", "pg_stat_database", "pg_stat_statements", "pg_wait_sampling",
@@ -62,11 +69,29 @@ OBSERVER_QUERIES = ("pg_stat_activity", "pg_stat_database", "pg_stat_statements"
 
 
 # ---- statistics (tests/unit/test_bench_observer.py) ---------------------------------------------
+def t95(n: int) -> float:
+    """Student's t for a two-sided 95% interval of a mean over n pairs (n - 1 degrees of freedom)."""
+    return float(stats.t.ppf(0.975, n - 1))
+
+
 def ratio_interval(log_ratios: Sequence[float]) -> tuple[float, float, float]:
-    """The geometric-mean ratio and its 95% interval (normal, over the pairs' log-ratios)."""
+    """The geometric-mean ratio and its 95% interval (Student's t over the pairs' log-ratios: a
+    handful of pairs is too few for the normal's 1.96)."""
     m = statistics.fmean(log_ratios)
-    half = T95 * statistics.stdev(log_ratios) / math.sqrt(len(log_ratios)) if len(log_ratios) > 1 else math.inf
+    n = len(log_ratios)
+    half = t95(n) * statistics.stdev(log_ratios) / math.sqrt(n) if n > 1 else math.inf
     return math.exp(m), math.exp(m - half), math.exp(m + half)
+
+
+def verdict(mid: float, lo: float, hi: float, target: float, *, at_least: bool) -> str:
+    """'met' when the whole interval is on the target's side, 'missed by X%' when the whole of it is
+    beyond, else 'not shown' (the interval straddles the target)."""
+    good, bad = (lo >= target, hi < target) if at_least else (hi <= target, lo > target)
+    if good:
+        return "met"
+    if bad:
+        return f"missed by {abs(mid - target) / target:.1%}"
+    return "not shown (the interval straddles it)"
 
 
 def narrow_enough(log_ratios: Sequence[float], target: float, min_pairs: int) -> bool:
@@ -202,11 +227,19 @@ class Lab:
         self.password = cluster.password or ""
         self.n = 0
 
+    def _bare_run(self, clients: int, threads: int, seconds: int) -> PgbenchRun:
+        return PgbenchRun(pgbench=self.pgbench, clients=clients, threads=threads, duration_s=seconds,
+                          protocol="prepared", scripts=tuple(self.scripts),
+                          defines=tuple(self.workload.defines().items()), log_prefix=None, max_tries=3,
+                          version_num=self.version_num, progress_s=0)
+
     def bare(self, clients: int, threads: int) -> Side:
-        run = PgbenchRun(pgbench=self.pgbench, clients=clients, threads=threads, duration_s=self.seconds,
-                         protocol="prepared", scripts=tuple(self.scripts),
-                         defines=tuple(self.workload.defines().items()), log_prefix=None, max_tries=3,
-                         version_num=self.version_num, progress_s=0)
+        warm = probe_seconds(self.seconds, steady=False)  # the warm-up pgknee's side gets
+        if warm:
+            w = proc.spawn(self._bare_run(clients, threads, warm).argv(), env=self.env, run_as=self.cluster.run_as)
+            with proc.guarded(w, first=signal.SIGINT):
+                w.communicate(timeout=warm + 120)
+        run = self._bare_run(clients, threads, self.seconds)
         p = proc.spawn(run.argv(), env=self.env, run_as=self.cluster.run_as)
         cpu = TreeCpu(p.pid)
         cpu.start()
@@ -272,7 +305,7 @@ class Lab:
 
 
 def sweep_one(lab: Lab, clients: int, threads: int, args: argparse.Namespace) -> Result:
-    r = Result(clients, threads, args.seconds)
+    r = Result(clients, threads, lab.seconds)
     while len(r.ab) < args.max_pairs and not narrow_enough(r.ab, args.target, args.min_pairs):
         i = len(r.ab)
         sides = {}
@@ -299,6 +332,7 @@ class Figures:
     threads: int
     seconds: int
     pairs: int
+    warm_up_s: int  # each side's, before its measured run
     ratio: float  # pgknee / bare, geometric mean over the pairs
     ratio_low: float
     ratio_high: float
@@ -310,19 +344,32 @@ class Figures:
     cpu_ms_pgknee_pgbench: float
     cpu_ms_pgknee_itself: float
     cpu_ms_added: float
+    cpu_ratio: float  # pgbench's CPU per transaction, pgknee's side over bare's (geometric mean over the pairs)
+    cpu_ratio_low: float
+    cpu_ratio_high: float
     server_ms_observer_queries: float
     sides: dict[str, list[dict[str, float]]]
     logged_transactions: int = 0  # the full log the sampling error is measured on
     sampling_rate: float = 1.0  # the rate pgknee would choose for it
     sampling_errors: dict[str, float] = field(default_factory=dict)
 
+    def verdicts(self) -> tuple[str, str]:
+        """The CPU target (pgbench's CPU per transaction within 3% of bare's) and the TPS target
+        (at least 0.98 of bare's), each met, missed or not shown by the interval."""
+        return (verdict(self.cpu_ratio, self.cpu_ratio_low, self.cpu_ratio_high, 1 + CPU_TARGET, at_least=False),
+                verdict(self.ratio, self.ratio_low, self.ratio_high, TPS_TARGET, at_least=True))
+
     def line(self) -> str:
-        return (f"c{self.clients}: TPS pgknee/bare {self.ratio:.3f} [{self.ratio_low:.3f}, {self.ratio_high:.3f}] "
-                f"over {self.pairs} pairs (A/A noise floor {self.aa_ratio:.3f} "
-                f"[{self.aa_low:.3f}, {self.aa_high:.3f}]); CPU per 1,000 transactions: bare pgbench "
-                f"{self.cpu_ms_bare_pgbench:.0f} ms, with pgknee {self.cpu_ms_pgknee_pgbench:.0f} ms pgbench + "
-                f"{self.cpu_ms_pgknee_itself:.0f} ms pgknee = {self.cpu_ms_added:+.0f} ms; server time of "
-                f"pgknee's queries {self.server_ms_observer_queries:.1f} ms" + self._sampling())
+        cpu, tps = self.verdicts()
+        return (f"c{self.clients}, {self.seconds} s steps, {self.pairs} pairs, {self.warm_up_s} s warm-up on each "
+                f"side:\n     CPU per 1,000 transactions: bare pgbench {self.cpu_ms_bare_pgbench:.0f} ms, with pgknee "
+                f"{self.cpu_ms_pgknee_pgbench:.0f} ms pgbench (x{self.cpu_ratio:.3f} [{self.cpu_ratio_low:.3f}, "
+                f"{self.cpu_ratio_high:.3f}]: target within {CPU_TARGET:.0%}, {cpu}) + {self.cpu_ms_pgknee_itself:.0f}"
+                f" ms pgknee itself = {self.cpu_ms_added:+.0f} ms; server time of pgknee's queries "
+                f"{self.server_ms_observer_queries:.1f} ms\n     TPS pgknee/bare {self.ratio:.3f} "
+                f"[{self.ratio_low:.3f}, {self.ratio_high:.3f}] (median pair {self.ratio_median:.3f}; target at "
+                f"least {TPS_TARGET}, {tps}); "
+                f"A/A noise floor {self.aa_ratio:.3f} [{self.aa_low:.3f}, {self.aa_high:.3f}]" + self._sampling())
 
     def _sampling(self) -> str:
         if not self.sampling_errors:
@@ -344,17 +391,28 @@ def figures(r: Result) -> Figures:
 
     bare, with_log, own = (per_k("bare", "pgbench_cpu_s"), per_k("pgknee", "pgbench_cpu_s"),
                            per_k("pgknee", "observer_cpu_s"))
-    return Figures(r.clients, r.threads, r.seconds, len(r.ab), mid, lo, hi, math.exp(statistics.median(r.ab)),
-                   aa[0], aa[1], aa[2], bare * 1000, with_log * 1000, own * 1000, (with_log + own - bare) * 1000,
-                   per_k("pgknee", "server_ms"), {k: [asdict(s) for s in v] for k, v in r.sides.items()})
+    cpu = ratio_interval(cpu_log_ratios(r))
+    return Figures(r.clients, r.threads, r.seconds, len(r.ab), probe_seconds(r.seconds, steady=False), mid, lo, hi,
+                   math.exp(statistics.median(r.ab)), aa[0], aa[1], aa[2], bare * 1000, with_log * 1000, own * 1000,
+                   (with_log + own - bare) * 1000, cpu[0], cpu[1], cpu[2], per_k("pgknee", "server_ms"),
+                   {k: [asdict(s) for s in v] for k, v in r.sides.items()})
+
+
+def cpu_log_ratios(r: Result) -> list[float]:
+    """Per pair: log(pgknee's pgbench CPU per transaction / bare pgbench's)."""
+    out = []
+    for a, b in zip(r.sides["pgknee"], r.sides["bare"], strict=False):
+        if a.transactions and b.transactions and a.pgbench_cpu_s > 0 and b.pgbench_cpu_s > 0:
+            out.append(math.log((a.pgbench_cpu_s / a.transactions) / (b.pgbench_cpu_s / b.transactions)))
+    return out
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--factors", default="2,4", help="client counts as multiples of the CPUs (default 2,4)")
-    p.add_argument("--seconds", type=int, default=20,
-                   help="each pgbench run's duration (default 20: pgknee probes the TPS of steps this long "
-                        "to choose its log's sampling rate)")
+    p.add_argument("--seconds", default="10,30",
+                   help="each pgbench run's duration, one set of pairs per value (default 10,30: the demo's short "
+                        "steps and long ones)")
     p.add_argument("--aa-every", type=int, default=1, help="an A/A pair after every Nth A/B pair (default 1)")
     p.add_argument("--min-pairs", type=int, default=6)
     p.add_argument("--max-pairs", type=int, default=30)
@@ -363,6 +421,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     a = p.parse_args(argv)
     a.target = float(a.target.rstrip("%")) / 100
     a.factors = [int(x) for x in a.factors.split(",")]
+    a.seconds = [int(x.rstrip("s")) for x in str(a.seconds).split(",")]
     return a
 
 
@@ -383,17 +442,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 EWallet(WorkloadSpec()).install(conn, say=lambda t: print(t, flush=True),
                                                 run_pgbench=lambda args, schema: None)
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            lab = Lab(cluster, Path(tmp), args.seconds)
-            for f in args.factors:
-                clients = f * cpus
-                threads = Plan(clients=(clients,)).threads_for(clients, cpus)
-                print(f"{clients} clients, {threads} threads, {args.seconds} s runs:", flush=True)
-                f = figures(sweep_one(lab, clients, threads, args))
-                latency = lab.full_log(clients, threads)
-                rate = log_sampling_rate(latency.size)
-                errors = sampled_percentile_errors(latency, rate) if rate < 1 and latency.size else {}
-                out.append(dataclasses.replace(f, logged_transactions=int(latency.size), sampling_rate=rate,
-                                               sampling_errors=errors))
+            for seconds in args.seconds:
+                lab = Lab(cluster, Path(tmp), seconds)
+                for f in args.factors:
+                    clients = f * cpus
+                    threads = Plan(clients=(clients,)).threads_for(clients, cpus)
+                    print(f"{clients} clients, {threads} threads, {seconds} s runs:", flush=True)
+                    f = figures(sweep_one(lab, clients, threads, args))
+                    latency = lab.full_log(clients, threads)
+                    rate = log_sampling_rate(latency.size)
+                    errors = sampled_percentile_errors(latency, rate) if rate < 1 and latency.size else {}
+                    out.append(dataclasses.replace(f, logged_transactions=int(latency.size), sampling_rate=rate,
+                                                   sampling_errors=errors))
         except (KeyboardInterrupt, RuntimeError, subprocess.TimeoutExpired) as e:
             print(f"stopped: {e or type(e).__name__}", file=sys.stderr)
             return 130 if isinstance(e, KeyboardInterrupt) else 1
@@ -403,7 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for f in out:
         print(f.line())
     if args.json:
-        Path(args.json).write_text(json.dumps({"cpus": cpus, "results": [asdict(f) for f in out]}, indent=2))
+        Path(args.json).write_text(json.dumps({"cpus": cpus, "results": [{**asdict(f), "verdicts": f.verdicts()}
+                                                                           for f in out]}, indent=2))
     return 0
 
 

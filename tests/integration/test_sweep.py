@@ -204,6 +204,6 @@ def test_sampled_sessions_agree_with_the_servers_clock(sweep: tuple[Path, Path, 
                           "WHERE step_id = ? AND _phase = 'bench'", step_id)[0]
         d = dict(sql(store, "SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?", step_id))
         truth = (d["active_time"] + d["idle_in_transaction_time"]) / 1000.0 / (end - start)
-        # 30 snapshots of a 3 s step on a shared 2-core machine: within 30% (the run's own check
-        # allows 36% at this sample count)
-        assert abs(busy[0] - truth) / truth < 0.3, (busy, truth)
+        # 30 snapshots of a 3 s step: this fixture's 20 steps measured 10 times here (2026-11-25, half of
+        # them beside make test's load) fell -11.1%..+6.2% from the clock, mean -1.7%, sd 4.7%; 4 sd: 19%
+        assert abs(busy[0] - truth) / truth < 0.19, (busy, truth)

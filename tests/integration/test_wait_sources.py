@@ -35,8 +35,10 @@ def test_the_embedded_server_records_a_second_profile_per_step(tmp_path: Path) -
     c = compare_sources(s.wait_counts([step_id], ("bench",), "client"), s.snapshot_count([step_id], ("bench",)),
                         list(s.wait_sampling([step_id]).values()))
     assert c is not None and c.profile_total > 0.1  # e-wallet at 4 clients waits on WAL
-    # both measure the same waits: within the sampling error, or 40%
-    assert c.agree or abs(c.total_diff_pct or 0) < 40, (c.sampled_total, c.profile_total)
+    # both measure the same waits. This 6 s step (60 snapshots against some 600 probes), measured 10
+    # times here (2026-11-25, half beside make test's load): sampled -25.9%..+0.1% from the profile,
+    # mean -12.3%, sd 8.4% (within 2 combined sampling sigmas in 8 of 10); mean +-4 sd: -46%..+21%
+    assert -46 < (c.total_diff_pct or 0) < 21, (c.sampled_total, c.profile_total)
     out = pgknee("waits", "last", "--store", str(store))
     assert out.code == 0, out.err
     assert "pg_stat_activity, sampled 10 Hz" in out.out and "pg_wait_sampling, in-server, ~9" in out.out
