@@ -40,6 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scipy import stats
+
 from pgknee import proc
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
@@ -52,7 +54,6 @@ from pgknee.workloads.ewallet import EWallet
 STEADY_SETTINGS = {"autovacuum": "off", "checkpoint_timeout": "1h", "max_wal_size": "16GB",
                    "synchronous_commit": "off"}
 SKIP_SECONDS = 3
-T95 = 1.96
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ def one_run(kind: str, run: PgbenchRun, env: dict[str, str], switch: Switch, rng
 
 def interval_text(xs: Sequence[float]) -> str:
     m = statistics.fmean(xs)
-    half = T95 * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else math.inf
+    n = len(xs)
+    half = float(stats.t.ppf(0.975, n - 1)) * statistics.stdev(xs) / math.sqrt(n) if n > 1 else math.inf
     return (f"{(math.exp(m) - 1) * 100:+.2f}%  (95% interval {(math.exp(m - half) - 1) * 100:+.2f}% .. "
             f"{(math.exp(m + half) - 1) * 100:+.2f}%, {len(xs)} pairs, per-pair sd {statistics.stdev(xs) * 100:.1f}%)")
 

@@ -68,8 +68,8 @@ class Stage:
     interval_ms: float
     ticks: int  # snapshots taken
     expected: float  # ticks the plan's interval asks for in the window
-    kept_pct: float  # ticks that began on time (the one before did not overrun), % of the ticks
-    of_plan_pct: float  # ticks / expected: the share of the plan's ticks taken
+    kept_pct: float  # ticks that began on time (the one before did not overrun), % of the PLANNED ticks
+    of_plan_pct: float  # ticks / expected: the share of the plan's ticks taken (above 100 when more were)
     late: int  # ticks that began late (the sampler's own count)
     overran: int  # ticks whose query took longer than the plan's interval
     ended_ms: float  # the interval the sampler ended the window at (longer than the plan's: it slowed)
@@ -130,8 +130,10 @@ def stage_figures(samples: ActivitySamples, seconds: float, interval_s: float, s
     n = len(ms)
     expected = seconds / interval_s
     per_tick = 1000.0 / clk_tck / n if n else math.nan
-    return {"ticks": n, "expected": expected, "kept_pct": 100.0 * (n - samples.ticks_late) / n if n else 0.0,
-            "of_plan_pct": min(100.0, 100.0 * n / expected), "late": samples.ticks_late,
+    # both against the plan's rate, never the sampler's own slowed one, and not capped
+    return {"ticks": n, "expected": expected,
+            "kept_pct": 100.0 * (n - samples.ticks_late) / expected if expected else 0.0,
+            "of_plan_pct": 100.0 * n / expected if expected else 0.0, "late": samples.ticks_late,
             "ended_ms": samples.interval_s * 1000, "overran": sum(1 for x in ms if x > interval_s * 1000),
             "ms_p50": percentile(ms, 50),
             "ms_p95": percentile(ms, 95), "ms_max": max(ms) if ms else math.nan,
@@ -338,7 +340,7 @@ def summary(a: argparse.Namespace, stages: Sequence[Stage]) -> str:
         f"\n=== pg_stat_activity sampler at {1 / a.interval_s:g} Hz{pace}, against backends ({a.seconds:g} s per "
         f"stage, {LOAD_CLIENTS} pgbench clients at {LOAD_RATE} tps, {a.busy_pct:g}% in pg_sleep) ===",
         table(stages),
-        "kept: ticks that began on time, % of the ticks taken (late: the others);",
+        "kept: ticks that began on time, % of the ticks the planned interval asks for (late: the others);",
         "ticks/plan: ticks taken / the window's ticks at the plan's interval; rate: ticks taken per second;",
         "ended: the interval the sampler ended the window at;",
         "server ms, python ms: CPU per tick of the sampler's backend and of pgknee's sampler thread;",
