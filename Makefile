@@ -36,7 +36,7 @@ demo: setup
 	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
 test: system-browsers venv lint docs
-	$(BIN)/python -m pytest -q -rs -n 3 --dist loadgroup -m "not faults"
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not faults"
 
 # the docs site (MkDocs): warnings are errors; open .site/index.html
 docs: venv
@@ -45,7 +45,7 @@ docs: venv
 # the faults done for real (kill -9, stop signals, a server killed or restarted mid-step, a full
 # disk, a foreign store): slower, so apart from make test; CI runs both
 faults: system venv
-	$(BIN)/python -m pytest -q -rs -n 2 --dist loadgroup -m faults tests/faults
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m faults tests/faults
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit
