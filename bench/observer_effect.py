@@ -54,8 +54,7 @@ from scipy import stats
 from pgknee import proc
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, parse_summary, pgbench_version
 from pgknee.plan import Plan, WorkloadSpec
-from pgknee.rules import LATENCY_SAMPLES, log_sampling_rate
-from pgknee.run.step import probe_seconds
+from pgknee.rules import LATENCY_SAMPLES, PROBE_S, log_sampling_rate
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.workloads.base import write_scripts
 from pgknee.workloads.ewallet import EWallet
@@ -234,11 +233,10 @@ class Lab:
                           version_num=self.version_num, progress_s=0)
 
     def bare(self, clients: int, threads: int) -> Side:
-        warm = probe_seconds(self.seconds, steady=False)  # the warm-up pgknee's side gets
-        if warm:
-            w = proc.spawn(self._bare_run(clients, threads, warm).argv(), env=self.env, run_as=self.cluster.run_as)
-            with proc.guarded(w, first=signal.SIGINT):
-                w.communicate(timeout=warm + 120)
+        # the warm-up pgknee's side gets: its probe before the step
+        w = proc.spawn(self._bare_run(clients, threads, PROBE_S).argv(), env=self.env, run_as=self.cluster.run_as)
+        with proc.guarded(w, first=signal.SIGINT):
+            w.communicate(timeout=PROBE_S + 120)
         run = self._bare_run(clients, threads, self.seconds)
         p = proc.spawn(run.argv(), env=self.env, run_as=self.cluster.run_as)
         cpu = TreeCpu(p.pid)
@@ -392,7 +390,7 @@ def figures(r: Result) -> Figures:
     bare, with_log, own = (per_k("bare", "pgbench_cpu_s"), per_k("pgknee", "pgbench_cpu_s"),
                            per_k("pgknee", "observer_cpu_s"))
     cpu = ratio_interval(cpu_log_ratios(r))
-    return Figures(r.clients, r.threads, r.seconds, len(r.ab), probe_seconds(r.seconds, steady=False), mid, lo, hi,
+    return Figures(r.clients, r.threads, r.seconds, len(r.ab), PROBE_S, mid, lo, hi,
                    math.exp(statistics.median(r.ab)), aa[0], aa[1], aa[2], bare * 1000, with_log * 1000, own * 1000,
                    (with_log + own - bare) * 1000, cpu[0], cpu[1], cpu[2], per_k("pgknee", "server_ms"),
                    {k: [asdict(s) for s in v] for k, v in r.sides.items()})

@@ -120,6 +120,8 @@ class StepFact(StrEnum):
     QUIET_BACKENDS_LEFT = "quiet.backends_left"  # the last step's pgbench backends still there at --pre's end
     QUIET_CHECKPOINT = "quiet.checkpoint"  # at the step's start a checkpoint ran: 1 immediate, 0.5 spread
     PROBE_TPS = "probe.tps"  # the warm-up's TPS before a variant's first step, for the log's sampling rate
+    POOLER_DIED = "pooler.died"  # 1: pgbouncer died during the step (its reason says how)
+    WARMUP_TRANSACTIONS = "warmup.transactions"  # the unmeasured run's (warm-up or probe), in the workload's books
     LOG_TRANSACTIONS = "log.transactions"  # how many successful ones the latency figures come from
     BENCH_SECONDS = "bench.seconds"  # pgbench's measured window (a --duration auto step's actual length)
     STEADY_WARMUP_S = "steady.warmup_s"  # leading seconds MSER-5 cut as warm-up

@@ -95,3 +95,10 @@ def log_sampling_rate(expected_transactions: float | None, wanted: int = LATENCY
     rate = wanted / expected_transactions
     scale: float = 10.0 ** (1 - math.floor(math.log10(rate)))
     return min(1.0, math.ceil(rate * scale) / scale)
+
+
+# An unmeasured run before a variant's first step, when the log's sampling rate is pgknee's to
+# choose: its TPS sets the rate. Every step length gets it: a short step's full log cost more than
+# the probe (17% of pgbench's CPU per transaction, some 5% of the TPS on a shared 2-core machine).
+# bench/observer_effect.py gives bare pgbench the same warm-up.
+PROBE_S = 3

@@ -41,7 +41,10 @@ SCALE = "0.1"
 
 # the waits around each step (sampled before and after pgbench, the longest wait for the server's
 # statistics to settle, the wait for idle sessions' statistics): low, for tests that do not measure them
-QUICK = ("--pre", "0.2s", "--post", "0.2s", "--settle", "1s", "--idle-flush", "1s")
+PROBED = ("--pre", "0.2s", "--post", "0.2s", "--settle", "1s", "--idle-flush", "1s")
+# and every transaction logged: no 3 s probe of a variant's TPS before its first step (it chooses the
+# log's sampling rate; the tests' short steps log little); PROBED keeps the probe, for the tests of it
+QUICK = (*PROBED, "--log-sampling-rate", "1")
 
 # pgknee's throwaway directories (and so its server processes) go to a directory of this test
 # process's own, so that what the tests check is what they started, even with other pgknee runs on

@@ -18,7 +18,7 @@ from pgknee.netsim.control import Relay, probe
 from pgknee.proc import RunAs
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, sql
+from .conftest import APP_ENV, PROBED, QUICK, SCALE, dsn_of, pgknee, sql
 
 ROUNDS = 7  # interleaved rounds of the three probes: a burst on the shared machine disturbs one round, not the median
 ROUND_TRIPS = 60
@@ -132,7 +132,7 @@ def test_a_relay_that_dies_fails_its_step_with_that_reason(server: EmbeddedClust
             found = _relays_to(server.port)
             if found:
                 pid = int(found[0].split()[0])
-                time.sleep(1.5)  # into the bench phase
+                time.sleep(1.5)  # into the probe before the bench: the bench cannot connect at all
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
             time.sleep(0.1)
@@ -141,7 +141,7 @@ def test_a_relay_that_dies_fails_its_step_with_that_reason(server: EmbeddedClust
     t.start()
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_network", "--scale", SCALE, "--variant",
                "rtt=1ms", "--clients", "2", "--reps", "2", "--duration", "4s", "--store", str(store), "--no-waits",
-               *QUICK, env=APP_ENV, cwd=tmp_path)
+               *PROBED, env=APP_ENV, cwd=tmp_path)
     t.join(timeout=5)
     assert killed
     steps = sql(store, "SELECT status, status_reason FROM steps ORDER BY seq")

@@ -24,8 +24,13 @@ def test_a_real_sweep_ends_with_a_recommendation(server: EmbeddedCluster, tmp_pa
     again = pgknee("recommend", "last", "--store", str(store), "--json", str(js), "--p99-target", "50ms")
     assert again.code == 0, again.err
     (rec,) = json.loads(js.read_text())["recommendations"]
-    assert rec["verdict"] in ("recommended", "levels-off", "measured-peak", "saturated", "not-identified",
-                              "no-count-meets-target", "withheld")
+    # a real sweep's verdict moves with the machine's noise (constructed sweeps pin theirs:
+    # tests/unit/test_verdicts.py); what cannot be, on 2 CPUs through 16 clients of select-only with
+    # a p99 target of 50 ms: a peak not reached with nothing saturated (16 sessions at work exceed the
+    # 2 CPUs given), or no count meeting a target some 10x above every p99 measured
+    assert rec["verdict"] in ("recommended", "levels-off", "measured-peak", "saturated", "withheld"), rec
+    if rec["verdict"] == "withheld":
+        assert any("client" in x for x in rec["reasons"]), rec["reasons"]
     assert rec["model"]["points"] == 5 and 0 <= rec["model"]["sigma"] < 1 and rec["model"]["kappa"] >= 0
     assert rec["p99_target_ms"] == 50.0 and rec["heuristic"] == 4  # (--server-cpus x 2) + 0
     if rec["verdict"] == "recommended":

@@ -32,7 +32,7 @@ from pgknee.idle import IdleHolder
 from pgknee.keys import PoolerFact, StepFact
 from pgknee.plan import Plan
 from pgknee.pooler.lab import StepPooler
-from pgknee.rules import log_sampling_rate
+from pgknee.rules import PROBE_S, log_sampling_rate
 from pgknee.run.distributed import Merged
 from pgknee.run.fleetstep import fleet_phase
 from pgknee.run.network import step_network
@@ -298,26 +298,13 @@ def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
         facts[StepFact.QUIET_CHECKPOINT] = 1.0 if q.checkpointing else 0.5
 
 
-PROBE_S = 3  # an unmeasured run before a variant's first step, for its TPS (the log's sampling rate)
-
-
-def probe_seconds(duration_s: int, steady: bool) -> int:
-    """How long the probe before a variant's first step runs, when the log's sampling rate is
-    pgknee's to choose: every step length, a short one's full log costing more than the probe
-    (17% of pgbench's CPU per transaction, some 5% of the TPS on a shared 2-core machine).
-    bench/observer_effect.py gives bare pgbench the same warm-up."""
-    del duration_s, steady  # every step: kept in the signature for the bench and the tests
-    return PROBE_S
-
-
 def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: dict[str, str], step_dir: Path,
              pooled: StepPooler | None, facts: dict[str, float]) -> None:
     """The unmeasured run before the bench: the plan's warm-up, or a short probe when the log's
     sampling rate needs a TPS and none is known yet (the variant's first step, if it is long enough
     for the log to matter). Its progress tells the TPS."""
     plan, v = s.plan, spec.variant
-    probe = (plan.log_sampling_rate is None and v.name not in s.tps_seen and s.fleet is None
-             and probe_seconds(plan.duration_s, plan.steady_pct is not None) > 0)
+    probe = plan.log_sampling_rate is None and v.name not in s.tps_seen and s.fleet is None
     seconds = plan.warmup_s or (PROBE_S if probe else 0)
     if not seconds:
         return
@@ -329,6 +316,7 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
         fleet_phase(s, spec, warm, step_id, "warmup", facts)
         return
     ex = _run_pgbench(s, warm, env, step_dir, progress=False)
+    facts[StepFact.WARMUP_TRANSACTIONS] = float(parse_summary(ex.stdout).transactions or 0)  # the books count them
     rates = [p.tps for p in ex.progress[1:] if p.tps > 0] or [p.tps for p in ex.progress if p.tps > 0]
     if probe and rates:
         s.tps_seen[v.name] = statistics.median(rates)
@@ -412,6 +400,7 @@ def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
         status, reason = "failed", f"the server ended {x.idle_lost} of the {v.idle} idle sessions during the step"
     if status == "failed" and x.pooler_died is not None:
         reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
+        x.facts[StepFact.POOLER_DIED] = 1.0
     if (died := x.facts.get(StepFact.NET_RELAY_DIED)) is not None:
         status, reason = "failed", (f"the simulated network hop (pgknee's relay) died during the step "
                                     f"({f'signal {-int(died)}' if died < 0 else f'exit code {int(died)}'}); {reason}")
@@ -494,7 +483,9 @@ def steady_note(facts: dict[str, float]) -> str:
 def ends_the_run(r: StepResult) -> bool:
     """A failed step whose pgbench could not run at all (its options, its first connection), or
     ran and completed nothing: the next would not either. A pgbench killed by a signal fails its
-    step only."""
+    step only, and so does one whose relay or pgbouncer died (in the probe before the bench, its
+    first connection fails): the next step gets its own."""
     m = r.measurement
-    return r.status != "completed" and r.pgbench_exit >= 0 and (r.pgbench_exit == 1 or m is None
-                                                                 or m.transactions == 0)
+    repaired = StepFact.NET_RELAY_DIED in r.facts or StepFact.POOLER_DIED in r.facts
+    return (r.status != "completed" and r.pgbench_exit >= 0 and not repaired
+            and (r.pgbench_exit == 1 or m is None or m.transactions == 0))
