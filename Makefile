@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup system system-browsers venv demo test faults unit integration lint docs bench clean
+.PHONY: setup system system-browsers venv demo test slow faults unit integration lint docs bench clean
 
 setup: system venv
 
@@ -36,7 +36,12 @@ demo: setup
 	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
 test: system-browsers venv lint docs
-	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not faults"
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not faults and not slow"
+
+# the long end-to-end runs of pgknee's own embedded cluster (tens of seconds each): apart from make
+# test to keep it under five minutes; CI runs them
+slow: system venv
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "slow and not faults"
 
 # the docs site (MkDocs): warnings are errors; open .site/index.html
 docs: venv
