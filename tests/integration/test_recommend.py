@@ -42,8 +42,6 @@ def test_a_real_sweep_ends_with_a_recommendation(server: EmbeddedCluster, tmp_pa
         lo, hi = rec["counts_interval"]
         assert rec["connections"] in (1, 2, 4, 8, 16) and lo <= rec["connections"] <= hi
         assert all(c < 16 for c in rec["next_counts"]), rec["next_counts"]  # never upward on a levelled curve
-    elif rec["verdict"] == "not-identified":  # nothing saturated, still growing: only then upward
-        assert rec["next_counts"][0] == 32 and rec["saturated"] == []
     assert set(rec["checks"]) >= {"tps-vs-pgbench", "tps-vs-commits", "littles-law"}
     bad = pgknee("recommend", "last", "--store", str(store), "--variant", "nope")
     assert bad.code == 2 and "has no variant 'nope'" in bad.err

@@ -23,11 +23,13 @@ WIDTH = 110  # the terminal's columns the outputs are printed at
 
 
 def managed(data: RunData) -> RunData:
-    """The run read as if its server were a managed one: its CPUs unknown, its CPU not sampled."""
+    """The run read as if its server were a managed one: its CPUs unknown, its CPU not sampled
+    (this machine's samples left out: here they were the server's too, where a managed server's
+    client machine is another)."""
     env = {k: v for k, v in data.env.items() if not k.startswith("server.machine.")}
     env.update({"target.kind": "remote", "target.local": "false", "server.machine.cpus_source":
                 "unknown: a managed service", "server.managed": "Amazon RDS"})
-    return dataclasses.replace(data, env=env, server_os={})
+    return dataclasses.replace(data, env=env, server_os={}, os={})
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,8 @@ ENTRIES = (
           "`pgknee run --extend RUN --clients 64,128,256,512` (or `pgknee run --until-answer`)."),
     Entry("Withheld: the server's CPUs unknown", "corpus:ewallet-reference-1-8", "base",
           "The saturated sweep above, read as pgknee reads a managed server's (its CPUs unknown, its CPU not "
-          "sampled): the same figures, no view of the server's machine.",
+          "sampled; this machine's CPU samples left out, since here they were the server's too): the same "
+          "figures, no view of the server's machine.",
           ("no count: throughput still grows, and with neither the server's CPU nor its CPU count nothing can "
            "say whether it saturated: \"peak not reached\" would be a guess.",
            "the rule of thumb is withheld for the same reason, and says how to give the count."),
@@ -108,8 +111,9 @@ ENTRIES = (
           transform=managed),
     Entry("...and with its CPUs given", "corpus:ewallet-reference-1-8", "base",
           "The same run with `pgknee recommend RUN --server-cpus 2`.",
-          ("the Average Active Sessions on CPU and LWLock are read against the 2 CPUs given: a saturated wait "
-           "class, so the answer is \"for now\" again, without the server's own CPU figures.",),
+          ("the Average Active Sessions are read against the 2 CPUs given: no one wait class is above them "
+           "(LWLock 1.31 at 8 clients), but the sessions at work together are from 7 clients: the server's "
+           "sessions queue, so the answer is \"for now\" again, without the server's own CPU figures.",),
           "as for the saturated sweep: one doubling more.",
           command="pgknee recommend RUN --server-cpus 2",
           transform=lambda d: __import__("pgknee.analyze.machine", fromlist=["x"]).with_server_cpus(managed(d), 2)),

@@ -27,10 +27,13 @@ class Curve:
     pooler_cpu: Mapping[int, float] = field(default_factory=dict)  # pgbouncer, % of one core
     p99_target_ms: float | None = None  # pgknee recommend --p99-target
     managed: str | None = None  # a managed server's provider: its CPUs unknown, its CPU not sampled
+    aas: Mapping[int, Mapping[str, float]] = field(default_factory=dict)  # sampled AAS by wait class, by count
 
 
 def run_of(c: Curve) -> RunData:
     steps, os_rows, pooler, seq = [], {}, {}, 0
+    waits: dict[int, list[tuple[str, str, int]]] = {}
+    snaps: dict[int, tuple[int, float, float]] = {}
     reps = max(len(v) for v in c.tps.values())
     for rep in range(reps):
         for n, values in sorted(c.tps.items()):
@@ -47,13 +50,16 @@ def run_of(c: Curve) -> RunData:
                             for i in range(3)]
             if c.pool:
                 pooler[seq] = PoolerRecord(samples=[], facts={})
+            if n in c.aas:  # 100 snapshots of the step: counts are AAS x 100
+                waits[seq] = [(cls, "event", round(a * 100)) for cls, a in c.aas[n].items()]
+                snaps[seq] = (100, float(n), 1.0)
     data = make_run_data()
     env = {**data.env, "host.cpus": "2"}
     if c.managed:  # a remote target whose CPUs the provider keeps to itself; the OS samples are the client's
         env.update({"target.kind": "remote", "server.machine.cpus_source": "unknown: a managed service",
                     "server.managed": c.managed})
-    return dataclasses.replace(data, steps=steps, os=os_rows, scripts={}, failures={}, pgdb={}, waits={}, waits_bg={},
-                               snaps={}, pooler=pooler, env=env)
+    return dataclasses.replace(data, steps=steps, os=os_rows, scripts={}, failures={}, pgdb={}, waits=waits,
+                               waits_bg={}, snaps=snaps, pooler=pooler, env=env)
 
 
 def sample(cpu: float, client: float, pooler: float | None) -> OsSample:
@@ -109,5 +115,6 @@ CURVES: dict[str, Curve] = {
         {2: [2600.0], 4: [4400.0], 8: [4600.0], 16: [5000.0], 32: [5600.0]}, "not-identified", None,
         "a managed server whose CPUs its provider keeps to itself: 32 still buys 12% over 16, and nothing says "
         "whether the server is saturated (no /proc, no CPU count to read the wait profile against): withheld "
-        "until its CPUs are given", managed="Amazon RDS"),
+        "until its CPUs are given", managed="Amazon RDS",
+        aas={n: {"CPU": 0.05 * n, "LWLock": 0.03 * n} for n in (2, 4, 8, 16, 32)}),
 }

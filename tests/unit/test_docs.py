@@ -144,7 +144,8 @@ def test_every_other_command_line_in_the_docs_parses(page: str, line: str, whole
             parser.parse_args(argv)
         except (UserError, SystemExit) as e:
             pytest.fail(f"{page}: {line}: {getattr(e, 'message', e)}")
-        assert "deprecated" not in capsys.readouterr().err.lower() and "is now" not in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "deprecated" not in err.lower() and "is now" not in err, f"{page}: {line}: an old name: {err}"
         return
     by_name = dict(commands(parser))
     path = " ".join(t for t in argv[:2] if not t.startswith("-"))

@@ -272,6 +272,9 @@ def test_a_latency_without_a_unit_is_refused_where_a_dba_writes_milliseconds() -
     with pytest.raises(UserError) as e:
         parse_seconds("50", "--latency")
     assert e.value.message == "--latency '50' has no unit" and e.value.hint == "write it with one: 50s, or 50ms"
+    with pytest.raises(UserError) as e:  # whole seconds (pgbench -T): no milliseconds offered
+        parse_seconds(" 10 ", "--duration", whole=True)
+    assert e.value.message == "--duration ' 10 ' has no unit" and e.value.hint == "write it with one: 10s"
     for what, bare in (("--duration", "10"), ("think time in variant 'think=5'", "5"), ("rtt", "2"), ("--wait", "1.5")):
         with pytest.raises(UserError, match="has no unit"):
             parse_seconds(bare, what)

@@ -57,7 +57,7 @@ class Recommendation:
     saturated: tuple[str, ...] = ()  # the resources that were saturated, from which count
     family: bool = False  # a pool size read across the variants of a pool sweep (analyze/poolsize.py)
     target_missed: str = ""  # no-count-meets-target: what the target costs (analyze/recommend.py)
-    server_unseen: str | None = None  # not-identified, yet the server's saturation could not be seen: why
+    server_unseen: str | None = None  # not-identified, yet the server's saturation could not be seen: why, and the cure
 
     @property
     def answered(self) -> bool:
@@ -138,9 +138,8 @@ class Recommendation:
         v = self.variant
         if self.verdict == "not-identified" and self.server_unseen:
             return (f"{v}: no recommendation — throughput still grows beyond the noise, and whether the server "
-                    f"saturated cannot be seen: its CPUs are unknown ({self.server_unseen}) and its CPU is not "
-                    "sampled; give them (pgknee recommend RUN --server-cpus N) so that its wait profile can tell, "
-                    f"or run {', '.join(map(str, self.next_counts))} clients next")
+                    f"saturated cannot be seen: {self.server_unseen}; or run "
+                    f"{', '.join(map(str, self.next_counts))} clients next")
         if self.verdict == "not-identified":
             return (f"{v}: peak not reached — throughput still grows beyond the noise and nothing was saturated; run "
                     f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")

@@ -227,20 +227,25 @@ def _decide(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list
     unseen = _server_unseen(view, groups, cores)
     return dataclasses.replace(start, verdict="not-identified", fit=f, knee=ev.knee, server_unseen=unseen,
                                reasons=(*filter(None, [shape_reason(ev.shape)]),
-                                        *([f"whether the server saturated cannot be seen: its CPUs are unknown "
-                                           f"({unseen}), so no wait class can be read against them, and its CPU "
-                                           "is not sampled"] if unseen else []),
+                                        *([f"whether the server saturated cannot be seen: {unseen}"]
+                                          if unseen else []),
                                         *_reasons(groups, None, cores)),
                                next_counts=tuple(next_counts([g.clients for g in groups], cores.server.n)))
 
 
 def _server_unseen(view: RunView, groups: Sequence[Group], m: Machine) -> str | None:
-    """Why the server's saturation could not be seen, or None when it could: its CPUs unknown (no
-    wait class can be read against them) and its CPU not sampled (neither its own /proc nor this
-    machine's, shared with it): a managed server, say, with no --server-cpus."""
-    if m.server.n is not None or m.local or any(server_row(view.data, g) is not None for g in groups):
+    """Why the server's saturation could not be seen, or None when it could: its CPU not sampled
+    (neither its own /proc nor this machine's, shared with it: a managed server, say), and either
+    its CPUs unknown (no wait class can be read against them) or no wait profile taken."""
+    if m.local or any(server_row(view.data, g) is not None for g in groups):
         return None
-    return m.server.source
+    if m.server.n is None:
+        return (f"its CPUs are unknown ({m.server.source}) and its CPU is not sampled; give them (pgknee "
+                "recommend RUN --server-cpus N) so that its wait profile can tell")
+    if not any(g.snapshots for g in groups):
+        return ("its CPU is not sampled and no wait profile was taken (--sample-interval 0); run with "
+                "sampling on")
+    return None
 
 
 @dataclass(frozen=True)
@@ -465,7 +470,7 @@ def _target_missed(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]],
     if under:
         tps, g = max(under, key=lambda x: x[0])
         out.append(f"under {p99_target_ms:g} ms the most is {tps:,.0f} TPS ({100 * tps / peak_tps:.0f}% "
-                   f"of it) at {g.clients} clients")
+                   f"of the peak) at {g.clients} clients")
     else:
         lows = [(g.p99.value, g) for g in ordered if g.p99 is not None]
         if lows:

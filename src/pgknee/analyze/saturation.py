@@ -185,7 +185,7 @@ def _wait_classes(g: Group, m: Machine) -> list[Saturation]:
     out = [Saturation(f"wait class {cls}", g.clients, f"AAS {aas:.2f} above the server's {cpus} CPUs")
            for cls, aas in sorted(by_class.items(), key=lambda x: -x[1]) if aas > cpus]
     busy = sum(by_class.values())
-    if busy > cpus:  # no one class above them, yet more sessions at work than CPUs: they queue
+    if busy > cpus and not out:  # no one class above them, yet more sessions at work than CPUs: they queue
         out.append(Saturation("server sessions", g.clients, f"AAS {busy:.2f} at work (CPU and server waits, not "
                                                             f"the client's) above the server's {cpus} CPUs"))
     return out

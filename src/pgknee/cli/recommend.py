@@ -56,8 +56,8 @@ def add_recommend_options(p: Any) -> None:
 
 def add_server_cpus(p: Any) -> None:
     p.add_argument("--server-cpus", type=_positive_cpus, metavar="N",
-                   help="the server's CPUs, when the run could not read them (a managed server): the wait "
-                        "profile is then read against them")
+                   help="the server's CPUs, for a run that could not read them (a managed server); it "
+                        "overrides what the run read: the wait profile and the rule of thumb use it")
 
 
 def _positive_cpus(text: str) -> int:

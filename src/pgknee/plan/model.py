@@ -12,7 +12,7 @@ from typing import Any
 
 from pgknee.errors import UserError
 from pgknee.plan.parse import DEFAULT_CLIENTS
-from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, SUMMARIES, check_noise_pct
+from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, PROBE_S, SUMMARIES, check_noise_pct
 from pgknee.serverconf import check_setting
 
 PROTOCOLS = ("simple", "extended", "prepared")
@@ -421,7 +421,9 @@ class Plan:
         extra = sum(v.idle * (0.35 if v.idle_kind == "catalog" else 0.003)
                     + (self.idle_flush_s if v.idle_kind == "catalog" else 0) + (3.0 if v.settings else 0.0)
                     for v in self.variants)
-        return (per_step * len(self.variants) + extra) * len(self.clients) * self.reps
+        # a variant's first step probes its TPS first, when the log's sampling rate is pgknee's to choose
+        probes = PROBE_S * len(self.variants) if self.log_sampling_rate is None and not self.warmup_s else 0
+        return (per_step * len(self.variants) + extra) * len(self.clients) * self.reps + probes
 
     def to_dict(self) -> dict[str, Any]:
         """For storing with the run; the DSN is stored without its password."""

@@ -18,11 +18,12 @@ def parse_seconds(text: str, what: str, *, allow_zero: bool = False, whole: bool
     """'180s', '3m', '500ms' -> seconds. A duration carries its unit: a bare number is refused (a
     DBA writes milliseconds where pgbench counts seconds, and a silent second is a thousand times
     off), but for 0, the same in every unit."""
-    m = _DURATION_RE.match(str(text).strip())
+    t = str(text).strip()
+    m = _DURATION_RE.match(t)
     if not m:
         raise UserError(f"{what} {text!r} is not a duration", "write it with its unit, like 30s, 3m or 500ms")
     if not m.group(2) and float(m.group(1)) != 0:
-        raise UserError(f"{what} {text!r} has no unit", f"write it with one: {text}s, or {text}ms")
+        raise UserError(f"{what} {text!r} has no unit", f"write it with one: {t}s" + ("" if whole else f", or {t}ms"))
     value = float(m.group(1)) * _UNIT_S[(m.group(2) or "").lower() or None]
     if value < 0 or (value == 0 and not allow_zero):
         raise UserError(f"{what} must be greater than zero, got {text!r}")

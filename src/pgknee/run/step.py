@@ -301,8 +301,8 @@ def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
 def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: dict[str, str], step_dir: Path,
              pooled: StepPooler | None, facts: dict[str, float]) -> None:
     """The unmeasured run before the bench: the plan's warm-up, or a short probe when the log's
-    sampling rate needs a TPS and none is known yet (the variant's first step, if it is long enough
-    for the log to matter). Its progress tells the TPS."""
+    sampling rate needs a TPS and none is known yet (the variant's first step). Its progress tells
+    the TPS; its transactions are a fact (the workload's books count them)."""
     plan, v = s.plan, spec.variant
     probe = plan.log_sampling_rate is None and v.name not in s.tps_seen and s.fleet is None
     seconds = plan.warmup_s or (PROBE_S if probe else 0)
