@@ -279,3 +279,37 @@ def wait_until(predicate: Callable[[], object], *, timeout: float, interval: flo
         if time.monotonic() >= deadline:
             return False
         time.sleep(interval)
+
+
+# ---- Ctrl-C in the read commands: never swallowed ---------------------------------------------
+# A KeyboardInterrupt raised inside an import can be swallowed by importlib's bookkeeping
+# ("Exception ignored in ...", CPython gh-82272), and the command then runs on to its end as if no
+# Ctrl-C had come. The handler below also remembers that one came: the command checks before it
+# writes its output and when it returns, and ends as interrupted (exit 130, nothing written).
+_ctrl_c = threading.Event()
+
+
+def _on_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    _ctrl_c.set()
+    signal.default_int_handler(signum, frame)
+
+
+@contextlib.contextmanager
+def ctrl_c_remembered() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt as Python's own handler does, and is remembered
+    (check_ctrl_c); the previous handler comes back afterwards. Outside the main thread: nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _ctrl_c.clear()
+    old = signal.signal(signal.SIGINT, _on_ctrl_c)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def check_ctrl_c() -> None:
+    """KeyboardInterrupt when a Ctrl-C came, even one whose exception something swallowed."""
+    if _ctrl_c.is_set():
+        raise KeyboardInterrupt

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import psycopg
@@ -291,3 +292,28 @@ def test_a_store_that_is_a_directory(capsys: pytest.CaptureFixture[str], tmp_pat
     assert line == (f"pgknee: error: cannot open the collector database {tmp_path / 'd.db'}: Is a directory (check "
                     "the path and its permissions)")
     assert rc == 5
+
+
+def test_a_ctrl_c_whose_exception_was_swallowed_still_ends_the_command() -> None:
+    """An import can swallow the KeyboardInterrupt of a Ctrl-C (CPython gh-82272: 'Exception ignored
+    in ...', the command running on to its end and writing its output). The Ctrl-C is remembered:
+    the output is not written and the command ends as interrupted."""
+    import os
+    import signal
+
+    from pgknee import proc
+    from pgknee.report.output import write_file
+
+    with proc.ctrl_c_remembered():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs at the next bytecode
+        except KeyboardInterrupt:
+            pass  # swallowed, as importlib's bookkeeping does
+        with pytest.raises(KeyboardInterrupt):
+            write_file(os.devnull, b"x")
+        with pytest.raises(KeyboardInterrupt):
+            proc.check_ctrl_c()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the previous handler is back
+    with proc.ctrl_c_remembered():
+        proc.check_ctrl_c()  # a new command starts with none

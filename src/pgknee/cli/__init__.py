@@ -13,6 +13,7 @@ import traceback
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
+from pgknee import proc
 from pgknee.errors import (
     BROKEN_PIPE,
     Interrupted,
@@ -146,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             args = parser.parse_args(argv)
             if args.command != "cleanup":
                 _sweep_quietly()
-            code = int(args.func(args) or 0)
+            with proc.ctrl_c_remembered():
+                code = int(args.func(args) or 0)
+                proc.check_ctrl_c()  # one that came, though an import swallowed its exception
             return _threads_failed(code)
         except (Exception, KeyboardInterrupt) as e:
             return _failed(e, args)

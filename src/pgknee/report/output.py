@@ -80,6 +80,9 @@ def write_text_file(path: str, text: str) -> None:
 def write_file(path: str | Path, data: bytes) -> None:
     """All or nothing (safefs.write_output): '-' is standard output, a device is written in
     place, a file through a temporary name beside it; a FIFO, socket or directory is refused."""
+    from pgknee import proc
+
+    proc.check_ctrl_c()  # a Ctrl-C that came, though an import swallowed it: nothing written
     target = Path(path)
     if str(path) != safefs.STDOUT and safefs.output_kind(str(path)) == "file":
         _refuse_a_database(target)
