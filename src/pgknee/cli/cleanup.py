@@ -16,9 +16,7 @@ def add_parser(sub: Any) -> None:
                                    "mark their runs abandoned, and list what was done. With --dsn: drop the "
                                    "workload schemas pgknee created in that database (marked as pgknee's), each "
                                    "with its own tables only (RESTRICT: anything of yours inside or depending on "
-                                   "them stops it, nothing is changed); a schema not marked as pgknee's is refused.",
-                       epilog="Exit codes: 0 done; 2 bad input (a schema that is not pgknee's, or in use by "
-                              "objects of yours); 3 the server (unreachable, not allowed).")
+                                   "them stops it, nothing is changed); a schema not marked as pgknee's is refused.")
     p.add_argument("--dsn", metavar="DSN", help="the database to remove pgknee's workload schemas from (the password "
                                                  "in ~/.pgpass or PGPASSWORD)")
     p.add_argument("--schema", metavar="NAME", help="only this schema of pgknee's (with --dsn)")

@@ -25,8 +25,7 @@ def add_parser(sub: Any) -> None:
                        description="List the PostgreSQL server binaries pgknee would start (and their version), "
                                    "pgbench, pgbouncer, pg_wait_sampling and pg_stat_kcache for that server, "
                                    "where the store and the registry of what pgknee starts go, and what each "
-                                   "missing piece disables. Starts nothing but each program's --version.",
-                       epilog="Exit codes: 0, whatever is missing (the table says what it disables).")
+                                   "missing piece disables. Starts nothing but each program's --version.")
     p.set_defaults(func=cmd_doctor)
 
 

@@ -101,9 +101,7 @@ def add_parsers(sub: Any) -> None:
                        description="Per variant: the verdict read from the sweep's evidence (its curve against the "
                                    "noise, saturated resources, the scalability model, Kneedle), the count with the "
                                    "counts noise could have picked, and why; docs/reading-the-answer.md reads each "
-                                   "kind of answer.",
-                       epilog="Exit codes: 0 answered (a variant without a count says so and what to run next); "
-                              "2 bad input; 5 the store; 10 --app-instances on a sweep with no count to deploy.")
+                                   "kind of answer.")
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--variant", metavar="VARIANT", help="the variant to recommend for (default: each of them)")
     add_recommend_options(p)
