@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from pgknee.errors import UserError
+from pgknee.errors import UserError, first_line
 
 _SECRET_KEYS = ("password", "sslpassword")
 
@@ -19,7 +19,7 @@ def parse_dsn(dsn: str) -> dict[str, str]:
     except psycopg.ProgrammingError as e:
         # libpq's message may quote parts of the DSN (a password included): keep only its
         # unquoted words
-        reason = re.sub(r'"[^"]*"?', "", str(e).strip().splitlines()[0]).strip(" :")
+        reason = re.sub(r'"[^"]*"?', "", first_line(e)).strip(" :")
         for secret in re.findall(r"[:=]([^@\s]+)@", dsn) + re.findall(r"password\s*=\s*(\S+)", dsn):
             reason = reason.replace(secret, "***")
         raise UserError(f"the DSN cannot be parsed: {reason}",

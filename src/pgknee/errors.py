@@ -154,7 +154,7 @@ def _pg_store_error(e: DbError, label: str | Path | None, doing: str | None) -> 
     """A PostgreSQL results store's error: its first line, and what to do."""
     what = f"the results store {label}" if label else "the results store"
     during = f" ({doing})" if doing else ""
-    first = (str(e).strip().splitlines() or [type(e.cause).__name__])[0]
+    first = first_line(e.cause) if not str(e).strip() else first_line(e)
     state = e.sqlstate or ""
     if state == "53100":
         return StoreFull(f"{what}: its server's disk is full{during}", "free space on the store's server")
@@ -168,6 +168,15 @@ def _pg_store_error(e: DbError, label: str | Path | None, doing: str | None) -> 
         return StoreError(f"lost the connection to {what}{during}: {first}",
                           "check that the store's server is up; steps stored before are kept")
     return StoreError(f"{what}: {first}{during}", "check the store's server and its log")
+
+
+def first_line(e: BaseException | str, *, last: bool = False) -> str:
+    """An error's first (or last) line that says something, stripped; its type's name when it says
+    nothing. The one way pgknee quotes an error in one line."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    if lines:
+        return lines[-1] if last else lines[0]
+    return "" if isinstance(e, str) else type(e).__name__
 
 
 def os_error(e: OSError) -> PgkneeError:
@@ -202,7 +211,7 @@ def from_exception(e: BaseException, *, store: str | None = None) -> PgkneeError
     if isinstance(e, MemoryError):
         return UserError("out of memory", "use fewer clients or idle sessions, or a machine with more memory")
     if type(e).__module__.split(".")[0] == "psycopg" and isinstance(e, Exception):
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        first = first_line(e)
         if type(e).__name__ == "OperationalError":
             return TargetError(f"lost the connection to the server: {first}", "check the server and its log")
         return TargetError(f"the server refused: {first}", "check the user's privileges on the target")

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from psycopg import pq, sql
 
-from pgknee.errors import TargetError
+from pgknee.errors import TargetError, first_line
 from pgknee.targets.base import Endpoint
 
 APP_NAME = "pgknee:idle"  # the samplers leave pgknee's own sessions out
@@ -65,9 +65,8 @@ class IdleHolder:
                 raise TargetError(f"opening {self.count} idle sessions took more than {self.timeout_s:.0f} s "
                                   f"({opened} opened)", "use fewer idle sessions") from None
             if isinstance(e, psycopg.Error):
-                lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
                 raise TargetError(f"could not open idle session {opened + 1} of {self.count}: "
-                                  f"{lines[-1] if lines else type(e).__name__}",
+                                  f"{first_line(e, last=True)}",
                                   "the server refused more sessions: lower idle= or raise max_connections") from None
             raise
         self.open_seconds = time.monotonic() - t0

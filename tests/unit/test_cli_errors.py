@@ -318,3 +318,17 @@ def test_a_ctrl_c_whose_exception_was_swallowed_still_ends_the_command() -> None
     assert signal.getsignal(signal.SIGINT) is before  # the previous handler is back
     with proc.ctrl_c_remembered():
         proc.check_ctrl_c()  # a new command starts with none
+
+
+@pytest.mark.parametrize(("error", "last", "line"), [
+    (ValueError("first\nsecond"), False, "first"),
+    (ValueError("  \n  first  \n\nsecond\n"), False, "first"),
+    (ValueError("connection failed: at x failed:\n  FATAL: no such role"), True, "FATAL: no such role"),
+    (ValueError(""), False, "ValueError"),  # says nothing: its type (it used to raise IndexError)
+    (OSError(), True, "OSError"),
+    ("", False, ""),
+])
+def test_an_errors_line(error: BaseException | str, last: bool, line: str) -> None:
+    from pgknee.errors import first_line
+
+    assert first_line(error, last=last) == line

@@ -27,7 +27,7 @@ import psycopg
 from pgknee.clock import iso_of
 from pgknee.collect.pace import Pace
 from pgknee.collect.queries import load
-from pgknee.errors import PgkneeError
+from pgknee.errors import PgkneeError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.types import ActivitySamples
 
@@ -195,7 +195,7 @@ class ActivitySampler:
         except psycopg.Error as e:
             with self._lock:
                 if self._current is not None:
-                    self._current.errors.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+                    self._current.errors.append(first_line(e))
                     self._current.ticks_lost += 1
             if self._conn.closed or self._conn.broken:
                 self._drop()  # reconnected at the next tick

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from pgknee.clock import iso_of
-from pgknee.errors import PoolerError
+from pgknee.errors import PoolerError, first_line
 from pgknee.targets.base import Endpoint
 
 
@@ -28,9 +28,8 @@ def admin_connect(endpoint: Endpoint, timeout: float = 5.0) -> psycopg.Connectio
     try:
         conn = psycopg.connect(autocommit=True, **endpoint.kwargs("pgknee:console", timeout=max(1.0, timeout)))
     except psycopg.OperationalError as e:
-        lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
         raise PoolerError(f"cannot reach the pgbouncer console at {endpoint.label}: "
-                          f"{lines[-1] if lines else 'connection failed'}",
+                          f"{first_line(e, last=True) if str(e).strip() else 'connection failed'}",
                           "check the admin DSN: the user must be in admin_users or stats_users") from None
     # psycopg prepares a query run 5 times; the console speaks the simple protocol only
     conn.prepare_threshold = None
@@ -109,7 +108,7 @@ class PoolerSampler:
         except psycopg.Error as e:
             with self._lock:
                 if len(self.errors) < 5:
-                    self.errors.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+                    self.errors.append(first_line(e))
             self._stop.set()  # the pooler is gone: the step will say why
             return
         with self._lock:

@@ -20,6 +20,7 @@ from pgknee.collect.proctext import (
     parse_stat,
     usable_cpus,
 )
+from pgknee.errors import first_line
 from pgknee.keys import Env
 
 # the files pgknee reads from a server's /proc (and its cgroup), by the name its samples give them
@@ -96,7 +97,7 @@ def read_files_sql(conn: psycopg.Connection[Any], files: Mapping[str, str]) -> t
         except psycopg.Error as e:
             if name != "stat":
                 continue  # a limit's file it cannot read (a directory, a kernel without it): no limit known
-            return {}, f"pg_read_file failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+            return {}, f"pg_read_file failed: {first_line(e)}"
         if text is not None and text[0] is not None:
             out[name] = str(text[0])
     if "stat" not in out:

@@ -24,7 +24,7 @@ from pgknee.collect.proctext import (
     parse_stat,
 )
 from pgknee.collect.servermachine import PROC_FILES
-from pgknee.errors import PgkneeError
+from pgknee.errors import PgkneeError, first_line
 from pgknee.targets import Endpoint
 
 # what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names)
@@ -92,7 +92,7 @@ class SqlFiles:
             row = self.conn.execute(READ_ALL).fetchone()
         except (psycopg.Error, PgkneeError, OSError) as e:  # a lost connection, a restart: a gap, not a failure
             if len(self.errors) < 10:
-                self.errors.append(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+                self.errors.append(first_line(e))
             self.close()
             return None
         if row is None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee.errors import Interrupted, PgkneeError
+from pgknee.errors import Interrupted, PgkneeError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.types import WaitSampling
 
@@ -162,7 +162,7 @@ class WaitProfiler:
         return step_profile(before[1], after[1], after[0] - before[0], pids, ref, self.period_ms)
 
     def _failed(self, e: BaseException) -> None:
-        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        why = first_line(e)
         self.errors.append(why)
         with contextlib.suppress(Exception):  # whoever listens, the step goes on
             self.say(f"pg_wait_sampling's profile could not be read ({why}): this step has no second wait profile")
@@ -217,7 +217,7 @@ def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise
     except (psycopg.Error, PgkneeError) as e:
-        return None, f"off: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+        return None, f"off: {first_line(e)}"
     note = (f"on, profile_period {period:g} ms, probes counted on a session in '{REFERENCE_DB}'" if reference
             else f"on, profile_period {period:g} ms, probes assumed (no session in '{REFERENCE_DB}' could be held)")
     say(f"pg_wait_sampling: {note}")

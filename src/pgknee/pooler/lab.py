@@ -17,7 +17,7 @@ from pgknee import keys, proc
 from pgknee.collect.memory import process_tree
 from pgknee.collect.pooler import PoolerSampler, admin_connect, show
 from pgknee.dsn import parse_dsn, split_secret
-from pgknee.errors import PgkneeError, PoolerError, UserError
+from pgknee.errors import PgkneeError, PoolerError, UserError, first_line
 from pgknee.keys import Env, PoolerFact
 from pgknee.plan import Plan, PoolerSpec, Variant
 from pgknee.pooler.pgbouncer import (
@@ -173,8 +173,7 @@ class Poolers:
             with psycopg.connect(**endpoint.kwargs("pgknee:probe", timeout=15)) as c:
                 c.execute("SELECT 1")
         except psycopg.Error as e:
-            lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
-            why = tail() or (lines[-1] if lines else type(e).__name__)
+            why = tail() or first_line(e, last=True)
             raise PoolerError(f"cannot log in through {what}: {why}",
                               "check that the pooler reaches the server with the target's user and password") \
                 from None

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pgknee.errors import DbError, StoreError, store_error
+from pgknee.errors import DbError, StoreError, first_line, store_error
 from pgknee.store import dialect
 from pgknee.store.location import Location
 
@@ -129,7 +129,7 @@ def unreachable(location: Location, e: BaseException) -> StoreError:
     from pgknee.dsn import scrub_secrets
 
     # libpq may quote a part of a DSN it cannot parse: never a password
-    first = scrub_secrets((str(e).strip().splitlines() or [type(e).__name__])[0])
+    first = scrub_secrets(first_line(e))
     return StoreError(f"cannot reach the results store {location.label}: {first}",
                       "check the store's DSN (--store, $PGKNEE_STORE_DSN), its password (~/.pgpass or the DSN in "
                       "$PGKNEE_STORE_DSN) and that the server is up")

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import psycopg
 
 from pgknee import APP_NAME, safefs
-from pgknee.errors import TargetError
+from pgknee.errors import TargetError, first_line
 from pgknee.proc import RunAs
 from pgknee.targets.conninfo import child_env, effective_params, env_neutral, localize_files, write_passfile
 
@@ -93,9 +93,8 @@ def _env_has(var: str) -> bool:
 
 
 def _first_line(e: BaseException) -> str:
-    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
     # libpq prefixes "connection failed: connection to server at ... failed:"; keep the cause
-    return lines[-1] if lines else type(e).__name__
+    return first_line(e, last=True)
 
 
 def _connect_hint(msg: str) -> str:

@@ -21,7 +21,7 @@ import psycopg
 from psycopg import sql
 
 from pgknee import __version__
-from pgknee.errors import TargetError, UserError
+from pgknee.errors import TargetError, UserError, first_line
 
 MARK = "pgknee workload schema"
 # every table a built-in workload creates, by the workload its meta records (one schema may hold one)
@@ -92,7 +92,7 @@ def create(conn: psycopg.Connection[Any], schema: str, workload: str) -> None:
         raise UserError(f"schema {schema!r} was created by someone else just now",
                         "choose another schema with --schema NAME") from None
     except psycopg.errors.InsufficientPrivilege as e:
-        raise TargetError(f"not allowed to create the workload schema: {str(e).strip().splitlines()[0]}",
+        raise TargetError(f"not allowed to create the workload schema: {first_line(e)}",
                           "connect as a user who may CREATE in this database") from None
     comment = (f"{MARK} ({workload}): created by pgknee {__version__} at {time.strftime('%Y-%m-%d %H:%M:%S%z')}; "
                "pgknee run --reinit drops it")
@@ -136,7 +136,7 @@ def drop(conn: psycopg.Connection[Any], schema: str) -> None:
                         f"it or live in it ({detail[:300]}); pgknee changed nothing",
                         "drop or move those objects yourself, or choose another --schema") from None
     except psycopg.errors.InsufficientPrivilege as e:
-        raise TargetError(f"--reinit: not allowed to drop schema {schema!r}: {str(e).strip().splitlines()[0]}",
+        raise TargetError(f"--reinit: not allowed to drop schema {schema!r}: {first_line(e)}",
                           "connect as the user who created it, or choose another --schema") from None
 
 

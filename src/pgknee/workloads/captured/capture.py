@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from pgknee.dsn import redact_dsn
-from pgknee.errors import TargetError, UserError
+from pgknee.errors import TargetError, UserError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.workloads.captured import generators as gen
 from pgknee.workloads.captured import sqlmap
@@ -68,7 +68,7 @@ def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None]) ->
             database = str(_one(conn, "SELECT current_database()"))
             sysid = _system_identifier(conn)
     except psycopg.Error as e:
-        raise TargetError(f"reading the workload from {endpoint.label} failed: {str(e).splitlines()[0]}") from None
+        raise TargetError(f"reading the workload from {endpoint.label} failed: {first_line(e)}") from None
     finally:
         conn.close()
     if not sysid:

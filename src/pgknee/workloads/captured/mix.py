@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee.errors import Interrupted, PgkneeError
+from pgknee.errors import Interrupted, PgkneeError, first_line
 from pgknee.workloads.captured.sqlmap import statement_fingerprint
 
 READ = """
@@ -39,7 +39,7 @@ class StatementMix:
                 psycopg.errors.InsufficientPrivilege) as e:
             self.off = True  # for the rest of the run: said once
             self.say(f"the replay's statement mix is not measured: pg_stat_statements cannot be read on the "
-                     f"target ({str(e).splitlines()[0]}); load it there to compare with the capture")
+                     f"target ({first_line(e)}); load it there to compare with the capture")
             return None
         except (psycopg.Error, PgkneeError):
             return None  # the server went away: the step finds out and says so; this step's mix is unknown
