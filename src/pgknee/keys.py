@@ -68,6 +68,11 @@ EMBEDDED_SETTING = "embedded.setting."  # what pgknee configured on its embedded
 WORKLOAD = "workload."  # workload.KEY: what the workload reported when installed
 POOLER_EXTERNAL_FACT = "pooler.external."
 EXTENDED = "extended."  # extended.TIME: a run --extend
+COLLECTOR = "collect.server."  # collect.server.NAME: a server-side collector 'on', or why it is off
+
+
+def collector(name: str) -> str:
+    return f"{COLLECTOR}{name}"
 
 
 def setting(name: str) -> str:
@@ -205,6 +210,7 @@ class CheckId(StrEnum):
     NETWORK_BOUND = "network-bound"  # round trips x RTT against the latency (client-cpu: the client saturated)
     RTT_ACHIEVED = "rtt-achieved"  # a simulated network hop gave the asked round trip
     AGENTS_AGREE = "agents-agree"  # a step run by agents: their windows overlap, their clocks agree
+    CHECKPOINT = "checkpoint"  # a checkpoint, or the full-page-image burst after one, during the step
 
 
 class CheckStatus(StrEnum):

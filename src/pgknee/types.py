@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgknee.keys import pooler_delta
+from pgknee.serverstats import ServerRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +299,8 @@ class RunData:
     agents: dict[int, list[AgentShare]] = field(default_factory=dict)  # steps run by agents: each one's share
     # bench phase: mean backends per snapshot pg_stat_activity hid from the role (steps with any)
     hidden: dict[int, float] = field(default_factory=dict)
+    # bench phase: the server's WAL, checkpoints and I/O (pgknee.serverstats), steps that have them
+    server: dict[int, tuple[ServerRecord, ...]] = field(default_factory=dict)
 
 
 # ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------
@@ -362,6 +365,7 @@ class StepResult:
     server_os_rows: tuple[Row, ...] = ()  # the server's OS (collect.serveros.SERVER_OS_COLUMNS), when sampled
     wait_sampling: WaitSampling | None = None
     agents: tuple[AgentShare, ...] = ()  # a step run by agents: each one's share
+    server: tuple[ServerRecord, ...] = ()  # the server's WAL, checkpoints and I/O over the bench phase
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
+from pgknee.serverstats import CheckpointStep, IoStep, WalStep
 from pgknee.store import claims, sidefile
 from pgknee.store import db as db_mod
 from pgknee.store import writer as writer_mod
@@ -522,10 +523,14 @@ def _full_result(step_id: int) -> StepResult:
                           {"version": "1.21", "delta.total_xact_count": "9"})
     return StepResult(step_id, "completed", None, 0, 1.0, 11.0, PgbenchSummary(1000, 0, 99.5, 20.1, 3.0, 10.0), m,
                       101.0, {"xact_commit": 1002.0}, (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), activity,
-                      (os_row,), {"mem.server_kb": 1234.5}, pooler, wait_sampling=WAIT_SAMPLING)
+                      (os_row,), {"mem.server_kb": 1234.5}, pooler, wait_sampling=WAIT_SAMPLING, server=SERVER)
 
 
 WAIT_SAMPLING = WaitSampling(980, True, 10.1, 4, (("LWLock", "WALWrite", 1421), ("IO", "WALSync", 510)))
+SERVER = (WalStep(10_000, 12, 800_000.0, 0, None, None, None, None),
+          CheckpointStep("pg_stat_checkpointer", 0, 1, 1, 345, 80.0, 2.5, False, True),
+          IoStep("client backend", "relation", "normal", 5, 0.0, 1, 0.0, 0, 2, 900, 0, 0, 0, 0.0, 40960.0, 8192.0),
+          IoStep("checkpointer", "relation", "normal", 0, 0.0, 345, 70.0, 345, 0, 0, 0, 0, 3, 2.5, 0.0, 2826240.0))
 
 
 def test_a_step_result_round_trips_through_json() -> None:

@@ -11,6 +11,7 @@ from pgknee.analyze import checks as ck
 from pgknee.analyze.agents import agents_agree, agents_cpu
 from pgknee.analyze.network import network_checks
 from pgknee.analyze.records import Group, MemoryRow, PoolerRow, ScriptSummary, Spread, SystemRow
+from pgknee.analyze.serverside import checkpoint_check
 from pgknee.analyze.waits import total_aas, wait_profile
 from pgknee.keys import (
     AT_END,
@@ -233,4 +234,6 @@ def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     if s.pooler_kind is not None:
         checks.append(ck.pooler_occupancy(s, data.pooler.get(s.step_id)))
     checks += network_checks(s, data.facts.get(s.step_id, {}), data.snaps.get(s.step_id), rows)
+    if s.step_id in data.server:
+        checks.append(checkpoint_check(data, s))
     return tuple(checks)

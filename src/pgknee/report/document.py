@@ -26,6 +26,8 @@ from pgknee.report import workload as wl
 from pgknee.report.agents import AGENTS_NOTE, agents_table
 from pgknee.report.network import NETWORK_NOTE, gain_lines, network_table
 from pgknee.report.server import server_table
+from pgknee.report.serverside import NOTE as SERVER_SIDE_NOTE
+from pgknee.report.serverside import server_side_table
 from pgknee.report.waitsource import SOURCES_NOTE, run_sources
 from pgknee.types import StepRecord
 
@@ -300,7 +302,10 @@ def _idle_and_pooler(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
 
 
 def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
-    several = len(view.variants()) > 1
+    return [*_system(view, charts), *_server_side(view), *_waits(view, charts)]
+
+
+def _system(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
     b: list[Block] = [Heading("CPU and load")]
     for v in view.variants():
         if (c := charts.get(pl.key_of("cpu", view, v))) is not None:
@@ -310,7 +315,18 @@ def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]
             b.append(ChartBlock(c))
         if (server := server_table(view, v)) is not None:
             b.append(TableBlock(server))
-    b += [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
+    return b
+
+
+def _server_side(view: RunView) -> list[Block]:
+    """The server's WAL, checkpoints and I/O, when recorded."""
+    tables = [TableBlock(t) for v in view.variants() if (t := server_side_table(view, v)) is not None]
+    return [Heading("WAL, checkpoints and I/O"), *tables, Para(SERVER_SIDE_NOTE, "note")] if tables else []
+
+
+def _waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
+    several = len(view.variants()) > 1
+    b: list[Block] = [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():
         if (c := charts.get(pl.key_of("waits", view, v))) is not None:
@@ -331,7 +347,7 @@ def _system_and_waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]
 
 
 def _checks(view: RunView) -> list[Block]:
-    b: list[Block] = [Heading("Checks and warnings"), TableBlock(tb.checks_table(view))]
+    b: list[Block] = [Heading("Checks and warnings"), *[TableBlock(t) for t in tb.checks_tables(view)]]
     money = view.money
     if money is not None:
         b.append(Para(money.text, "ok" if money.ok is True else "bad"))

@@ -15,7 +15,8 @@ from pgknee.analyze.records import Group, MemoryRow, PoolerRow, RunView, Spread
 from pgknee.analyze.resemblance import resemblance
 from pgknee.analyze.run import RunListing
 from pgknee.analyze.waits import WaitProfile
-from pgknee.types import RunData, WaitSampling
+from pgknee.report.serverside import group_server_json, step_server_json
+from pgknee.types import RunData, StepRecord, WaitSampling
 
 FORMAT_VERSION = 1
 
@@ -26,36 +27,7 @@ def _spread(f: Spread | None) -> dict[str, float] | None:
 
 def run_json(view: RunView) -> dict[str, Any]:
     d = view.data
-    steps = []
-    for s in d.steps:
-        steps.append({
-            "seq": s.seq, "variant": s.variant, "clients": s.clients, "rep": s.rep, "threads": s.threads,
-            "protocol": s.protocol, "status": s.status, "status_reason": s.status_reason,
-            "pipeline": bool(s.pipeline), "connect_per_txn": bool(s.connect_per_txn), "rate": s.rate,
-            "think_ms": s.think_ms, "pooler_kind": s.pooler_kind, "pool_mode": s.pool_mode,
-            "pool_size": s.pool_size, "idle": s.idle, "idle_kind": s.idle_kind,
-            "settings": json.loads(s.settings_json) if s.settings_json else None,
-            "rtt_ms": s.rtt_ms, "rtt_jitter_ms": s.rtt_jitter_ms,
-            "facts": d.facts.get(s.step_id, {}),
-            "duration_s": s.duration_s, "tps": s.tps, "tps_pgbench": s.tps_pgbench, "tps_db": s.tps_db,
-            "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "retries": s.retries,
-            "latency_ms": {"avg": s.lat_avg_ms, "stddev": s.lat_stddev_ms, "min": s.lat_min_ms, "p50": s.lat_p50_ms,
-                           "p95": s.lat_p95_ms, "p99": s.lat_p99_ms, "max": s.lat_max_ms},
-            "schedule_lag_ms": None if s.lag_avg_ms is None else {"avg": s.lag_avg_ms, "p99": s.lag_p99_ms,
-                                                                  "max": s.lag_max_ms},
-            "scripts": [{"script": r.script, "weight": r.weight, "transactions": r.transactions, "failed": r.failed,
-                         "retried": r.retried, "tps": r.tps,
-                         "latency_ms": {"avg": r.lat_avg_ms, "stddev": r.lat_stddev_ms, "p50": r.lat_p50_ms,
-                                        "p95": r.lat_p95_ms, "p99": r.lat_p99_ms, "max": r.lat_max_ms}}
-                        for r in d.scripts.get(s.step_id, [])],
-            "pg_stat_database_delta": d.pgdb.get(s.step_id, {}),
-            "snapshots": view.step_snapshots(s),
-            "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
-                              "aas": w.aas} for w in view.step_waits(s)],
-            "hidden_backends": d.hidden.get(s.step_id),
-            "wait_sampling": _wait_sampling_json(d.wait_sampling.get(s.step_id)),
-            "agents": [dataclasses.asdict(a) for a in d.agents.get(s.step_id, [])],
-        })
+    steps = [_step_json(view, s) for s in d.steps]
     groups = [{
         "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _spread(g.tps),
         "latency_ms": {"avg": _spread(g.lat_avg), "stddev": _spread(g.lat_stddev), "p50": _spread(g.p50),
@@ -65,6 +37,7 @@ def run_json(view: RunView) -> dict[str, Any]:
         "memory": _row_json(g.memory),
         "system": {k: getattr(g.system, k) for k in g.system.__dataclass_fields__},
         "server": server_json(d, g),
+        "server_side": group_server_json(d, g.done),
         "checks": [{"rep": rep, "name": c.id, "status": c.status, "detail": c.detail, "value": c.value,
                     "unit": c.unit} for rep, cs in g.checks for c in cs],
     } for g in view.groups]
@@ -74,6 +47,39 @@ def run_json(view: RunView) -> dict[str, Any]:
             "workload": r.workload, "target": {"kind": r.target_kind, "endpoint": r.target_label},
             "plan": json.loads(r.plan_json), "environment": d.env, "steps": steps, "summary": groups,
             "warnings": list(view.warnings), "replay_mix": _mix_json(view)}
+
+
+def _step_json(view: RunView, s: StepRecord) -> dict[str, Any]:
+    d = view.data
+    return {
+        "seq": s.seq, "variant": s.variant, "clients": s.clients, "rep": s.rep, "threads": s.threads,
+        "protocol": s.protocol, "status": s.status, "status_reason": s.status_reason,
+        "pipeline": bool(s.pipeline), "connect_per_txn": bool(s.connect_per_txn), "rate": s.rate,
+        "think_ms": s.think_ms, "pooler_kind": s.pooler_kind, "pool_mode": s.pool_mode,
+        "pool_size": s.pool_size, "idle": s.idle, "idle_kind": s.idle_kind,
+        "settings": json.loads(s.settings_json) if s.settings_json else None,
+        "rtt_ms": s.rtt_ms, "rtt_jitter_ms": s.rtt_jitter_ms,
+        "facts": d.facts.get(s.step_id, {}),
+        "duration_s": s.duration_s, "tps": s.tps, "tps_pgbench": s.tps_pgbench, "tps_db": s.tps_db,
+        "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "retries": s.retries,
+        "latency_ms": {"avg": s.lat_avg_ms, "stddev": s.lat_stddev_ms, "min": s.lat_min_ms, "p50": s.lat_p50_ms,
+                       "p95": s.lat_p95_ms, "p99": s.lat_p99_ms, "max": s.lat_max_ms},
+        "schedule_lag_ms": None if s.lag_avg_ms is None else {"avg": s.lag_avg_ms, "p99": s.lag_p99_ms,
+                                                              "max": s.lag_max_ms},
+        "scripts": [{"script": r.script, "weight": r.weight, "transactions": r.transactions, "failed": r.failed,
+                     "retried": r.retried, "tps": r.tps,
+                     "latency_ms": {"avg": r.lat_avg_ms, "stddev": r.lat_stddev_ms, "p50": r.lat_p50_ms,
+                                    "p95": r.lat_p95_ms, "p99": r.lat_p99_ms, "max": r.lat_max_ms}}
+                    for r in d.scripts.get(s.step_id, [])],
+        "pg_stat_database_delta": d.pgdb.get(s.step_id, {}),
+        "snapshots": view.step_snapshots(s),
+        "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
+                          "aas": w.aas} for w in view.step_waits(s)],
+        "hidden_backends": d.hidden.get(s.step_id),
+        "wait_sampling": _wait_sampling_json(d.wait_sampling.get(s.step_id)),
+        "agents": [dataclasses.asdict(a) for a in d.agents.get(s.step_id, [])],
+        "server_side": step_server_json(d, s),
+    }
 
 
 def _mix_json(view: RunView) -> dict[str, Any] | None:

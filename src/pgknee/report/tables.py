@@ -13,7 +13,7 @@ from pgknee.analyze.checks import Check, CheckUnit, met
 from pgknee.analyze.records import Group, PoolerRow, RunView, Spread
 from pgknee.analyze.sweep import Metric, sweep
 from pgknee.analyze.waits import WaitProfile
-from pgknee.keys import CheckStatus, Env, StepFact
+from pgknee.keys import CheckId, CheckStatus, Env, StepFact
 from pgknee.report.cells import fmt, matrix, value, with_change
 
 MAX_WAIT_ROWS = 20
@@ -194,10 +194,28 @@ WAIT_NOTE = ("AAS = occurrences / all snapshots of the phase (empty ones include
              "total; ± is the 1σ sampling error. (bg) rows are background processes, not counted in the total.")
 
 
-def checks_table(view: RunView) -> Table:
-    t = Table(title="Checks (which numbers to trust)", box=box.SIMPLE, title_justify="left")
-    t.add_column("Step")
+# the checks of the figures against each other, and those of what else may have set the pace
+# (the client, the network, a checkpoint, the pooler, the agents): two tables when one would not fit
+_AGREEMENT = frozenset({CheckId.TPS_VS_PGBENCH, CheckId.TPS_VS_COMMITS, CheckId.LITTLES_LAW,
+                        CheckId.AAS_VS_ACTIVE_TIME, CheckId.FAILURES})
+MAX_CHECK_COLUMNS = 7
+
+
+def checks_tables(view: RunView) -> list[Table]:
+    """The checks of every step: one table, or two (the figures' agreement; what else set the
+    pace) when there are more than MAX_CHECK_COLUMNS checks."""
     columns = met(c for g in view.groups for _, cs in g.checks for c in cs)
+    if len(columns) <= MAX_CHECK_COLUMNS:
+        return [_checks_table(view, "Checks (which numbers to trust)", columns)]
+    return [_checks_table(view, "Checks (which numbers to trust): the figures against each other",
+                          [c for c in columns if c in _AGREEMENT]),
+            _checks_table(view, "Checks: what else may have set the pace (client, network, checkpoints, pooler)",
+                          [c for c in columns if c not in _AGREEMENT])]
+
+
+def _checks_table(view: RunView, title: str, columns: list[CheckId]) -> Table:
+    t = Table(title=title, box=box.SIMPLE, title_justify="left")
+    t.add_column("Step")
     for check in columns:
         t.add_column(check)
     for g in view.groups:

@@ -26,10 +26,12 @@ from pgknee.plan import variant_from_dict
 from pgknee.report.agents import AGENTS_NOTE, agents_table
 from pgknee.report.network import network_items, rtt_line
 from pgknee.report.server import server_table
+from pgknee.report.serverside import NOTE as SERVER_SIDE_NOTE
+from pgknee.report.serverside import server_side_table
 from pgknee.report.side_by_side import idle_memory_table, variant_comparison
 from pgknee.report.tables import (
     WAIT_NOTE,
-    checks_table,
+    checks_tables,
     data_summary,
     pooler_table,
     scripts_table,
@@ -105,7 +107,7 @@ def run_report(view: RunView, *, waits: bool = True) -> list[RenderableType]:
         items.append(idle)
     for variant in view.variants():
         items += _variant_items(view, variant, waits)
-    items.append(checks_table(view))
+    items += checks_tables(view)
     money = view.money
     if money is not None:
         items.append(Text(("✓ " if money.ok is True else "✗ ") + money.text))
@@ -123,6 +125,8 @@ def _variant_items(view: RunView, variant: str, waits: bool) -> list[RenderableT
     items += [t for t in (scripts_table(view, variant), pooler_table(view, variant)) if t is not None]
     items.append(system_table(view, variant))
     items += [t for t in (server_table(view, variant),) if t is not None]
+    if (side := server_side_table(view, variant)) is not None:
+        items += [side, Text(SERVER_SIDE_NOTE, style="dim")]
     if waits:
         items.append(Text(WAIT_NOTE, style="dim"))
         several = len(view.variants()) > 1

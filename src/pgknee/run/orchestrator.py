@@ -13,7 +13,7 @@ from collections import Counter
 import psycopg
 
 from pgknee import keys, proc, registry
-from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError
+from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError, first_line
 from pgknee.keys import Env, StepFact
 from pgknee.plan import Plan
 from pgknee.run.adaptive import AdaptiveSteps, Answer
@@ -21,8 +21,9 @@ from pgknee.run.distributed import AgentPlan
 from pgknee.run.preflight import Prepared
 from pgknee.run.schedule import StepSpec, new_run_id, schedule
 from pgknee.run.session import RunRecordPlan, RunSession, open_session
-from pgknee.run.step import ends_the_run, finished_line, run_step
+from pgknee.run.step import run_step
 from pgknee.run.ui import UI
+from pgknee.run.verdict import ends_the_run, finished_line
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 from pgknee.types import Reopening
@@ -90,10 +91,10 @@ class Sweep:
             reason = e.message
             raise
         except psycopg.OperationalError as e:
-            reason = f"lost the connection to the server: {str(e).strip().splitlines()[0]}"
+            reason = f"lost the connection to the server: {first_line(e)}"
             raise TargetError(reason, "check the server log; completed steps are kept") from None
         except psycopg.Error as e:
-            reason = f"the server refused: {str(e).strip().splitlines()[0]}"
+            reason = f"the server refused: {first_line(e)}"
             raise TargetError(reason, "check the user's privileges on the target") from None
         finally:
             with proc.signals(signal.SIG_IGN):  # the cleanup's bounded steps are not cut short
@@ -158,7 +159,7 @@ class Sweep:
                 waited = time.monotonic() - t0
                 if waited > limit:
                     raise TargetError(f"the server did not come back within {limit:.0f} s: "
-                                      f"{str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
+                                      f"{first_line(e, last=True)}",
                                       "check the server; completed steps are kept ('pgknee run --resume' goes on)") \
                         from None
                 if waited >= said:

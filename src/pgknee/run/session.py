@@ -19,8 +19,10 @@ from pgknee import keys, proc, registry, safefs
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
+from pgknee.collect.protocol import StepCollectors
 from pgknee.collect.serverfacts import ServerFacts, read_server
 from pgknee.collect.serveros import ServerOsSampler
+from pgknee.collect.serverstats import server_collectors
 from pgknee.collect.waitsampling import WaitProfiler, open_profiler
 from pgknee.driver.pgbench import check_conninfo
 from pgknee.errors import TargetError
@@ -55,6 +57,7 @@ class RunSession:
     activity: ActivitySampler | None
     os: OsSampler
     scripts: dict[str, list[Script]]
+    collectors: StepCollectors  # the server's side of each bench phase (collect.protocol)
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
@@ -114,22 +117,30 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
     server_os, machine_env = open_machine(stack, plan, target, stats_conn)
     env.update(machine_env)
+    collectors = _collectors(stats_conn, server, env)
     stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
     env[keys.Env.WAIT_SAMPLING] = waits_note
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target),
                             **({keys.Env.AGENTS: ",".join(fleet.names)} if fleet is not None else {})})
-    if record.argv:
-        writer.add_command(None, "pgknee", record.argv)
-    for purpose, argv in commands:
-        writer.add_command(None, purpose, argv)
+    for purpose, argv in ([("pgknee", record.argv)] if record.argv else []) + commands:
+        writer.add_command(None, purpose, argv)  # the run's own command line first, then the set-up's
     activity, os_sampler = _start_samplers(stack, plan, target, server, writer, ui.say)
     reader = StatsReader(lambda: target.endpoint.connect("stats"), plan.settle_s)
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
-                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, server_os=server_os,
-                         kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA), waits=waits)
+                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, collectors,
+                         server_os=server_os, kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA), waits=waits)
     session.mix, session.fleet = start_mix(prepared.workload, target, writer, ui.say), fleet
     return session, steps
+
+
+def _collectors(conn: psycopg.Connection[Any], server: ServerFacts, env: dict[str, str]) -> StepCollectors:
+    """The server-side collectors this server and role can serve (each tried once), and in the
+    run's environment which are on and why the others are not."""
+    collectors = StepCollectors(server_collectors(server.version_num), server.version_num)
+    collectors.check(conn)
+    env.update({keys.collector(name): note for name, note in collectors.notes.items()})
+    return collectors
 
 
 def _fleet(stack: contextlib.ExitStack, writer: RunWriter, run_id: str, agents: AgentPlan, ui: UI) -> Fleet:

@@ -9,14 +9,12 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
 import shutil
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -24,48 +22,24 @@ from pgknee import keys, safefs
 from pgknee.collect import kcache, pgstats
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
-from pgknee.driver.measure import measure, read_transaction_logs
-from pgknee.driver.pgbench import PgbenchRun, error_cause, log_files, parse_counts, parse_summary, window_of
-from pgknee.driver.steady import SteadyWatch, steadiness
+from pgknee.driver.pgbench import PgbenchRun, parse_summary
+from pgknee.driver.steady import SteadyWatch
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.idle import IdleHolder
 from pgknee.keys import PoolerFact, StepFact
-from pgknee.plan import Plan
 from pgknee.pooler.lab import StepPooler
 from pgknee.rules import PROBE_S, log_sampling_rate
-from pgknee.run.distributed import Merged
 from pgknee.run.fleetstep import fleet_phase
 from pgknee.run.network import step_network
 from pgknee.run.replay import end_mix
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
+from pgknee.run.verdict import Sampled, judge
 from pgknee.targets.base import Endpoint
-from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult, WaitSampling
+from pgknee.types import PoolerResult, StepResult
 
 T = TypeVar("T")
-
-
-@dataclass
-class _Sampled:
-    """What the phases around pgbench gathered, before it is judged."""
-
-    run: PgbenchRun  # as it ran (its log's sampling rate chosen after the warm-up)
-    execution: Execution
-    bench_start: float
-    bench_end: float
-    pg_delta: dict[str, float]
-    own_commits: int  # pgknee's own reads of the statistics, commits in the benchmark database
-    activity_samples: ActivitySamples | None
-    os_rows: tuple[tuple[object, ...], ...]
-    facts: dict[str, float]
-    pooler: PoolerResult | None
-    pooler_died: str | None  # pgbouncer's last words, if it died
-    idle_lost: int  # idle sessions the server ended during the step
-    watch: SteadyWatch | None  # --duration auto: what stopped the step
-    server_os_rows: tuple[tuple[object, ...], ...] = ()  # the server's OS (run/machine.py), when sampled
-    wait_sampling: WaitSampling | None = None  # pg_wait_sampling's profile of the bench phase
-    merged: Merged | None = None  # run by agents: their figures merged (run/distributed.py)
 
 
 def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResult:
@@ -87,7 +61,7 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
             via = _enter(s, spec, step_id, lambda: step_network(stack, s, spec, pooled, facts))
             holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
             sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts, via)
-        result = _judge(s, spec, step_id, step_dir, sampled)
+        result = judge(s, spec, step_id, step_dir, sampled)
         if result.status == "completed" and result.measurement is not None and result.measurement.tps > 0:
             s.tps_seen[v.name] = result.measurement.tps
         return result
@@ -219,25 +193,22 @@ def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path,
 
 def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_dir: Path,
             pooled: StepPooler | None, holder: IdleHolder | None, facts: dict[str, float],
-            via: Endpoint | None = None) -> _Sampled:
+            via: Endpoint | None = None) -> Sampled:
     """The phases: pre (samplers only), warmup (unmeasured pgbench), bench, post. pgbench
     connects `via` a simulated network hop when there is one (run.network)."""
     plan = s.plan
     reach = via or (pooled.endpoint if pooled is not None else None)
     env = reach.child_env(s.work_dir, s.target.run_as) if reach is not None else s.child_env
-    if s.activity is not None:
-        s.activity.begin_step(step_id)
-    s.os.begin_step()
-    if s.server_os is not None:
-        s.server_os.begin_step()
+    _begin_samplers(s, step_id)
     _wait_for_quiet(s, facts)
     _warm_up(s, spec, step_id, run, env, step_dir, pooled, facts)
     run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
     s.writer.add_command(step_id, "bench", run.argv())
     if s.mix is not None:
         s.mix.begin()
-    q0, r0, o0 = (s.activity.queries_run if s.activity else 0), s.reader.reads, _server_os_queries(s)
+    own0 = _own_reads(s)
     before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
+    _collect(s, facts, s.collectors.begin)
     _set_phase(s, "bench", pooled)
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
     kc0 = _kcache(s)
@@ -257,16 +228,29 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     after = _statistics(s, facts, settle=True)
     if pgstats.restarted(before, after):
         facts[StepFact.SERVER_RESTARTED] = 1.0
+    server = _collect(s, facts, s.collectors.end) or ()
     end_mix(s.mix, s.writer, step_id)
-    own = (s.activity.queries_run - q0 if s.activity else 0) + (s.reader.reads - r0) + (_server_os_queries(s) - o0)
+    own = _own_reads(s) - own0
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
         time.sleep(rest)
     profile = s.waits.result(s.activity.bench_pids()) if s.waits is not None and s.activity is not None else None
-    return _Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
-                    s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
-                    spec.variant.idle - idle_alive if holder is not None else 0, watch,
-                    tuple(s.server_os.end_step()) if s.server_os is not None else (), profile, merged)
+    return Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
+                   s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
+                   spec.variant.idle - idle_alive if holder is not None else 0, watch,
+                   tuple(s.server_os.end_step()) if s.server_os is not None else (), profile, merged, server)
+
+
+def _collect(s: RunSession, facts: dict[str, float], read: Callable[[psycopg.Connection[Any]], T]) -> T | None:
+    """A read of the server-side collectors on the statistics connection; none, and the step marked,
+    when the server cannot be reached (as _statistics)."""
+    try:
+        return read(s.reader.conn)
+    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+        raise
+    except psycopg.OperationalError:
+        facts[StepFact.SERVER_RESTARTED] = 1.0
+        return None
 
 
 def _kcache(s: RunSession) -> dict[str, float] | None:
@@ -277,9 +261,22 @@ def _kcache(s: RunSession) -> dict[str, float] | None:
     return kcache.totals(s.reader.conn, s.kcache)
 
 
-def _server_os_queries(s: RunSession) -> int:
-    """pgknee's reads of the server's /proc through SQL: commits in the benchmark database."""
-    return int(getattr(s.server_os.read, "queries_run", 0)) if s.server_os is not None else 0
+def _begin_samplers(s: RunSession, step_id: int) -> None:
+    """The samplers that run all along (pg_stat_activity, this machine's and the server's OS)
+    start keeping this step's samples."""
+    if s.activity is not None:
+        s.activity.begin_step(step_id)
+    s.os.begin_step()
+    if s.server_os is not None:
+        s.server_os.begin_step()
+
+
+def _own_reads(s: RunSession) -> int:
+    """pgknee's own statements in the benchmark database so far, each a commit there: the
+    pg_stat_activity sampler's, the statistics reader's, the server-side collectors', the reads of
+    the server's /proc through SQL."""
+    server_os = int(getattr(s.server_os.read, "queries_run", 0)) if s.server_os is not None else 0
+    return (s.activity.queries_run if s.activity else 0) + s.reader.reads + s.collectors.reads + server_os
 
 
 def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
@@ -378,114 +375,3 @@ def _pooler_after(pooled: StepPooler | None, before: dict[str, float] | None) ->
     if pooled.sampler is not None and pooled.sampler.errors:
         facts[PoolerFact.SAMPLER_ERRORS] = " | ".join(pooled.sampler.errors)
     return PoolerResult(rows, facts), died
-
-
-def _judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
-           x: _Sampled) -> StepResult:
-    """What the step measured, from pgbench's log and summary, and whether it counts."""
-    plan, v, ex, run = s.plan, spec.variant, x.execution, x.run
-    summary = parse_summary(ex.stdout) if x.merged is None else x.merged.summary
-    window = window_of(summary, plan.duration_s) if x.merged is None else x.merged.window_s
-    m, err = _measurement(s, spec, run, step_dir, window, ex) if x.merged is None else (x.merged.measurement, "")
-    x.facts.update(_measurement_facts(plan, m, window, x))
-    tps_db = ((x.pg_delta["xact_commit"] - x.own_commits) / window
-              if "xact_commit" in x.pg_delta and window > 0 else None)
-    status, reason = _verdict(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
-        ("failed", f"agents: {x.merged.reason}")
-    if status == "completed" and m is not None and m.transactions == 0 and window <= 0.5:
-        status, reason = "failed", (f"pgbench spent the whole {summary.duration_s or plan.duration_s:.0f} s step "
-                                    f"opening its {spec.clients} connections "
-                                    f"({(summary.conn_time_ms or 0) / 1000:.1f} s); lengthen --duration")
-    if status == "completed" and x.idle_lost > 0:
-        status, reason = "failed", f"the server ended {x.idle_lost} of the {v.idle} idle sessions during the step"
-    if status == "failed" and x.pooler_died is not None:
-        reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
-        x.facts[StepFact.POOLER_DIED] = 1.0
-    if (died := x.facts.get(StepFact.NET_RELAY_DIED)) is not None:
-        status, reason = "failed", (f"the simulated network hop (pgknee's relay) died during the step "
-                                    f"({f'signal {-int(died)}' if died < 0 else f'exit code {int(died)}'}); {reason}")
-    if x.facts.get(StepFact.SERVER_RESTARTED):
-        status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
-    return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
-                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler,
-                      server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling,
-                      agents=x.merged.shares if x.merged is not None else ())
-
-
-def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
-                 ex: Execution) -> tuple[StepMeasurement | None, str]:
-    """The transaction log, read only where pgbench's user wrote plain files of its own; the
-    counts from pgbench's summary when it logged a share of the transactions."""
-    plan, v, err = s.plan, spec.variant, ex.stderr
-    logs = log_files(step_dir / "log")
-    if not logs:
-        return None, err
-    try:
-        log = read_transaction_logs(logs, has_lag=bool(v.rate),
-                                    has_retries=run.version_num >= 150000 and plan.max_tries != 1,
-                                    opener=lambda p: os.fdopen(safefs.open_child_file(p, s.target.run_as), "rb"),
-                                    think_us=round(v.think_ms * 1000))
-    except OSError as e:  # a log that is a link, or not pgbench's
-        return None, f"{err}\npgbench's log could not be read safely: {e}"
-    return measure(log, run.scripts, max(window, 1e-3), rate=run.log_sampling_rate, counts=parse_counts(ex.stdout)), err
-
-
-def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float, x: _Sampled) -> dict[str, float]:
-    """How the step's figures were got: the log's sampling rate and size, the measured window,
-    and the steady-state judgement of pgbench's progress (MSER-5 warm-up, the interval)."""
-    facts: dict[str, float] = {StepFact.LOG_SAMPLING_RATE: x.run.log_sampling_rate, StepFact.BENCH_SECONDS: window}
-    if m is not None and m.latency is not None:
-        facts[StepFact.LOG_TRANSACTIONS] = float(m.latency.count)
-    watch = x.watch
-    target = plan.steady_pct / 100 if plan.steady_pct is not None else None
-    judged = steadiness([p.tps for p in x.execution.progress], target=target) if x.execution.progress else None
-    if judged is not None and judged.steady:
-        facts.update({StepFact.STEADY_WARMUP_S: float(judged.warmup_s), StepFact.STEADY_TPS: judged.mean_tps,
-                      StepFact.STEADY_HALFWIDTH_PCT: judged.halfwidth * 100})
-    if watch is not None:
-        facts[StepFact.STEADY_STOPPED] = 1.0 if x.execution.stopped_early else 0.0
-        if watch.steady_at_s is not None:
-            facts[StepFact.STEADY_AT_S] = float(watch.steady_at_s)
-    return facts
-
-
-def _verdict(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> tuple[str, str | None]:
-    if rc == 0 and m is not None:
-        return "completed", None
-    why = error_cause(err) or f"exit code {rc}"
-    if not s.target.alive():
-        why = "the embedded server died: " + why
-    return "failed", f"pgbench exit {rc}: {why}"
-
-
-def finished_line(spec: StepSpec, r: StepResult, several_variants: bool) -> str:
-    """What the person watching is told when a step ends."""
-    m = r.measurement
-    if r.status == "completed" and m is not None and m.latency is not None:
-        return (f"c{spec.clients} rep {spec.rep}{' ' + spec.variant.name if several_variants else ''}: "
-                f"{m.tps:,.1f} tps, latency {m.latency.mean_ms:.2f} ms (p99 {m.latency.p99_ms:.2f}), {m.failed} failed"
-                f"{steady_note(r.facts)}")
-    return f"c{spec.clients} rep {spec.rep}: FAILED: {r.reason or 'no transaction completed in the step'}"
-
-
-def steady_note(facts: dict[str, float]) -> str:
-    """'; steady after 5 s, ±1.4% at 35 s (stopped)' for a --duration auto step; '' otherwise."""
-    if StepFact.STEADY_STOPPED not in facts:
-        return ""
-    seconds = facts.get(StepFact.BENCH_SECONDS, 0.0)
-    if StepFact.STEADY_HALFWIDTH_PCT not in facts:
-        return f"; not steady after {seconds:.0f} s (the maximum)"
-    how = "stopped once known" if facts[StepFact.STEADY_STOPPED] else "ran to its maximum"
-    warmup, half = facts[StepFact.STEADY_WARMUP_S], facts[StepFact.STEADY_HALFWIDTH_PCT]
-    return f"; warm-up {warmup:.0f} s, steady TPS ±{half:.1f}% at {seconds:.0f} s ({how})"
-
-
-def ends_the_run(r: StepResult) -> bool:
-    """A failed step whose pgbench could not run at all (its options, its first connection), or
-    ran and completed nothing: the next would not either. A pgbench killed by a signal fails its
-    step only, and so does one whose relay or pgbouncer died (in the probe before the bench, its
-    first connection fails): the next step gets its own."""
-    m = r.measurement
-    repaired = StepFact.NET_RELAY_DIED in r.facts or StepFact.POOLER_DIED in r.facts
-    return (r.status != "completed" and r.pgbench_exit >= 0 and not repaired
-            and (r.pgbench_exit == 1 or m is None or m.transactions == 0))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import DbError, StoreError, UserError, store_error
+from pgknee.serverstats import RECORDS, ServerRecord, columns, from_row
 from pgknee.store.location import Location, locate
 from pgknee.store.migrate import SCHEMA_VERSION, judge, migrate, read_header
 from pgknee.store.sqlitefile import (
@@ -306,6 +307,16 @@ class Store:
         return {int(sid): WaitSampling(int(probes), bool(counted), float(window_s), int(backends), tuple(
             (str(t), str(e), int(n)) for t, e, n in self.db.execute(profile, (sid,)).fetchall()))
             for sid, probes, counted, window_s, backends in self.db.execute(q, tuple(step_ids)).fetchall()}
+
+    def server_records(self, step_ids: Sequence[int]) -> dict[int, tuple[ServerRecord, ...]]:
+        """The server's WAL, checkpoints and I/O over each step's bench phase (format 16 on)."""
+        out: dict[int, list[ServerRecord]] = {}
+        for kind in RECORDS:
+            cols = columns(kind)
+            q = f"SELECT step_id, {', '.join(cols)} FROM {kind.TABLE} WHERE step_id IN ({_marks(step_ids)})"
+            for row in self.db.execute(q, tuple(step_ids)).fetchall():
+                out.setdefault(int(row[0]), []).append(from_row(kind, dict(zip(cols, row[1:], strict=True))))
+        return {k: tuple(v) for k, v in out.items()}
 
     def step_agents(self, run_id: str) -> dict[int, list[AgentShare]]:
         """Each agent's share of the run's steps run by agents (format 13 on)."""

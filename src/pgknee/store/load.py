@@ -34,7 +34,8 @@ def load_run(store: Store, ref: str) -> RunData:
         facts={i: f for i in ids if (f := store.step_facts(i))},
         progress={i: pr for i in ids if (pr := store.progress(i))},
         server_os={i: sv for i in ids if (sv := store.server_os_samples(i))}, wait_sampling=store.wait_sampling(ids),
-        statement_mix=store.statement_mix(run.run_id), agents=store.step_agents(run.run_id))
+        statement_mix=store.statement_mix(run.run_id), agents=store.step_agents(run.run_id),
+        server=store.server_records(ids))
 
 
 def _check_plan(run: RunRecord) -> None:

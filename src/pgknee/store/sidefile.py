@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import UserError
+from pgknee.serverstats import BY_TABLE, as_row, from_row
 from pgknee.types import (
     ActivitySamples,
     AgentShare,
@@ -49,6 +50,7 @@ def result_to_json(r: StepResult) -> dict[str, Any]:
         return obj
 
     out: dict[str, Any] = plain(r)
+    out["server"] = [{"table": rec.TABLE, **as_row(rec)} for rec in r.server]  # each record with its kind
     return out
 
 
@@ -86,7 +88,8 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
         os_rows=_rows(d["os_rows"]), facts=dict(d["facts"]), server_os_rows=_rows(d.get("server_os_rows", [])),
         pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None,
         wait_sampling=_wait_sampling(d.get("wait_sampling")),
-        agents=tuple(AgentShare(**a) for a in d.get("agents", [])))
+        agents=tuple(AgentShare(**a) for a in d.get("agents", [])),
+        server=tuple(from_row(BY_TABLE[x["table"]], x) for x in d.get("server", [])))
 
 
 def _wait_sampling(d: dict[str, Any] | None) -> WaitSampling | None:

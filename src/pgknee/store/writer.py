@@ -26,6 +26,7 @@ from pgknee.clock import now_iso
 from pgknee.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserError, store_error
 from pgknee.keys import StepFact
 from pgknee.registry import is_alive, start_time
+from pgknee.serverstats import as_row
 from pgknee.store import sidefile
 from pgknee.store.claims import claim_refusal, owner, owner_alive
 from pgknee.store.db import Store
@@ -348,6 +349,8 @@ class RunWriter:
             self._many("insert_wait_profile", [{"step_id": r.step_id, "wait_event_type": t, "wait_event": e,
                                                 "count": n} for t, e, n in w.counts])
         self._many("insert_step_agents", [{"run_id": self.run_id, "step_id": r.step_id, **asdict(a)} for a in r.agents])
+        for rec in r.server:  # each kind of record in its own table, its columns its fields
+            self._one(f"insert_{rec.TABLE}", {"step_id": r.step_id, **as_row(rec)})
         if r.pooler is not None:
             self._many("insert_pooler_samples", self._rows(r.step_id, r.pooler.samples))
             self._many("insert_step_pooler", [{"step_id": r.step_id, "name": k, "value": v}

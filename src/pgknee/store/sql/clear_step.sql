@@ -13,3 +13,6 @@ DELETE FROM server_os_samples WHERE step_id = :step_id;
 DELETE FROM step_wait_profile WHERE step_id = :step_id;
 DELETE FROM step_wait_sampling WHERE step_id = :step_id;
 DELETE FROM step_agents WHERE step_id = :step_id;
+DELETE FROM step_wal WHERE step_id = :step_id;
+DELETE FROM step_checkpoints WHERE step_id = :step_id;
+DELETE FROM step_io WHERE step_id = :step_id;

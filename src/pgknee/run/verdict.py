@@ -1,0 +1,156 @@
+"""What one step measured, judged: its figures from pgbench's log and summary, the facts of how
+they were got, whether the step counts (and why not), and the lines that tell the person watching.
+run.step gathers the phases into a `Sampled`; `judge` makes the frozen StepResult."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgknee import safefs
+from pgknee.driver.execute import Execution
+from pgknee.driver.measure import measure, read_transaction_logs
+from pgknee.driver.pgbench import PgbenchRun, error_cause, log_files, parse_counts, parse_summary, window_of
+from pgknee.driver.steady import SteadyWatch, steadiness
+from pgknee.keys import StepFact
+from pgknee.plan import Plan
+from pgknee.run.distributed import Merged
+from pgknee.run.schedule import StepSpec
+from pgknee.run.session import RunSession
+from pgknee.serverstats import ServerRecord
+from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult, WaitSampling
+
+
+@dataclass
+class Sampled:
+    """What the phases around pgbench gathered, before it is judged."""
+
+    run: PgbenchRun  # as it ran (its log's sampling rate chosen after the warm-up)
+    execution: Execution
+    bench_start: float
+    bench_end: float
+    pg_delta: dict[str, float]
+    own_commits: int  # pgknee's own reads of the statistics, commits in the benchmark database
+    activity_samples: ActivitySamples | None
+    os_rows: tuple[tuple[object, ...], ...]
+    facts: dict[str, float]
+    pooler: PoolerResult | None
+    pooler_died: str | None  # pgbouncer's last words, if it died
+    idle_lost: int  # idle sessions the server ended during the step
+    watch: SteadyWatch | None  # --duration auto: what stopped the step
+    server_os_rows: tuple[tuple[object, ...], ...] = ()  # the server's OS (run/machine.py), when sampled
+    wait_sampling: WaitSampling | None = None  # pg_wait_sampling's profile of the bench phase
+    merged: Merged | None = None  # run by agents: their figures merged (run/distributed.py)
+    server: tuple[ServerRecord, ...] = ()  # the server's WAL, checkpoints and I/O (collect.serverstats)
+
+
+def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
+           x: Sampled) -> StepResult:
+    """What the step measured, from pgbench's log and summary, and whether it counts."""
+    plan, v, ex, run = s.plan, spec.variant, x.execution, x.run
+    summary = parse_summary(ex.stdout) if x.merged is None else x.merged.summary
+    window = window_of(summary, plan.duration_s) if x.merged is None else x.merged.window_s
+    m, err = _measurement(s, spec, run, step_dir, window, ex) if x.merged is None else (x.merged.measurement, "")
+    x.facts.update(_measurement_facts(plan, m, window, x))
+    tps_db = ((x.pg_delta["xact_commit"] - x.own_commits) / window
+              if "xact_commit" in x.pg_delta and window > 0 else None)
+    status, reason = _verdict(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
+        ("failed", f"agents: {x.merged.reason}")
+    if status == "completed" and m is not None and m.transactions == 0 and window <= 0.5:
+        status, reason = "failed", (f"pgbench spent the whole {summary.duration_s or plan.duration_s:.0f} s step "
+                                    f"opening its {spec.clients} connections "
+                                    f"({(summary.conn_time_ms or 0) / 1000:.1f} s); lengthen --duration")
+    if status == "completed" and x.idle_lost > 0:
+        status, reason = "failed", f"the server ended {x.idle_lost} of the {v.idle} idle sessions during the step"
+    if status == "failed" and x.pooler_died is not None:
+        reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
+        x.facts[StepFact.POOLER_DIED] = 1.0
+    if (died := x.facts.get(StepFact.NET_RELAY_DIED)) is not None:
+        status, reason = "failed", (f"the simulated network hop (pgknee's relay) died during the step "
+                                    f"({f'signal {-int(died)}' if died < 0 else f'exit code {int(died)}'}); {reason}")
+    if x.facts.get(StepFact.SERVER_RESTARTED):
+        status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
+    return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
+                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler,
+                      server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling,
+                      agents=x.merged.shares if x.merged is not None else (), server=x.server)
+
+
+def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
+                 ex: Execution) -> tuple[StepMeasurement | None, str]:
+    """The transaction log, read only where pgbench's user wrote plain files of its own; the
+    counts from pgbench's summary when it logged a share of the transactions."""
+    plan, v, err = s.plan, spec.variant, ex.stderr
+    logs = log_files(step_dir / "log")
+    if not logs:
+        return None, err
+    try:
+        log = read_transaction_logs(logs, has_lag=bool(v.rate),
+                                    has_retries=run.version_num >= 150000 and plan.max_tries != 1,
+                                    opener=lambda p: os.fdopen(safefs.open_child_file(p, s.target.run_as), "rb"),
+                                    think_us=round(v.think_ms * 1000))
+    except OSError as e:  # a log that is a link, or not pgbench's
+        return None, f"{err}\npgbench's log could not be read safely: {e}"
+    return measure(log, run.scripts, max(window, 1e-3), rate=run.log_sampling_rate, counts=parse_counts(ex.stdout)), err
+
+
+def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float, x: Sampled) -> dict[str, float]:
+    """How the step's figures were got: the log's sampling rate and size, the measured window,
+    and the steady-state judgement of pgbench's progress (MSER-5 warm-up, the interval)."""
+    facts: dict[str, float] = {StepFact.LOG_SAMPLING_RATE: x.run.log_sampling_rate, StepFact.BENCH_SECONDS: window}
+    if m is not None and m.latency is not None:
+        facts[StepFact.LOG_TRANSACTIONS] = float(m.latency.count)
+    watch = x.watch
+    target = plan.steady_pct / 100 if plan.steady_pct is not None else None
+    judged = steadiness([p.tps for p in x.execution.progress], target=target) if x.execution.progress else None
+    if judged is not None and judged.steady:
+        facts.update({StepFact.STEADY_WARMUP_S: float(judged.warmup_s), StepFact.STEADY_TPS: judged.mean_tps,
+                      StepFact.STEADY_HALFWIDTH_PCT: judged.halfwidth * 100})
+    if watch is not None:
+        facts[StepFact.STEADY_STOPPED] = 1.0 if x.execution.stopped_early else 0.0
+        if watch.steady_at_s is not None:
+            facts[StepFact.STEADY_AT_S] = float(watch.steady_at_s)
+    return facts
+
+
+def _verdict(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> tuple[str, str | None]:
+    if rc == 0 and m is not None:
+        return "completed", None
+    why = error_cause(err) or f"exit code {rc}"
+    if not s.target.alive():
+        why = "the embedded server died: " + why
+    return "failed", f"pgbench exit {rc}: {why}"
+
+
+def finished_line(spec: StepSpec, r: StepResult, several_variants: bool) -> str:
+    """What the person watching is told when a step ends."""
+    m = r.measurement
+    if r.status == "completed" and m is not None and m.latency is not None:
+        return (f"c{spec.clients} rep {spec.rep}{' ' + spec.variant.name if several_variants else ''}: "
+                f"{m.tps:,.1f} tps, latency {m.latency.mean_ms:.2f} ms (p99 {m.latency.p99_ms:.2f}), {m.failed} failed"
+                f"{steady_note(r.facts)}")
+    return f"c{spec.clients} rep {spec.rep}: FAILED: {r.reason or 'no transaction completed in the step'}"
+
+
+def steady_note(facts: dict[str, float]) -> str:
+    """'; steady after 5 s, ±1.4% at 35 s (stopped)' for a --duration auto step; '' otherwise."""
+    if StepFact.STEADY_STOPPED not in facts:
+        return ""
+    seconds = facts.get(StepFact.BENCH_SECONDS, 0.0)
+    if StepFact.STEADY_HALFWIDTH_PCT not in facts:
+        return f"; not steady after {seconds:.0f} s (the maximum)"
+    how = "stopped once known" if facts[StepFact.STEADY_STOPPED] else "ran to its maximum"
+    warmup, half = facts[StepFact.STEADY_WARMUP_S], facts[StepFact.STEADY_HALFWIDTH_PCT]
+    return f"; warm-up {warmup:.0f} s, steady TPS ±{half:.1f}% at {seconds:.0f} s ({how})"
+
+
+def ends_the_run(r: StepResult) -> bool:
+    """A failed step whose pgbench could not run at all (its options, its first connection), or
+    ran and completed nothing: the next would not either. A pgbench killed by a signal fails its
+    step only, and so does one whose relay or pgbouncer died (in the probe before the bench, its
+    first connection fails): the next step gets its own."""
+    m = r.measurement
+    repaired = StepFact.NET_RELAY_DIED in r.facts or StepFact.POOLER_DIED in r.facts
+    return (r.status != "completed" and r.pgbench_exit >= 0 and not repaired
+            and (r.pgbench_exit == 1 or m is None or m.transactions == 0))

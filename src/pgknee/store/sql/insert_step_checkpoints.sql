@@ -1,0 +1,2 @@
+INSERT INTO step_checkpoints (step_id, source, timed, requested, done, buffers_written, write_ms, sync_ms, running_at_start, running_at_end)
+VALUES (:step_id, :source, :timed, :requested, :done, :buffers_written, :write_ms, :sync_ms, :running_at_start, :running_at_end)

@@ -1,0 +1,2 @@
+INSERT INTO step_wal (step_id, records, fpi, bytes, buffers_full, writes, syncs, write_ms, sync_ms)
+VALUES (:step_id, :records, :fpi, :bytes, :buffers_full, :writes, :syncs, :write_ms, :sync_ms)
