@@ -17,13 +17,13 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 from pgknee import registry
+from pgknee.clock import polling
 
 _live: set[subprocess.Popen[bytes]] = set()
 
@@ -272,13 +272,7 @@ def deferred(which: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
 
 def wait_until(predicate: Callable[[], object], *, timeout: float, interval: float = 0.05) -> bool:
     """Poll `predicate()` until true or timeout; no bare sleeps in callers."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)
+    return any(predicate() for _ in polling(timeout, interval))
 
 
 # ---- Ctrl-C in the read commands: never swallowed ---------------------------------------------

@@ -19,13 +19,12 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
-from pgknee.clock import now_iso
+from pgknee.clock import now_iso, polling
 
 # how a child is stopped: pgbench killed; a server told to shut down fast; pgbouncer to close
 STOPS = {"kill": signal.SIGKILL, "fast": signal.SIGINT, "term": signal.SIGTERM}
@@ -265,11 +264,8 @@ def stop_process(pid: int, first: int, *, group: bool, start: str | None = None,
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, sig) if group else os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if gone():
-                return
-            time.sleep(0.1)
+        if any(gone() for _ in polling(wait, 0.1)):
+            return
 
 
 def mark_abandoned(store: str, run_id: str, reason: str, owner: str) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 
 from pgknee.clock import iso_of
+from pgknee.collect import queries
 from pgknee.collect.pace import Pace
 from pgknee.collect.queries import load
 from pgknee.errors import PgkneeError, first_line
@@ -85,7 +86,7 @@ class ActivitySampler:
 
     def _connect(self) -> None:
         conn = self.endpoint.connect("sampler")
-        conn.execute("SET statement_timeout = '2s'")
+        conn.execute(queries.text("sampler_session"))
         conn.execute(self.query, self.params, prepare=True)  # prepare once: planning costs more than running
         self.queries_run += 2
         self._conn = conn

@@ -4,12 +4,14 @@ that a server version lacks (active_time before 14, ...) are simply absent."""
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+
+from pgknee.clock import polling
+from pgknee.collect import queries
 
 # the counters worth a delta; whichever of them the server has
 COUNTERS = (
@@ -26,8 +28,7 @@ SERVER_START = "postmaster_start"  # not a counter: when the server started, to 
 def snapshot(conn: psycopg.Connection[Any]) -> dict[str, float]:
     """Counters now (the connection is in autocommit, so the stats snapshot is fresh), and the
     server's start time."""
-    cur = conn.execute("SELECT *, extract(epoch FROM pg_postmaster_start_time()) AS postmaster_start "
-                       "FROM pg_stat_database WHERE datname = current_database()")
+    cur = conn.execute(queries.text("database_stats"))
     row = cur.fetchone()
     if row is None or cur.description is None:
         return {}
@@ -46,18 +47,6 @@ def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]
     if restarted(before, after):
         return {}
     return {k: after[k] - before[k] for k in after if k in before and k != SERVER_START}
-
-
-# what keeps a server from being quiet before a step: the last step's pgbench backends still
-# leaving, an immediate checkpoint running (CHECKPOINT, a restart's). The checkpointer waits in
-# CheckpointerMain between checkpoints and in CheckpointWriteDelay while it spreads one over
-# checkpoint_timeout x checkpoint_completion_target: under a write load that is most of the time,
-# so a spread checkpoint is recorded, not waited for (it would idle the sweep for minutes).
-_QUIET = ("SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND application_name = 'pgbench'), "
-          "count(*) FILTER (WHERE backend_type = 'checkpointer' "
-          "AND wait_event IS DISTINCT FROM 'CheckpointerMain' AND wait_event IS DISTINCT FROM 'CheckpointWriteDelay'), "
-          "count(*) FILTER (WHERE backend_type = 'checkpointer' AND wait_event = 'CheckpointWriteDelay') "
-          "FROM pg_stat_activity")
 
 
 @dataclass(frozen=True)
@@ -81,8 +70,7 @@ class StatsReader:
 
     def _session(self) -> psycopg.Connection[Any]:
         conn = self.connect()
-        conn.execute("SET statement_timeout = '60s'")  # pgknee's own statements never hang a run
-        conn.execute("SET lock_timeout = '5s'")
+        conn.execute(queries.text("own_session"))
         return conn
 
     def reconnect(self) -> None:
@@ -102,23 +90,21 @@ class StatsReader:
         """Wait, polling, until the server is quiet: no pgbench backend left from the last step and
         no immediate checkpoint running; at least shortest_s (the 'pre' phase's samples), at most
         longest_s."""
-        t0 = time.monotonic()
-        while True:
+        for waited in polling(longest_s, every_s):
             self.reads += 1
-            row = self.conn.execute(_QUIET).fetchone()
+            row = self.conn.execute(queries.text("quiet")).fetchone()
             backends, checkpointing, spread = (int(row[0]), bool(row[1]), bool(row[2])) if row else (0, False, False)
-            waited = time.monotonic() - t0
-            if (waited >= shortest_s and backends == 0 and not checkpointing) or waited >= longest_s:
-                return Quiet(waited, backends, checkpointing, spread)
-            time.sleep(min(every_s, max(longest_s - waited, 0.0)))
+            if waited >= shortest_s and backends == 0 and not checkpointing:
+                break
+        return Quiet(waited, backends, checkpointing, spread)
 
     def settled(self) -> dict[str, float]:
         """The counters once they stop moving (backends flush them as they go idle), or after
         settle_s at the most."""
-        deadline = time.monotonic() + self.settle_s
         prev = self.snapshot()
-        while time.monotonic() < deadline:
-            time.sleep(0.25)
+        for waited in polling(self.settle_s, 0.25):
+            if not waited:
+                continue  # the first snapshot is prev
             cur = self.snapshot()
             if cur.get("xact_commit", 0) - prev.get("xact_commit", 0) <= 1 and \
                     cur.get("active_time") == prev.get("active_time"):

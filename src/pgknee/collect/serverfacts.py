@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 
+from pgknee.collect import queries
 from pgknee.collect.osproc import read_meminfo
 from pgknee.keys import Env
 
@@ -38,14 +39,13 @@ class ServerFacts:
 
 
 def read_server(conn: psycopg.Connection[Any]) -> ServerFacts:
-    rows = conn.execute("SELECT name, setting, CASE WHEN unit IS NULL OR unit = '' THEN setting "
-                        "ELSE setting || ' ' || unit END FROM pg_settings WHERE name = ANY(%s)",
+    rows = conn.execute(queries.text("settings"),
                         (["server_version_num", "reserved_connections", *SERVER_SETTINGS],)).fetchall()
     raw = {str(name): str(setting) for name, setting, _ in rows}
     shown = {str(name): str(with_unit) for name, _, with_unit in rows if name in SERVER_SETTINGS}
-    show = conn.execute("SHOW server_version").fetchone()
-    row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
-    in_use = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").fetchone()
+    show = conn.execute(queries.text("server_version")).fetchone()
+    row = conn.execute(queries.text("is_superuser")).fetchone()
+    in_use = conn.execute(queries.text("client_backends")).fetchone()
     return ServerFacts(version=str(show[0]) if show else "?", version_num=int(raw.get("server_version_num", "0")),
                        is_superuser=bool(row and row[0]), max_connections=int(raw.get("max_connections", "100")),
                        superuser_reserved=int(raw.get("superuser_reserved_connections", "3")),

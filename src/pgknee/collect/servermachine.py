@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from pgknee.collect import queries
 from pgknee.collect.proctext import (
     allowed_cpus,
     parse_cpu_max,
@@ -31,7 +32,6 @@ FACT_FILES = {"stat": "/proc/stat", "meminfo": "/proc/meminfo", "status": "/proc
               # cgroup v1
               "cfs_quota": "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "cfs_period": "/sys/fs/cgroup/cpu/cpu.cfs_period_us",
               "memory_limit": "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
-READ_FILE = "SELECT pg_read_file(%s, 0, 4194304, true)"  # NULL when the file is not there
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,6 @@ _PREFIXES = {"rds": "rds", "cloudsql": "cloudsql", "azure": "azure", "neon": "ne
 _SETTINGS = ("rds.extensions", "rds.force_ssl", "cloudsql.iam_authentication", "cloudsql.enable_pgaudit",
              "azure.extensions", "azure.accepted_password_auth_method", "neon.tenant_id", "neon.timeline_id")
 _ORDER = ("aurora", "rds", "cloudsql", "azure", "neon")
-MANAGED_QUERY = ("SELECT (SELECT coalesce(array_agg(rolname::text), '{}') FROM pg_roles WHERE rolname = ANY(%s)), "
-                 "to_regproc('aurora_version') IS NOT NULL, "
-                 "(SELECT coalesce(array_agg(DISTINCT split_part(name, '.', 1)), '{}') FROM pg_settings "
-                 "WHERE name LIKE '%%.%%' AND split_part(name, '.', 1) = ANY(%s)), "
-                 "(SELECT coalesce(array_agg(DISTINCT split_part(n, '.', 1)), '{}') FROM unnest(%s::text[]) n "
-                 "WHERE current_setting(n, true) IS NOT NULL)")
 
 
 def classify(roles: list[str], aurora: bool, prefixes: list[str]) -> Managed | None:
@@ -80,7 +74,7 @@ def classify(roles: list[str], aurora: bool, prefixes: list[str]) -> Managed | N
 
 
 def read_managed(conn: psycopg.Connection[Any]) -> Managed | None:
-    row = conn.execute(MANAGED_QUERY, (list(_ROLES), list(_PREFIXES), list(_SETTINGS))).fetchone()
+    row = conn.execute(queries.text("managed"), (list(_ROLES), list(_PREFIXES), list(_SETTINGS))).fetchone()
     return classify(list(row[0]), bool(row[1]), [*row[2], *row[3]]) if row else None
 
 
@@ -90,7 +84,7 @@ def read_files_sql(conn: psycopg.Connection[Any], files: Mapping[str, str]) -> t
     out: dict[str, str] = {}
     for name, path in files.items():
         try:
-            text = conn.execute(READ_FILE, (path,)).fetchone()
+            text = conn.execute(queries.text("read_file"), (path,)).fetchone()
         except psycopg.errors.InsufficientPrivilege:
             return {}, ("pg_read_file is not allowed to this role: it needs superuser, or pg_read_server_files "
                         "and EXECUTE on pg_read_file")

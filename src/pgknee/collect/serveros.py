@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 
 from pgknee.clock import iso_of
+from pgknee.collect import queries
 from pgknee.collect.osproc import cpu_percentages
 from pgknee.collect.periodic import PeriodicSampler
 from pgknee.collect.proctext import (
@@ -29,8 +30,6 @@ from pgknee.targets import Endpoint
 
 # what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names)
 Files = dict[str, Any]
-READ_ALL = "SELECT extract(epoch FROM clock_timestamp())::float8, " + ", ".join(
-    f"pg_read_file('{path}', 0, 4194304, true)" for path in PROC_FILES.values())
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ class SqlFiles:
             if self.conn is None or self.conn.closed:
                 self.conn = self.endpoint.connect("serveros", timeout=5.0)
             self.queries_run += 1
-            row = self.conn.execute(READ_ALL).fetchone()
+            row = self.conn.execute(queries.text("read_files"), (list(PROC_FILES.values()),)).fetchone()
         except (psycopg.Error, PgkneeError, OSError) as e:  # a lost connection, a restart: a gap, not a failure
             if len(self.errors) < 10:
                 self.errors.append(first_line(e))
@@ -97,7 +96,7 @@ class SqlFiles:
             return None
         if row is None:
             return None
-        return {"t": float(row[0]), **{name: row[i + 1] for i, name in enumerate(PROC_FILES)}}
+        return {"t": float(row[0]), **dict(zip(PROC_FILES, row[1], strict=True))}
 
     def close(self) -> None:
         if self.conn is not None:

@@ -27,13 +27,12 @@ from typing import Any
 
 import psycopg
 
+from pgknee.collect import queries
 from pgknee.errors import Interrupted, PgkneeError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.types import WaitSampling
 
 EXTENSION = "pg_wait_sampling"
-PROFILE_SQL = ("SELECT pid, coalesce(event_type, 'CPU'), coalesce(event, 'running'), sum(count)::bigint "
-               "FROM pg_wait_sampling_profile GROUP BY 1, 2, 3")
 REFERENCE_EVENT = ("Timeout", "PgSleep")
 REFERENCE_DB = "postgres"
 HOW_TO_ENABLE = ("add pg_wait_sampling to shared_preload_libraries, set pg_wait_sampling.profile_pid = on, "
@@ -116,7 +115,7 @@ class WaitProfiler:
             self._conn = self.endpoint.connect("waitprofile")
         assert self._conn is not None
         try:
-            rows = self._conn.execute(PROFILE_SQL).fetchall()
+            rows = self._conn.execute(queries.text("wait_sampling_profile")).fetchall()
         except psycopg.OperationalError:
             if fresh:
                 raise
@@ -195,7 +194,7 @@ class WaitProfiler:
 
 def _sleep(conn: psycopg.Connection[Any]) -> None:
     with contextlib.suppress(psycopg.Error):  # cancelled at the end, or the server went away
-        conn.execute("SELECT pg_sleep(1e7)")
+        conn.execute(queries.text("sleep_forever"))
 
 
 # ---- finding it -----------------------------------------------------------------------------------
@@ -212,7 +211,7 @@ def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None
             period = float(_setting(conn, "pg_wait_sampling.profile_period") or 10)
             if _setting(conn, "pg_wait_sampling.profile_pid") != "on":
                 return None, "off: pg_wait_sampling.profile_pid is off (it must be on to tell the benchmark apart)"
-            conn.execute("SELECT count(*) FROM pg_wait_sampling_profile")  # loaded, and readable by this role
+            conn.execute(queries.text("wait_sampling_readable"))  # loaded, and readable by this role
         reference = other if _can_connect(other) else None
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise
@@ -229,7 +228,7 @@ def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None
 def _setting(conn: psycopg.Connection[Any], name: str) -> str | None:
     """A setting, or None when it does not exist or this role may not read it."""
     try:
-        row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
+        row = conn.execute(queries.text("setting"), (name,)).fetchone()
     except psycopg.errors.InsufficientPrivilege:
         return None
     return str(row[0]) if row and row[0] is not None else None
@@ -254,8 +253,8 @@ def _database_with_extension(bench: Endpoint, other: Endpoint, create: bool) -> 
     for ep in (other, bench):
         with contextlib.suppress(psycopg.Error, PgkneeError), ep.connect("setup") as conn:
             if create and ep is other and _loaded(conn):
-                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
-            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (EXTENSION,)).fetchone():
+                conn.execute(queries.text("wait_sampling_create"))
+            if conn.execute(queries.text("extension_present"), (EXTENSION,)).fetchone():
                 return ep
     return None
 

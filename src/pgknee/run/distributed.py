@@ -13,11 +13,11 @@ whose pgbench fails, fails the step with its reason."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pgknee.clock import polling
 from pgknee.driver.histogram import Histogram, from_wire
 from pgknee.driver.measure import LogSummary, ScriptTally, latency_stats, measure
 from pgknee.driver.pgbench import Counts, PgbenchRun, error_cause
@@ -66,9 +66,8 @@ class Fleet:
 
     def gather(self) -> None:
         """N agents taken for the run, or one line naming who is there and who is not."""
-        deadline = time.monotonic() + self.plan.wait_s
         said = -1
-        while len(self.names) < self.plan.count:
+        for waited in polling(self.plan.wait_s, 0.5):
             for a in coord.take(self.store, self.run_id, self.plan.count - len(self.names)):
                 self.names.append(a.name)
                 self.rows[a.name] = a
@@ -76,14 +75,13 @@ class Fleet:
                          f"{a.clock_offset_ms:+.1f} ms ±{a.clock_error_ms:.1f} from the store's")
             if len(self.names) >= self.plan.count:
                 break
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise UserError(self._missing(), "start 'pgknee agent --store ...' on each load-generator host "
-                                "(or apply the Job of 'pgknee k8s render'), or raise --agent-wait")
+            left = self.plan.wait_s - waited
             if int(left) // 10 != said:
                 said = int(left) // 10
                 self.say(f"waiting for {self.plan.count - len(self.names)} more agent(s) ({left:.0f} s left)")
-            time.sleep(0.5)
+        else:
+            raise UserError(self._missing(), "start 'pgknee agent --store ...' on each load-generator host "
+                            "(or apply the Job of 'pgknee k8s render'), or raise --agent-wait")
         self._check_versions()
 
     def _missing(self) -> str:
@@ -126,13 +124,11 @@ class Fleet:
         """The rest of a failed step: parts not started are cancelled, the other agents' running
         ones waited for (bounded), so that the next step starts on a quiet server with its agents
         free."""
-        deadline = time.monotonic() + START_MARGIN_S + run.duration_s + 60
-        while time.monotonic() < deadline:
+        for _ in polling(START_MARGIN_S + run.duration_s + 60, 0.5):
             got = coord.tasks(self.store, list(ids.values()))
             coord.cancel(self.store, [t.task_id for t in got if t.state in ("assigned", "ready") or t.agent in lost])
             if not any(t.state == "running" and t.agent not in lost for t in got):
                 break
-            time.sleep(0.5)
         coord.cancel(self.store, list(ids.values()))
 
     def _run(self, run: PgbenchRun, ids: dict[str, int],
@@ -165,8 +161,8 @@ class Fleet:
 
     def _wait(self, ids: dict[str, int], states: set[str], limit_s: float, what: str, *,
               every_s: float, seen: Callable[[list[coord.Task]], None] = lambda _: None) -> list[coord.Task]:
-        deadline = time.monotonic() + limit_s
-        while True:
+        got: list[coord.Task] = []
+        for _ in polling(limit_s, every_s):
             got = coord.tasks(self.store, list(ids.values()))
             seen(got)
             if all(t.state in states for t in got):
@@ -174,10 +170,8 @@ class Fleet:
             lost = self._lost(got)
             if lost:
                 raise AgentLost(lost, got)
-            if time.monotonic() > deadline:
-                late = [t.agent for t in got if t.state not in states]
-                raise AgentLost([f"agent {a} did not report {what} within {limit_s:.0f} s" for a in late], got)
-            time.sleep(every_s)
+        late = [t.agent for t in got if t.state not in states]
+        raise AgentLost([f"agent {a} did not report {what} within {limit_s:.0f} s" for a in late], got)
 
     def _lost(self, got: list[coord.Task]) -> list[str]:
         now = coord.clock(self.store)

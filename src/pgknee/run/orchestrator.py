@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import time
 from collections import Counter
 
 import psycopg
 
 from pgknee import keys, proc, registry
+from pgknee.clock import polling
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError, first_line
 from pgknee.keys import Env, StepFact
 from pgknee.plan import Plan
@@ -147,25 +147,21 @@ class Sweep:
         is pgknee's own, wait for it (bounded, saying so), and reconnect pgknee's sessions."""
         session.target.revive(self.ui.say)
         limit = self.plan.server_wait_s
-        t0 = time.monotonic()
-        said = 0.0
-        while True:
+        said, why = 0.0, "no answer"
+        for waited in polling(limit, 1.0):
             try:
                 session.reader.reconnect()
                 break
             except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
                 raise
             except (psycopg.Error, PgkneeError) as e:
-                waited = time.monotonic() - t0
-                if waited > limit:
-                    raise TargetError(f"the server did not come back within {limit:.0f} s: "
-                                      f"{first_line(e, last=True)}",
-                                      "check the server; completed steps are kept ('pgknee run --resume' goes on)") \
-                        from None
+                why = first_line(e, last=True)
                 if waited >= said:
                     self.ui.say(f"waiting for the server to come back ({waited:.0f} s of {limit:.0f})")
                     said += 10.0
-                time.sleep(1.0)
+        else:
+            raise TargetError(f"the server did not come back within {limit:.0f} s: {why}",
+                              "check the server; completed steps are kept ('pgknee run --resume' goes on)") from None
         if session.activity is not None:
             with contextlib.suppress(psycopg.Error, PgkneeError):
                 session.activity.reconnect()

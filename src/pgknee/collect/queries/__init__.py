@@ -1,5 +1,6 @@
-"""Catalogue queries as data: one file per server-version range, NAME.MINVERSION.sql;
-the loader picks the newest file whose MINVERSION <= server_version_num."""
+"""The collectors' SQL as data, every statement in a file here: NAME.sql for a statement every
+supported server takes (`text`), or one file per server-version range, NAME.MINVERSION.sql, where
+versions differ (`load` picks the newest file whose MINVERSION <= server_version_num)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,9 @@ def load(name: str, server_version_num: int) -> str:
         raise TargetError(f"PostgreSQL {server_version_num // 10000} is too old for pgknee's {name} query",
                           "use PostgreSQL 12 or newer")
     return best[1]
+
+
+@cache
+def text(name: str) -> str:
+    """The statement of NAME.sql, the same on every supported server."""
+    return resources.files(__package__).joinpath(f"{name}.sql").read_text()

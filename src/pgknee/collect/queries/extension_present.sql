@@ -1,0 +1,1 @@
+SELECT 1 FROM pg_extension WHERE extname = %s

@@ -1,0 +1,1 @@
+SELECT rolsuper FROM pg_roles WHERE rolname = current_user

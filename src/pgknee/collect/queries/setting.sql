@@ -1,0 +1,2 @@
+-- a setting by name, NULL when unknown (a placeholder no loaded library defines)
+SELECT current_setting(%s, true)
