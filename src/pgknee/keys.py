@@ -38,7 +38,6 @@ class Env(StrEnum):
     SERVER_MANAGED_HIDDEN = "server.managed.hidden"  # what it keeps to itself, and where to find it
     SERVER_OS = "server.os"  # how the server's OS was sampled per step, or why it was not
     SERVER_KCACHE = "server.pg_stat_kcache"  # its version, when installed in the benchmark's database
-    SERVER_KCACHE_SCHEMA = "server.pg_stat_kcache.schema"
     TARGET_KIND = "target.kind"
     TARGET_ENDPOINT = "target.endpoint"
     TARGET_LOCAL = "target.local"
@@ -150,6 +149,7 @@ class StepFact(StrEnum):
     AGENTS_LOST = "agents.lost"  # how many died or stopped answering during it
     NET_RELAY_DIED = "net.relay_died"  # the relay was gone at the step's end: its exit code (a signal: -N)
     # pg_stat_kcache over the bench phase (collect/kcache.py): the database's queries' CPU and I/O
+    # pg_stat_kcache per step in runs before format 16 (now a record: serverstats.KcacheStep)
     KCACHE_USER_S = "kcache.user_s"
     KCACHE_SYSTEM_S = "kcache.system_s"
     KCACHE_READ_BYTES = "kcache.read_bytes"

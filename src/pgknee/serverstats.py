@@ -1,8 +1,9 @@
-"""The server's own side of a step, as typed records: what its WAL, its checkpoints and its I/O
-did during the bench phase (the change of pg_stat_wal, pg_stat_bgwriter or pg_stat_checkpointer,
-and pg_stat_io between the phase's start and its end). Made by collect.serverstats, written by
-store.writer into the record's TABLE (its columns are the record's fields), read back by
-store.db, judged by analyze.serverside. A figure the server's version does not have is None."""
+"""The server's own side of a step, as typed records: what its WAL, its checkpoints, its I/O and
+its queries' CPU did during the bench phase (the change of pg_stat_wal, pg_stat_bgwriter or
+pg_stat_checkpointer, pg_stat_io and pg_stat_kcache between the phase's start and its end).
+Made by collect.serverstats and collect.kcache, written by store.writer into the record's TABLE
+(its columns are the record's fields), read back by store.db, judged by analyze.serverside and
+analyze.machine. A figure the server's version does not have is None."""
 
 from __future__ import annotations
 
@@ -79,8 +80,23 @@ class IoStep:
     write_bytes: float
 
 
-ServerRecord = WalStep | CheckpointStep | IoStep
-RECORDS: tuple[type[WalStep], type[CheckpointStep], type[IoStep]] = (WalStep, CheckpointStep, IoStep)
+@dataclass(frozen=True, slots=True)
+class KcacheStep:
+    """pg_stat_kcache's change for the benchmark's database (when the extension is installed
+    there): the CPU time and the bytes read and written of its queries, from the kernel's own
+    accounting (getrusage), a server figure that needs no access to its /proc."""
+
+    TABLE: ClassVar[str] = "step_kcache"
+
+    user_s: float
+    system_s: float
+    read_bytes: float
+    write_bytes: float
+
+
+ServerRecord = WalStep | CheckpointStep | IoStep | KcacheStep
+RECORDS: tuple[type[WalStep], type[CheckpointStep], type[IoStep], type[KcacheStep]] = (
+    WalStep, CheckpointStep, IoStep, KcacheStep)
 BY_TABLE: dict[str, type[ServerRecord]] = {r.TABLE: r for r in RECORDS}
 
 

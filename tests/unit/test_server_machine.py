@@ -312,3 +312,19 @@ def test_the_json_carries_the_servers_figures() -> None:
     assert c2["server"]["os"] is None and c2["server"]["kcache"] == {"cores_busy": 1.6, "system_pct": 25.0}
     assert c8["server"]["os"]["peak_cpu"] == 95.0 and c8["server"]["os"]["samples"] == 4
     assert run_json(build(make_run_data()))["summary"][0]["server"] is None
+
+
+def test_kcache_from_its_records_as_from_the_facts_of_older_runs() -> None:
+    """Since format 16 pg_stat_kcache's figures are records (serverstats.KcacheStep); a run before
+    kept them as step facts: both read the same."""
+    from pgknee.analyze.machine import kcache_cpu
+    from pgknee.serverstats import KcacheStep
+
+    old = _with_server_figures()
+    new = dataclasses.replace(
+        old, facts={i: {"bench.seconds": 10.0} for i in old.facts},
+        server={s.step_id: (KcacheStep(user_s=12.0, system_s=4.0, read_bytes=0.0, write_bytes=8192.0),)
+                for s in old.steps})
+    for data in (old, new):
+        c8 = build(data).groups[1]
+        assert kcache_cpu(data, c8) == (1.6, 25.0)

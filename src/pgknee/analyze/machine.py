@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pgknee.analyze.records import Group, RunView
 from pgknee.keys import Env, StepFact
 from pgknee.rules import cpu_saturated
+from pgknee.serverstats import KcacheStep
 from pgknee.types import RunData, ServerOsSample
 
 UNKNOWN_HINT = "give --server-cpus N"
@@ -182,9 +183,22 @@ def kcache_cpu(data: RunData, group: Group) -> tuple[float, float] | None:
     for s in group.done:
         f = data.facts.get(s.step_id, {})
         seconds = f.get(StepFact.BENCH_SECONDS) or s.duration_s
-        if StepFact.KCACHE_USER_S not in f or not seconds:
+        cpu = _kcache_seconds(data, s.step_id)
+        if cpu is None or not seconds:
             continue
-        total = f[StepFact.KCACHE_USER_S] + f.get(StepFact.KCACHE_SYSTEM_S, 0.0)
+        total = cpu[0] + cpu[1]
         busy.append(total / seconds)
-        system.append(100.0 * f.get(StepFact.KCACHE_SYSTEM_S, 0.0) / total if total else 0.0)
+        system.append(100.0 * cpu[1] / total if total else 0.0)
     return (statistics.fmean(busy), statistics.fmean(system)) if busy else None
+
+
+def _kcache_seconds(data: RunData, step_id: int) -> tuple[float, float] | None:
+    """A step's queries' (user, system) CPU seconds: its pg_stat_kcache record, or the step facts
+    a run before format 16 kept them in."""
+    rec = next((r for r in data.server.get(step_id, ()) if isinstance(r, KcacheStep)), None)
+    if rec is not None:
+        return rec.user_s, rec.system_s
+    f = data.facts.get(step_id, {})
+    if StepFact.KCACHE_USER_S not in f:
+        return None
+    return f[StepFact.KCACHE_USER_S], f.get(StepFact.KCACHE_SYSTEM_S, 0.0)

@@ -33,6 +33,9 @@ class Collector(Protocol):
     name: str
     needs: Needs
 
+    def available(self, conn: psycopg.Connection[Any]) -> str | None:
+        """None when this server and role can serve it (an extension installed, say), else why not."""
+
     def begin(self, conn: psycopg.Connection[Any]) -> None:
         """Read the counters as the bench phase begins."""
 
@@ -61,6 +64,10 @@ class StepCollectors:
         """One trial read of each: a collector this role or server cannot read is left out, with why."""
         for c in list(self.active):
             try:
+                if (why := c.available(conn)) is not None:
+                    self.active.remove(c)
+                    self.notes[c.name] = f"off: {why}"
+                    continue
                 c.begin(conn)
                 c.end(conn)
             except psycopg.Error as e:

@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from pgknee.collect.kcache import KcacheCollector
 from pgknee.collect.protocol import Collector, Needs
 from pgknee.collect.queries import load
 from pgknee.serverstats import CheckpointStep, IoStep, ServerRecord, WalStep, from_row
@@ -52,6 +53,9 @@ class WalCollector:
         self.version_num = version_num
         self._before: Row | None = None
 
+    def available(self, conn: psycopg.Connection[Any]) -> str | None:
+        return None  # every role may read it
+
     def begin(self, conn: psycopg.Connection[Any]) -> None:
         self._before = None
         self._before = _rows(conn, "wal", self.version_num)[0]
@@ -78,6 +82,9 @@ class CheckpointCollector:
     def __init__(self, version_num: int) -> None:
         self.version_num = version_num
         self._before: Row | None = None
+
+    def available(self, conn: psycopg.Connection[Any]) -> str | None:
+        return None  # every role may read it (the checkpointer's wait event only with pg_read_all_stats)
 
     def begin(self, conn: psycopg.Connection[Any]) -> None:
         self._before = None
@@ -112,6 +119,9 @@ class IoCollector:
     def _read(self, conn: psycopg.Connection[Any]) -> dict[tuple[str, ...], Row]:
         return {tuple(str(r[k]) for k in self._KEY): r for r in _rows(conn, "io", self.version_num)}
 
+    def available(self, conn: psycopg.Connection[Any]) -> str | None:
+        return None  # every role may read it
+
     def begin(self, conn: psycopg.Connection[Any]) -> None:
         self._before = None
         self._before = self._read(conn)
@@ -136,4 +146,4 @@ class IoCollector:
 
 def server_collectors(version_num: int) -> list[Collector]:
     """Every server-side collector; StepCollectors leaves out those this server cannot serve."""
-    return [WalCollector(version_num), CheckpointCollector(version_num), IoCollector(version_num)]
+    return [WalCollector(version_num), CheckpointCollector(version_num), IoCollector(version_num), KcacheCollector()]

@@ -58,5 +58,5 @@ def open_machine(stack: contextlib.ExitStack, plan: Plan, target: Target,
         stack.callback(sampler.close)
         env[Env.SERVER_OS] = f"{machine.proc} every {plan.os_interval_s:g} s"
     if (kc := kcache.find(conn)) is not None:
-        env[Env.SERVER_KCACHE], env[Env.SERVER_KCACHE_SCHEMA] = kc
+        env[Env.SERVER_KCACHE] = kc[0]
     return sampler, {str(k): v for k, v in env.items()}

@@ -62,7 +62,6 @@ class RunSession:
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
     server_os: ServerOsSampler | None = None  # the server's OS, when it is not this machine (run/machine.py)
-    kcache: str | None = None  # pg_stat_kcache's schema, when installed: its totals around each bench phase
     waits: WaitProfiler | None = None  # pg_wait_sampling's profile around each bench phase, when loaded
     mix: StatementMix | None = None  # a captured workload's statements, read around each step (run/replay.py)
     fleet: Fleet | None = None  # the agents that run the steps' pgbench (run/distributed.py), if any
@@ -129,7 +128,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()}, collectors,
-                         server_os=server_os, kcache=machine_env.get(keys.Env.SERVER_KCACHE_SCHEMA), waits=waits)
+                         server_os=server_os, waits=waits)
     session.mix, session.fleet = start_mix(prepared.workload, target, writer, ui.say), fleet
     return session, steps
 

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from pgknee import keys, safefs
-from pgknee.collect import kcache, pgstats
+from pgknee.collect import pgstats
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.pgbench import PgbenchRun, parse_summary
@@ -211,7 +211,6 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     _collect(s, facts, s.collectors.begin)
     _set_phase(s, "bench", pooled)
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
-    kc0 = _kcache(s)
     if s.waits is not None:
         s.waits.begin()
     bench_start = time.time()
@@ -221,7 +220,6 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     bench_end = time.time()
     if s.waits is not None:
         s.waits.end()
-    facts.update(kcache.deltas(kc0, _kcache(s)))
     _set_phase(s, "post", pooled)
     pooler, died = _pooler_after(pooled, pool_before)
     idle_alive = _end_facts(s, holder, pooled, facts)
@@ -251,14 +249,6 @@ def _collect(s: RunSession, facts: dict[str, float], read: Callable[[psycopg.Con
     except psycopg.OperationalError:
         facts[StepFact.SERVER_RESTARTED] = 1.0
         return None
-
-
-def _kcache(s: RunSession) -> dict[str, float] | None:
-    """pg_stat_kcache's totals, on the statistics connection (a read of pgknee's own)."""
-    if s.kcache is None:
-        return None
-    s.reader.reads += 1
-    return kcache.totals(s.reader.conn, s.kcache)
 
 
 def _begin_samplers(s: RunSession, step_id: int) -> None:

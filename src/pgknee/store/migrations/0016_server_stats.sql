@@ -1,7 +1,8 @@
 -- pgknee collector database, format 16: the server's side of each step's bench phase
--- (collect/serverstats.py, pgknee/serverstats.py): the change of pg_stat_wal, of the checkpoint
--- counters (pg_stat_bgwriter up to PostgreSQL 16, pg_stat_checkpointer from 17) and of pg_stat_io
--- (16+) between the phase's start and its end, once its statistics settled. A column the
+-- (collect/serverstats.py, collect/kcache.py, pgknee/serverstats.py): the change of pg_stat_wal, of
+-- the checkpoint counters (pg_stat_bgwriter up to PostgreSQL 16, pg_stat_checkpointer from 17), of
+-- pg_stat_io (16+) and of pg_stat_kcache (where installed; before format 16 its figures were step
+-- facts kcache.*) between the phase's start and its end, once its statistics settled. A column the
 -- server's version has not is NULL. Times in ms, sizes in bytes.
 CREATE TABLE step_wal (
     step_id      INTEGER PRIMARY KEY REFERENCES steps (step_id) ON DELETE CASCADE,
@@ -45,4 +46,11 @@ CREATE TABLE step_io (
     read_bytes   REAL NOT NULL,
     write_bytes  REAL NOT NULL,
     PRIMARY KEY (step_id, backend_type, object, context)
+);
+CREATE TABLE step_kcache (
+    step_id     INTEGER PRIMARY KEY REFERENCES steps (step_id) ON DELETE CASCADE,
+    user_s      REAL NOT NULL,
+    system_s    REAL NOT NULL,
+    read_bytes  REAL NOT NULL,
+    write_bytes REAL NOT NULL
 );

@@ -16,3 +16,4 @@ DELETE FROM step_agents WHERE step_id = :step_id;
 DELETE FROM step_wal WHERE step_id = :step_id;
 DELETE FROM step_checkpoints WHERE step_id = :step_id;
 DELETE FROM step_io WHERE step_id = :step_id;
+DELETE FROM step_kcache WHERE step_id = :step_id;

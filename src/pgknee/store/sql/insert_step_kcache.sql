@@ -1,0 +1,2 @@
+INSERT INTO step_kcache (step_id, user_s, system_s, read_bytes, write_bytes)
+VALUES (:step_id, :user_s, :system_s, :read_bytes, :write_bytes)
