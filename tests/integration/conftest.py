@@ -32,7 +32,7 @@ import psycopg
 import pytest
 
 from pgknee import cli
-from pgknee.targets.local import EmbeddedCluster, find_bindir
+from pgknee.targets.local import EmbeddedCluster, find_bindir, server_version
 
 pytestmark = pytest.mark.integration
 
@@ -182,6 +182,16 @@ def golden(tmp_path: Path) -> Path:
 def golden_runs(store: Path) -> list[str]:
     """The run ids of the golden store, the oldest first: [A, B]."""
     return [str(r) for (r,) in sql(store, "SELECT run_id FROM runs ORDER BY created_at")]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_asked_major() -> None:
+    """Under `make matrix` (PGKNEE_TEST_PG_MAJOR), the servers the tests start and pgknee's embedded
+    cluster are that major's: a run that silently tested another would pass for nothing."""
+    want = os.environ.get("PGKNEE_TEST_PG_MAJOR")
+    if want:
+        got = server_version(find_bindir())
+        assert got is not None and got[0] == int(want), f"PostgreSQL {want} asked, {got} found first on PATH"
 
 
 @pytest.fixture(scope="session")
