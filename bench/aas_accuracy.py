@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from pgknee import proc
+from pgknee.collect import queries
 from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
 from pgknee.collect.pgstats import StatsReader
-from pgknee.collect.waitsampling import PROFILE_SQL, probes_of, profile_diff  # what `pgknee run` reads and counts
+from pgknee.collect.waitsampling import probes_of, profile_diff  # what `pgknee run` reads and counts
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
 from pgknee.plan import WorkloadSpec, parse_seconds
 from pgknee.targets.base import Endpoint
@@ -213,7 +214,8 @@ class Lab:
     def profile(self) -> Profile:
         if not self.wait_sampling:
             return {}
-        return {(int(p), str(t), str(e)): int(n) for p, t, e, n in self.pconn.execute(PROFILE_SQL).fetchall()}
+        rows = self.pconn.execute(queries.text("wait_sampling_profile")).fetchall()
+        return {(int(p), str(t), str(e)): int(n) for p, t, e, n in rows}
 
     def set_fifo(self, on: bool) -> None:
         """SCHED_FIFO 1 (or back to SCHED_OTHER) for the sampler's thread, its backend and the
