@@ -152,7 +152,7 @@ def test_an_older_store_is_read_as_it_is_and_upgraded_on_request(measured: tuple
         db.execute(f"DROP TABLE {table}")
     db.execute("ALTER TABLE runs DROP COLUMN heartbeat_at")
     db.execute("ALTER TABLE snapshots DROP COLUMN hidden")
-    for table in ("step_wal", "step_checkpoints", "step_io"):  # format 16: the server's side of each step
+    for table in ("step_wal", "step_checkpoints", "step_io", "step_kcache"):  # format 16: the server side of a step
         db.execute(f"DROP TABLE {table}")
     db.execute("PRAGMA user_version = 7")
     db.execute("PRAGMA application_id = 0")

@@ -127,3 +127,38 @@ def test_the_collectors_say_what_the_server_cannot_serve(server: EmbeddedCluster
         assert sql(store, "SELECT count(*) FROM step_io WHERE backend_type = 'client backend'")[0][0] > 0
     else:
         assert env["collect.server.pg_stat_io"] == f"off: PostgreSQL {version // 10000} has no pg_stat_io (16+)"
+
+
+def test_a_reset_between_the_two_reads_gives_no_record_not_a_negative_one(quiet_server: EmbeddedCluster) -> None:
+    """pg_stat_reset_shared() by a DBA during a step: the counters go back, and the step gets no
+    record of that view rather than a negative one; the next step is measured again."""
+    from pgknee.collect.serverstats import CheckpointCollector, IoCollector, WalCollector
+
+    with _superuser(quiet_server) as conn:
+        version = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
+        wal, ckpt = WalCollector(version), CheckpointCollector(version)
+        collectors = [wal, ckpt] + ([IoCollector(version)] if version >= 160000 else [])
+        conn.execute("CREATE TABLE churn (id int)")
+        conn.execute("INSERT INTO churn SELECT generate_series(1, 20000)")
+        conn.execute("CHECKPOINT")
+        for c in collectors:
+            c.begin(conn)
+        _write(conn)
+        conn.execute("SELECT pg_stat_reset_shared('wal')")
+        conn.execute("SELECT pg_stat_reset_shared(%s)", ("checkpointer" if version >= 170000 else "bgwriter",))
+        assert wal.end(conn) == ()
+        assert ckpt.end(conn) == ()
+        for c in collectors:  # the next step: measured as usual
+            c.begin(conn)
+        _write(conn)
+        conn.execute("CHECKPOINT")
+        (w,) = wal.end(conn)
+        (k,) = ckpt.end(conn)
+        assert w.records > 1000 and w.bytes > 0 and k.requested == 1 and k.buffers_written > 0, (w, k)
+
+
+def _write(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """1,000 rows, this session's statistics flushed before the next statement (a backend reports
+    them at most once a second by itself)."""
+    conn.execute("INSERT INTO churn SELECT generate_series(1, 1000)")
+    conn.execute("SELECT pg_stat_force_next_flush()")
