@@ -147,7 +147,10 @@ class StepFact(StrEnum):
     NET_RELAY_CPU_PCT = "net.relay_cpu_pct"  # % of one core over the relay's life
     AGENTS = "agents.count"  # a step run by agents (run/distributed.py): how many ran it
     AGENTS_LOST = "agents.lost"  # how many died or stopped answering during it
-    NET_RELAY_DIED = "net.relay_died"  # the relay was gone at the step's end: its exit code (a signal: -N)
+    # the relay was gone at the step's end: the code it exited with, or the signal that killed it
+    # (runs before this release kept both in one net.relay_died, a signal as -N)
+    NET_RELAY_EXIT_CODE = "net.relay_exit_code"
+    NET_RELAY_SIGNAL = "net.relay_signal"
     # pg_stat_kcache over the bench phase (collect/kcache.py): the database's queries' CPU and I/O
     # pg_stat_kcache per step in runs before format 16 (now a record: serverstats.KcacheStep)
     KCACHE_USER_S = "kcache.user_s"

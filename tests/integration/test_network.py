@@ -147,5 +147,8 @@ def test_a_relay_that_dies_fails_its_step_with_that_reason(server: EmbeddedClust
     steps = sql(store, "SELECT status, status_reason FROM steps ORDER BY seq")
     assert steps[0][0] == "failed" and "relay) died during the step (signal 9)" in str(steps[0][1]), steps
     assert steps[1][0] == "completed", steps
+    died = sql(store, "SELECT s.seq, f.name, f.value FROM step_facts f JOIN steps s USING (step_id) "
+                      "WHERE f.name IN ('net.relay_signal', 'net.relay_exit_code')")
+    assert died == [(1, "net.relay_signal", 9.0)], died  # the signal as itself, not a negative exit code
     assert r.code != 0 or "relay) died" in r.out + r.err
     assert _relays_to(server.port) == []

@@ -30,7 +30,8 @@ def _probe_facts(p: RttProbe | None) -> dict[str, float]:
 
 def _relay_facts(relay: Relay, facts: dict[str, float]) -> None:
     if relay.process is not None and (code := relay.process.poll()) is not None:
-        facts[StepFact.NET_RELAY_DIED] = float(code)  # killed, or crashed: the step's reason says so
+        # killed, or crashed: the step's reason says so (Popen gives a signal as its negative)
+        facts[StepFact.NET_RELAY_SIGNAL if code < 0 else StepFact.NET_RELAY_EXIT_CODE] = float(abs(code))
     said = relay.finish()
     for key, fact in (("late_mean_ms", StepFact.NET_RELAY_LATE_MEAN_MS),
                       ("late_p99_ms", StepFact.NET_RELAY_LATE_P99_MS), ("cpu_pct", StepFact.NET_RELAY_CPU_PCT)):

@@ -66,15 +66,23 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     if status == "failed" and x.pooler_died is not None:
         reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
         x.facts[StepFact.POOLER_DIED] = 1.0
-    if (died := x.facts.get(StepFact.NET_RELAY_DIED)) is not None:
-        status, reason = "failed", (f"the simulated network hop (pgknee's relay) died during the step "
-                                    f"({f'signal {-int(died)}' if died < 0 else f'exit code {int(died)}'}); {reason}")
+    if (how := _relay_death(x.facts)) is not None:
+        status, reason = "failed", f"the simulated network hop (pgknee's relay) died during the step ({how}); {reason}"
     if x.facts.get(StepFact.SERVER_RESTARTED):
         status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
                       x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler,
                       server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling,
                       agents=x.merged.shares if x.merged is not None else (), server=x.server)
+
+
+def _relay_death(facts: dict[str, float]) -> str | None:
+    """How the step's relay died ('signal 9', 'exit code 1'), or None if it did not."""
+    if StepFact.NET_RELAY_SIGNAL in facts:
+        return f"signal {int(facts[StepFact.NET_RELAY_SIGNAL])}"
+    if StepFact.NET_RELAY_EXIT_CODE in facts:
+        return f"exit code {int(facts[StepFact.NET_RELAY_EXIT_CODE])}"
+    return None
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
@@ -151,6 +159,6 @@ def ends_the_run(r: StepResult) -> bool:
     step only, and so does one whose relay or pgbouncer died (in the probe before the bench, its
     first connection fails): the next step gets its own."""
     m = r.measurement
-    repaired = StepFact.NET_RELAY_DIED in r.facts or StepFact.POOLER_DIED in r.facts
+    repaired = _relay_death(r.facts) is not None or StepFact.POOLER_DIED in r.facts
     return (r.status != "completed" and r.pgbench_exit >= 0 and not repaired
             and (r.pgbench_exit == 1 or m is None or m.transactions == 0))
