@@ -42,65 +42,68 @@ def _n(before: Row, after: Row, key: str) -> int | None:
     return None if d is None else int(d)
 
 
-class WalCollector:
+class _OneRowCollector:
+    """A view read as one row at each end of the phase (its statement in collect/queries as QUERY);
+    `record` makes the phase's record of the two rows, once no COUNTERS went back."""
+
+    name = ""
+    needs = Needs()
+    QUERY = ""
+    COUNTERS: tuple[str, ...] = ()
+
+    def __init__(self, version_num: int) -> None:
+        self.version_num = version_num
+        self._before: Row | None = None
+
+    def available(self, conn: psycopg.Connection[Any]) -> str | None:
+        return None  # every role may read these views
+
+    def begin(self, conn: psycopg.Connection[Any]) -> None:
+        self._before = None
+        self._before = _rows(conn, self.QUERY, self.version_num)[0]
+
+    def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
+        before, self._before = self._before, None
+        after = _rows(conn, self.QUERY, self.version_num)[0]
+        if before is None or not _grew(before, after, self.COUNTERS):
+            return ()
+        return (self.record(before, after),)
+
+    def record(self, before: Row, after: Row) -> ServerRecord:
+        raise NotImplementedError
+
+
+class WalCollector(_OneRowCollector):
     """pg_stat_wal: records, full-page images, bytes, wal_buffers full; writes and syncs."""
 
     name = "pg_stat_wal"
     needs = Needs(since=140000, lacking="has no pg_stat_wal (14+)")
-    _COUNTERS = ("records", "fpi", "bytes", "buffers_full")
+    QUERY = "wal"
+    COUNTERS = ("records", "fpi", "bytes", "buffers_full")
 
-    def __init__(self, version_num: int) -> None:
-        self.version_num = version_num
-        self._before: Row | None = None
-
-    def available(self, conn: psycopg.Connection[Any]) -> str | None:
-        return None  # every role may read it
-
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        self._before = None
-        self._before = _rows(conn, "wal", self.version_num)[0]
-
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
-        before, self._before = self._before, None
-        after = _rows(conn, "wal", self.version_num)[0]
-        if before is None or not _grew(before, after, self._COUNTERS):
-            return ()
-        return (WalStep(records=_n(before, after, "records") or 0, fpi=_n(before, after, "fpi") or 0,
-                        bytes=_d(before, after, "bytes") or 0.0, buffers_full=_n(before, after, "buffers_full") or 0,
-                        writes=_n(before, after, "writes"), syncs=_n(before, after, "syncs"),
-                        write_ms=_d(before, after, "write_ms"), sync_ms=_d(before, after, "sync_ms")),)
+    def record(self, before: Row, after: Row) -> ServerRecord:
+        return WalStep(records=_n(before, after, "records") or 0, fpi=_n(before, after, "fpi") or 0,
+                       bytes=_d(before, after, "bytes") or 0.0, buffers_full=_n(before, after, "buffers_full") or 0,
+                       writes=_n(before, after, "writes"), syncs=_n(before, after, "syncs"),
+                       write_ms=_d(before, after, "write_ms"), sync_ms=_d(before, after, "sync_ms"))
 
 
-class CheckpointCollector:
+class CheckpointCollector(_OneRowCollector):
     """Checkpoints ended during the phase, their buffers and times; whether one was running as the
-    phase began and as it ended."""
+    phase began and as it ended (the checkpointer's wait event: shown with pg_read_all_stats)."""
 
     name = "checkpoints"
     needs = Needs(since=120000, lacking="is not supported")
-    _COUNTERS = ("timed", "requested", "buffers_written")
+    QUERY = "checkpoints"
+    COUNTERS = ("timed", "requested", "buffers_written")
 
-    def __init__(self, version_num: int) -> None:
-        self.version_num = version_num
-        self._before: Row | None = None
-
-    def available(self, conn: psycopg.Connection[Any]) -> str | None:
-        return None  # every role may read it (the checkpointer's wait event only with pg_read_all_stats)
-
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        self._before = None
-        self._before = _rows(conn, "checkpoints", self.version_num)[0]
-
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
-        before, self._before = self._before, None
-        after = _rows(conn, "checkpoints", self.version_num)[0]
-        if before is None or not _grew(before, after, self._COUNTERS):
-            return ()
-        return (CheckpointStep(source=str(after["source"]), timed=_n(before, after, "timed") or 0,
-                               requested=_n(before, after, "requested") or 0, done=_n(before, after, "done"),
-                               buffers_written=_n(before, after, "buffers_written") or 0,
-                               write_ms=_d(before, after, "write_ms") or 0.0,
-                               sync_ms=_d(before, after, "sync_ms") or 0.0,
-                               running_at_start=bool(before["running"]), running_at_end=bool(after["running"])),)
+    def record(self, before: Row, after: Row) -> ServerRecord:
+        return CheckpointStep(source=str(after["source"]), timed=_n(before, after, "timed") or 0,
+                              requested=_n(before, after, "requested") or 0, done=_n(before, after, "done"),
+                              buffers_written=_n(before, after, "buffers_written") or 0,
+                              write_ms=_d(before, after, "write_ms") or 0.0,
+                              sync_ms=_d(before, after, "sync_ms") or 0.0,
+                              running_at_start=bool(before["running"]), running_at_end=bool(after["running"]))
 
 
 class IoCollector:
