@@ -87,7 +87,7 @@ class Switch:
         if on and not self.on:
             self.activity.begin_step(0)
             self.activity.phase = "bench"
-            self.os_sampler.begin_step()
+            self.os_sampler.begin_step(0)
         elif not on and self.on:
             samples = self.activity.end_step()
             self.os_sampler.end_step()

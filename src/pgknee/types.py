@@ -335,6 +335,28 @@ class ActivitySamples:
 
 
 @dataclass(frozen=True)
+class OsSamples:
+    """A step's samples of this machine's OS (collect.osproc.OS_COLUMNS, one row per tick)."""
+
+    rows: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class ServerOsSamples:
+    """A step's samples of the server's OS when it runs elsewhere (collect.serveros.SERVER_OS_COLUMNS)."""
+
+    rows: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class PoolerSamples:
+    """A step's SHOW POOLS samples (collect.pooler's column order) and the console's errors."""
+
+    rows: tuple[Row, ...]
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class PoolerResult:
     """A step through a pooler: SHOW POOLS samples (collect.pooler's column order) and its facts
     (keys.PoolerFact and the setting./delta./external. families)."""

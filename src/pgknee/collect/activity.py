@@ -62,6 +62,10 @@ class StepSamples:
 
 
 class ActivitySampler:
+    """pg_stat_activity, as collect.protocol's StepSampler: its record is the step's ActivitySamples."""
+
+    name = "activity"
+
     def __init__(self, endpoint: Endpoint, server_version_num: int, interval_s: float, *,
                  jitter: float = 0.2, all_databases: bool = False, query_text: bool = True,
                  sink: Sink | None = None, on_slow: Callable[[str], None] | None = None) -> None:
@@ -125,6 +129,9 @@ class ActivitySampler:
             self._current = StepSamples(step_id)
             self.phase = "pre"
             self.pace.reset()
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
 
     def bench_pids(self) -> frozenset[int]:
         """The client backends seen in this step's bench phase so far (the benchmark's sessions)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pgknee.clock import iso_of
 from pgknee.collect.periodic import PeriodicSampler
 from pgknee.collect.proctext import parse_meminfo, parse_stat
+from pgknee.types import OsSamples
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -64,6 +65,9 @@ class OsSampler(PeriodicSampler[_Raw]):
         super().__init__(interval_s, "pgknee-os")
         self.client_pid: int | None = None
         self.pooler_pid: int | None = None  # a managed pgbouncer: single-threaded, so watch its CPU
+
+    def _record(self, rows: tuple[tuple[object, ...], ...]) -> OsSamples:
+        return OsSamples(rows)
 
     def _raw(self) -> tuple[_Raw, int, int]:
         cpu, ctxt, running, blocked = _read_stat()

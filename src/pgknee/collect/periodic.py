@@ -1,6 +1,7 @@
 """The thread both OS samplers run on (collect.osproc for this machine, collect.serveros for the
-server's): every `interval_s` while a step is active, `_sample_once` adds rows, which `end_step`
-hands over. Ticks keep to a fixed schedule (a slow read does not push the next one back)."""
+server's), as collect.protocol's StepSampler: every `interval_s` while a step is active,
+`_sample_once` adds rows, which `end_step` hands over as the sampler's record. Ticks keep to a
+fixed schedule (a slow read does not push the next one back)."""
 
 from __future__ import annotations
 
@@ -27,15 +28,32 @@ class PeriodicSampler(Generic[R]):
         self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
         self._thread.start()
 
-    def begin_step(self) -> None:
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def queries_run(self) -> int:
+        return 0  # reads files, not the benchmark database (collect.serveros's SQL reader counts its own)
+
+    def begin_step(self, step_id: int) -> None:
         with self._lock:
             self._rows, self._prev, self.phase, self._active = [], None, "pre", True
 
-    def end_step(self) -> list[tuple[Any, ...]]:
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+
+    def end_step(self) -> object:
         with self._lock:
             self._active = False
             rows, self._rows = self._rows, []
-        return rows
+        return self._record(tuple(rows))
+
+    def reconnect(self) -> None:
+        return None  # nothing held on the server
+
+    def _record(self, rows: tuple[tuple[Any, ...], ...]) -> object:
+        raise NotImplementedError
 
     def close(self) -> None:
         self._stop.set()

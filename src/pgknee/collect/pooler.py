@@ -20,6 +20,7 @@ import psycopg
 from pgknee.clock import iso_of
 from pgknee.errors import PoolerError, first_line
 from pgknee.targets.base import Endpoint
+from pgknee.types import PoolerSamples
 
 
 def admin_connect(endpoint: Endpoint, timeout: float = 5.0) -> psycopg.Connection[Any]:
@@ -68,7 +69,12 @@ def stats_totals(rows: list[dict[str, Any]], database: str) -> dict[str, float]:
 
 
 class PoolerSampler:
-    """A thread sampling SHOW POOLS for one database while a step runs."""
+    """A thread sampling SHOW POOLS for one database while a step runs: collect.protocol's
+    StepSampler, started with the step's pooler and joined to the run's samplers for the step;
+    its record is the step's PoolerSamples."""
+
+    name = "pooler"
+    queries_run = 0  # the pooler's console, not the benchmark database
 
     def __init__(self, admin: Endpoint, database: str, interval_s: float) -> None:
         self.admin = admin
@@ -114,13 +120,29 @@ class PoolerSampler:
         with self._lock:
             self._rows.append((iso_of(now), self.phase, now, *counts))
 
-    def close(self) -> list[tuple[Any, ...]]:
+    def begin_step(self, step_id: int) -> None:
+        return None  # started for the step: it samples from its start
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+
+    def end_step(self) -> PoolerSamples:
+        """Sampling stops; what it sampled, and why it stopped early if it did."""
+        self._halt()
+        with self._lock:
+            rows, self._rows = self._rows, []
+            return PoolerSamples(tuple(rows), tuple(self.errors))
+
+    def reconnect(self) -> None:
+        return None  # lives for one step
+
+    def _halt(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def close(self) -> None:
+        self._halt()
         if self._conn is not None:
             with contextlib.suppress(psycopg.Error):
                 self._conn.close()
-        with self._lock:
-            rows, self._rows = self._rows, []
-        return rows

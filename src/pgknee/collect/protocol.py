@@ -1,7 +1,15 @@
-"""One way to collect around a step's bench phase. A collector says what it needs of the server
-(`needs`), reads its counters when the phase begins and again when it has ended, and hands back
-typed records (pgknee.serverstats); `StepCollectors` holds the run's collectors and drives them
+"""The two ways pgknee collects around a step, each with one life cycle driven by one loop.
+
+A `Collector` reads the server's counters on pgknee's statistics connection when the bench phase
+begins and again when it has ended, and hands back typed records (pgknee.serverstats); it says
+what it needs of the server (`needs`). `StepCollectors` holds the run's collectors and drives them
 all the same way, so adding one touches its own module, its query files and its table only.
+
+A `StepSampler` samples all through a step on its own (a thread on its own schedule, or reads at
+the phase changes): it is told the step, each phase as it starts, and asked for the step's typed
+record at its end. `Samplers` holds the run's samplers (pg_stat_activity, this machine's and the
+server's OS, pg_wait_sampling's profile) and a step's own (its pooler's console) while the step
+runs, and drives them in order; they end in the reverse order, as an ExitStack closes.
 
 A collector that cannot run on this server is left out with its reason, which the run's
 environment records (`collect.NAME`); one whose first read fails is left out the same way. A read
@@ -9,13 +17,14 @@ that fails later costs that step its record, not the step."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 
-from pgknee.errors import first_line
+from pgknee.errors import PgkneeError, first_line
 from pgknee.serverstats import ServerRecord
 
 
@@ -96,3 +105,99 @@ class StepCollectors:
             except psycopg.Error:
                 continue
         return tuple(records)
+
+
+R = TypeVar("R")
+
+
+class StepSampler(Protocol):
+    """A source of samples all through a step (pre, warmup, bench, post)."""
+
+    @property
+    def name(self) -> str:
+        """What it samples, for its thread and the run's notes."""
+
+    @property
+    def queries_run(self) -> int:
+        """Its statements in the benchmark database so far, each a commit there (0 if none)."""
+
+    def begin_step(self, step_id: int) -> None:
+        """Keep this step's samples from now (its 'pre' phase)."""
+
+    def set_phase(self, phase: str) -> None:
+        """The step's next phase has begun: 'warmup', 'bench' or 'post'."""
+
+    def end_step(self) -> object | None:
+        """The step's typed record (None when it has nothing for this step); sampling stops until
+        the next begin_step."""
+
+    def reconnect(self) -> None:
+        """The server restarted between steps: its sessions are gone."""
+
+    def close(self) -> None:
+        """Stop for good (idempotent)."""
+
+
+@dataclass(frozen=True)
+class StepSamples:
+    """What the samplers handed back at a step's end, each by its record's type."""
+
+    records: tuple[object, ...]
+
+    def of(self, kind: type[R]) -> R | None:
+        return next((r for r in self.records if isinstance(r, kind)), None)
+
+
+class Samplers:
+    """The run's samplers and the step's own, driven in order by one loop each."""
+
+    def __init__(self) -> None:
+        self.all: list[StepSampler] = []
+
+    def add(self, sampler: StepSampler) -> None:
+        self.all.append(sampler)
+
+    @contextlib.contextmanager
+    def joined(self, sampler: StepSampler, step_id: int) -> Iterator[StepSampler]:
+        """A step's own sampler (started and stopped by what it samples: pooler.lab), driven with
+        the run's until it leaves or the step ends."""
+        sampler.begin_step(step_id)
+        self.all.append(sampler)
+        try:
+            yield sampler
+        finally:
+            if sampler in self.all:
+                self.all.remove(sampler)
+
+    def leave(self, sampler: StepSampler) -> object | None:
+        """A step's own sampler ends before the step does (its pooler is released): its record."""
+        if sampler not in self.all:
+            return None
+        self.all.remove(sampler)
+        return sampler.end_step()
+
+    @property
+    def queries_run(self) -> int:
+        return sum(s.queries_run for s in self.all)
+
+    def begin_step(self, step_id: int) -> None:
+        for s in self.all:
+            s.begin_step(step_id)
+
+    def set_phase(self, phase: str) -> None:
+        for s in self.all:
+            s.set_phase(phase)
+
+    def end_step(self) -> StepSamples:
+        return StepSamples(tuple(r for s in reversed(self.all) if (r := s.end_step()) is not None))
+
+    def reconnect(self) -> None:
+        """Each one's sessions made again; the first failure raised once all have tried."""
+        failed: BaseException | None = None
+        for s in self.all:
+            try:
+                s.reconnect()
+            except (psycopg.Error, PgkneeError) as e:
+                failed = failed or e
+        if failed is not None:
+            raise failed

@@ -6,9 +6,8 @@ server's CPUs), load, run queue, context switches, memory, disk and network rate
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -27,9 +26,18 @@ from pgknee.collect.proctext import (
 from pgknee.collect.servermachine import PROC_FILES
 from pgknee.errors import PgkneeError, first_line
 from pgknee.targets import Endpoint
+from pgknee.types import ServerOsSamples
 
 # what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names)
 Files = dict[str, Any]
+
+
+class FilesReader(Protocol):
+    """Reads the server's files: through SQL (SqlFiles) or ssh (collect.sshproc.SshFiles)."""
+
+    queries_run: int  # statements it ran in the benchmark database
+
+    def __call__(self) -> Files | None: ...
 
 
 @dataclass(frozen=True)
@@ -109,9 +117,17 @@ class ServerOsSampler(PeriodicSampler[_Raw]):
     """Like collect.osproc.OsSampler for this machine, on the same thread's schedule; `read` gives
     the server's files (or None: a gap)."""
 
-    def __init__(self, read: Callable[[], Files | None], interval_s: float, source: str) -> None:
+    def __init__(self, read: FilesReader, interval_s: float, source: str) -> None:
         super().__init__(interval_s, "pgknee-serveros")
         self.read, self.source = read, source
+
+    @property
+    def queries_run(self) -> int:
+        """Through SQL (SqlFiles), each read of the files is a statement in the benchmark database."""
+        return self.read.queries_run
+
+    def _record(self, rows: tuple[tuple[Any, ...], ...]) -> ServerOsSamples:
+        return ServerOsSamples(rows)
 
     def _sample_once(self) -> None:
         files = self.read()

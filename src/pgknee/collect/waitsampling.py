@@ -93,11 +93,19 @@ class _Reference:
 
 class WaitProfiler:
     """Reads the profile around a step's bench phase (`begin`, `end`) and makes the step's
-    record (`result`). A failure never fails the step: the step has no second profile."""
+    record (`result`). A failure never fails the step: the step has no second profile.
+
+    As collect.protocol's StepSampler it reads as the bench phase begins and as the post phase
+    begins, and its record is the profile of the benchmark's backends, which `pids` tells (the
+    pg_stat_activity sampler's, set by the session)."""
+
+    name = "waits"
 
     def __init__(self, endpoint: Endpoint, reference: Endpoint | None, period_ms: float,
-                 say: Callable[[str], None] = lambda _: None) -> None:
+                 say: Callable[[str], None] = lambda _: None, *, in_bench_db: bool = False) -> None:
         self.endpoint = endpoint  # the database where the extension is
+        self.in_bench_db = in_bench_db  # its reads then are commits there, which the step's check counts
+        self.queries_run = 0
         self.reference_endpoint = reference
         self.period_ms = period_ms
         self.say = say
@@ -106,6 +114,19 @@ class WaitProfiler:
         self._ref: _Reference | None = None
         self._before: tuple[float, Profile] | None = None
         self._after: tuple[float, Profile] | None = None
+        self.pids: Callable[[], frozenset[int]] = frozenset
+
+    def begin_step(self, step_id: int) -> None:
+        self._before = self._after = None
+
+    def set_phase(self, phase: str) -> None:
+        if phase == "bench":
+            self.begin()
+        elif phase == "post":
+            self.end()
+
+    def end_step(self) -> WaitSampling | None:
+        return self.result(self.pids())
 
     def _profile(self) -> Profile:
         """The profile now; on a new session once when the one held was ended (a DBA's
@@ -115,6 +136,7 @@ class WaitProfiler:
             self._conn = self.endpoint.connect("waitprofile")
         assert self._conn is not None
         try:
+            self.queries_run += int(self.in_bench_db)
             rows = self._conn.execute(queries.text("wait_sampling_profile")).fetchall()
         except psycopg.OperationalError:
             if fresh:
@@ -220,7 +242,7 @@ def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None
     note = (f"on, profile_period {period:g} ms, probes counted on a session in '{REFERENCE_DB}'" if reference
             else f"on, profile_period {period:g} ms, probes assumed (no session in '{REFERENCE_DB}' could be held)")
     say(f"pg_wait_sampling: {note}")
-    profiler = WaitProfiler(where, reference, period, say)
+    profiler = WaitProfiler(where, reference, period, say, in_bench_db=where is endpoint)
     profiler.begin()  # its sessions open now, and are counted with the server's connections in use
     return profiler, note
 

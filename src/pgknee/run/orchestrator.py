@@ -162,9 +162,8 @@ class Sweep:
         else:
             raise TargetError(f"the server did not come back within {limit:.0f} s: {why}",
                               "check the server; completed steps are kept ('pgknee run --resume' goes on)") from None
-        if session.activity is not None:
-            with contextlib.suppress(psycopg.Error, PgkneeError):
-                session.activity.reconnect()
+        with contextlib.suppress(psycopg.Error, PgkneeError):
+            session.samplers.reconnect()
         self.ui.say("the server answers again: the sweep goes on")
 
     def _check_after(self, session: RunSession) -> None:

@@ -19,7 +19,7 @@ from pgknee import keys, proc, registry, safefs
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
-from pgknee.collect.protocol import StepCollectors
+from pgknee.collect.protocol import Samplers, StepCollectors
 from pgknee.collect.serverfacts import ServerFacts, read_server
 from pgknee.collect.serveros import ServerOsSampler
 from pgknee.collect.serverstats import server_collectors
@@ -54,15 +54,13 @@ class RunSession:
     work_dir: Path
     child_env: dict[str, str]
     reader: StatsReader
-    activity: ActivitySampler | None
-    os: OsSampler
+    samplers: Samplers  # all through each step (collect.protocol): pg_stat_activity, the OS, the waits
+    os: OsSampler  # this machine's, one of the samplers: told pgbench's and the pooler's pids
     scripts: dict[str, list[Script]]
     collectors: StepCollectors  # the server's side of each bench phase (collect.protocol)
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
-    server_os: ServerOsSampler | None = None  # the server's OS, when it is not this machine (run/machine.py)
-    waits: WaitProfiler | None = None  # pg_wait_sampling's profile around each bench phase, when loaded
     mix: StatementMix | None = None  # a captured workload's statements, read around each step (run/replay.py)
     fleet: Fleet | None = None  # the agents that run the steps' pgbench (run/distributed.py), if any
 
@@ -123,12 +121,11 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
                             **({keys.Env.AGENTS: ",".join(fleet.names)} if fleet is not None else {})})
     for purpose, argv in ([("pgknee", record.argv)] if record.argv else []) + commands:
         writer.add_command(None, purpose, argv)  # the run's own command line first, then the set-up's
-    activity, os_sampler = _start_samplers(stack, plan, target, server, writer, ui.say)
+    samplers, os_sampler = _start_samplers(stack, plan, target, server, writer, ui.say, server_os, waits)
     reader = StatsReader(lambda: target.endpoint.connect("stats"), plan.settle_s)
     stack.callback(lambda: reader.conn.close())
-    session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, activity, os_sampler,
-                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, collectors,
-                         server_os=server_os, waits=waits)
+    session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, samplers, os_sampler,
+                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, collectors)
     session.mix, session.fleet = start_mix(prepared.workload, target, writer, ui.say), fleet
     return session, steps
 
@@ -210,16 +207,28 @@ def _activity_sink(writer: RunWriter) -> Callable[[int, list[Any], list[Any]], N
 
 
 def _start_samplers(stack: contextlib.ExitStack, plan: Plan, target: Target, server: ServerFacts,
-                    writer: RunWriter, say: Callable[[str], None]) -> tuple[ActivitySampler | None, OsSampler]:
-    activity = None
+                    writer: RunWriter, say: Callable[[str], None], server_os: ServerOsSampler | None,
+                    waits: WaitProfiler | None) -> tuple[Samplers, OsSampler]:
+    """The samplers of every step, in the order they are driven (and ended in reverse): the
+    profile of the waits ends first, while pg_stat_activity's sampler still knows the benchmark's
+    backends. Each is stopped when `stack` closes (those started elsewhere already are)."""
+    samplers = Samplers()
     if plan.sample_interval_s:
         activity = ActivitySampler(target.endpoint, server.version_num, plan.sample_interval_s,
                                    all_databases=plan.sample_all_databases, query_text=plan.query_text,
                                    sink=_activity_sink(writer), on_slow=say)
         activity.start()
         stack.callback(activity.close)
+        samplers.add(activity)
+        if waits is not None:
+            waits.pids = activity.bench_pids
     os_sampler = OsSampler(plan.os_interval_s)
     if plan.os_interval_s:
         os_sampler.start()
         stack.callback(os_sampler.close)
-    return activity, os_sampler
+    samplers.add(os_sampler)
+    if server_os is not None:
+        samplers.add(server_os)
+    if waits is not None:  # (opened only with pg_stat_activity sampling)
+        samplers.add(waits)
+    return samplers, os_sampler

@@ -37,7 +37,15 @@ from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
 from pgknee.run.verdict import Sampled, judge
 from pgknee.targets.base import Endpoint
-from pgknee.types import PoolerResult, StepResult
+from pgknee.types import (
+    ActivitySamples,
+    OsSamples,
+    PoolerResult,
+    PoolerSamples,
+    ServerOsSamples,
+    StepResult,
+    WaitSampling,
+)
 
 T = TypeVar("T")
 
@@ -56,7 +64,7 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
                       progress=True)
     try:
         with contextlib.ExitStack() as stack:
-            pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec))
+            pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec, step_id))
             facts = dict(s.settings_facts)
             via = _enter(s, spec, step_id, lambda: step_network(stack, s, spec, pooled, facts))
             holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
@@ -107,10 +115,7 @@ def _apply_settings(s: RunSession, spec: StepSpec) -> None:
     if not s.target.apply_settings(want, say=s.ui.say):
         return
     s.reader.reconnect()
-    if s.activity is not None:
-        s.activity.reconnect()
-    if s.waits is not None:
-        s.waits.reconnect()
+    s.samplers.reconnect()
     s.settings_facts = {}
     for name in want:
         row = s.reader.conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
@@ -129,8 +134,9 @@ def _enter(s: RunSession, spec: StepSpec, step_id: int, start: Callable[[], T]) 
         raise
 
 
-def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec) -> StepPooler | None:
-    """The step's pooler, if its variant has one, stopped when `stack` closes."""
+def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, step_id: int) -> StepPooler | None:
+    """The step's pooler, if its variant has one, stopped when `stack` closes; its console's
+    sampler joins the run's for the step."""
     v = spec.variant
     if v.pooler is None:
         return None
@@ -140,6 +146,8 @@ def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec) -> StepP
                                                 plan.duration_s + plan.warmup_s))
     s.os.pooler_pid = pooled.pid
     stack.callback(setattr, s.os, "pooler_pid", None)
+    if pooled.sampler is not None:
+        stack.enter_context(s.samplers.joined(pooled.sampler, step_id))
     return pooled
 
 
@@ -167,16 +175,6 @@ def _idle(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, pooled: St
     return holder
 
 
-def _set_phase(s: RunSession, phase: str, pooled: StepPooler | None) -> None:
-    if s.activity is not None:
-        s.activity.phase = phase
-    s.os.phase = phase
-    if s.server_os is not None:
-        s.server_os.phase = phase
-    if pooled is not None and pooled.sampler is not None:
-        pooled.sampler.phase = phase
-
-
 def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path, *, progress: bool,
                  watch: SteadyWatch | None = None) -> Execution:
     def started(pid: int) -> None:
@@ -199,9 +197,9 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     plan = s.plan
     reach = via or (pooled.endpoint if pooled is not None else None)
     env = reach.child_env(s.work_dir, s.target.run_as) if reach is not None else s.child_env
-    _begin_samplers(s, step_id)
+    s.samplers.begin_step(step_id)
     _wait_for_quiet(s, facts)
-    _warm_up(s, spec, step_id, run, env, step_dir, pooled, facts)
+    _warm_up(s, spec, step_id, run, env, step_dir, facts)
     run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
     s.writer.add_command(step_id, "bench", run.argv())
     if s.mix is not None:
@@ -209,19 +207,15 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     own0 = _own_reads(s)
     before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
     _collect(s, facts, s.collectors.begin)
-    _set_phase(s, "bench", pooled)
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
-    if s.waits is not None:
-        s.waits.begin()
+    s.samplers.set_phase("bench")  # (pg_wait_sampling's profile is read as it begins and as 'post' does)
     bench_start = time.time()
     merged = fleet_phase(s, spec, run, step_id, "bench", facts) if s.fleet is not None else None
     execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch) if merged is None else \
         Execution(merged.exit_code, "", merged.reason or "", merged.progress)
     bench_end = time.time()
-    if s.waits is not None:
-        s.waits.end()
-    _set_phase(s, "post", pooled)
-    pooler, died = _pooler_after(pooled, pool_before)
+    s.samplers.set_phase("post")
+    pooler, died = _pooler_after(s, pooled, pool_before)
     idle_alive = _end_facts(s, holder, pooled, facts)
     after = _statistics(s, facts, settle=True)
     if pgstats.restarted(before, after):
@@ -232,11 +226,12 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
         time.sleep(rest)
-    profile = s.waits.result(s.activity.bench_pids()) if s.waits is not None and s.activity is not None else None
+    ends = s.samplers.end_step()
+    os_rows, server_os = ends.of(OsSamples), ends.of(ServerOsSamples)
     return Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
-                   s.activity.end_step() if s.activity else None, tuple(s.os.end_step()), facts, pooler, died,
+                   ends.of(ActivitySamples), os_rows.rows if os_rows else (), facts, pooler, died,
                    spec.variant.idle - idle_alive if holder is not None else 0, watch,
-                   tuple(s.server_os.end_step()) if s.server_os is not None else (), profile, merged, server)
+                   server_os.rows if server_os else (), ends.of(WaitSampling), merged, server)
 
 
 def _collect(s: RunSession, facts: dict[str, float], read: Callable[[psycopg.Connection[Any]], T]) -> T | None:
@@ -251,22 +246,11 @@ def _collect(s: RunSession, facts: dict[str, float], read: Callable[[psycopg.Con
         return None
 
 
-def _begin_samplers(s: RunSession, step_id: int) -> None:
-    """The samplers that run all along (pg_stat_activity, this machine's and the server's OS)
-    start keeping this step's samples."""
-    if s.activity is not None:
-        s.activity.begin_step(step_id)
-    s.os.begin_step()
-    if s.server_os is not None:
-        s.server_os.begin_step()
-
-
 def _own_reads(s: RunSession) -> int:
     """pgknee's own statements in the benchmark database so far, each a commit there: the
-    pg_stat_activity sampler's, the statistics reader's, the server-side collectors', the reads of
-    the server's /proc through SQL."""
-    server_os = int(getattr(s.server_os.read, "queries_run", 0)) if s.server_os is not None else 0
-    return (s.activity.queries_run if s.activity else 0) + s.reader.reads + s.collectors.reads + server_os
+    samplers' (pg_stat_activity's, the reads of the server's /proc through SQL, pg_wait_sampling's
+    profile when it is read there), the statistics reader's, the server-side collectors'."""
+    return s.samplers.queries_run + s.reader.reads + s.collectors.reads
 
 
 def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
@@ -286,7 +270,7 @@ def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
 
 
 def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: dict[str, str], step_dir: Path,
-             pooled: StepPooler | None, facts: dict[str, float]) -> None:
+             facts: dict[str, float]) -> None:
     """The unmeasured run before the bench: the plan's warm-up, or a short probe when the log's
     sampling rate needs a TPS and none is known yet (the variant's first step). Its progress tells
     the TPS; its transactions are a fact (the workload's books count them)."""
@@ -295,7 +279,7 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
     seconds = plan.warmup_s or (PROBE_S if probe else 0)
     if not seconds:
         return
-    _set_phase(s, "warmup", pooled)
+    s.samplers.set_phase("warmup")
     warm = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
                        clients=spec.clients, threads=run.threads, seconds=seconds, log_prefix=None, progress=probe)
     s.writer.add_command(step_id, "warmup", warm.argv())
@@ -344,14 +328,15 @@ def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:
         return None
 
 
-def _pooler_after(pooled: StepPooler | None, before: dict[str, float] | None) -> tuple[PoolerResult | None,
-                                                                                        str | None]:
+def _pooler_after(s: RunSession, pooled: StepPooler | None,
+                  before: dict[str, float] | None) -> tuple[PoolerResult | None, str | None]:
     """SHOW STATS at the end, the SHOW POOLS samples, and whether pgbouncer died (its last words)."""
     if pooled is None:
         return None, None
     after = _pooler_totals(pooled)
     died = None if pooled.alive() else (pooled.log_tail() or "no message in its log")
-    rows = tuple(pooled.sampler.close()) if pooled.sampler is not None else ()
+    sampled = s.samplers.leave(pooled.sampler) if pooled.sampler is not None else None
+    samples = sampled if isinstance(sampled, PoolerSamples) else PoolerSamples(())
     # the pool's server connections would sit idle and flush their statistics only after up to
     # 10 s: close them so pg_stat_database counts the step now
     pooled.release()
@@ -362,6 +347,6 @@ def _pooler_after(pooled: StepPooler | None, before: dict[str, float] | None) ->
         facts[PoolerFact.MISSING] = "no admin console (give --pooler-admin-dsn)"
     else:
         facts[PoolerFact.MISSING] = "the console did not answer at the end of the step"
-    if pooled.sampler is not None and pooled.sampler.errors:
-        facts[PoolerFact.SAMPLER_ERRORS] = " | ".join(pooled.sampler.errors)
-    return PoolerResult(rows, facts), died
+    if samples.errors:
+        facts[PoolerFact.SAMPLER_ERRORS] = " | ".join(samples.errors)
+    return PoolerResult(samples.rows, facts), died
