@@ -157,6 +157,7 @@ def os_rows(start: float, seconds: int, phase: str, clients: int, rnd: random.Ra
 def step_result(step_id: int, start: float, shape: Shape, variant: str, clients: int, rnd: random.Random) -> Any:
     """What run.step hands the writer for one completed step (its sampled sessions go to the
     writer in batches before, as the sampler's sink does: activity_rows)."""
+    from pgknee.stepfacts import MemoryAtEnd, StepFacts
     from pgknee.types import (
         LatencyStats,
         PgbenchSummary,
@@ -182,7 +183,7 @@ def step_result(step_id: int, start: float, shape: Shape, variant: str, clients:
           "deadlocks": 0.0}
     return StepResult(step_id, "completed", None, 0, start, start + secs,
                       PgbenchSummary(tx, 0, tps, lat, 3.0, float(secs)), m, tps, pg, progress, None, tuple(os_),
-                      {"end.mem.memavailable_kb": 20_000_000.0}, None)
+                      StepFacts((MemoryAtEnd(mem_available_kb=20_000_000.0),)), None)
 
 
 def _step_row(seq: int, shape: Shape, variant: str, clients: int, rep: int) -> dict[str, Any]:

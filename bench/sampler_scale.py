@@ -45,8 +45,8 @@ from pgknee.collect.osproc import CLK_TCK, read_meminfo
 from pgknee.collect.pace import Pace
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
 from pgknee.idle import IdleHolder
-from pgknee.keys import PSS_SERVER, PSS_SERVER_PROCESSES
 from pgknee.plan import parse_seconds
+from pgknee.stepfacts import MemoryAtEnd
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.types import ActivitySamples
@@ -282,16 +282,16 @@ def run_stage(a: argparse.Namespace, cluster: EmbeddedCluster, sampler: Activity
     backends.grow_to(busy, quiet)
     seen, sleeping = count_backends(cluster)
     used_kb = baseline_kb - mem_available_kb()
-    pss = memory_picture(cluster.server_pid())
+    pss = memory_picture(MemoryAtEnd, cluster.server_pid())
     print(f"  {seen} client backends ({sleeping} in pg_sleep), opened in {time.monotonic() - t0:.0f} s; "
-          f"RAM used {used_kb / 1024:.0f} MB, server PSS {pss.get(PSS_SERVER, 0) / 1024:.0f} MB "
-          f"over {pss.get(PSS_SERVER_PROCESSES, 0):.0f} processes", flush=True)
+          f"RAM used {used_kb / 1024:.0f} MB, server PSS {(pss.pss_server_kb or 0) / 1024:.0f} MB "
+          f"over {pss.pss_server_processes or 0} processes", flush=True)
     time.sleep(2)  # the sessions' first statistics settle
     samples, server_ticks, python_ticks = measure(sampler, index, a.seconds)
     f = stage_figures(samples, a.seconds, a.interval_s, server_ticks, python_ticks)
     return Stage(backends=seen, busy=sleeping, seconds=a.seconds, interval_ms=a.interval_s * 1000,
                  mem_used_mb=used_kb / 1024, mem_per_backend_kb=used_kb / max(seen, 1),
-                 server_pss_mb=pss.get(PSS_SERVER, 0) / 1024, **{k: v for k, v in f.items() if k != "ticks"},
+                 server_pss_mb=(pss.pss_server_kb or 0) / 1024, **{k: v for k, v in f.items() if k != "ticks"},
                  ticks=int(f["ticks"]))
 
 

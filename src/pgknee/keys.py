@@ -122,7 +122,10 @@ class StepFact(StrEnum):
     LOG_SAMPLING_RATE = "log.sampling_rate"  # the share of transactions pgbench logged for latency
     QUIET_WAIT_S = "quiet.wait_s"  # the 'pre' phase: how long the server took to be quiet
     QUIET_BACKENDS_LEFT = "quiet.backends_left"  # the last step's pgbench backends still there at --pre's end
-    QUIET_CHECKPOINT = "quiet.checkpoint"  # at the step's start a checkpoint ran: 1 immediate, 0.5 spread
+    # a checkpoint running as the 'pre' phase ended: an immediate one (waited for) or a spread one
+    # (runs before this release stored both in one quiet.checkpoint: 1 immediate, 0.5 spread)
+    QUIET_IMMEDIATE_CHECKPOINT = "quiet.immediate_checkpoint"
+    QUIET_SPREAD_CHECKPOINT = "quiet.spread_checkpoint"
     PROBE_TPS = "probe.tps"  # the warm-up's TPS before a variant's first step, for the log's sampling rate
     POOLER_DIED = "pooler.died"  # 1: pgbouncer died during the step (its reason says how)
     WARMUP_TRANSACTIONS = "warmup.transactions"  # the unmeasured run's (warm-up or probe), in the workload's books

@@ -8,6 +8,7 @@ from typing import Any
 
 from pgknee.keys import pooler_delta
 from pgknee.serverstats import ServerRecord
+from pgknee.stepfacts import StepFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,7 +383,7 @@ class StepResult:
     progress: tuple[ProgressPoint, ...]
     activity: ActivitySamples | None
     os_rows: tuple[Row, ...]
-    facts: dict[str, float]
+    facts: StepFacts  # how its figures were got (pgknee.stepfacts)
     pooler: PoolerResult | None
     server_os_rows: tuple[Row, ...] = ()  # the server's OS (collect.serveros.SERVER_OS_COLUMNS), when sampled
     wait_sampling: WaitSampling | None = None

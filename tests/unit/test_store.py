@@ -25,6 +25,7 @@ from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
 from pgknee.serverstats import CheckpointStep, IoStep, WalStep
+from pgknee.stepfacts import MemoryAtEnd, StepFacts
 from pgknee.store import claims, sidefile
 from pgknee.store import db as db_mod
 from pgknee.store import writer as writer_mod
@@ -99,7 +100,7 @@ def _result(step_id: int, status: str, reason: str | None = None, *, tps: float 
     lat = LatencyStats(transactions, lat_avg_ms, 0.0, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms)
     m = (StepMeasurement(transactions, 0, 0, 0, tps, lat, scripts, failures or {}) if tps is not None else None)
     return StepResult(step_id, status, reason, 0 if status == "completed" else 1, 0.0, 10.0, PgbenchSummary(), m,
-                      None, pg_delta or {}, (), None, os_rows, {}, None)
+                      None, pg_delta or {}, (), None, os_rows, StepFacts(), None)
 
 
 # ---- opening and migrating ------------------------------------------------------------------------
@@ -523,7 +524,8 @@ def _full_result(step_id: int) -> StepResult:
                           {"version": "1.21", "delta.total_xact_count": "9"})
     return StepResult(step_id, "completed", None, 0, 1.0, 11.0, PgbenchSummary(1000, 0, 99.5, 20.1, 3.0, 10.0), m,
                       101.0, {"xact_commit": 1002.0}, (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), activity,
-                      (os_row,), {"mem.server_kb": 1234.5}, pooler, wait_sampling=WAIT_SAMPLING, server=SERVER)
+                      (os_row,), StepFacts((MemoryAtEnd(pss_server_kb=1234.5),)), pooler, wait_sampling=WAIT_SAMPLING,
+                      server=SERVER)
 
 
 WAIT_SAMPLING = WaitSampling(980, True, 10.1, 4, (("LWLock", "WALWrite", 1421), ("IO", "WALSync", 510)))

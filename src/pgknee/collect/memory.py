@@ -8,9 +8,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypeVar
 
-from pgknee import keys
 from pgknee.collect.osproc import read_meminfo
+from pgknee.stepfacts import MemoryPicture
+
+M = TypeVar("M", bound=MemoryPicture)
 
 
 def pss_kb(pid: int) -> int | None:
@@ -40,24 +43,18 @@ def process_tree(root: int) -> list[int]:
     return out
 
 
-def memory_picture(server_pid: int | None, idle_pids: Iterable[int] = (), prefix: str = "") -> dict[str, float]:
-    """Facts for the store: mem.* from /proc/meminfo (kB); with a local server, pss.* (kB):
-    the server's processes in all, their count, and the mean of the idle sessions' backends."""
+def memory_picture(kind: type[M], server_pid: int | None, idle_pids: Iterable[int] = ()) -> M:
+    """The machine's memory from /proc/meminfo (kB); with a local server, its processes' PSS (kB)
+    in all, their count, and the mean of the idle sessions' backends."""
     mem = read_meminfo()
-    out: dict[str, float] = {keys.memory_fact(prefix, key): float(mem[field])
-                             for field, key in _MEMINFO.items() if field in mem}
-    if server_pid is None:
-        return out
-    sizes = [s for pid in process_tree(server_pid) if (s := pss_kb(pid)) is not None]
-    if sizes:
-        out[keys.memory_fact(prefix, keys.PSS_SERVER)] = float(sum(sizes))
-        out[keys.memory_fact(prefix, keys.PSS_SERVER_PROCESSES)] = float(len(sizes))
-    idle = [s for pid in idle_pids if (s := pss_kb(pid)) is not None]
-    if idle:
-        out[keys.memory_fact(prefix, keys.PSS_IDLE_MEAN)] = statistics.fmean(idle)
-        out[keys.memory_fact(prefix, keys.PSS_IDLE_BACKENDS)] = float(len(idle))
-    return out
+    server = [s for pid in process_tree(server_pid) if (s := pss_kb(pid)) is not None] if server_pid else []
+    idle = [s for pid in idle_pids if (s := pss_kb(pid)) is not None] if server_pid else []
 
+    def kb(name: str) -> float | None:
+        return float(mem[name]) if name in mem else None
 
-_MEMINFO = {"MemAvailable": keys.MEM_AVAILABLE, "MemFree": keys.MEM_FREE, "Cached": keys.MEM_CACHED,
-            "Shmem": keys.MEM_SHMEM}
+    return kind(mem_available_kb=kb("MemAvailable"), mem_free_kb=kb("MemFree"), mem_cached_kb=kb("Cached"),
+                mem_shmem_kb=kb("Shmem"), pss_server_kb=float(sum(server)) if server else None,
+                pss_server_processes=len(server) or None,
+                pss_idle_backend_mean_kb=statistics.fmean(idle) if idle else None,
+                pss_idle_backends=len(idle) or None)

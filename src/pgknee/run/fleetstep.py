@@ -5,15 +5,15 @@ from __future__ import annotations
 from psycopg.conninfo import make_conninfo
 
 from pgknee.driver.pgbench import PgbenchRun
-from pgknee.keys import StepFact
 from pgknee.run.distributed import AgentLost, Merged, merge
 from pgknee.run.schedule import StepSpec
 from pgknee.run.session import RunSession
+from pgknee.stepfacts import Agents, FactsDraft, Network
 from pgknee.store.coord import Task
 
 
 def fleet_phase(s: RunSession, spec: StepSpec, run: PgbenchRun, step_id: int, phase: str,
-                facts: dict[str, float]) -> Merged:
+                facts: FactsDraft) -> Merged:
     """One phase of a step run by the session's agents, merged; an agent lost fails the step with
     the reason (and the orchestrator stops the run, or goes on without it: --on-agent-loss)."""
     fleet = s.fleet
@@ -31,20 +31,20 @@ def fleet_phase(s: RunSession, spec: StepSpec, run: PgbenchRun, step_id: int, ph
     if lost_reason is not None:
         merged.reason = lost_reason + (f"; {merged.reason}" if merged.reason else "")
         merged.exit_code = merged.exit_code or 1
-        facts[StepFact.AGENTS_LOST] = float(len(fleet.lost))
-    facts[StepFact.AGENTS] = float(len(tasks))
-    facts.update(_network(tasks))
+    facts.add(Agents(len(tasks), len(fleet.lost) if lost_reason is not None else None))
+    facts.add(_network(tasks, facts.of(Network)))
     return merged
 
 
-def _network(tasks: list[Task]) -> dict[str, float]:
+def _network(tasks: list[Task], here: Network | None) -> Network | None:
     """The round trip pgbench's connections waited for: the agents' own (each probed its path to
-    the server), weighted by their clients, in place of the coordinator's probe from this host."""
+    the server), weighted by their clients, in place of the coordinator's probe from this host
+    (the round trips of a transaction stay the scripts')."""
     got = [(t.spec["clients"], t.result) for t in tasks if t.result and t.result.get("rtt_ms") is not None]
     if not got:
-        return {}
+        return None
     clients = sum(c for c, _ in got)
-    return {StepFact.NET_RTT_MS: sum(c * r["rtt_ms"] for c, r in got) / clients,
-            StepFact.NET_DIRECT_RTT_MS: sum(c * r["rtt_ms"] for c, r in got) / clients,
-            StepFact.NET_RTT_P99_MS: max(float(r.get("rtt_p99_ms") or r["rtt_ms"]) for _, r in got),
-            StepFact.NET_RTT_MIN_MS: min(float(r.get("rtt_min_ms") or r["rtt_ms"]) for _, r in got)}
+    rtt = sum(c * r["rtt_ms"] for c, r in got) / clients
+    return Network(here.round_trips_per_txn if here is not None else None, rtt,
+                   max(float(r.get("rtt_p99_ms") or r["rtt_ms"]) for _, r in got),
+                   min(float(r.get("rtt_min_ms") or r["rtt_ms"]) for _, r in got), rtt)

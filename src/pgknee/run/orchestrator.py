@@ -14,7 +14,7 @@ import psycopg
 from pgknee import keys, proc, registry
 from pgknee.clock import polling
 from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError, first_line
-from pgknee.keys import Env, StepFact
+from pgknee.keys import Env
 from pgknee.plan import Plan
 from pgknee.run.adaptive import AdaptiveSteps, Answer
 from pgknee.run.distributed import AgentPlan
@@ -24,6 +24,7 @@ from pgknee.run.session import RunRecordPlan, RunSession, open_session
 from pgknee.run.step import run_step
 from pgknee.run.ui import UI
 from pgknee.run.verdict import ends_the_run, finished_line
+from pgknee.stepfacts import Agents, Faults
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 from pgknee.types import Reopening
@@ -131,10 +132,11 @@ class Sweep:
             with proc.deferred():  # a Ctrl-C now would lose the measured step: it waits for the write
                 session.writer.write_step(result)
             self.ui.step_finished(finished_line(spec, result, several))
-            if result.facts.get(StepFact.AGENTS_LOST):
+            agents, faults = result.facts.of(Agents), result.facts.of(Faults)
+            if agents is not None and agents.lost:
                 _lost_agents(session, result.reason)  # the run stops here, or goes on with the others
                 continue
-            if result.facts.get(StepFact.SERVER_RESTARTED) or not _answers(session):
+            if (faults is not None and faults.server_restarted) or not _answers(session):
                 self._recover(session)  # the step failed with the reason; the sweep goes on
                 continue
             if ends_the_run(result):

@@ -36,6 +36,7 @@ from pgknee.run.replay import start_mix
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import scripts_for
 from pgknee.run.ui import UI
+from pgknee.stepfacts import Settings
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 from pgknee.targets import Target, open_target
@@ -59,7 +60,7 @@ class RunSession:
     scripts: dict[str, list[Script]]
     collectors: StepCollectors  # the server's side of each bench phase (collect.protocol)
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
-    settings_facts: dict[str, float] = field(default_factory=dict)  # read after the last restart
+    settings: Settings | None = None  # the variant's settings as the server took them (read after its restart)
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
     mix: StatementMix | None = None  # a captured workload's statements, read around each step (run/replay.py)
     fleet: Fleet | None = None  # the agents that run the steps' pgbench (run/distributed.py), if any

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import shutil
 import statistics
 import time
@@ -19,14 +18,14 @@ from typing import Any, TypeVar
 import psycopg
 
 from pgknee import keys, safefs
-from pgknee.collect import pgstats
+from pgknee.collect import pgstats, queries
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.pgbench import PgbenchRun, parse_summary
 from pgknee.driver.steady import SteadyWatch
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.idle import IdleHolder
-from pgknee.keys import PoolerFact, StepFact
+from pgknee.keys import PoolerFact
 from pgknee.pooler.lab import StepPooler
 from pgknee.rules import PROBE_S, log_sampling_rate
 from pgknee.run.fleetstep import fleet_phase
@@ -36,6 +35,16 @@ from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
 from pgknee.run.verdict import Sampled, judge
+from pgknee.stepfacts import (
+    FactsDraft,
+    Faults,
+    IdleSessions,
+    MemoryAtEnd,
+    MemoryBeforeIdle,
+    QuietWait,
+    Settings,
+    Warmup,
+)
 from pgknee.targets.base import Endpoint
 from pgknee.types import (
     ActivitySamples,
@@ -65,7 +74,7 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
     try:
         with contextlib.ExitStack() as stack:
             pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec, step_id))
-            facts = dict(s.settings_facts)
+            facts = FactsDraft(s.settings)
             via = _enter(s, spec, step_id, lambda: step_network(stack, s, spec, pooled, facts))
             holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
             sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts, via)
@@ -116,11 +125,13 @@ def _apply_settings(s: RunSession, spec: StepSpec) -> None:
         return
     s.reader.reconnect()
     s.samplers.reconnect()
-    s.settings_facts = {}
+    took: list[tuple[str, float]] = []
     for name in want:
-        row = s.reader.conn.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()
-        with contextlib.suppress(TypeError, ValueError):
-            s.settings_facts[keys.setting(name)] = float(row[0]) if row is not None else math.nan
+        row = s.reader.conn.execute(queries.text("setting_value"), (name,)).fetchone()
+        with contextlib.suppress(TypeError, ValueError):  # a setting that is not a number is in the variant's name
+            if row is not None:
+                took.append((name, float(row[0])))
+    s.settings = Settings(tuple(took)) if took else None
     s.reader.reads += len(want)
 
 
@@ -152,14 +163,14 @@ def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, step_id:
 
 
 def _idle(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, pooled: StepPooler | None,
-          facts: dict[str, float]) -> IdleHolder | None:
+          facts: FactsDraft) -> IdleHolder | None:
     """The step's idle sessions, if its variant has any, closed when `stack` closes: through the
     pooler when there is one (as article 004 did), else to the server (the embedded one by its
     private socket: no SCRAM per session)."""
     v, plan = spec.variant, s.plan
     if not v.idle:
         return None
-    facts.update(memory_picture(s.target.server_pid(), prefix=keys.BEFORE_IDLE))
+    facts.add(memory_picture(MemoryBeforeIdle, s.target.server_pid()))
     endpoint = pooled.endpoint if pooled is not None else s.target.session_endpoint
     hold_s = plan.duration_s + plan.warmup_s + plan.pre_s + plan.post_s + plan.idle_flush_s + 60
     holder = IdleHolder(endpoint, v.idle, v.idle_kind, sleep_s=hold_s,
@@ -167,7 +178,7 @@ def _idle(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, pooled: St
     s.ui.say(f"opening {v.idle} idle sessions ({v.idle_kind})")
     holder.open()
     stack.callback(holder.close)
-    facts.update({StepFact.IDLE_OPENED: float(len(holder.conns)), StepFact.IDLE_OPEN_S: holder.open_seconds})
+    facts.add(IdleSessions(len(holder.conns), holder.open_seconds))
     if v.idle_kind == "catalog":
         # their catalogue queries report to pg_stat_database once they have idled up to 10 s:
         # let that happen before the measured window
@@ -190,7 +201,7 @@ def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path,
 
 
 def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_dir: Path,
-            pooled: StepPooler | None, holder: IdleHolder | None, facts: dict[str, float],
+            pooled: StepPooler | None, holder: IdleHolder | None, facts: FactsDraft,
             via: Endpoint | None = None) -> Sampled:
     """The phases: pre (samplers only), warmup (unmeasured pgbench), bench, post. pgbench
     connects `via` a simulated network hop when there is one (run.network)."""
@@ -198,7 +209,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     reach = via or (pooled.endpoint if pooled is not None else None)
     env = reach.child_env(s.work_dir, s.target.run_as) if reach is not None else s.child_env
     s.samplers.begin_step(step_id)
-    _wait_for_quiet(s, facts)
+    facts.add(_wait_for_quiet(s))
     _warm_up(s, spec, step_id, run, env, step_dir, facts)
     run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
     s.writer.add_command(step_id, "bench", run.argv())
@@ -219,7 +230,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     idle_alive = _end_facts(s, holder, pooled, facts)
     after = _statistics(s, facts, settle=True)
     if pgstats.restarted(before, after):
-        facts[StepFact.SERVER_RESTARTED] = 1.0
+        _restarted(facts)
     server = _collect(s, facts, s.collectors.end) or ()
     end_mix(s.mix, s.writer, step_id)
     own = _own_reads(s) - own0
@@ -234,7 +245,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
                    server_os.rows if server_os else (), ends.of(WaitSampling), merged, server)
 
 
-def _collect(s: RunSession, facts: dict[str, float], read: Callable[[psycopg.Connection[Any]], T]) -> T | None:
+def _collect(s: RunSession, facts: FactsDraft, read: Callable[[psycopg.Connection[Any]], T]) -> T | None:
     """A read of the server-side collectors on the statistics connection; none, and the step marked,
     when the server cannot be reached (as _statistics)."""
     try:
@@ -242,8 +253,13 @@ def _collect(s: RunSession, facts: dict[str, float], read: Callable[[psycopg.Con
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise
     except psycopg.OperationalError:
-        facts[StepFact.SERVER_RESTARTED] = 1.0
+        _restarted(facts)
         return None
+
+
+def _restarted(facts: FactsDraft) -> None:
+    """The server restarted, failed over or could not be reached during the step."""
+    facts.add(dataclasses.replace(facts.of(Faults) or Faults(), server_restarted=True))
 
 
 def _own_reads(s: RunSession) -> int:
@@ -253,7 +269,7 @@ def _own_reads(s: RunSession) -> int:
     return s.samplers.queries_run + s.reader.reads + s.collectors.reads
 
 
-def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
+def _wait_for_quiet(s: RunSession) -> QuietWait | None:
     """The 'pre' phase: as long as the server needs to be quiet (the last step's backends gone,
     no immediate checkpoint running), at most --pre; measured and recorded, not slept."""
     try:
@@ -261,16 +277,13 @@ def _wait_for_quiet(s: RunSession, facts: dict[str, float]) -> None:
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise
     except (psycopg.Error, PgkneeError):
-        return  # the step will find out about the server: waiting for it here would tell nothing
-    facts[StepFact.QUIET_WAIT_S] = q.waited_s
-    if q.backends_left:
-        facts[StepFact.QUIET_BACKENDS_LEFT] = float(q.backends_left)
-    if q.checkpointing or q.spread_checkpoint:
-        facts[StepFact.QUIET_CHECKPOINT] = 1.0 if q.checkpointing else 0.5
+        return None  # the step will find out about the server: waiting for it here would tell nothing
+    return QuietWait(q.waited_s, q.backends_left or None, q.checkpointing or None,
+                     (q.spread_checkpoint and not q.checkpointing) or None)
 
 
 def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: dict[str, str], step_dir: Path,
-             facts: dict[str, float]) -> None:
+             facts: FactsDraft) -> None:
     """The unmeasured run before the bench: the plan's warm-up, or a short probe when the log's
     sampling rate needs a TPS and none is known yet (the variant's first step). Its progress tells
     the TPS; its transactions are a fact (the workload's books count them)."""
@@ -287,14 +300,14 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
         fleet_phase(s, spec, warm, step_id, "warmup", facts)
         return
     ex = _run_pgbench(s, warm, env, step_dir, progress=False)
-    facts[StepFact.WARMUP_TRANSACTIONS] = float(parse_summary(ex.stdout).transactions or 0)  # the books count them
     rates = [p.tps for p in ex.progress[1:] if p.tps > 0] or [p.tps for p in ex.progress if p.tps > 0]
     if probe and rates:
         s.tps_seen[v.name] = statistics.median(rates)
-        facts[StepFact.PROBE_TPS] = s.tps_seen[v.name]
+    facts.add(Warmup(parse_summary(ex.stdout).transactions or 0,  # the workload's books count them
+                     s.tps_seen[v.name] if probe and rates else None))
 
 
-def _statistics(s: RunSession, facts: dict[str, float], *, settle: bool) -> dict[str, float]:
+def _statistics(s: RunSession, facts: FactsDraft, *, settle: bool) -> dict[str, float]:
     """pg_stat_database now (once it settled, after pgbench); none, and the step marked, when
     the server cannot be reached even on a new connection (it restarted, or failed over)."""
     try:
@@ -302,18 +315,20 @@ def _statistics(s: RunSession, facts: dict[str, float], *, settle: bool) -> dict
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise
     except (psycopg.OperationalError, PgkneeError):
-        facts[StepFact.SERVER_RESTARTED] = 1.0
+        _restarted(facts)
         return {}
 
 
 def _end_facts(s: RunSession, holder: IdleHolder | None, pooled: StepPooler | None,
-               facts: dict[str, float]) -> int:
+               facts: FactsDraft) -> int:
     """The memory picture at the end of the step and how many idle sessions are still open."""
-    facts.update(memory_picture(s.target.server_pid(), holder.backend_pids if holder and pooled is None else (),
-                                prefix=keys.AT_END))
-    idle_alive = holder.alive() if holder is not None else 0
-    if holder is not None:
-        facts[StepFact.IDLE_OPEN_AT_END] = float(idle_alive)
+    facts.add(memory_picture(MemoryAtEnd, s.target.server_pid(),
+                             holder.backend_pids if holder and pooled is None else ()))
+    if holder is None:
+        return 0
+    idle_alive = holder.alive()
+    if (opened := facts.of(IdleSessions)) is not None:
+        facts.add(dataclasses.replace(opened, open_at_end=idle_alive))
     return idle_alive
 
 

@@ -4,6 +4,7 @@ run.step gathers the phases into a `Sampled`; `judge` makes the frozen StepResul
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +14,12 @@ from pgknee.driver.execute import Execution
 from pgknee.driver.measure import measure, read_transaction_logs
 from pgknee.driver.pgbench import PgbenchRun, error_cause, log_files, parse_counts, parse_summary, window_of
 from pgknee.driver.steady import SteadyWatch, steadiness
-from pgknee.keys import StepFact
 from pgknee.plan import Plan
 from pgknee.run.distributed import Merged
 from pgknee.run.schedule import StepSpec
 from pgknee.run.session import RunSession
 from pgknee.serverstats import ServerRecord
+from pgknee.stepfacts import AutoDuration, FactsDraft, Faults, Measured, RelayEnd, Steadiness, StepFacts
 from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult, WaitSampling
 
 
@@ -34,7 +35,7 @@ class Sampled:
     own_commits: int  # pgknee's own reads of the statistics, commits in the benchmark database
     activity_samples: ActivitySamples | None
     os_rows: tuple[tuple[object, ...], ...]
-    facts: dict[str, float]
+    facts: FactsDraft
     pooler: PoolerResult | None
     pooler_died: str | None  # pgbouncer's last words, if it died
     idle_lost: int  # idle sessions the server ended during the step
@@ -52,7 +53,8 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     summary = parse_summary(ex.stdout) if x.merged is None else x.merged.summary
     window = window_of(summary, plan.duration_s) if x.merged is None else x.merged.window_s
     m, err = _measurement(s, spec, run, step_dir, window, ex) if x.merged is None else (x.merged.measurement, "")
-    x.facts.update(_measurement_facts(plan, m, window, x))
+    for record in _measurement_facts(plan, m, window, x):
+        x.facts.add(record)
     tps_db = ((x.pg_delta["xact_commit"] - x.own_commits) / window
               if "xact_commit" in x.pg_delta and window > 0 else None)
     status, reason = _verdict(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
@@ -63,26 +65,19 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
                                     f"({(summary.conn_time_ms or 0) / 1000:.1f} s); lengthen --duration")
     if status == "completed" and x.idle_lost > 0:
         status, reason = "failed", f"the server ended {x.idle_lost} of the {v.idle} idle sessions during the step"
+    faults = x.facts.of(Faults) or Faults()
     if status == "failed" and x.pooler_died is not None:
         reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
-        x.facts[StepFact.POOLER_DIED] = 1.0
-    if (how := _relay_death(x.facts)) is not None:
+        x.facts.add(faults := dataclasses.replace(faults, pooler_died=True))
+    relay = x.facts.of(RelayEnd)
+    if relay is not None and (how := relay.death) is not None:
         status, reason = "failed", f"the simulated network hop (pgknee's relay) died during the step ({how}); {reason}"
-    if x.facts.get(StepFact.SERVER_RESTARTED):
+    if faults.server_restarted:
         status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
-                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts, x.pooler,
+                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts.freeze(), x.pooler,
                       server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling,
                       agents=x.merged.shares if x.merged is not None else (), server=x.server)
-
-
-def _relay_death(facts: dict[str, float]) -> str | None:
-    """How the step's relay died ('signal 9', 'exit code 1'), or None if it did not."""
-    if StepFact.NET_RELAY_SIGNAL in facts:
-        return f"signal {int(facts[StepFact.NET_RELAY_SIGNAL])}"
-    if StepFact.NET_RELAY_EXIT_CODE in facts:
-        return f"exit code {int(facts[StepFact.NET_RELAY_EXIT_CODE])}"
-    return None
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
@@ -103,23 +98,19 @@ def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path,
     return measure(log, run.scripts, max(window, 1e-3), rate=run.log_sampling_rate, counts=parse_counts(ex.stdout)), err
 
 
-def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float, x: Sampled) -> dict[str, float]:
+def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float,
+                       x: Sampled) -> list[Measured | Steadiness | AutoDuration]:
     """How the step's figures were got: the log's sampling rate and size, the measured window,
     and the steady-state judgement of pgbench's progress (MSER-5 warm-up, the interval)."""
-    facts: dict[str, float] = {StepFact.LOG_SAMPLING_RATE: x.run.log_sampling_rate, StepFact.BENCH_SECONDS: window}
-    if m is not None and m.latency is not None:
-        facts[StepFact.LOG_TRANSACTIONS] = float(m.latency.count)
-    watch = x.watch
+    out: list[Measured | Steadiness | AutoDuration] = [
+        Measured(window, x.run.log_sampling_rate, m.latency.count if m is not None and m.latency is not None else None)]
     target = plan.steady_pct / 100 if plan.steady_pct is not None else None
     judged = steadiness([p.tps for p in x.execution.progress], target=target) if x.execution.progress else None
     if judged is not None and judged.steady:
-        facts.update({StepFact.STEADY_WARMUP_S: float(judged.warmup_s), StepFact.STEADY_TPS: judged.mean_tps,
-                      StepFact.STEADY_HALFWIDTH_PCT: judged.halfwidth * 100})
-    if watch is not None:
-        facts[StepFact.STEADY_STOPPED] = 1.0 if x.execution.stopped_early else 0.0
-        if watch.steady_at_s is not None:
-            facts[StepFact.STEADY_AT_S] = float(watch.steady_at_s)
-    return facts
+        out.append(Steadiness(float(judged.warmup_s), judged.mean_tps, judged.halfwidth * 100))
+    if x.watch is not None:
+        out.append(AutoDuration(x.execution.stopped_early, x.watch.steady_at_s))
+    return out
 
 
 def _verdict(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> tuple[str, str | None]:
@@ -141,16 +132,16 @@ def finished_line(spec: StepSpec, r: StepResult, several_variants: bool) -> str:
     return f"c{spec.clients} rep {spec.rep}: FAILED: {r.reason or 'no transaction completed in the step'}"
 
 
-def steady_note(facts: dict[str, float]) -> str:
+def steady_note(facts: StepFacts) -> str:
     """'; steady after 5 s, ±1.4% at 35 s (stopped)' for a --duration auto step; '' otherwise."""
-    if StepFact.STEADY_STOPPED not in facts:
+    auto, measured, steady = facts.of(AutoDuration), facts.of(Measured), facts.of(Steadiness)
+    if auto is None:
         return ""
-    seconds = facts.get(StepFact.BENCH_SECONDS, 0.0)
-    if StepFact.STEADY_HALFWIDTH_PCT not in facts:
+    seconds = measured.bench_seconds if measured is not None else 0.0
+    if steady is None:
         return f"; not steady after {seconds:.0f} s (the maximum)"
-    how = "stopped once known" if facts[StepFact.STEADY_STOPPED] else "ran to its maximum"
-    warmup, half = facts[StepFact.STEADY_WARMUP_S], facts[StepFact.STEADY_HALFWIDTH_PCT]
-    return f"; warm-up {warmup:.0f} s, steady TPS ±{half:.1f}% at {seconds:.0f} s ({how})"
+    how = "stopped once known" if auto.stopped else "ran to its maximum"
+    return f"; warm-up {steady.warmup_s:.0f} s, steady TPS ±{steady.halfwidth_pct:.1f}% at {seconds:.0f} s ({how})"
 
 
 def ends_the_run(r: StepResult) -> bool:
@@ -159,6 +150,7 @@ def ends_the_run(r: StepResult) -> bool:
     step only, and so does one whose relay or pgbouncer died (in the probe before the bench, its
     first connection fails): the next step gets its own."""
     m = r.measurement
-    repaired = _relay_death(r.facts) is not None or StepFact.POOLER_DIED in r.facts
+    relay, faults = r.facts.of(RelayEnd), r.facts.of(Faults)
+    repaired = (relay is not None and relay.death is not None) or (faults is not None and bool(faults.pooler_died))
     return (r.status != "completed" and r.pgbench_exit >= 0 and not repaired
             and (r.pgbench_exit == 1 or m is None or m.transactions == 0))

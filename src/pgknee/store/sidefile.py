@@ -20,6 +20,7 @@ from typing import Any
 
 from pgknee.errors import UserError
 from pgknee.serverstats import BY_TABLE, as_row, from_row
+from pgknee.stepfacts import StepFacts
 from pgknee.types import (
     ActivitySamples,
     AgentShare,
@@ -51,6 +52,7 @@ def result_to_json(r: StepResult) -> dict[str, Any]:
 
     out: dict[str, Any] = plain(r)
     out["server"] = [{"table": rec.TABLE, **as_row(rec)} for rec in r.server]  # each record with its kind
+    out["facts"] = dict(r.facts.items())  # as the store keeps them: name and value
     return out
 
 
@@ -85,7 +87,8 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
                                   int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)),
                                   float(act.get("interval_s", 0.0)), int(act.get("ticks_late", 0)))
                   if act is not None else None),
-        os_rows=_rows(d["os_rows"]), facts=dict(d["facts"]), server_os_rows=_rows(d.get("server_os_rows", [])),
+        os_rows=_rows(d["os_rows"]), facts=StepFacts.of_items(d["facts"]),
+        server_os_rows=_rows(d.get("server_os_rows", [])),
         pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None,
         wait_sampling=_wait_sampling(d.get("wait_sampling")),
         agents=tuple(AgentShare(**a) for a in d.get("agents", [])),

@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pgknee.keys import StepFact
+from pgknee.stepfacts import AutoDuration, Measured
 from pgknee.types import LatencyStats, StepMeasurement, StepResult
 
 
 def _latency(prefix: str, lat: LatencyStats | None, fields: Sequence[str]) -> dict[str, float | None]:
     return {f"{prefix}_{f}_ms": (getattr(lat, f"{f}_ms") if lat is not None else None) for f in fields}
+
+
+def _auto_duration(r: StepResult) -> float | None:
+    """A --duration auto step's measured window (it ran for that, not its maximum); else None."""
+    measured = r.facts.of(Measured)
+    return measured.bench_seconds if r.facts.of(AutoDuration) is not None and measured is not None else None
 
 
 def step_values(r: StepResult) -> dict[str, Any]:
@@ -22,7 +28,7 @@ def step_values(r: StepResult) -> dict[str, Any]:
         "transactions": m.transactions if m else None, "failed": m.failed if m else None,
         "retried": m.retried if m else None, "retries": m.retries if m else None, "tps": m.tps if m else None,
         # a step that stopped itself (--duration auto) ran for its measured window, not its maximum
-        "duration_s": r.facts.get(StepFact.BENCH_SECONDS) if StepFact.STEADY_STOPPED in r.facts else None}
+        "duration_s": _auto_duration(r)}
     lat = m.latency if m else None
     values.update(_latency("lat", lat, ("stddev", "min", "p50", "p95", "p99", "max")))
     values["lat_avg_ms"] = lat.mean_ms if lat else None

@@ -1,0 +1,88 @@
+"""pgknee.stepfacts: a step's facts as typed records, stored as name/value rows and read back the
+same; a figure a record lacks is not stored; no sentinel values."""
+
+from __future__ import annotations
+
+import pytest
+
+from pgknee.keys import StepFact
+from pgknee.stepfacts import (
+    KINDS,
+    Agents,
+    AutoDuration,
+    FactsDraft,
+    Faults,
+    IdleSessions,
+    Measured,
+    MemoryAtEnd,
+    MemoryBeforeIdle,
+    Network,
+    QuietWait,
+    RelayEnd,
+    Settings,
+    Steadiness,
+    StepFacts,
+    Warmup,
+)
+
+EVERY_KIND = StepFacts((
+    QuietWait(0.42, 3, None, True), IdleSessions(500, 2.5, 498), MemoryBeforeIdle(mem_available_kb=8e6),
+    MemoryAtEnd(1.0, 2.0, 3.0, 4.0, 5.0, 6, 7.0, 8), Network(4.0, 1.1, 1.5, 0.9, 0.1, 1.0),
+    RelayEnd(0.2, 0.9, 37.5, None, 9), Warmup(1234, 5678.5), Measured(10.02, 0.25, 900), Steadiness(3.0, 812.5, 1.4),
+    AutoDuration(True, 35.0), Agents(3, 1), Faults(True, None), Settings((("max_connections", 100.0),)),
+))
+
+
+def test_every_kind_goes_to_rows_and_back_unchanged() -> None:
+    assert {type(r) for r in EVERY_KIND.records} == set(KINDS)  # the fixture covers every kind
+    rows = dict(EVERY_KIND.items())
+    assert len(rows) == sum(1 for _ in EVERY_KIND.items())  # no name is used twice
+    back = StepFacts.of_items(rows)
+    for kind in KINDS:
+        assert back.of(kind) == EVERY_KIND.of(kind), kind
+
+
+def test_the_stored_names_are_the_ones_the_readers_know() -> None:
+    rows = dict(EVERY_KIND.items())
+    assert rows[StepFact.QUIET_WAIT_S] == 0.42 and rows[StepFact.QUIET_BACKENDS_LEFT] == 3.0
+    assert rows[StepFact.QUIET_SPREAD_CHECKPOINT] == 1.0 and StepFact.QUIET_IMMEDIATE_CHECKPOINT not in rows
+    assert rows["end.mem.memavailable_kb"] == 1.0 and rows["end.pss.idle_backends"] == 8.0
+    assert rows["before_idle.mem.memavailable_kb"] == 8e6 and "before_idle.pss.server_kb" not in rows
+    assert rows[StepFact.NET_RELAY_SIGNAL] == 9.0 and StepFact.NET_RELAY_EXIT_CODE not in rows
+    assert rows[StepFact.SERVER_RESTARTED] == 1.0 and StepFact.POOLER_DIED not in rows
+    assert rows["setting.max_connections"] == 100.0
+    assert rows[StepFact.BENCH_SECONDS] == 10.02 and rows[StepFact.STEADY_STOPPED] == 1.0
+
+
+def test_a_kind_with_none_of_its_names_stored_is_absent() -> None:
+    back = StepFacts.of_items({StepFact.BENCH_SECONDS: 10.0, StepFact.LOG_SAMPLING_RATE: 1.0})
+    assert back.of(Measured) == Measured(10.0, 1.0, None)
+    assert back.of(Network) is None and back.of(Faults) is None and back.of(Settings) is None
+
+
+def test_a_stored_false_is_false_and_the_types_come_back() -> None:
+    back = StepFacts.of_items({StepFact.STEADY_STOPPED: 0.0, StepFact.IDLE_OPENED: 500.0,
+                               StepFact.IDLE_OPEN_S: 2.0})
+    auto, idle = back.of(AutoDuration), back.of(IdleSessions)
+    assert auto == AutoDuration(False, None) and auto is not None and auto.stopped is False
+    assert idle is not None and isinstance(idle.opened, int) and idle.open_at_end is None
+
+
+@pytest.mark.parametrize(("relay", "death"), [
+    (RelayEnd(exit_code=1), "exit code 1"), (RelayEnd(signal=9), "signal 9"), (RelayEnd(0.1, 0.2, 3.0), None),
+])
+def test_how_the_relay_died(relay: RelayEnd, death: str | None) -> None:
+    assert relay.death == death
+
+
+def test_a_draft_keeps_the_last_record_of_each_kind() -> None:
+    draft = FactsDraft(None, Network(4.0, 1.0))
+    draft.add(None)
+    draft.add(Network(4.0, 2.5))  # the agents' probe replaces this host's
+    draft.add(MemoryBeforeIdle(mem_free_kb=1.0))
+    draft.add(MemoryAtEnd(mem_free_kb=2.0))  # a picture of another moment: both kept
+    frozen = draft.freeze()
+    assert frozen.of(Network) == Network(4.0, 2.5)
+    assert frozen.of(MemoryBeforeIdle) == MemoryBeforeIdle(mem_free_kb=1.0)
+    assert frozen.of(MemoryAtEnd) == MemoryAtEnd(mem_free_kb=2.0)
+    assert draft.of(QuietWait) is None
