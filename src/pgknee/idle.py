@@ -21,12 +21,11 @@ from typing import Any
 import psycopg
 from psycopg import pq, sql
 
+from pgknee import queries
 from pgknee.errors import TargetError, first_line
 from pgknee.targets.base import Endpoint
 
 APP_NAME = "pgknee:idle"  # the samplers leave pgknee's own sessions out
-CATALOG_QUERY = ("SELECT table_schema, table_name FROM information_schema.tables "
-                 "WHERE table_schema = 'information_schema' ORDER BY table_name")
 
 
 class IdleHolder:
@@ -125,14 +124,14 @@ class IdleHolder:
         if self.kind == "sleep":
             for conn in self.conns:
                 self._sleepers.append(asyncio.ensure_future(
-                    conn.execute("SELECT pg_sleep(%s)", (self.sleep_s,))))
+                    conn.execute(queries.text("idle_sleep"), (self.sleep_s,))))
             await asyncio.sleep(0.2)  # let every query reach its server
 
     async def _touch_catalog(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        rows = await (await conn.execute(CATALOG_QUERY)).fetchall()
+        rows = await (await conn.execute(queries.text("idle_catalog"))).fetchall()
         for schema, table in rows:
-            await conn.execute(sql.SQL("SELECT * FROM {}.{} LIMIT 1").format(sql.Identifier(schema),
-                                                                            sql.Identifier(table)))
+            await conn.execute(sql.SQL(queries.text("idle_catalog_row")).format(sql.Identifier(schema),
+                                                                               sql.Identifier(table)))
         self.catalog_queries += len(rows) + 1
 
     async def _close_all(self) -> None:

@@ -17,6 +17,7 @@ from psycopg import sql
 
 from pgknee.errors import UserError
 from pgknee.plan import WorkloadSpec
+from pgknee.workloads import queries
 from pgknee.workloads import schema as wschema
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 
@@ -61,7 +62,7 @@ class PgbenchBuiltin:
         wschema.write_meta(conn, self.schema, {"workload": FAMILY, "scale": str(self.scale),
                                                "seeded_at": _now()})
         try:
-            conn.execute("CHECKPOINT")
+            conn.execute(queries.text("checkpoint"))
         except psycopg.errors.InsufficientPrivilege:
             say("note: CHECKPOINT after initialisation skipped (needs superuser or pg_checkpoint)")
         return {"workload": self.name, "scale": str(self.scale), "schema": self.schema}
@@ -75,18 +76,14 @@ class PgbenchBuiltin:
         return {"scale": str(self.scale)}
 
     def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:
-        rows = conn.execute("SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
-                            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = ANY(%s) "
-                            "AND c.relkind = 'r'", (self.schema, list(TABLES))).fetchall()
+        rows = conn.execute(queries.text("pgbench_table_sizes"), (self.schema, list(TABLES))).fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
     def check(self, conn: psycopg.Connection[Any]) -> CheckResult | None:
         """TPC-B keeps books too: every delta lands once in accounts, tellers, branches and history."""
         if self.name != "tpcb":
             return None
-        q = sql.SQL("SELECT (SELECT sum(abalance) FROM {a}), (SELECT sum(tbalance) FROM {t}), "
-                    "(SELECT sum(bbalance) FROM {b}), (SELECT coalesce(sum(delta), 0) FROM {h}), "
-                    "(SELECT count(*) FROM {h})").format(
+        q = sql.SQL(queries.text("pgbench_tpcb_books")).format(
             a=sql.Identifier(self.schema, "pgbench_accounts"), t=sql.Identifier(self.schema, "pgbench_tellers"),
             b=sql.Identifier(self.schema, "pgbench_branches"), h=sql.Identifier(self.schema, "pgbench_history"))
         row = conn.execute(q).fetchone()

@@ -22,6 +22,7 @@ from psycopg import sql
 
 from pgknee import __version__
 from pgknee.errors import TargetError, UserError, first_line
+from pgknee.workloads import queries
 
 MARK = "pgknee workload schema"
 # every table a built-in workload creates, by the workload its meta records (one schema may hold one)
@@ -47,20 +48,17 @@ class Found:
 
 
 def inspect(conn: psycopg.Connection[Any], schema: str) -> Found:
-    row = conn.execute("SELECT oid, coalesce(obj_description(oid, 'pg_namespace'), ''), pg_get_userbyid(nspowner) "
-                       "FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    row = conn.execute(queries.text("schema_namespace"), (schema,)).fetchone()
     if row is None:
         return Found(False, False, {}, ())
     oid, comment, owner = row
-    tables = tuple(r[0] for r in conn.execute(
-        "SELECT relname FROM pg_class WHERE relnamespace = %s AND relkind IN ('r', 'p', 'v', 'm', 'f') "
-        "ORDER BY relname", (oid,)).fetchall())
+    tables = tuple(r[0] for r in conn.execute(queries.text("schema_tables"), (oid,)).fetchall())
     meta: dict[str, str] = {}
     readable = META_TABLE not in tables or bool(conn.execute(
-        "SELECT has_schema_privilege(%s, 'USAGE') AND has_table_privilege(%s, 'SELECT')",
+        queries.text("schema_meta_readable"),
         (oid, f"{sql.Identifier(schema).as_string(conn)}.{META_TABLE}")).fetchone()[0])  # type: ignore[index]
     if META_TABLE in tables and readable:
-        rows = conn.execute(sql.SQL("SELECT key, value FROM {}.{}").format(
+        rows = conn.execute(sql.SQL(queries.text("schema_meta_read")).format(
             sql.Identifier(schema), sql.Identifier(META_TABLE))).fetchall()
         meta = {str(k): str(v) for k, v in rows}
     # pgknee before the comment mark: its e-wallet schema carried the meta table alone
@@ -87,7 +85,7 @@ def create(conn: psycopg.Connection[Any], schema: str, workload: str) -> None:
     """The schema, its mark and its meta table, in the caller's transaction."""
     ident = sql.Identifier(schema)
     try:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
+        conn.execute(sql.SQL(queries.text("schema_create")).format(ident))
     except psycopg.errors.DuplicateSchema:
         raise UserError(f"schema {schema!r} was created by someone else just now",
                         "choose another schema with --schema NAME") from None
@@ -96,16 +94,14 @@ def create(conn: psycopg.Connection[Any], schema: str, workload: str) -> None:
                           "connect as a user who may CREATE in this database") from None
     comment = (f"{MARK} ({workload}): created by pgknee {__version__} at {time.strftime('%Y-%m-%d %H:%M:%S%z')}; "
                "pgknee run --reinit drops it")
-    conn.execute(sql.SQL("COMMENT ON SCHEMA {} IS {}").format(ident, sql.Literal(comment)))
-    conn.execute(sql.SQL("CREATE TABLE {}.{} (key text PRIMARY KEY, value text NOT NULL)").format(
-        ident, sql.Identifier(META_TABLE)))
+    conn.execute(sql.SQL(queries.text("schema_comment")).format(ident, sql.Literal(comment)))
+    conn.execute(sql.SQL(queries.text("schema_create_meta")).format(ident, sql.Identifier(META_TABLE)))
 
 
 def write_meta(conn: psycopg.Connection[Any], schema: str, meta: dict[str, str]) -> None:
     with conn.cursor() as cur:
-        cur.executemany(sql.SQL("INSERT INTO {}.{} (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
-                                "SET value = excluded.value").format(sql.Identifier(schema),
-                                                                     sql.Identifier(META_TABLE)),
+        cur.executemany(sql.SQL(queries.text("schema_write_meta")).format(sql.Identifier(schema),
+                                                                          sql.Identifier(META_TABLE)),
                         list(meta.items()))
 
 
@@ -121,11 +117,11 @@ def drop(conn: psycopg.Connection[Any], schema: str) -> None:
     ours = [t for t in (*made, META_TABLE) if t in found.tables]
     try:
         with conn.transaction():
-            conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT)))
+            conn.execute(sql.SQL(queries.text("schema_lock_timeout")).format(sql.Literal(LOCK_TIMEOUT)))
             if ours:
-                conn.execute(sql.SQL("DROP TABLE {} RESTRICT").format(
+                conn.execute(sql.SQL(queries.text("schema_drop_tables")).format(
                     sql.SQL(", ").join(sql.Identifier(schema, t) for t in ours)))
-            conn.execute(sql.SQL("DROP SCHEMA {} RESTRICT").format(sql.Identifier(schema)))
+            conn.execute(sql.SQL(queries.text("schema_drop")).format(sql.Identifier(schema)))
     except psycopg.errors.LockNotAvailable:
         raise TargetError(f"--reinit: another session holds a lock on the tables of schema {schema!r} (waited "
                           f"{LOCK_TIMEOUT}); pgknee changed nothing",
@@ -143,12 +139,7 @@ def drop(conn: psycopg.Connection[Any], schema: str) -> None:
 def marked_schemas(conn: psycopg.Connection[Any]) -> list[tuple[str, str, int]]:
     """pgknee's workload schemas in this database (marked by comment, or by their meta table as
     pgknee once marked them): (name, owner, bytes of their tables), by name."""
-    rows = conn.execute(
-        "SELECT n.nspname, pg_get_userbyid(n.nspowner), coalesce(sum(pg_total_relation_size(c.oid)), 0) "
-        "FROM pg_namespace n LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind IN ('r', 'p', 'm') "
-        "WHERE coalesce(obj_description(n.oid, 'pg_namespace'), '') LIKE %s "
-        "OR EXISTS (SELECT 1 FROM pg_class m WHERE m.relnamespace = n.oid AND m.relname = %s) "
-        "GROUP BY 1, 2 ORDER BY 1", (MARK + "%", META_TABLE)).fetchall()
+    rows = conn.execute(queries.text("schema_marked"), (MARK + "%", META_TABLE)).fetchall()
     return [(str(n), str(o), int(b)) for n, o, b in rows if inspect(conn, str(n)).marked]
 
 

@@ -14,6 +14,7 @@ import psycopg
 
 from pgknee.errors import UserError
 from pgknee.plan import WorkloadSpec
+from pgknee.workloads import queries
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 from pgknee.workloads.captured.manifest import Manifest, load
 
@@ -23,8 +24,8 @@ def _warn_unanalysed(conn: psycopg.Connection[Any], tables: list[str], say: Call
     and so the replay's time per statement, are not the source's (measured on the test application:
     the orders query's share of time went from 9% to 70-80%). pgknee does not run ANALYZE on tables
     it did not create: it says so."""
-    missing = [t for t in tables if not (conn.execute("SELECT count(*) FROM pg_stats WHERE schemaname = %s AND "
-                                                      "tablename = %s", t.split(".", 1)).fetchone() or (0,))[0]]
+    missing = [t for t in tables if not (conn.execute(queries.text("captured_table_analysed"),
+                                                      t.split(".", 1)).fetchone() or (0,))[0]]
     if missing:
         say(f"warning: the target has no planner statistics for {', '.join(missing)} (pg_dump carries none): its "
             "plans may not be the source's; run ANALYZE on them before replaying")
@@ -57,7 +58,7 @@ class Captured:
                 run_pgbench: RunPgbench) -> dict[str, str]:
         m = self.manifest
         missing = [t for t in m.tables if conn.execute(
-            "SELECT to_regclass(format('%%I.%%I', %s::text, %s::text))", t.split(".", 1)).fetchone() in (None, (None,))]
+            queries.text("captured_table_exists"), t.split(".", 1)).fetchone() in (None, (None,))]
         if missing:
             raise UserError(f"the target lacks the captured tables {', '.join(missing)}",
                             "replay on a copy of the source database (pg_dump | pg_restore), or --dsn that database")
@@ -71,7 +72,7 @@ class Captured:
 
     def _refuse_the_source(self, conn: psycopg.Connection[Any]) -> None:
         try:
-            row = conn.execute("SELECT system_identifier::text FROM pg_control_system()").fetchone()
+            row = conn.execute(queries.text("captured_system_identifier")).fetchone()
         except psycopg.errors.InsufficientPrivilege:
             conn.rollback() if not conn.autocommit else None
             row = None

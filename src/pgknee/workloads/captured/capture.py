@@ -16,6 +16,7 @@ import psycopg
 from pgknee.dsn import redact_dsn
 from pgknee.errors import TargetError, UserError, first_line
 from pgknee.targets.base import Endpoint
+from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
 from pgknee.workloads.captured import sqlmap
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
@@ -25,26 +26,6 @@ MAX_WEIGHT = 10_000  # the most frequent script's weight; the others in proporti
 LIMIT_VALUE = "10"  # a LIMIT's value is not in the statistics: this one, to edit in the script
 DELTA_VALUE = "1"  # an amount added to a column: its distribution is not in the statistics either
 SYSTEM = ("pg_catalog", "information_schema")
-
-ENTRIES = """
-SELECT query, sum(calls)::bigint, sum(total_exec_time)::float8, sum(rows)::bigint
-FROM pg_stat_statements
-WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) {toplevel}
-GROUP BY query"""
-
-STATS = """
-SELECT format_type(a.atttypid, a.atttypmod), s.null_frac::float8, s.n_distinct::float8,
-       s.most_common_vals::text::text[], s.most_common_freqs::float8[], s.histogram_bounds::text::text[]
-FROM pg_attribute a
-LEFT JOIN pg_stats s ON s.schemaname = %(schema)s AND s.tablename = %(table)s AND s.attname = a.attname
-                     AND NOT s.inherited
-WHERE a.attrelid = to_regclass(%(qualified)s) AND a.attname = %(column)s AND a.attnum > 0 AND NOT a.attisdropped"""
-
-
-TABLE = """
-SELECT n.nspname, c.relname, EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
-                                     AND d.objid = c.oid AND d.deptype = 'e')
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)"""
 
 
 @dataclass
@@ -65,7 +46,7 @@ def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None]) ->
             entries = _entries(conn, version, order_by)
             src = _Source(conn, {}, {})
             manifest, texts = _build(src, entries, top, order_by)
-            database = str(_one(conn, "SELECT current_database()"))
+            database = str(_one(conn, queries.text("captured_current_database")))
             sysid = _system_identifier(conn)
     except psycopg.Error as e:
         raise TargetError(f"reading the workload from {endpoint.label} failed: {first_line(e)}") from None
@@ -84,16 +65,15 @@ def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
 
 
 def _check_statements(conn: psycopg.Connection[Any]) -> int:
-    version = int(_one(conn, "SELECT current_setting('server_version_num')"))
+    version = int(_one(conn, queries.text("captured_server_version")))
     if version < 140000:
         raise UserError(f"the source runs PostgreSQL {version // 10000}: capture needs 14 or later "
                         "(pg_stat_statements' toplevel and total_exec_time)")
-    if not _one(conn, "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'"):
+    if not _one(conn, queries.text("captured_statements_installed")):
         raise UserError("pg_stat_statements is not installed in this database",
                         "add pg_stat_statements to shared_preload_libraries, restart, and run CREATE EXTENSION "
                         "pg_stat_statements in the database (as its owner)")
-    hidden, total = conn.execute("SELECT count(*) FILTER (WHERE query = '<insufficient privilege>'), count(*) "
-                                 "FROM pg_stat_statements").fetchone() or (0, 0)
+    hidden, total = conn.execute(queries.text("captured_statements_hidden")).fetchone() or (0, 0)
     if total and hidden == total:
         raise UserError("pg_stat_statements hides every statement's text from this role",
                         "GRANT pg_read_all_stats TO the capturing role (it reads statistics only)")
@@ -101,7 +81,7 @@ def _check_statements(conn: psycopg.Connection[Any]) -> int:
 
 
 def _entries(conn: psycopg.Connection[Any], version: int, order_by: str) -> list[tuple[str, int, float, int]]:
-    sql = ENTRIES.format(toplevel="AND toplevel" if version >= 140000 else "")
+    sql = queries.load("captured_entries", version)  # _check_statements refused a server before 14
     rows = [(str(q), int(c), float(t), int(r)) for q, c, t, r in conn.execute(sql).fetchall()]
     if order_by == "calls":
         return sorted(rows, key=lambda r: (-r[1], r[0]))
@@ -111,7 +91,7 @@ def _entries(conn: psycopg.Connection[Any], version: int, order_by: str) -> list
 def _system_identifier(conn: psycopg.Connection[Any]) -> str:
     try:
         with conn.transaction():
-            return str(_one(conn, "SELECT system_identifier FROM pg_control_system()"))
+            return str(_one(conn, queries.text("captured_system_identifier")))
     except psycopg.errors.InsufficientPrivilege:
         return ""
 
@@ -186,7 +166,7 @@ def _statement(src: _Source, sid: str, query: str, figures: tuple[int, float, in
 def _table(src: _Source, schema: str, name: str) -> str:
     written = f"{schema}.{name}" if schema else name
     if written not in src.tables:
-        row = src.conn.execute(TABLE, (written,)).fetchone()
+        row = src.conn.execute(queries.text("captured_table"), (written,)).fetchone()
         # an extension's relation (pg_stat_statements' view, the capture's own reads) is not the application's
         src.tables[written] = None if row is None else f"pg_catalog.{row[1]}" if row[2] else f"{row[0]}.{row[1]}"
     found = src.tables[written]
@@ -226,8 +206,8 @@ def _stats(src: _Source, table: str, column: str) -> gen.ColumnStats | None:
     key = (table, column)
     if key not in src.stats:
         schema, name = table.split(".", 1)
-        row = src.conn.execute(STATS, {"schema": schema, "table": name, "qualified": f'"{schema}"."{name}"',
-                                       "column": column}).fetchone()
+        row = src.conn.execute(queries.text("captured_column_stats"), {
+            "schema": schema, "table": name, "qualified": f'"{schema}"."{name}"', "column": column}).fetchone()
         src.stats[key] = None if row is None else gen.ColumnStats(
             str(row[0]), float(row[1] or 0), float(row[2] or 0), tuple(row[3] or ()), tuple(row[4] or ()),
             tuple(row[5] or ()))

@@ -11,12 +11,8 @@ from typing import Any
 import psycopg
 
 from pgknee.errors import Interrupted, PgkneeError, first_line
+from pgknee.workloads import queries
 from pgknee.workloads.captured.sqlmap import statement_fingerprint
-
-READ = """
-SELECT query, sum(calls)::bigint, sum(total_exec_time)::float8 FROM pg_stat_statements
-WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND toplevel
-GROUP BY query"""
 
 
 class StatementMix:
@@ -32,7 +28,7 @@ class StatementMix:
             return None
         try:
             with self.connect() as conn:
-                rows = conn.execute(READ).fetchall()
+                rows = conn.execute(queries.text("captured_mix")).fetchall()
         except Interrupted:
             raise
         except (psycopg.errors.UndefinedTable, psycopg.errors.ObjectNotInPrerequisiteState,

@@ -13,6 +13,7 @@ from psycopg import sql
 
 from pgknee.errors import UserError
 from pgknee.plan import WorkloadSpec
+from pgknee.workloads import queries
 from pgknee.workloads import schema as wschema
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 
@@ -77,7 +78,7 @@ class EWallet:
             wschema.create(conn, self.schema, "ewallet")
             conn.execute(self._render(_sql("schema")).encode())
             conn.execute(self._render(_sql("seed")).encode())
-            total = conn.execute(sql.SQL("SELECT sum(balance) FROM {}.wallets").format(
+            total = conn.execute(sql.SQL(queries.text("ewallet_total_balance")).format(
                 sql.Identifier(self.schema))).fetchone()
             meta = {"workload": "ewallet", "users": str(self.users),
                     "transactions_seeded": str(self.transactions), "opening_balance": str(OPENING_BALANCE),
@@ -85,14 +86,13 @@ class EWallet:
                     "seeded_at": time.strftime("%Y-%m-%d %H:%M:%S%z"), "scale": str(self.spec.scale)}
             wschema.write_meta(conn, self.schema, meta)
         for t in TABLES:
-            conn.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(self.schema), sql.Identifier(t)))
+            conn.execute(sql.SQL(queries.text("ewallet_analyze")).format(sql.Identifier(self.schema),
+                                                                         sql.Identifier(t)))
         try:
-            conn.execute("CHECKPOINT")
+            conn.execute(queries.text("checkpoint"))
         except psycopg.errors.InsufficientPrivilege:
             say("note: CHECKPOINT after seeding skipped (needs superuser or pg_checkpoint)")
-        size = conn.execute(
-            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,)).fetchone()
+        size = conn.execute(queries.text("ewallet_size"), (self.schema,)).fetchone()
         meta["size_bytes"] = str(int(size[0]) if size and size[0] is not None else 0)
         say(f"seeded in {time.monotonic() - t0:.1f} s: {int(meta['size_bytes']) / 2**20:.1f} MB, "
             "ANALYZE and CHECKPOINT done")
@@ -106,10 +106,7 @@ class EWallet:
         return {"n_users": str(self.users)}
 
     def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:
-        rows = conn.execute(
-            "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = ANY(%s)",
-            (self.schema, list(TABLES))).fetchall()
+        rows = conn.execute(queries.text("ewallet_table_sizes"), (self.schema, list(TABLES))).fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
     # ---- after the run ------------------------------------------------------------------------

@@ -1,0 +1,2 @@
+-- the database the workload is captured from
+SELECT current_database()

@@ -1,0 +1,2 @@
+-- a checkpoint once a workload's data is seeded or initialised (superuser or pg_checkpoint)
+CHECKPOINT

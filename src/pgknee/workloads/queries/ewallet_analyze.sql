@@ -1,0 +1,2 @@
+-- planner statistics for a seeded e-wallet table (the braces: schema, table)
+ANALYZE {}.{}

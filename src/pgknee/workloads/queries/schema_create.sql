@@ -1,0 +1,2 @@
+-- the workload's schema (the braces: its name)
+CREATE SCHEMA {}
