@@ -2,7 +2,7 @@
 its heart in `agents`; a coordinator takes the agents it needs for its run, gives each its part
 of a step in `agent_tasks`, sets their common start, and reads back what each measured. Every
 call is one short transaction of its own (several processes on several hosts share the store);
-times are epoch seconds on the store's clock (`clock`)."""
+times are epoch seconds on the store's clock (`clock`). The statements are store/sql/coord_*.sql."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgknee.store.db import Store
+from pgknee.store.sql import load
 
 HEARTBEAT_S = 1.0  # how often an agent says it is alive
 STALE_S = 10.0  # an agent not heard from for this long is gone (killed, its host or network lost)
@@ -20,7 +21,7 @@ STALE_S = 10.0  # an agent not heard from for this long is gone (killed, its hos
 def clock(store: Store) -> float:
     """The store's time: its PostgreSQL server's, or this host's for a file every process reads here."""
     if store.postgres:
-        return float(store.db.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+        return float(store.db.execute(load("coord_clock")).fetchone()[0])
     return time.time()
 
 
@@ -56,36 +57,28 @@ class AgentRow:
     state: str
 
 
-_AGENT_COLUMNS = ", ".join(AgentRow.__dataclass_fields__)
-
-
 def register(store: Store, row: AgentRow) -> None:
     """An agent, waiting for a run (a name registered before is taken over: the same pod again)."""
-    values = {k: getattr(row, k) for k in AgentRow.__dataclass_fields__}
-    cols = ", ".join(f":{k}" for k in values)
-    updates = ", ".join(f"{k} = excluded.{k}" for k in values if k != "name")
     with store.transaction():
-        store.db.execute(f"INSERT INTO agents ({_AGENT_COLUMNS}) VALUES ({cols}) ON CONFLICT (name) DO UPDATE SET "
-                         f"{updates}", values)
+        store.db.execute(load("coord_register"), {k: getattr(row, k) for k in AgentRow.__dataclass_fields__})
 
 
 def heartbeat(store: Store, name: str, pid: int) -> str | None:
     """The agent is alive; returns its state (None: its row is gone, or another process took its name)."""
     with store.transaction():
-        store.db.execute("UPDATE agents SET heartbeat_at = ? WHERE name = ? AND pid = ?", (clock(store), name, pid))
-        row = store.db.execute("SELECT state FROM agents WHERE name = ? AND pid = ?", (name, pid)).fetchone()
+        store.db.execute(load("coord_heartbeat"), (clock(store), name, pid))
+        row = store.db.execute(load("coord_agent_state"), (name, pid)).fetchone()
     return None if row is None else str(row[0])
 
 
 def leave(store: Store, name: str, pid: int) -> None:
     """The agent exits: no coordinator may take it any more."""
     with store.transaction():
-        store.db.execute("UPDATE agents SET state = 'gone' WHERE name = ? AND pid = ? AND state IN ('waiting', "
-                         "'taken')", (name, pid))
+        store.db.execute(load("coord_leave"), (name, pid))
 
 
 def agents(store: Store, names: list[str] | None = None) -> list[AgentRow]:
-    rows = store.db.execute(f"SELECT {_AGENT_COLUMNS} FROM agents ORDER BY name").fetchall()
+    rows = store.db.execute(load("coord_agents")).fetchall()
     out = [AgentRow(*r) for r in rows]
     return [a for a in out if names is None or a.name in names]
 
@@ -97,8 +90,7 @@ def take(store: Store, run_id: str, count: int) -> list[AgentRow]:
         free = [a for a in agents(store) if a.state == "waiting" and now - a.heartbeat_at < STALE_S]
         taken = []
         for a in free[:count]:
-            cur = store.db.execute("UPDATE agents SET state = 'taken', run_id = ? WHERE name = ? AND state = "
-                                   "'waiting'", (run_id, a.name))
+            cur = store.db.execute(load("coord_take"), (run_id, a.name))
             if cur.rowcount == 1:
                 taken.append(a)
     return taken
@@ -107,9 +99,8 @@ def take(store: Store, run_id: str, count: int) -> list[AgentRow]:
 def release(store: Store, run_id: str) -> None:
     """The run is over: its agents may go (each exits once it reads this)."""
     with store.transaction():
-        store.db.execute("UPDATE agents SET state = 'done' WHERE run_id = ? AND state = 'taken'", (run_id,))
-        store.db.execute("UPDATE agent_tasks SET state = 'cancelled', updated_at = ? WHERE run_id = ? AND state IN "
-                         "('assigned', 'ready', 'running')", (clock(store), run_id))
+        store.db.execute(load("coord_release"), (run_id,))
+        store.db.execute(load("coord_cancel_run_tasks"), (clock(store), run_id))
 
 
 def assign(store: Store, run_id: str, step_id: int, phase: str, specs: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -118,9 +109,8 @@ def assign(store: Store, run_id: str, step_id: int, phase: str, specs: dict[str,
     out = {}
     with store.transaction():
         for agent, spec in specs.items():
-            row = store.db.execute("INSERT INTO agent_tasks (run_id, step_id, agent, phase, spec_json, state, "
-                                   "updated_at) VALUES (?, ?, ?, ?, ?, 'assigned', ?) RETURNING task_id",
-                                   (run_id, step_id, agent, phase, json.dumps(spec), now)).fetchall()
+            row = store.db.execute(load("coord_assign"), (run_id, step_id, agent, phase, json.dumps(spec),
+                                                          now)).fetchall()
             out[agent] = int(row[0][0])
     return out
 
@@ -129,15 +119,13 @@ def cancel(store: Store, task_ids: list[int]) -> None:
     """Tasks no longer wanted (their step failed): an agent waiting to start one goes back to waiting."""
     with store.transaction():
         for t in task_ids:
-            store.db.execute("UPDATE agent_tasks SET state = 'cancelled', updated_at = ? WHERE task_id = ? AND state "
-                             "IN ('assigned', 'ready', 'running')", (clock(store), t))
+            store.db.execute(load("coord_cancel_task"), (clock(store), t))
 
 
 def start_at(store: Store, task_ids: list[int], at: float) -> None:
     with store.transaction():
         for t in task_ids:
-            store.db.execute("UPDATE agent_tasks SET start_at = ?, updated_at = ? WHERE task_id = ?",
-                             (at, clock(store), t))
+            store.db.execute(load("coord_start_at"), (at, clock(store), t))
 
 
 @dataclass(frozen=True)
@@ -155,43 +143,37 @@ class Task:
     progress: list[dict[str, Any]]  # pgbench's progress lines so far
 
 
-_TASK_COLUMNS = "task_id, run_id, step_id, agent, phase, spec_json, state, start_at, result_json, reason, progress_json"
-
-
 def _task(r: Any) -> Task:
+    """A task from its row: the columns of coord_tasks.sql and coord_next_task.sql, in their order."""
     return Task(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), json.loads(r[5]), str(r[6]),
                 None if r[7] is None else float(r[7]), json.loads(r[8]) if r[8] else None, r[9],
                 json.loads(r[10]) if r[10] else [])
 
 
 def tasks(store: Store, task_ids: list[int]) -> list[Task]:
-    marks = ", ".join("?" for _ in task_ids) or "NULL"
-    return [_task(r) for r in store.db.execute(f"SELECT {_TASK_COLUMNS} FROM agent_tasks WHERE task_id IN ({marks}) "
-                                               "ORDER BY agent", task_ids).fetchall()]
+    return [_task(r) for r in store.db.execute(load("coord_tasks", tasks=len(task_ids)), task_ids).fetchall()]
 
 
 def next_task(store: Store, agent: str) -> Task | None:
     """The agent's oldest task not yet finished."""
-    row = store.db.execute(f"SELECT {_TASK_COLUMNS} FROM agent_tasks WHERE agent = ? AND state IN ('assigned', "
-                           "'ready', 'running') ORDER BY task_id LIMIT 1", (agent,)).fetchone()
+    row = store.db.execute(load("coord_next_task"), (agent,)).fetchone()
     return None if row is None else _task(row)
 
 
 def task_state(store: Store, task_id: int) -> tuple[str, float | None]:
-    row = store.db.execute("SELECT state, start_at FROM agent_tasks WHERE task_id = ?", (task_id,)).fetchone()
+    row = store.db.execute(load("coord_task_state"), (task_id,)).fetchone()
     return (str(row[0]), None if row[1] is None else float(row[1])) if row else ("cancelled", None)
 
 
 def progress(store: Store, task_id: int, points: list[dict[str, Any]]) -> None:
     """pgbench's progress lines so far (the agent's heartbeat writes them while it runs)."""
     with store.transaction():
-        store.db.execute("UPDATE agent_tasks SET progress_json = ? WHERE task_id = ?", (json.dumps(points), task_id))
+        store.db.execute(load("coord_progress"), (json.dumps(points), task_id))
 
 
 def report(store: Store, task_id: int, state: str, *, result: dict[str, Any] | None = None,
            reason: str | None = None) -> None:
     """An agent's word on its task: ready, running, done (with what it measured) or failed (why)."""
     with store.transaction():
-        store.db.execute("UPDATE agent_tasks SET state = ?, result_json = coalesce(?, result_json), "
-                         "reason = coalesce(?, reason), updated_at = ? WHERE task_id = ? AND state <> 'cancelled'",
-                         (state, json.dumps(result) if result is not None else None, reason, clock(store), task_id))
+        store.db.execute(load("coord_report"), (state, json.dumps(result) if result is not None else None, reason,
+                                                clock(store), task_id))

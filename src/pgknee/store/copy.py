@@ -6,7 +6,9 @@ Which tables hold a run's rows is read from the schema, not listed here: a table
 column (run_id, _run_id) or a step column (step_id, _step_id) is copied, so a new migration's
 table comes along by itself. Integer keys are the destination's own: a step's id is the one the
 destination gives it (RETURNING), and every step reference is mapped to it; a table's own
-row id (SQLite's rowid, PostgreSQL's identity column) is left to the destination."""
+row id (SQLite's rowid, PostgreSQL's identity column) is left to the destination. The statements
+are store/sql/copy_*.sql, filled with the tables' and columns' names read from the schema (plain
+identifiers only, as pgknee's migrations make; a store with another is refused)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from typing import Any
 
 from pgknee.errors import StoreError, UserError, store_error
 from pgknee.store.db import Store
+from pgknee.store.pg import SCHEMA
+from pgknee.store.sql import IDENTIFIER, load
 
 RUN_COLUMNS = ("run_id", "_run_id")
 NOT_RUN_DATA = frozenset({"agents"})  # the load generators registered in this store, whichever run they served
@@ -40,27 +44,29 @@ class Table:
 def tables(store: Store) -> list[Table]:
     """The store's tables of run data, `runs` and `steps` first."""
     out = [t for t in _schema(store) if (t.run_column or t.step_column) and t.name not in NOT_RUN_DATA]
+    for t in out:  # its names go into the copy's statements: only plain identifiers, as pgknee's migrations make
+        odd = next((n for n in (t.name, *t.columns) if not IDENTIFIER.fullmatch(n)), None)
+        if odd is not None:
+            raise StoreError(f"{store.label} has a table {t.name!r} with a name pgknee does not make ({odd!r})",
+                             "copy from a store only pgknee has written")
     first = {"runs": 0, "steps": 1}
     return sorted(out, key=lambda t: (first.get(t.name, 2), t.name))
 
 
 def _schema(store: Store) -> list[Table]:
     if store.postgres:
-        rows = store.db.execute(
-            "SELECT table_name, column_name, is_identity FROM information_schema.columns WHERE table_schema = "
-            "'pgknee' AND table_name <> 'store_format' ORDER BY table_name, ordinal_position").fetchall()
+        rows = store.db.execute(load("copy_pg_columns"), (SCHEMA,)).fetchall()
         cols: dict[str, list[tuple[str, bool]]] = {}
         for table, column, identity in rows:
             cols.setdefault(table, []).append((column, identity == "YES"))
         return [Table(t, tuple(c for c, _ in cs), next((c for c, i in cs if i), None)) for t, cs in cols.items()]
-    names = [r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                            "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()]
+    names = [r[0] for r in store.db.execute(load("copy_sqlite_tables")).fetchall()]
     out = []
     for name in names:
-        info = store.db.execute(f'PRAGMA table_info("{name}")').fetchall()  # cid, name, type, notnull, dflt, pk
-        pks = [r for r in info if r[5]]
-        rowid = pks[0][1] if len(pks) == 1 and str(pks[0][2]).upper() == "INTEGER" else None
-        out.append(Table(name, tuple(r[1] for r in info), rowid))
+        info = store.db.execute(load("copy_sqlite_columns"), (name,)).fetchall()  # name, type, pk
+        pks = [r for r in info if r[2]]
+        rowid = pks[0][0] if len(pks) == 1 and str(pks[0][1]).upper() == "INTEGER" else None
+        out.append(Table(name, tuple(r[0] for r in info), rowid))
     return out
 
 
@@ -76,7 +82,7 @@ def copy_runs(src: Store, dst: Store, refs: Sequence[str], *, skip_existing: boo
         raise StoreError(f"{dst.label} has no table {', '.join(missing)}", "upgrade pgknee or the store")
     copied = 0
     for run in runs:
-        if dst.db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,)).fetchone() is not None:
+        if dst.db.execute(load("run_exists"), {"run_id": run.run_id}).fetchone() is not None:
             if skip_existing:
                 say(f"run {run.run_id}: already in {dst.label}, skipped")
                 continue
@@ -98,39 +104,34 @@ def _copy_run(src: Store, dst: Store, run_id: str, src_tables: dict[str, Table])
     for name, table in src_tables.items():
         if name == "steps":  # its rows' new ids, then every reference to them
             columns = [c for c in table.columns if c != "step_id"]
-            select = f"SELECT {', '.join(_q(c) for c in columns)}, step_id"
+            selected = [*columns, "step_id"]
         else:
             columns = [c for c in table.columns if c != table.row_id or c in STEP_COLUMNS]
-            select = f"SELECT {', '.join(_q(c) for c in columns)}"
-        rows = _rows(src, table, select, run_id, list(steps))
+            selected = columns
+        rows = _rows(src, table, selected, run_id, list(steps))
         if not rows:
             continue
-        insert = (f"INSERT INTO {_q(name)} ({', '.join(_q(c) for c in columns)}) "
-                  f"VALUES ({', '.join('?' for _ in columns)})")
         if name == "steps":
+            insert = load("copy_insert_step", columns=columns, values=len(columns))
             for row in rows:
-                new = dst.db.execute(insert + " RETURNING step_id", row[:-1]).fetchall()
+                new = dst.db.execute(insert, row[:-1]).fetchall()
                 steps[int(row[-1])] = int(new[0][0])
         else:
+            insert = load("copy_insert", table=name, columns=columns, values=len(columns))
             dst.db.executemany(insert, [_mapped(row, columns, steps) for row in rows])
         total += len(rows)
     return total
 
 
-def _rows(src: Store, table: Table, select: str, run_id: str, step_ids: list[int]) -> list[Any]:
+def _rows(src: Store, table: Table, columns: list[str], run_id: str, step_ids: list[int]) -> list[Any]:
     if table.run_column is not None:
-        return list(src.db.execute(f"{select} FROM {_q(table.name)} WHERE {table.run_column} = ?",
-                                   (run_id,)).fetchall())
-    if not step_ids:
+        q = load("copy_run_rows", columns=columns, table=table.name, run_column=table.run_column)
+        return list(src.db.execute(q, (run_id,)).fetchall())
+    if not step_ids or table.step_column is None:
         return []
-    marks = ", ".join("?" for _ in step_ids)
-    return list(src.db.execute(f"{select} FROM {_q(table.name)} WHERE {table.step_column} IN ({marks})",
-                               step_ids).fetchall())
+    q = load("copy_step_rows", columns=columns, table=table.name, step_column=table.step_column, steps=len(step_ids))
+    return list(src.db.execute(q, step_ids).fetchall())
 
 
 def _mapped(row: Sequence[Any], columns: list[str], steps: dict[int, int]) -> tuple[Any, ...]:
     return tuple(steps[int(v)] if c in STEP_COLUMNS and v is not None else v for c, v in zip(columns, row, strict=True))
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

@@ -1,7 +1,8 @@
 """Open (read-only for the read commands, writable for the others), typed reads, the writer's
 transaction. A file that is not a pgknee store, or was written by a newer pgknee, is refused and
 left as it is (store/migrate.py); a read never writes: it opens the file read-only, and reads a
-store of an older format through an upgraded copy of its own."""
+store of an older format through an upgraded copy of its own. The reads' statements are files in
+store/sql, named for what they read."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pgknee.errors import DbError, StoreError, UserError, store_error
 from pgknee.serverstats import RECORDS, ServerRecord, columns, from_row
 from pgknee.store.location import Location, locate
 from pgknee.store.migrate import SCHEMA_VERSION, judge, migrate, read_header
+from pgknee.store.sql import load
 from pgknee.store.sqlitefile import (
     Reader,
     check_writable,
@@ -186,7 +188,7 @@ class Store:
 
     # ---- reads ----------------------------------------------------------------------------
     def runs(self) -> list[RunRecord]:
-        rows = self.db.execute(f"SELECT {', '.join(RunRecord.__slots__)} FROM runs ORDER BY created_at").fetchall()
+        rows = self.db.execute(load("runs", columns=RunRecord.__slots__)).fetchall()
         return [RunRecord(*r) for r in rows]
 
     def resolve_run(self, ref: str) -> RunRecord:
@@ -207,113 +209,88 @@ class Store:
         raise StoreError(f"{ref!r} matches {len(matches)} runs", "give more of the run id")
 
     def steps(self, run_id: str) -> list[StepRecord]:
-        rows = self.db.execute(f"SELECT {', '.join(StepRecord.__slots__)} FROM steps WHERE run_id = ? ORDER BY seq",
-                               (run_id,)).fetchall()
+        rows = self.db.execute(load("steps", columns=StepRecord.__slots__), (run_id,)).fetchall()
         return [StepRecord(*r) for r in rows]
 
     def environment(self, run_id: str) -> dict[str, str]:
-        return dict(self.db.execute("SELECT key, value FROM run_environment WHERE run_id = ? ORDER BY key",
-                                    (run_id,)).fetchall())
+        return dict(self.db.execute(load("environment"), (run_id,)).fetchall())
 
     def commands(self, run_id: str) -> list[tuple[int | None, str, list[str]]]:
-        rows = self.db.execute("SELECT step_id, purpose, argv_json FROM run_commands WHERE run_id = ? ORDER BY id",
-                               (run_id,)).fetchall()
+        rows = self.db.execute(load("commands"), (run_id,)).fetchall()
         return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
     def step_scripts(self, step_id: int) -> list[ScriptRow]:
-        rows = self.db.execute(f"SELECT {', '.join(ScriptRow.__slots__)} FROM step_scripts WHERE step_id = ? "
-                               "ORDER BY script_no", (step_id,)).fetchall()
+        rows = self.db.execute(load("step_scripts", columns=ScriptRow.__slots__), (step_id,)).fetchall()
         return [ScriptRow(*r) for r in rows]
 
     def step_failures(self, step_id: int) -> dict[str, int]:
-        return dict(self.db.execute("SELECT kind, count FROM step_failures WHERE step_id = ?", (step_id,)).fetchall())
+        return dict(self.db.execute(load("step_failures"), (step_id,)).fetchall())
 
     def pooler_record(self, step: StepRecord) -> PoolerRecord | None:
         if step.pooler_kind is None:
             return None
-        cols = ", ".join(PoolerSample.__slots__)
-        rows = self.db.execute(f"SELECT {cols} FROM pooler_samples WHERE step_id = ? AND _phase = 'bench' "
-                               "ORDER BY epoch", (step.step_id,)).fetchall()
-        facts = dict(self.db.execute("SELECT name, value FROM step_pooler WHERE step_id = ?",
-                                     (step.step_id,)).fetchall())
+        rows = self.db.execute(load("pooler_samples", columns=PoolerSample.__slots__), (step.step_id,)).fetchall()
+        facts = dict(self.db.execute(load("step_pooler"), (step.step_id,)).fetchall())
         return PoolerRecord([PoolerSample(*r) for r in rows], facts)
 
     def step_facts(self, step_id: int) -> dict[str, float]:
-        return dict(self.db.execute("SELECT name, value FROM step_facts WHERE step_id = ?", (step_id,)).fetchall())
+        return dict(self.db.execute(load("step_facts"), (step_id,)).fetchall())
 
     def statement_mix(self, run_id: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """A captured workload's statements (statement, query, kind, share of calls, of time) and
         its completed steps' replay of them (step_id, statement, calls, total_ms)."""
-        captured = self.db.execute("SELECT statement, query, kind, captured_calls, captured_time FROM "
-                                   "workload_statements WHERE run_id = ? ORDER BY statement", (run_id,)).fetchall()
-        steps = self.db.execute("SELECT t.step_id, t.statement, t.calls, t.total_ms FROM step_statements t JOIN steps "
-                                "s USING (step_id) WHERE t.run_id = ? AND s.status = 'completed' ORDER BY "
-                                "t.step_id, t.statement", (run_id,)).fetchall()
+        captured = self.db.execute(load("workload_statements"), (run_id,)).fetchall()
+        steps = self.db.execute(load("replayed_statements"), (run_id,)).fetchall()
         return captured, steps
 
     def pg_stat_database(self, step_id: int) -> dict[str, float]:
-        return dict(self.db.execute("SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?",
-                                    (step_id,)).fetchall())
+        return dict(self.db.execute(load("step_pg_stat_database"), (step_id,)).fetchall())
 
     def progress(self, step_id: int) -> list[tuple[float, float]]:
-        return [(float(t), float(tps)) for t, tps in self.db.execute(
-            "SELECT t_s, tps FROM step_progress WHERE step_id = ? ORDER BY t_s", (step_id,)).fetchall()]
+        rows = self.db.execute(load("progress"), (step_id,)).fetchall()
+        return [(float(t), float(tps)) for t, tps in rows]
 
     def snapshot_count(self, step_ids: Sequence[int], phases: Sequence[str]) -> int:
-        q = (f"SELECT count(*) FROM snapshots WHERE step_id IN ({_marks(step_ids)}) "
-             f"AND _phase IN ({_marks(phases)})")
+        q = load("snapshot_count", steps=len(step_ids), phases=len(phases))
         return int(self.db.execute(q, (*step_ids, *phases)).fetchone()[0])
 
     def snapshot_stats(self, step_ids: Sequence[int],
                        phases: Sequence[str]) -> tuple[int, float, float, float | None]:
         """(snapshots, mean client backends, mean query ms, mean backends hidden from the sampling
         role: None before format 15)"""
-        q = (f"SELECT count(*), avg(client_backends), avg(query_ms), avg(hidden) FROM snapshots WHERE step_id IN "
-             f"({_marks(step_ids)}) AND _phase IN ({_marks(phases)})")
+        q = load("snapshot_stats", steps=len(step_ids), phases=len(phases))
         n, cb, ms, hidden = self.db.execute(q, (*step_ids, *phases)).fetchone()
         return int(n), float(cb or 0), float(ms or 0), None if hidden is None else float(hidden)
 
     def busy_sessions(self, step_id: int, phases: Sequence[str]) -> float | None:
         """Mean sessions active or idle in transaction per snapshot (pgknee's own left out)."""
-        q = (f"SELECT avg(active + idle_in_xact) FROM snapshots WHERE step_id = ? "
-             f"AND _phase IN ({_marks(phases)})")
-        row = self.db.execute(q, (step_id, *phases)).fetchone()
+        row = self.db.execute(load("busy_sessions", phases=len(phases)), (step_id, *phases)).fetchone()
         return None if row is None or row[0] is None else float(row[0])
 
     def wait_counts(self, step_ids: Sequence[int], phases: Sequence[str], backend: str) -> list[tuple[str, str, int]]:
         """Active sessions by wait event: (type, event, occurrences). `backend`: client|background|all."""
-        # client backends are active by their state; background processes have no state, and the
-        # sampler stored only those not idling in an Activity wait, so every stored one is working
-        active = "state IN ('active', 'fastpath function call')"
-        cond = {"client": f"AND backend_type = 'client backend' AND {active}",
-                "background": f"AND backend_type IS DISTINCT FROM 'client backend' AND ({active} OR state IS NULL)",
-                "all": f"AND ({active} OR (state IS NULL AND backend_type IS DISTINCT FROM 'client backend'))"}[backend]
-        q = (f"SELECT COALESCE(wait_event_type, 'CPU'), COALESCE(wait_event, 'running'), COUNT(*) "
-             f"FROM snap_pg_stat_activity WHERE _step_id IN ({_marks(step_ids)}) AND _phase IN ({_marks(phases)}) "
-             f"{cond} GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2")
+        name = {"client": "wait_counts_client", "background": "wait_counts_background", "all": "wait_counts_all"}
+        q = load(name[backend], steps=len(step_ids), phases=len(phases))
         return [(a, b, int(c)) for a, b, c in self.db.execute(q, (*step_ids, *phases)).fetchall()]
 
     def server_os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[ServerOsSample]:
-        cols = ", ".join(f for f in ServerOsSample.__slots__ if f != "phase")
-        q = (f"SELECT {cols.replace('epoch', 'epoch, _phase')} FROM server_os_samples WHERE step_id = ? "
-             f"AND _phase IN ({_marks(phases)}) ORDER BY epoch")
+        q = load("server_os_samples", columns=_stored(ServerOsSample.__slots__), phases=len(phases))
         return [ServerOsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
+
     def wait_sampling(self, step_ids: Sequence[int]) -> dict[int, WaitSampling]:
         """pg_wait_sampling's profile of each step that has one (format 11 on)."""
-        q = ("SELECT step_id, probes, probes_counted, window_s, backends FROM step_wait_sampling "
-             f"WHERE step_id IN ({_marks(step_ids)})")
-        profile = ("SELECT wait_event_type, wait_event, count FROM step_wait_profile WHERE step_id = ? "
-                   "ORDER BY count DESC, 1, 2")
+        profile = load("wait_profile")
         return {int(sid): WaitSampling(int(probes), bool(counted), float(window_s), int(backends), tuple(
             (str(t), str(e), int(n)) for t, e, n in self.db.execute(profile, (sid,)).fetchall()))
-            for sid, probes, counted, window_s, backends in self.db.execute(q, tuple(step_ids)).fetchall()}
+            for sid, probes, counted, window_s, backends
+            in self.db.execute(load("wait_sampling", steps=len(step_ids)), tuple(step_ids)).fetchall()}
 
     def server_records(self, step_ids: Sequence[int]) -> dict[int, tuple[ServerRecord, ...]]:
         """The server's WAL, checkpoints and I/O over each step's bench phase (format 16 on)."""
         out: dict[int, list[ServerRecord]] = {}
         for kind in RECORDS:
             cols = columns(kind)
-            q = f"SELECT step_id, {', '.join(cols)} FROM {kind.TABLE} WHERE step_id IN ({_marks(step_ids)})"
+            q = load("server_records", columns=cols, table=kind.TABLE, steps=len(step_ids))
             for row in self.db.execute(q, tuple(step_ids)).fetchall():
                 out.setdefault(int(row[0]), []).append(from_row(kind, dict(zip(cols, row[1:], strict=True))))
         return {k: tuple(v) for k, v in out.items()}
@@ -321,21 +298,18 @@ class Store:
     def step_agents(self, run_id: str) -> dict[int, list[AgentShare]]:
         """Each agent's share of the run's steps run by agents (format 13 on)."""
         out: dict[int, list[AgentShare]] = {}
-        q = (f"SELECT step_id, {', '.join(AgentShare.__slots__)} FROM step_agents WHERE run_id = ? "
-             "ORDER BY step_id, agent")
-        for row in self.db.execute(q, (run_id,)).fetchall():
+        for row in self.db.execute(load("step_agents", columns=AgentShare.__slots__), (run_id,)).fetchall():
             out.setdefault(int(row[0]), []).append(AgentShare(*row[1:]))
         return out
 
     def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:
-        cols = ", ".join(f for f in OsSample.__slots__ if f != "phase")
-        q = (f"SELECT {cols.replace('epoch', 'epoch, _phase')} FROM os_samples WHERE step_id = ? "
-             f"AND _phase IN ({_marks(phases)}) ORDER BY epoch")
+        q = load("os_samples", columns=_stored(OsSample.__slots__), phases=len(phases))
         return [OsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
 
 
-def _marks(seq: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in seq) or "NULL"
+def _stored(fields: Sequence[str]) -> list[str]:
+    """A sample's fields as its table's columns: its phase is the table's _phase."""
+    return ["_phase" if f == "phase" else f for f in fields]
 
 
 class _Tx:

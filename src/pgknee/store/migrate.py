@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from pgknee.errors import StoreError
+from pgknee.store.sql import load
 
 APPLICATION_ID = 0x70676B6E  # 'pgkn': PRAGMA application_id of every pgknee store
 MAGIC = b"SQLite format 3\x00"
@@ -66,8 +67,8 @@ def raw_mark(path: Path) -> tuple[bool, int]:
 
 
 def read_header(db: sqlite3.Connection) -> Header:
-    tables = frozenset(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
-    objects = int(db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+    tables = frozenset(r[0] for r in db.execute(load("sqlite_tables")))
+    objects = int(db.execute(load("sqlite_objects")).fetchone()[0])
     return Header(int(db.execute("PRAGMA application_id").fetchone()[0]),
                   int(db.execute("PRAGMA user_version").fetchone()[0]), tables, objects)
 

@@ -12,7 +12,8 @@ and never migrates: an older store says to upgrade it.
 
 `Connection` gives the store's code the little of sqlite3.Connection it uses (execute,
 executemany, fetchone/fetchall/rowcount, in_transaction, close) with SQLite's parameter marks
-translated, so that the statements in store/sql are written once."""
+translated, so that the statements in store/sql are written once (this module's own are
+store/sql/pg_*.sql)."""
 
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 from pgknee.errors import DbError, StoreError, first_line, store_error
 from pgknee.store import dialect
 from pgknee.store.location import Location
+from pgknee.store.sql import load
 
 if TYPE_CHECKING:
     import psycopg
 
 SCHEMA = "pgknee"
-MARK = "pgknee results store: made and written by pgknee only"
+MARK = "pgknee results store: made and written by pgknee only"  # also in store/sql/pg_mark_schema.sql
 LOCK_KEY = 0x70676B6E  # pg_advisory_xact_lock: the store's migrations, one process at a time
 CONNECT_TIMEOUT_S = 10
 
@@ -137,14 +139,13 @@ def unreachable(location: Location, e: BaseException) -> StoreError:
 
 def _state(db: Connection) -> tuple[bool, str | None, int, int]:
     """(schema exists, its comment, its tables, the format stored in it or -1)."""
-    row = db.execute("SELECT obj_description(n.oid, 'pg_namespace'), (SELECT count(*) FROM pg_class c WHERE "
-                     "c.relnamespace = n.oid) FROM pg_namespace n WHERE nspname = ?", (SCHEMA,)).fetchone()
+    row = db.execute(load("pg_schema"), (SCHEMA,)).fetchone()
     if row is None:
         return False, None, 0, -1
     comment, objects = row[0], int(row[1])
     version = -1
     if comment == MARK:
-        got = db.execute(f"SELECT value FROM {SCHEMA}.store_format WHERE key = 'user_version'").fetchone()
+        got = db.execute(load("pg_format", schema=SCHEMA)).fetchone()
         version = int(got[0]) if got else 0
     return True, comment, objects, version
 
@@ -169,8 +170,8 @@ def _open_to_read(db: Connection) -> None:
         raise StoreError(f"the results store {db.location.label} is in format {version}, older than this "
                          f"pgknee's ({SCHEMA_VERSION})",
                          f"upgrade it once: pgknee store upgrade --store '{db.location.label}' (or a writing command)")
-    db.execute(f"SET search_path TO {SCHEMA}")
-    db.execute("SET default_transaction_read_only = on")
+    db.execute(load("pg_search_path", schema=SCHEMA))
+    db.execute(load("pg_read_only"))
 
 
 def _check_newer(db: Connection, version: int) -> None:
@@ -188,30 +189,29 @@ def _open_to_write(db: Connection) -> int | None:
 
     db.execute("BEGIN")
     try:
-        db.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+        db.execute(load("pg_lock"), (LOCK_KEY,))
         found, comment, objects, version = _state(db)
         _refuse_foreign(db, comment, objects)
         if comment != MARK:
             if not found:
-                db.execute(f"CREATE SCHEMA {SCHEMA}")
-            db.execute(f"COMMENT ON SCHEMA {SCHEMA} IS '{MARK}'")
-            db.execute(f"CREATE TABLE {SCHEMA}.store_format (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            db.execute(f"INSERT INTO {SCHEMA}.store_format VALUES ('application_id', ?), ('user_version', '0')",
-                       (str(LOCK_KEY),))
+                db.execute(load("pg_create_schema", schema=SCHEMA))
+            db.execute(load("pg_mark_schema", schema=SCHEMA))
+            db.execute(load("pg_create_format", schema=SCHEMA))
+            db.execute(load("pg_insert_format", schema=SCHEMA), (str(LOCK_KEY),))
             version = 0
         _check_newer(db, version)
-        db.execute(f"SET LOCAL search_path TO {SCHEMA}")
+        db.execute(load("pg_search_path_local", schema=SCHEMA))
         for number, text in migrations("postgresql"):
             if number > version:
                 from pgknee.store.migrate import split_sql
 
                 for stmt in split_sql(text):
                     db.execute(dialect.ddl(stmt))
-        db.execute("UPDATE store_format SET value = ? WHERE key = 'user_version'", (str(SCHEMA_VERSION),))
+        db.execute(load("pg_set_format"), (str(SCHEMA_VERSION),))
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
             db.conn.rollback()
         raise
-    db.execute(f"SET search_path TO {SCHEMA}")
+    db.execute(load("pg_search_path", schema=SCHEMA))
     return version if 0 < version < SCHEMA_VERSION else None

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from pgknee import safefs
 from pgknee.errors import StoreError
 from pgknee.store.migrate import APPLICATION_ID, Header, foreign_mark, judge, not_a_store, raw_mark, read_header
+from pgknee.store.sql import load
 
 # The store files this process has an SQLite connection to, by (device, inode), with how many.
 # Such a file is never opened again outside SQLite (to read its first bytes): closing any
@@ -171,6 +172,6 @@ def tidy(path: Path) -> None:
             return
         with contextlib.closing(connect(uri(path, "rw"), 0)) as db:
             db.execute("PRAGMA query_only = ON")
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            db.execute(load("sqlite_objects")).fetchone()
     except (OSError, sqlite3.Error):
         return

@@ -124,8 +124,8 @@ class RunWriter:
                 status, reason, finished_at, plan_json, planned, held_by, beat = row
                 self._before = _Before(status, reason, finished_at, plan_json, planned, held_by, beat,
                                        env=self.store.environment(self.run_id),
-                                       last_command=self._max("run_commands", "id"),
-                                       last_step=self._max("steps", "step_id"), merged_plan=plan,
+                                       last_command=self._last("last_command"),
+                                       last_step=self._last("last_step"), merged_plan=plan,
                                        more_steps=more_steps)
             self.db.execute(load("extend_run"), {"run_id": self.run_id, "owner": owner(), "more_steps": more_steps,
                                                  "plan_json": json.dumps(plan, sort_keys=True)})
@@ -177,10 +177,8 @@ class RunWriter:
             self._reserve.unlink(missing_ok=True)
             self._reserve = None
 
-    def _max(self, table: str, column: str) -> int:
-        row = self.db.execute(f"SELECT coalesce(max({column}), 0) FROM {table} WHERE run_id = ?",
-                              (self.run_id,)).fetchone()
-        return int(row[0])
+    def _last(self, name: str) -> int:
+        return int(self.db.execute(load(name), {"run_id": self.run_id}).fetchone()[0])
 
     def finish_run(self, status: str, reason: str | None) -> None:
         """How the run ended; steps it left running are marked too (interrupted, or failed)."""
@@ -273,9 +271,9 @@ class RunWriter:
                               steps_planned=b.steps_planned + per_count * len(kept_counts), owner=owner(),
                               heartbeat_at=time.time())
             else:
-                self.db.execute("DELETE FROM run_environment WHERE run_id = ?", (self.run_id,))
+                self.db.execute(load("clear_environment"), {"run_id": self.run_id})
                 self._many("set_environment", [{"run_id": self.run_id, "key": k, "value": v} for k, v in b.env.items()])
-                self.db.execute("DELETE FROM run_commands WHERE run_id = ? AND id > ?", (self.run_id, b.last_command))
+                self.db.execute(load("remove_commands"), {"run_id": self.run_id, "after": b.last_command})
             self.set_environment(notes)
             self.db.execute(load("restore_run"), {"run_id": self.run_id, **values})
 
@@ -315,7 +313,7 @@ class RunWriter:
 
     def _beat(self) -> None:
         """This pgknee is alive and writes the run (claims.py reads it for a pgknee on another host)."""
-        self.db.execute("UPDATE runs SET heartbeat_at = ? WHERE run_id = ?", (time.time(), self.run_id))
+        self.db.execute(load("beat"), {"run_id": self.run_id, "heartbeat_at": time.time()})
 
     def _step_rows(self, r: StepResult) -> None:
         self._beat()
@@ -443,8 +441,7 @@ class RunWriter:
                f"{self.store.label}"
 
     def import_end(self, end: Mapping[str, Any], writer: str | None) -> str:
-        status, run_owner = self.db.execute("SELECT status, owner FROM runs WHERE run_id = ?",
-                                            (self.run_id,)).fetchone()
+        status, run_owner = self.db.execute(load("run_owner"), {"run_id": self.run_id}).fetchone()
         if status != "running" or run_owner != writer or owner_alive(run_owner) is not None:
             return f"run {self.run_id} is marked '{status}' already: the side file's end of it is left out"
         self._finish(end["status"], end["reason"], end["finished_at"])
@@ -464,7 +461,7 @@ def import_side_file(store: Store, doc: Mapping[str, Any]) -> list[str]:
     when the store lacks it), and how the run ended when the run is still marked 'running' by
     the pgknee that wrote the file, which is gone. Returns what was done, a line each."""
     run_id = str(doc.get("run_id"))
-    if store.db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+    if store.db.execute(load("run_exists"), {"run_id": run_id}).fetchone() is None:
         raise StoreError(f"run {run_id} is not in {store.label}", f"give --store the store it came from "
                          f"({doc.get('store')})")
     w = RunWriter(store, run_id)

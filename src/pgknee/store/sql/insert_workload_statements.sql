@@ -1,3 +1,4 @@
+-- one statement of a captured workload, as captured
 INSERT INTO workload_statements (run_id, statement, query, kind, captured_calls, captured_time)
 VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, statement) DO UPDATE SET query = excluded.query, kind = excluded.kind,

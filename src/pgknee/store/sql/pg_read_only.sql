@@ -1,0 +1,2 @@
+-- a read command's session writes nothing
+SET default_transaction_read_only = on
