@@ -48,7 +48,7 @@ from typing import Any
 from pgknee import proc
 from pgknee.collect import queries
 from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
-from pgknee.collect.pgstats import StatsReader
+from pgknee.collect.pgstats import StatsReader, settled, snapshot
 from pgknee.collect.waitsampling import probes_of, profile_diff  # what `pgknee run` reads and counts
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
 from pgknee.plan import WorkloadSpec, parse_seconds
@@ -191,7 +191,7 @@ class Lab:
             row = conn.execute("SHOW server_version_num").fetchone()
             self.server_num = int(row[0]) if row else 150000
         self.activity = ActivitySampler(cluster.endpoint, self.server_num, interval_s)
-        self.stats = StatsReader(lambda: cluster.endpoint.connect("stats"), settle_s=15.0)
+        self.stats = StatsReader(lambda: cluster.endpoint.connect("stats"))
         other = dataclasses.replace(cluster.endpoint, params={**cluster.endpoint.params, "dbname": "postgres"})
         self.other: Endpoint = other
         self.pconn = other.connect("profile")
@@ -260,7 +260,7 @@ def run_pgbench(run: PgbenchRun, env: dict[str, str], cwd: str, run_as: proc.Run
 def one_step(lab: Lab, run: PgbenchRun, env: dict[str, str], cwd: str) -> dict[str, Any]:
     """One measured step: counters settled before and after, the profile read around pgbench, the
     sampler in its 'bench' phase while pgbench runs."""
-    before = lab.stats.settled()
+    before = settled(lambda: snapshot(lab.stats.conn), 15.0)
     lab.activity.begin_step(0)
     tp0 = time.time()
     prof0 = lab.profile()
@@ -272,7 +272,7 @@ def one_step(lab: Lab, run: PgbenchRun, env: dict[str, str], cwd: str) -> dict[s
     prof1 = lab.profile()
     tp1 = time.time()
     samples = lab.activity.end_step()
-    after = lab.stats.settled()
+    after = settled(lambda: snapshot(lab.stats.conn), 15.0)
     seconds = t1 - t0
     snaps = [s for s in (samples.snapshots if samples else ()) if s[1] == "bench"]
     rows = [r for r in (samples.rows if samples else ()) if r[1] == "bench"]

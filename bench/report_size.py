@@ -157,6 +157,7 @@ def os_rows(start: float, seconds: int, phase: str, clients: int, rnd: random.Ra
 def step_result(step_id: int, start: float, shape: Shape, variant: str, clients: int, rnd: random.Random) -> Any:
     """What run.step hands the writer for one completed step (its sampled sessions go to the
     writer in batches before, as the sampler's sink does: activity_rows)."""
+    from pgknee.serverstats import DatabaseStep
     from pgknee.stepfacts import MemoryAtEnd, StepFacts
     from pgknee.types import (
         LatencyStats,
@@ -182,7 +183,8 @@ def step_result(step_id: int, start: float, shape: Shape, variant: str, clients:
           "tup_updated": tx * 3.0, "tup_inserted": float(tx), "active_time": secs * 1000.0 * min(clients, 2),
           "deadlocks": 0.0}
     return StepResult(step_id, "completed", None, 0, start, start + secs,
-                      PgbenchSummary(tx, 0, tps, lat, 3.0, float(secs)), m, tps, pg, progress, None, tuple(os_),
+                      PgbenchSummary(tx, 0, tps, lat, 3.0, float(secs)), m, tps, DatabaseStep(**pg), progress, None,
+                      tuple(os_),
                       StepFacts((MemoryAtEnd(mem_available_kb=20_000_000.0),)), None)
 
 

@@ -1,13 +1,16 @@
 """The server's own side of a step, as typed records: what its WAL, its checkpoints, its I/O and
 its queries' CPU did during the bench phase (the change of pg_stat_wal, pg_stat_bgwriter or
-pg_stat_checkpointer, pg_stat_io and pg_stat_kcache between the phase's start and its end).
-Made by collect.serverstats and collect.kcache, written by store.writer into the record's TABLE
-(its columns are the record's fields), read back by store.db, judged by analyze.serverside and
-analyze.machine. A figure the server's version does not have is None."""
+pg_stat_checkpointer, pg_stat_io and pg_stat_kcache between the phase's start and its end), and
+the benchmark database's pg_stat_database (DatabaseStep, its own name/delta rows; ServerRestart
+when the server started again in between). Made by collect.serverstats, collect.kcache and
+collect.pgstats; written by store.writer, each record of RECORDS into its TABLE (its columns are
+the record's fields); read back by store.db, judged by analyze.serverside and analyze.machine. A
+figure the server's version does not have is None."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -94,10 +97,64 @@ class KcacheStep:
     write_bytes: float
 
 
+@dataclass(frozen=True, slots=True)
+class DatabaseStep:
+    """pg_stat_database's change for the benchmark database over the bench phase, read once its
+    counters settled (backends report them as they go idle). A counter the server's version lacks
+    is None (active_time, idle_in_transaction_time, session_time and the session counts from 14).
+    Stored as name/delta rows (step_pg_stat_database), as every run has been."""
+
+    xact_commit: float | None = None
+    xact_rollback: float | None = None
+    blks_read: float | None = None
+    blks_hit: float | None = None
+    tup_returned: float | None = None
+    tup_fetched: float | None = None
+    tup_inserted: float | None = None
+    tup_updated: float | None = None
+    tup_deleted: float | None = None
+    conflicts: float | None = None
+    temp_files: float | None = None
+    temp_bytes: float | None = None
+    deadlocks: float | None = None
+    blk_read_time: float | None = None
+    blk_write_time: float | None = None
+    session_time: float | None = None
+    active_time: float | None = None
+    idle_in_transaction_time: float | None = None
+    sessions: float | None = None
+    sessions_abandoned: float | None = None
+    sessions_fatal: float | None = None
+    sessions_killed: float | None = None
+
+    def items(self) -> Iterator[tuple[str, float]]:
+        """The stored form: (counter, change) for the counters the server has."""
+        for f in dataclasses.fields(self):
+            if (v := getattr(self, f.name)) is not None:
+                yield f.name, v
+
+    @classmethod
+    def of_items(cls, d: Mapping[str, float]) -> DatabaseStep:
+        return cls(**{f.name: float(d[f.name]) for f in dataclasses.fields(cls) if f.name in d})
+
+
+DATABASE_COUNTERS = tuple(f.name for f in dataclasses.fields(DatabaseStep))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRestart:
+    """The server started again between the bench phase's two reads of pg_stat_database (its start
+    time moved): its counters do not continue the old ones, and the step has no DatabaseStep."""
+
+    started_at: float  # epoch seconds, as the first read saw it
+    started_again_at: float | None  # as the second did
+
+
 ServerRecord = WalStep | CheckpointStep | IoStep | KcacheStep
 RECORDS: tuple[type[WalStep], type[CheckpointStep], type[IoStep], type[KcacheStep]] = (
     WalStep, CheckpointStep, IoStep, KcacheStep)
 BY_TABLE: dict[str, type[ServerRecord]] = {r.TABLE: r for r in RECORDS}
+Collected = ServerRecord | DatabaseStep | ServerRestart  # what a collector of collect.protocol hands back
 
 
 def columns(kind: type[ServerRecord]) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgknee.keys import pooler_delta
-from pgknee.serverstats import ServerRecord
+from pgknee.serverstats import DatabaseStep, ServerRecord
 from pgknee.stepfacts import StepFacts
 
 
@@ -379,7 +379,7 @@ class StepResult:
     summary: PgbenchSummary
     measurement: StepMeasurement | None
     tps_db: float | None
-    pg_delta: dict[str, float]
+    database: DatabaseStep | None  # pg_stat_database's change over the bench phase (none across a restart)
     progress: tuple[ProgressPoint, ...]
     activity: ActivitySamples | None
     os_rows: tuple[Row, ...]

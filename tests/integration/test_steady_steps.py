@@ -46,7 +46,7 @@ def test_the_pre_phase_waits_for_the_last_steps_backends_and_no_longer(server: E
     it is gone the wait is the 0.3 s minimum (the fixed 1 s sleep it replaces), measured."""
     connect = lambda: psycopg.connect(host=str(server.sock), port=server.port, user="pgknee",  # noqa: E731
                                       dbname="pgknee", autocommit=True)
-    reader = StatsReader(connect, settle_s=1.0)
+    reader = StatsReader(connect)
     with psycopg.connect(host=str(server.sock), port=server.port, user="pgknee", dbname="pgknee",
                          application_name="pgbench"):
         held = reader.quiet(1.0)

@@ -24,7 +24,7 @@ from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
-from pgknee.serverstats import CheckpointStep, IoStep, WalStep
+from pgknee.serverstats import CheckpointStep, DatabaseStep, IoStep, WalStep
 from pgknee.stepfacts import MemoryAtEnd, StepFacts
 from pgknee.store import claims, sidefile
 from pgknee.store import db as db_mod
@@ -95,12 +95,12 @@ def _step(w: RunWriter, seq: int, clients: int) -> int:
 
 def _result(step_id: int, status: str, reason: str | None = None, *, tps: float | None = None,
             transactions: int = 0, lat_avg_ms: float = 1.0, scripts: tuple[ScriptResult, ...] = (),
-            failures: dict[str, int] | None = None, pg_delta: dict[str, float] | None = None,
+            failures: dict[str, int] | None = None, database: DatabaseStep | None = None,
             os_rows: tuple[tuple[object, ...], ...] = ()) -> StepResult:
     lat = LatencyStats(transactions, lat_avg_ms, 0.0, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms)
     m = (StepMeasurement(transactions, 0, 0, 0, tps, lat, scripts, failures or {}) if tps is not None else None)
     return StepResult(step_id, status, reason, 0 if status == "completed" else 1, 0.0, 10.0, PgbenchSummary(), m,
-                      None, pg_delta or {}, (), None, os_rows, StepFacts(), None)
+                      None, database, (), None, os_rows, StepFacts(), None)
 
 
 # ---- opening and migrating ------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def test_load_run_round_trip(store: Store) -> None:
                                                                              90.0))
     sids = [_step(w, 1, 2), _step(w, 2, 8)]
     w.write_step(_result(sids[0], "completed", tps=100.0, transactions=1000, lat_avg_ms=20.0, scripts=(transfer,),
-                         pg_delta={"xact_commit": 1002.0}, os_rows=(os_row,)))
+                         database=DatabaseStep(xact_commit=1002.0), os_rows=(os_row,)))
     w.write_step(_result(sids[1], "completed", tps=300.0, transactions=3000, lat_avg_ms=1000 * 8 / 300.0,
                          failures={"serialization": 3}))
     w.set_environment({"host.cpus": "4"})
@@ -523,7 +523,7 @@ def _full_result(step_id: int) -> StepResult:
     pooler = PoolerResult(((at, "bench", 1.0, 2, 0, 2, 0, 2, 0, 0),),
                           {"version": "1.21", "delta.total_xact_count": "9"})
     return StepResult(step_id, "completed", None, 0, 1.0, 11.0, PgbenchSummary(1000, 0, 99.5, 20.1, 3.0, 10.0), m,
-                      101.0, {"xact_commit": 1002.0}, (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), activity,
+                      101.0, DatabaseStep(xact_commit=1002.0), (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), activity,
                       (os_row,), StepFacts((MemoryAtEnd(pss_server_kb=1234.5),)), pooler, wait_sampling=WAIT_SAMPLING,
                       server=SERVER)
 

@@ -52,6 +52,7 @@ class KcacheCollector:
 
     def __init__(self) -> None:
         self.schema: str | None = None
+        self.queries_run = 0
         self._before: KcacheStep | None = None
 
     def available(self, conn: psycopg.Connection[Any]) -> str | None:
@@ -64,11 +65,13 @@ class KcacheCollector:
     def begin(self, conn: psycopg.Connection[Any]) -> None:
         self._before = None
         assert self.schema is not None
+        self.queries_run += 1
         self._before = totals(conn, self.schema)
 
     def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
         before, self._before = self._before, None
         assert self.schema is not None
+        self.queries_run += 1
         after = totals(conn, self.schema)
         if before is None:
             return ()

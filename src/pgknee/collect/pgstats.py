@@ -1,5 +1,8 @@
-"""pg_stat_database for the benchmark database: snapshots and deltas. Columns
-that a server version lacks (active_time before 14, ...) are simply absent."""
+"""pg_stat_database for the benchmark database, through the collector protocol (collect.protocol):
+read as the bench phase begins and again once its counters settled after it; the change is the
+step's DatabaseStep (pgknee.serverstats), or a ServerRestart when the server started again in
+between. Columns a server version lacks (active_time before 14, ...) are simply absent. The
+statistics session (StatsReader) also waits for a quiet server before each step."""
 
 from __future__ import annotations
 
@@ -12,15 +15,8 @@ import psycopg
 
 from pgknee.clock import polling
 from pgknee.collect import queries
-
-# the counters worth a delta; whichever of them the server has
-COUNTERS = (
-    "xact_commit", "xact_rollback", "blks_read", "blks_hit", "tup_returned", "tup_fetched", "tup_inserted",
-    "tup_updated", "tup_deleted", "conflicts", "temp_files", "temp_bytes", "deadlocks", "blk_read_time",
-    "blk_write_time", "session_time", "active_time", "idle_in_transaction_time", "sessions",
-    "sessions_abandoned", "sessions_fatal", "sessions_killed",
-)
-
+from pgknee.collect.protocol import Needs
+from pgknee.serverstats import DATABASE_COUNTERS, DatabaseStep, ServerRestart
 
 SERVER_START = "postmaster_start"  # not a counter: when the server started, to tell a restart
 
@@ -34,19 +30,59 @@ def snapshot(conn: psycopg.Connection[Any]) -> dict[str, float]:
         return {}
     names = [d.name for d in cur.description]
     return {k: float(v) for k, v in zip(names, row, strict=True)
-            if (k in COUNTERS or k == SERVER_START) and v is not None}
+            if (k in DATABASE_COUNTERS or k == SERVER_START) and v is not None}
 
 
-def restarted(before: dict[str, float], after: dict[str, float]) -> bool:
-    """The server started again between two snapshots (its counters may have been reset)."""
-    return SERVER_START in before and before.get(SERVER_START) != after.get(SERVER_START)
+def settled(read: Callable[[], dict[str, float]], settle_s: float) -> dict[str, float]:
+    """The counters once they stop moving (backends flush them as they go idle), or after
+    settle_s at the most: `read` until two reads a quarter second apart agree."""
+    prev = read()
+    for waited in polling(settle_s, 0.25):
+        if not waited:
+            continue  # the first read is prev
+        cur = read()
+        if cur.get("xact_commit", 0) - prev.get("xact_commit", 0) <= 1 and \
+                cur.get("active_time") == prev.get("active_time"):
+            return cur
+        prev = cur
+    return prev
 
 
-def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """The counters' change; none across a restart, whose counters do not continue the old ones."""
-    if restarted(before, after):
-        return {}
-    return {k: after[k] - before[k] for k in after if k in before and k != SERVER_START}
+def change(before: dict[str, float], after: dict[str, float]) -> DatabaseStep | ServerRestart:
+    """The counters' change; a restart when the server's start time moved (its counters do not
+    continue the old ones)."""
+    if SERVER_START in before and before.get(SERVER_START) != after.get(SERVER_START):
+        return ServerRestart(before[SERVER_START], after.get(SERVER_START))
+    return DatabaseStep(**{k: after[k] - before[k] for k in DATABASE_COUNTERS if k in after and k in before})
+
+
+class DatabaseCollector:
+    """pg_stat_database's change over the bench phase; each read is a statement, a commit in the
+    benchmark database that the step's check of commits against transactions takes out."""
+
+    name = "pg_stat_database"
+    needs = Needs()
+
+    def __init__(self, settle_s: float) -> None:
+        self.settle_s = settle_s
+        self.queries_run = 0
+        self._before: dict[str, float] | None = None
+
+    def available(self, conn: psycopg.Connection[Any]) -> str | None:
+        return None  # every role may read its own database's row
+
+    def _read(self, conn: psycopg.Connection[Any]) -> dict[str, float]:
+        self.queries_run += 1
+        return snapshot(conn)
+
+    def begin(self, conn: psycopg.Connection[Any]) -> None:
+        self._before = None
+        self._before = self._read(conn)
+
+    def end(self, conn: psycopg.Connection[Any]) -> tuple[DatabaseStep | ServerRestart, ...]:
+        before, self._before = self._before, None
+        after = settled(lambda: self._read(conn), self.settle_s)
+        return (change(before, after),) if before is not None else ()
 
 
 @dataclass(frozen=True)
@@ -58,15 +94,14 @@ class Quiet:
 
 
 class StatsReader:
-    """pg_stat_database reads on pgknee's own connection; each read is a commit in the benchmark
-    database, counted so that the check of commits against transactions can take them out. The
-    connection is made again once if it was lost (terminated by a DBA, a restart, a blip)."""
+    """pgknee's statistics session in the benchmark database: the collectors read on it (each read
+    is a commit there, counted so that the check of commits against transactions can take them
+    out); it is made again when it was lost (terminated by a DBA, a restart, a blip)."""
 
-    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], settle_s: float) -> None:
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
         self.connect = connect
         self.conn = self._session()
         self.reads = 0
-        self.settle_s = settle_s
 
     def _session(self) -> psycopg.Connection[Any]:
         conn = self.connect()
@@ -78,13 +113,15 @@ class StatsReader:
             self.conn.close()
         self.conn = self._session()
 
-    def snapshot(self) -> dict[str, float]:
+    def answers(self) -> None:
+        """One statement on the session, made again once if it was lost; raises if the server
+        does not answer."""
         self.reads += 1
         try:
-            return snapshot(self.conn)
+            self.conn.execute(queries.text("ping"))
         except psycopg.OperationalError:
             self.reconnect()
-            return snapshot(self.conn)
+            self.conn.execute(queries.text("ping"))
 
     def quiet(self, longest_s: float, shortest_s: float = 0.3, every_s: float = 0.1) -> Quiet:
         """Wait, polling, until the server is quiet: no pgbench backend left from the last step and
@@ -97,17 +134,3 @@ class StatsReader:
             if waited >= shortest_s and backends == 0 and not checkpointing:
                 break
         return Quiet(waited, backends, checkpointing, spread)
-
-    def settled(self) -> dict[str, float]:
-        """The counters once they stop moving (backends flush them as they go idle), or after
-        settle_s at the most."""
-        prev = self.snapshot()
-        for waited in polling(self.settle_s, 0.25):
-            if not waited:
-                continue  # the first snapshot is prev
-            cur = self.snapshot()
-            if cur.get("xact_commit", 0) - prev.get("xact_commit", 0) <= 1 and \
-                    cur.get("active_time") == prev.get("active_time"):
-                return cur
-            prev = cur
-        return prev

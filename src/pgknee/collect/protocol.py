@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 
 from pgknee.errors import PgkneeError, first_line
-from pgknee.serverstats import ServerRecord
+from pgknee.serverstats import Collected
 
 
 @dataclass(frozen=True)
@@ -42,13 +42,17 @@ class Collector(Protocol):
     name: str
     needs: Needs
 
+    @property
+    def queries_run(self) -> int:
+        """Its statements so far, each a commit in the benchmark database."""
+
     def available(self, conn: psycopg.Connection[Any]) -> str | None:
         """None when this server and role can serve it (an extension installed, say), else why not."""
 
     def begin(self, conn: psycopg.Connection[Any]) -> None:
         """Read the counters as the bench phase begins."""
 
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
+    def end(self, conn: psycopg.Connection[Any]) -> tuple[Collected, ...]:
         """Read them again once the phase has ended and its statistics settled: the phase's records
         (none when the begin read failed)."""
 
@@ -59,9 +63,9 @@ class StepCollectors:
     which the check of commits against transactions takes out)."""
 
     def __init__(self, candidates: Sequence[Collector], version_num: int) -> None:
+        self.candidates = list(candidates)
         self.active: list[Collector] = []
         self.notes: dict[str, str] = {}
-        self.reads = 0
         for c in candidates:
             if version_num < c.needs.since:
                 self.notes[c.name] = f"off: PostgreSQL {version_num // 10000} {c.needs.lacking}"
@@ -82,11 +86,13 @@ class StepCollectors:
             except psycopg.Error as e:
                 self.active.remove(c)
                 self.notes[c.name] = f"off: {first_line(e)}"
-            self.reads += 2
+
+    @property
+    def reads(self) -> int:
+        return sum(c.queries_run for c in self.candidates)
 
     def begin(self, conn: psycopg.Connection[Any]) -> None:
         for c in self.active:
-            self.reads += 1
             try:
                 c.begin(conn)
             except psycopg.OperationalError:
@@ -94,10 +100,9 @@ class StepCollectors:
             except psycopg.Error:
                 continue  # its end then returns nothing for this step
 
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
-        records: list[ServerRecord] = []
+    def end(self, conn: psycopg.Connection[Any]) -> tuple[Collected, ...]:
+        records: list[Collected] = []
         for c in self.active:
-            self.reads += 1
             try:
                 records += c.end(conn)
             except psycopg.OperationalError:

@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from pgknee.collect.kcache import KcacheCollector
+from pgknee.collect.pgstats import DatabaseCollector
 from pgknee.collect.protocol import Collector, Needs
 from pgknee.collect.queries import load
 from pgknee.serverstats import CheckpointStep, IoStep, ServerRecord, WalStep, from_row
@@ -53,18 +54,23 @@ class _OneRowCollector:
 
     def __init__(self, version_num: int) -> None:
         self.version_num = version_num
+        self.queries_run = 0
         self._before: Row | None = None
 
     def available(self, conn: psycopg.Connection[Any]) -> str | None:
         return None  # every role may read these views
 
+    def _read(self, conn: psycopg.Connection[Any]) -> Row:
+        self.queries_run += 1
+        return _rows(conn, self.QUERY, self.version_num)[0]
+
     def begin(self, conn: psycopg.Connection[Any]) -> None:
         self._before = None
-        self._before = _rows(conn, self.QUERY, self.version_num)[0]
+        self._before = self._read(conn)
 
     def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
         before, self._before = self._before, None
-        after = _rows(conn, self.QUERY, self.version_num)[0]
+        after = self._read(conn)
         if before is None or not _grew(before, after, self.COUNTERS):
             return ()
         return (self.record(before, after),)
@@ -117,9 +123,11 @@ class IoCollector:
 
     def __init__(self, version_num: int) -> None:
         self.version_num = version_num
+        self.queries_run = 0
         self._before: dict[tuple[str, ...], Row] | None = None
 
     def _read(self, conn: psycopg.Connection[Any]) -> dict[tuple[str, ...], Row]:
+        self.queries_run += 1
         return {tuple(str(r[k]) for k in self._KEY): r for r in _rows(conn, "io", self.version_num)}
 
     def available(self, conn: psycopg.Connection[Any]) -> str | None:
@@ -147,6 +155,8 @@ class IoCollector:
         return tuple(out)
 
 
-def server_collectors(version_num: int) -> list[Collector]:
-    """Every server-side collector; StepCollectors leaves out those this server cannot serve."""
-    return [WalCollector(version_num), CheckpointCollector(version_num), IoCollector(version_num), KcacheCollector()]
+def server_collectors(version_num: int, settle_s: float) -> list[Collector]:
+    """Every server-side collector, pg_stat_database first (its end waits for the counters to
+    settle, after which the others read); StepCollectors leaves out those this server cannot serve."""
+    return [DatabaseCollector(settle_s), WalCollector(version_num), CheckpointCollector(version_num),
+            IoCollector(version_num), KcacheCollector()]

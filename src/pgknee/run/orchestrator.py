@@ -33,7 +33,7 @@ from pgknee.types import Reopening
 def _answers(session: RunSession) -> bool:
     """Whether the server answers pgknee's statistics session (made again if it was lost)."""
     try:
-        session.reader.snapshot()
+        session.reader.answers()
         return True
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise

@@ -115,7 +115,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
     server_os, machine_env = open_machine(stack, plan, target, stats_conn)
     env.update(machine_env)
-    collectors = _collectors(stats_conn, server, env)
+    collectors = _collectors(stats_conn, server, env, plan.settle_s)
     stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
     env[keys.Env.WAIT_SAMPLING] = waits_note
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target),
@@ -123,7 +123,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     for purpose, argv in ([("pgknee", record.argv)] if record.argv else []) + commands:
         writer.add_command(None, purpose, argv)  # the run's own command line first, then the set-up's
     samplers, os_sampler = _start_samplers(stack, plan, target, server, writer, ui.say, server_os, waits)
-    reader = StatsReader(lambda: target.endpoint.connect("stats"), plan.settle_s)
+    reader = StatsReader(lambda: target.endpoint.connect("stats"))
     stack.callback(lambda: reader.conn.close())
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, samplers, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()}, collectors)
@@ -131,10 +131,11 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     return session, steps
 
 
-def _collectors(conn: psycopg.Connection[Any], server: ServerFacts, env: dict[str, str]) -> StepCollectors:
+def _collectors(conn: psycopg.Connection[Any], server: ServerFacts, env: dict[str, str],
+                settle_s: float) -> StepCollectors:
     """The server-side collectors this server and role can serve (each tried once), and in the
     run's environment which are on and why the others are not."""
-    collectors = StepCollectors(server_collectors(server.version_num), server.version_num)
+    collectors = StepCollectors(server_collectors(server.version_num, settle_s), server.version_num)
     collectors.check(conn)
     env.update({keys.collector(name): note for name, note in collectors.notes.items()})
     return collectors

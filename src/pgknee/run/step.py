@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from pgknee import keys, safefs
-from pgknee.collect import pgstats, queries
+from pgknee.collect import queries
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.pgbench import PgbenchRun, parse_summary
@@ -35,6 +35,7 @@ from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
 from pgknee.run.verdict import Sampled, judge
+from pgknee.serverstats import RECORDS, DatabaseStep, ServerRestart
 from pgknee.stepfacts import (
     FactsDraft,
     Faults,
@@ -216,8 +217,8 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     if s.mix is not None:
         s.mix.begin()
     own0 = _own_reads(s)
-    before, pool_before = _statistics(s, facts, settle=False), _pooler_totals(pooled)
-    _collect(s, facts, s.collectors.begin)
+    pool_before = _pooler_totals(pooled)
+    _collect(s, facts, s.collectors.begin)  # pg_stat_database first, then the server's WAL, checkpoints, I/O
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
     s.samplers.set_phase("bench")  # (pg_wait_sampling's profile is read as it begins and as 'post' does)
     bench_start = time.time()
@@ -228,10 +229,9 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     s.samplers.set_phase("post")
     pooler, died = _pooler_after(s, pooled, pool_before)
     idle_alive = _end_facts(s, holder, pooled, facts)
-    after = _statistics(s, facts, settle=True)
-    if pgstats.restarted(before, after):
+    collected = _collect(s, facts, s.collectors.end) or ()  # once pg_stat_database settled
+    if any(isinstance(r, ServerRestart) for r in collected):
         _restarted(facts)
-    server = _collect(s, facts, s.collectors.end) or ()
     end_mix(s.mix, s.writer, step_id)
     own = _own_reads(s) - own0
     rest = plan.post_s - (time.time() - bench_end)
@@ -239,22 +239,32 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
         time.sleep(rest)
     ends = s.samplers.end_step()
     os_rows, server_os = ends.of(OsSamples), ends.of(ServerOsSamples)
-    return Sampled(run, execution, bench_start, bench_end, pgstats.delta(before, after), own,
+    return Sampled(run, execution, bench_start, bench_end,
+                   next((r for r in collected if isinstance(r, DatabaseStep)), None), own,
                    ends.of(ActivitySamples), os_rows.rows if os_rows else (), facts, pooler, died,
                    spec.variant.idle - idle_alive if holder is not None else 0, watch,
-                   server_os.rows if server_os else (), ends.of(WaitSampling), merged, server)
+                   server_os.rows if server_os else (), ends.of(WaitSampling), merged,
+                   tuple(r for r in collected if isinstance(r, RECORDS)))
 
 
 def _collect(s: RunSession, facts: FactsDraft, read: Callable[[psycopg.Connection[Any]], T]) -> T | None:
-    """A read of the server-side collectors on the statistics connection; none, and the step marked,
-    when the server cannot be reached (as _statistics)."""
-    try:
-        return read(s.reader.conn)
-    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
-        raise
-    except psycopg.OperationalError:
-        _restarted(facts)
-        return None
+    """A read of the collectors on the statistics session, again on a new session once if that one
+    was lost (a DBA ended it, a blip); none, and the step marked, when the server cannot be
+    reached even so (it restarted, or failed over)."""
+    for attempt in (1, 2):
+        try:
+            return read(s.reader.conn)
+        except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
+            raise
+        except psycopg.OperationalError:
+            if attempt == 2:
+                break
+            try:
+                s.reader.reconnect()
+            except (psycopg.Error, PgkneeError):
+                break
+    _restarted(facts)
+    return None
 
 
 def _restarted(facts: FactsDraft) -> None:
@@ -305,18 +315,6 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
         s.tps_seen[v.name] = statistics.median(rates)
     facts.add(Warmup(parse_summary(ex.stdout).transactions or 0,  # the workload's books count them
                      s.tps_seen[v.name] if probe and rates else None))
-
-
-def _statistics(s: RunSession, facts: FactsDraft, *, settle: bool) -> dict[str, float]:
-    """pg_stat_database now (once it settled, after pgbench); none, and the step marked, when
-    the server cannot be reached even on a new connection (it restarted, or failed over)."""
-    try:
-        return s.reader.settled() if settle else s.reader.snapshot()
-    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
-        raise
-    except (psycopg.OperationalError, PgkneeError):
-        _restarted(facts)
-        return {}
 
 
 def _end_facts(s: RunSession, holder: IdleHolder | None, pooled: StepPooler | None,

@@ -18,7 +18,7 @@ from pgknee.plan import Plan
 from pgknee.run.distributed import Merged
 from pgknee.run.schedule import StepSpec
 from pgknee.run.session import RunSession
-from pgknee.serverstats import ServerRecord
+from pgknee.serverstats import DatabaseStep, ServerRecord
 from pgknee.stepfacts import AutoDuration, FactsDraft, Faults, Measured, RelayEnd, Steadiness, StepFacts
 from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult, WaitSampling
 
@@ -31,7 +31,7 @@ class Sampled:
     execution: Execution
     bench_start: float
     bench_end: float
-    pg_delta: dict[str, float]
+    database: DatabaseStep | None  # pg_stat_database's change (none across a restart)
     own_commits: int  # pgknee's own reads of the statistics, commits in the benchmark database
     activity_samples: ActivitySamples | None
     os_rows: tuple[tuple[object, ...], ...]
@@ -55,8 +55,8 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     m, err = _measurement(s, spec, run, step_dir, window, ex) if x.merged is None else (x.merged.measurement, "")
     for record in _measurement_facts(plan, m, window, x):
         x.facts.add(record)
-    tps_db = ((x.pg_delta["xact_commit"] - x.own_commits) / window
-              if "xact_commit" in x.pg_delta and window > 0 else None)
+    commits = x.database.xact_commit if x.database is not None else None
+    tps_db = (commits - x.own_commits) / window if commits is not None and window > 0 else None
     status, reason = _verdict(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
         ("failed", f"agents: {x.merged.reason}")
     if status == "completed" and m is not None and m.transactions == 0 and window <= 0.5:
@@ -75,7 +75,7 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     if faults.server_restarted:
         status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
-                      x.pg_delta, ex.progress, x.activity_samples, x.os_rows, x.facts.freeze(), x.pooler,
+                      x.database, ex.progress, x.activity_samples, x.os_rows, x.facts.freeze(), x.pooler,
                       server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling,
                       agents=x.merged.shares if x.merged is not None else (), server=x.server)
 

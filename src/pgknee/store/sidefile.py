@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import UserError
-from pgknee.serverstats import BY_TABLE, as_row, from_row
+from pgknee.serverstats import BY_TABLE, DatabaseStep, as_row, from_row
 from pgknee.stepfacts import StepFacts
 from pgknee.types import (
     ActivitySamples,
@@ -53,6 +53,8 @@ def result_to_json(r: StepResult) -> dict[str, Any]:
     out: dict[str, Any] = plain(r)
     out["server"] = [{"table": rec.TABLE, **as_row(rec)} for rec in r.server]  # each record with its kind
     out["facts"] = dict(r.facts.items())  # as the store keeps them: name and value
+    out["pg_delta"] = dict(r.database.items()) if r.database is not None else {}  # (its name in side files)
+    del out["database"]
     return out
 
 
@@ -81,7 +83,8 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
     return StepResult(
         step_id=int(d["step_id"]), status=d["status"], reason=d["reason"], pgbench_exit=d["pgbench_exit"],
         bench_start=d["bench_start"], bench_end=d["bench_end"], summary=PgbenchSummary(**d["summary"]),
-        measurement=_measurement(d["measurement"]), tps_db=d["tps_db"], pg_delta=dict(d["pg_delta"]),
+        measurement=_measurement(d["measurement"]), tps_db=d["tps_db"],
+        database=DatabaseStep.of_items(d["pg_delta"]) if d["pg_delta"] else None,
         progress=tuple(ProgressPoint(**p) for p in d["progress"]),
         activity=(ActivitySamples(_snapshots(act["snapshots"]), _rows(act["rows"]), tuple(act["errors"]),
                                   int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)),

@@ -322,8 +322,9 @@ class RunWriter:
             self._many("insert_step_scripts", script_rows(r.step_id, r.measurement))
             self._many("insert_step_failures", [{"step_id": r.step_id, "kind": k, "count": n}
                                                 for k, n in r.measurement.failures.items()])
-        self._many("insert_pg_stat_database", [{"step_id": r.step_id, "name": k, "delta": v}
-                                               for k, v in r.pg_delta.items()])
+        if r.database is not None:
+            self._many("insert_pg_stat_database", [{"step_id": r.step_id, "name": k, "delta": v}
+                                                   for k, v in r.database.items()])
         first: dict[float, ProgressPoint] = {}
         for p in r.progress:  # pgbench repeats a second's line now and then: the first one counts
             first.setdefault(p.t_s, p)

@@ -1,0 +1,2 @@
+-- is the server there: one round trip on pgknee's statistics session
+SELECT 1
