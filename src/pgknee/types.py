@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pgknee.keys import pooler_delta
+from pgknee.keys import (
+    POOLER_DELTA,
+    POOLER_EXTERNAL,
+    POOLER_SETTING,
+    PoolerFact,
+    pooler_delta,
+    pooler_external,
+    pooler_setting,
+)
 from pgknee.serverstats import DatabaseStep, ServerRecord
 from pgknee.stepfacts import StepFacts
 
@@ -266,11 +275,10 @@ class PoolerRecord:
     text). Not the pooler lab's StepPooler, which runs a pooler for a step."""
 
     samples: list[PoolerSample]
-    facts: dict[str, str]
+    facts: PoolerFacts
 
     def delta(self, name: str) -> float | None:
-        v = self.facts.get(pooler_delta(name))
-        return float(v) if v is not None else None
+        return self.facts.delta(name)
 
 
 @dataclass(frozen=True)
@@ -358,12 +366,53 @@ class PoolerSamples:
 
 
 @dataclass(frozen=True)
+class PoolerFacts:
+    """How a step's pooler ran: its kind ('managed', 'external'), a managed pgbouncer's version and
+    what it was told, what the user's own pooler's console reported, the change of its SHOW STATS
+    totals over the bench phase, and what could not be read. Stored as name/value text rows
+    (step_pooler: keys.PoolerFact and the setting./delta./external. families)."""
+
+    kind: str | None = None
+    version: str | None = None
+    settings: tuple[tuple[str, str], ...] = ()
+    external: tuple[tuple[str, str], ...] = ()
+    deltas: tuple[tuple[str, float], ...] = ()
+    missing: str | None = None  # why there are no deltas
+    sampler_errors: str | None = None
+
+    def delta(self, name: str) -> float | None:
+        return next((v for k, v in self.deltas if k == name), None)
+
+    def reported(self, name: str) -> str | None:
+        """What the user's own pooler's console reported (version, pool_mode, pool_size, ...)."""
+        return next((v for k, v in self.external if k == name), None)
+
+    def items(self) -> Iterator[tuple[str, str]]:
+        """The stored form (a delta as Python's repr of the float, which reads back exactly)."""
+        for key, value in ((PoolerFact.KIND, self.kind), (PoolerFact.VERSION, self.version),
+                           (PoolerFact.MISSING, self.missing), (PoolerFact.SAMPLER_ERRORS, self.sampler_errors)):
+            if value is not None:
+                yield key, value
+        yield from ((pooler_setting(k), v) for k, v in self.settings)
+        yield from ((pooler_external(k), v) for k, v in self.external)
+        yield from ((pooler_delta(k), repr(v)) for k, v in self.deltas)
+
+    @classmethod
+    def of_items(cls, d: dict[str, str]) -> PoolerFacts:
+        def family(prefix: str) -> tuple[tuple[str, str], ...]:
+            return tuple((k[len(prefix):], v) for k, v in d.items() if k.startswith(prefix))
+
+        return cls(d.get(PoolerFact.KIND), d.get(PoolerFact.VERSION), family(POOLER_SETTING), family(POOLER_EXTERNAL),
+                   tuple((k, float(v)) for k, v in family(POOLER_DELTA)), d.get(PoolerFact.MISSING),
+                   d.get(PoolerFact.SAMPLER_ERRORS))
+
+
+@dataclass(frozen=True)
 class PoolerResult:
-    """A step through a pooler: SHOW POOLS samples (collect.pooler's column order) and its facts
-    (keys.PoolerFact and the setting./delta./external. families)."""
+    """A step through a pooler: SHOW POOLS samples (collect.pooler's column order) and its facts."""
 
     samples: tuple[Row, ...]
-    facts: dict[str, str]
+    facts: PoolerFacts
 
 
 @dataclass(frozen=True)

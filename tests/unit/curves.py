@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from builders import make_run_data, os_sample, step
 
-from pgknee.types import OsSample, PoolerRecord, RunData
+from pgknee.types import OsSample, PoolerFacts, PoolerRecord, RunData
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def run_of(c: Curve) -> RunData:
             os_rows[seq] = [sample(cpu + (5.0 if i == 1 else 0.0), c.client_cpu * 2, c.pooler_cpu.get(n))
                             for i in range(3)]
             if c.pool:
-                pooler[seq] = PoolerRecord(samples=[], facts={})
+                pooler[seq] = PoolerRecord(samples=[], facts=PoolerFacts("managed"))
             if n in c.aas:  # 100 snapshots of the step: counts are AAS x 100
                 waits[seq] = [(cls, "event", round(a * 100)) for cls, a in c.aas[n].items()]
                 snaps[seq] = (100, float(n), 1.0)

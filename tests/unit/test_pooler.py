@@ -21,7 +21,7 @@ from pgknee.pooler.pgbouncer import PoolerSettings
 from pgknee.report.jsonout import run_json
 from pgknee.report.tables import pooler_table
 from pgknee.report.terminal import render
-from pgknee.types import PoolerRecord, PoolerSample
+from pgknee.types import PoolerFacts, PoolerRecord, PoolerSample
 
 
 @pytest.mark.parametrize(("spec", "pooler"), [
@@ -108,8 +108,8 @@ def test_show_pools_and_stats_by_column_name() -> None:
 
 def _pooled(samples: list[tuple[int, int, int]], xacts: float, xact_us: float, wait_us: float) -> PoolerRecord:
     return PoolerRecord([PoolerSample(1000.0 + i, a, w, sv, 0, 0, 0, 1000 * w) for i, (a, w, sv) in enumerate(samples)],
-                      {"kind": "managed", "delta.total_xact_count": repr(xacts), "delta.total_xact_time": repr(xact_us),
-                       "delta.total_wait_time": repr(wait_us)})
+                      PoolerFacts("managed", deltas=(("total_xact_count", xacts), ("total_xact_time", xact_us),
+                                                     ("total_wait_time", wait_us))))
 
 
 def test_pooler_occupancy_takes_the_wait_out() -> None:
@@ -183,3 +183,17 @@ def test_no_pgbouncer_is_one_line_naming_the_package(monkeypatch: pytest.MonkeyP
         pgbouncer.find_pgbouncer()
     assert e.value.message == "pgbouncer is not installed, and a pooled variant needs it"
     assert (e.value.hint or "").startswith("install the pgbouncer package (apt-get install pgbouncer")
+
+
+def test_pooler_facts_are_typed_and_stored_as_their_name_value_rows() -> None:
+    facts = PoolerFacts("managed", "1.18.0", (("pool_mode", "transaction"), ("pool_size", "8")),
+                        (("pool_mode", "session"),), (("total_xact_count", 1234.0), ("total_wait_time", 0.1 + 0.2)),
+                        None, "server closed the connection")
+    rows = dict(facts.items())
+    assert rows == {"kind": "managed", "version": "1.18.0", "setting.pool_mode": "transaction", "setting.pool_size": "8",
+                    "external.pool_mode": "session", "delta.total_xact_count": "1234.0",
+                    "delta.total_wait_time": "0.30000000000000004", "sampler_errors": "server closed the connection"}
+    back = PoolerFacts.of_items(rows)
+    assert back == facts  # a delta reads back exactly
+    assert back.delta("total_wait_time") == 0.1 + 0.2 and back.delta("avg_query_time") is None
+    assert back.reported("pool_mode") == "session" and back.reported("pool_size") is None

@@ -38,6 +38,7 @@ from pgknee.types import (
     ActivitySamples,
     LatencyStats,
     PgbenchSummary,
+    PoolerFacts,
     PoolerResult,
     ProgressPoint,
     Reopening,
@@ -521,7 +522,7 @@ def _full_result(step_id: int) -> StepResult:
     os_row = (at, "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0, 8000, 4000, 1000, 2000,
               25.0, None)
     pooler = PoolerResult(((at, "bench", 1.0, 2, 0, 2, 0, 2, 0, 0),),
-                          {"version": "1.21", "delta.total_xact_count": "9"})
+                          PoolerFacts("managed", "1.21", deltas=(("total_xact_count", 9.0),)))
     return StepResult(step_id, "completed", None, 0, 1.0, 11.0, PgbenchSummary(1000, 0, 99.5, 20.1, 3.0, 10.0), m,
                       101.0, DatabaseStep(xact_commit=1002.0), (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), activity,
                       (os_row,), StepFacts((MemoryAtEnd(pss_server_kb=1234.5),)), pooler, wait_sampling=WAIT_SAMPLING,

@@ -16,7 +16,7 @@ from curves import CURVES, run_of
 
 from pgknee.analyze.recommend import recommend
 from pgknee.analyze.run import build
-from pgknee.types import PoolerRecord, RunData
+from pgknee.types import PoolerFacts, PoolerRecord, RunData
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reading-the-answer.md"
 
@@ -107,7 +107,7 @@ def _pool_sweep(tps_by_pool: Mapping[int, float], clients: Sequence[int] = (16, 
                               transactions=int(x * 10), lat_avg_ms=1000.0 * n / x, lat_p99_ms=3000.0 * n / x,
                               variant=f"pooled:transaction:pool={pool}", pooler_kind="managed", pool_size=pool,
                               pool_mode="transaction"))
-            pooler[seq] = PoolerRecord(samples=[], facts={})
+            pooler[seq] = PoolerRecord(samples=[], facts=PoolerFacts("managed"))
     data = make_run_data()
     return dataclasses.replace(data, steps=steps, os={}, scripts={}, failures={}, pgdb={}, waits={}, waits_bg={},
                                snaps={}, pooler=pooler, env={**data.env, "host.cpus": "2"})

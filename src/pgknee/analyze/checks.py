@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pgknee.keys import CheckId, CheckStatus, pooler_external
+from pgknee.keys import CheckId, CheckStatus
 from pgknee.rules import database_concurrency, measured_window
 from pgknee.types import OsSample, PoolerRecord, StepRecord
 
@@ -199,7 +199,7 @@ def pooler_occupancy(step: StepRecord, pooler: PoolerRecord | None) -> Check:
     name = CheckId.POOLER_OCCUPANCY
     if pooler is None or not pooler.samples:
         return _na(name, "no SHOW POOLS samples (no admin console)")
-    if step.pool_mode == "session" or pooler.facts.get(pooler_external("pool_mode")) == "session":
+    if step.pool_mode == "session" or pooler.facts.reported("pool_mode") == "session":
         return _na(name, "session mode: server connections stay with their clients")
     xacts, xact_time = pooler.delta("total_xact_count"), pooler.delta("total_xact_time")
     if not xacts or xact_time is None or step.bench_start is None or step.bench_end is None:

@@ -20,7 +20,6 @@ from pgknee.keys import (
     MEM_CACHED,
     PSS_IDLE_MEAN,
     PSS_SERVER,
-    PoolerFact,
     StepFact,
     commits_per_txn,
     memory_fact,
@@ -122,7 +121,7 @@ def pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
         n += used
         for key, value in figures.items():
             per.setdefault(key, []).append(value)
-        missing = p.facts.get(PoolerFact.MISSING) or missing
+        missing = p.facts.missing or missing
 
     def f(key: str) -> Spread | None:
         return Spread.of(per.get(key, []))

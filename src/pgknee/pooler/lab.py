@@ -14,11 +14,12 @@ from pathlib import Path
 import psycopg
 
 from pgknee import keys, proc
+from pgknee.collect import queries
 from pgknee.collect.memory import process_tree
 from pgknee.collect.pooler import PoolerSampler, admin_connect, show
 from pgknee.dsn import parse_dsn, split_secret
 from pgknee.errors import PgkneeError, PoolerError, UserError, first_line
-from pgknee.keys import Env, PoolerFact
+from pgknee.keys import Env
 from pgknee.plan import Plan, PoolerSpec, Variant
 from pgknee.pooler.pgbouncer import (
     PREPARED_MIN_VERSION,
@@ -29,6 +30,7 @@ from pgknee.pooler.pgbouncer import (
     pgbouncer_version,
 )
 from pgknee.targets.base import Endpoint
+from pgknee.types import PoolerFacts
 
 _TXN_RE = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)\b|^\s*\\startpipeline", re.IGNORECASE | re.MULTILINE)
 
@@ -48,7 +50,7 @@ class StepPooler:
     alive: Callable[[], bool]
     log_tail: Callable[[], str]
     release: Callable[[], None]  # close the pool's server connections (a managed one: stop it)
-    facts: dict[str, str] = field(default_factory=dict)
+    facts: PoolerFacts = field(default_factory=PoolerFacts)
 
 
 class Poolers:
@@ -171,7 +173,7 @@ class Poolers:
     def _probe(endpoint: Endpoint, what: str, tail: Callable[[], str]) -> None:
         try:
             with psycopg.connect(**endpoint.kwargs("pgknee:probe", timeout=15)) as c:
-                c.execute("SELECT 1")
+                c.execute(queries.text("ping"))  # a login, and one round trip through the pooler
         except psycopg.Error as e:
             why = tail() or first_line(e, last=True)
             raise PoolerError(f"cannot log in through {what}: {why}",
@@ -205,8 +207,7 @@ class Poolers:
                 sampler.start()
             try:
                 yield StepPooler(self.external, sampler, None, lambda: True, lambda: "", lambda: None,
-                                 {PoolerFact.KIND: "external",
-                                  **{keys.pooler_external(k): x for k, x in self.external_facts.items()}})
+                                 PoolerFacts("external", external=tuple(self.external_facts.items())))
             finally:
                 if sampler is not None:
                     sampler.close()
@@ -216,8 +217,7 @@ class Poolers:
             sampler.start()
             try:
                 yield StepPooler(pgb.client_endpoint, sampler, pgb.pid, pgb.alive, pgb.log_tail, pgb.stop,
-                                 {PoolerFact.KIND: "managed", PoolerFact.VERSION: self.version_text,
-                                  **{keys.pooler_setting(k): x for k, x in pgb.describe().items()}})
+                                 PoolerFacts("managed", self.version_text, tuple(pgb.describe().items())))
             finally:
                 sampler.close()
 

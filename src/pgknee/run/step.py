@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from pgknee import keys, safefs
+from pgknee import safefs
 from pgknee.collect import queries
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
@@ -25,7 +25,6 @@ from pgknee.driver.pgbench import PgbenchRun, parse_summary
 from pgknee.driver.steady import SteadyWatch
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.idle import IdleHolder
-from pgknee.keys import PoolerFact
 from pgknee.pooler.lab import StepPooler
 from pgknee.rules import PROBE_S, log_sampling_rate
 from pgknee.run.fleetstep import fleet_phase
@@ -353,13 +352,13 @@ def _pooler_after(s: RunSession, pooled: StepPooler | None,
     # the pool's server connections would sit idle and flush their statistics only after up to
     # 10 s: close them so pg_stat_database counts the step now
     pooled.release()
-    facts = dict(pooled.facts)
+    facts = pooled.facts
     if before is not None and after is not None:
-        facts.update({keys.pooler_delta(k): repr(after[k] - before.get(k, 0.0)) for k in after})
+        facts = dataclasses.replace(facts, deltas=tuple((k, after[k] - before.get(k, 0.0)) for k in after))
     elif pooled.sampler is None:
-        facts[PoolerFact.MISSING] = "no admin console (give --pooler-admin-dsn)"
+        facts = dataclasses.replace(facts, missing="no admin console (give --pooler-admin-dsn)")
     else:
-        facts[PoolerFact.MISSING] = "the console did not answer at the end of the step"
+        facts = dataclasses.replace(facts, missing="the console did not answer at the end of the step")
     if samples.errors:
-        facts[PoolerFact.SAMPLER_ERRORS] = " | ".join(samples.errors)
+        facts = dataclasses.replace(facts, sampler_errors=" | ".join(samples.errors))
     return PoolerResult(samples.rows, facts), died

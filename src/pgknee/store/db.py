@@ -33,6 +33,7 @@ from pgknee.store.sqlitefile import (
 from pgknee.types import (
     AgentShare,
     OsSample,
+    PoolerFacts,
     PoolerRecord,
     PoolerSample,
     RunRecord,
@@ -231,7 +232,7 @@ class Store:
             return None
         rows = self.db.execute(load("pooler_samples", columns=PoolerSample.__slots__), (step.step_id,)).fetchall()
         facts = dict(self.db.execute(load("step_pooler"), (step.step_id,)).fetchall())
-        return PoolerRecord([PoolerSample(*r) for r in rows], facts)
+        return PoolerRecord([PoolerSample(*r) for r in rows], PoolerFacts.of_items(facts))
 
     def step_facts(self, step_id: int) -> dict[str, float]:
         return dict(self.db.execute(load("step_facts"), (step_id,)).fetchall())

@@ -26,6 +26,7 @@ from pgknee.types import (
     AgentShare,
     LatencyStats,
     PgbenchSummary,
+    PoolerFacts,
     PoolerResult,
     ProgressPoint,
     ScriptResult,
@@ -53,6 +54,8 @@ def result_to_json(r: StepResult) -> dict[str, Any]:
     out: dict[str, Any] = plain(r)
     out["server"] = [{"table": rec.TABLE, **as_row(rec)} for rec in r.server]  # each record with its kind
     out["facts"] = dict(r.facts.items())  # as the store keeps them: name and value
+    if r.pooler is not None:
+        out["pooler"]["facts"] = dict(r.pooler.facts.items())
     out["pg_delta"] = dict(r.database.items()) if r.database is not None else {}  # (its name in side files)
     del out["database"]
     return out
@@ -92,7 +95,8 @@ def result_from_json(d: dict[str, Any]) -> StepResult:
                   if act is not None else None),
         os_rows=_rows(d["os_rows"]), facts=StepFacts.of_items(d["facts"]),
         server_os_rows=_rows(d.get("server_os_rows", [])),
-        pooler=PoolerResult(_rows(pooler["samples"]), dict(pooler["facts"])) if pooler is not None else None,
+        pooler=(PoolerResult(_rows(pooler["samples"]), PoolerFacts.of_items(pooler["facts"]))
+                if pooler is not None else None),
         wait_sampling=_wait_sampling(d.get("wait_sampling")),
         agents=tuple(AgentShare(**a) for a in d.get("agents", [])),
         server=tuple(from_row(BY_TABLE[x["table"]], x) for x in d.get("server", [])))

@@ -1,2 +1,2 @@
--- is the server there: one round trip on pgknee's statistics session
+-- is the server there: one round trip (pgknee's statistics session; a login through a pooler)
 SELECT 1
