@@ -86,3 +86,12 @@ def test_a_draft_keeps_the_last_record_of_each_kind() -> None:
     assert frozen.of(MemoryBeforeIdle) == MemoryBeforeIdle(mem_free_kb=1.0)
     assert frozen.of(MemoryAtEnd) == MemoryAtEnd(mem_free_kb=2.0)
     assert draft.of(QuietWait) is None
+
+
+def test_what_failed_a_step_from_outside_comes_most_telling_first() -> None:
+    from pgknee.run.verdict import _outside_causes
+
+    draft = FactsDraft(RelayEnd(exit_code=1), Faults(server_restarted=True))
+    assert _outside_causes(draft) == ["the server restarted or could not be reached during the step",
+                                      "the simulated network hop (pgknee's relay) died during the step (exit code 1)"]
+    assert _outside_causes(FactsDraft(RelayEnd(0.1, 0.2, 3.0), Faults(pooler_died=True))) == []

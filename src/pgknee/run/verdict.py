@@ -20,7 +20,7 @@ from pgknee.run.schedule import StepSpec
 from pgknee.run.session import RunSession
 from pgknee.serverstats import DatabaseStep, ServerRecord
 from pgknee.stepfacts import AutoDuration, FactsDraft, Faults, Measured, RelayEnd, Steadiness, StepFacts
-from pgknee.types import ActivitySamples, PoolerResult, StepMeasurement, StepResult, WaitSampling
+from pgknee.types import ActivitySamples, PgbenchSummary, PoolerResult, StepMeasurement, StepResult, WaitSampling
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Sampled:
 def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
            x: Sampled) -> StepResult:
     """What the step measured, from pgbench's log and summary, and whether it counts."""
-    plan, v, ex, run = s.plan, spec.variant, x.execution, x.run
+    plan, ex, run = s.plan, x.execution, x.run
     summary = parse_summary(ex.stdout) if x.merged is None else x.merged.summary
     window = window_of(summary, plan.duration_s) if x.merged is None else x.merged.window_s
     m, err = _measurement(s, spec, run, step_dir, window, ex) if x.merged is None else (x.merged.measurement, "")
@@ -57,23 +57,16 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
         x.facts.add(record)
     commits = x.database.xact_commit if x.database is not None else None
     tps_db = (commits - x.own_commits) / window if commits is not None and window > 0 else None
-    status, reason = _verdict(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
-        ("failed", f"agents: {x.merged.reason}")
-    if status == "completed" and m is not None and m.transactions == 0 and window <= 0.5:
-        status, reason = "failed", (f"pgbench spent the whole {summary.duration_s or plan.duration_s:.0f} s step "
-                                    f"opening its {spec.clients} connections "
-                                    f"({(summary.conn_time_ms or 0) / 1000:.1f} s); lengthen --duration")
-    if status == "completed" and x.idle_lost > 0:
-        status, reason = "failed", f"the server ended {x.idle_lost} of the {v.idle} idle sessions during the step"
-    faults = x.facts.of(Faults) or Faults()
-    if status == "failed" and x.pooler_died is not None:
-        reason = f"pgbouncer died during the step: {x.pooler_died}; {reason}"
-        x.facts.add(faults := dataclasses.replace(faults, pooler_died=True))
-    relay = x.facts.of(RelayEnd)
-    if relay is not None and (how := relay.death) is not None:
-        status, reason = "failed", f"the simulated network hop (pgknee's relay) died during the step ({how}); {reason}"
-    if faults.server_restarted:
-        status, reason = "failed", f"the server restarted or could not be reached during the step; {reason}"
+    own = _pgbench_failure(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
+        f"agents: {x.merged.reason}"
+    own = own or _not_counted(spec, plan.duration_s, summary, m, window, x.idle_lost)
+    outside = _outside_causes(x.facts)
+    failed = own is not None or bool(outside)
+    if failed and x.pooler_died is not None:
+        outside.append(f"pgbouncer died during the step: {x.pooler_died}")
+        x.facts.add(dataclasses.replace(x.facts.of(Faults) or Faults(), pooler_died=True))
+    status = "failed" if failed else "completed"
+    reason = "; ".join([*outside, *([own] if own else [])]) or None
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
                       x.database, ex.progress, x.activity_samples, x.os_rows, x.facts.freeze(), x.pooler,
                       server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling,
@@ -113,13 +106,37 @@ def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float,
     return out
 
 
-def _verdict(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> tuple[str, str | None]:
+def _pgbench_failure(s: RunSession, rc: int, err: str, m: StepMeasurement | None) -> str | None:
+    """Why pgbench's run does not count (it failed, or left no log), or None."""
     if rc == 0 and m is not None:
-        return "completed", None
+        return None
     why = error_cause(err) or f"exit code {rc}"
     if not s.target.alive():
         why = "the embedded server died: " + why
-    return "failed", f"pgbench exit {rc}: {why}"
+    return f"pgbench exit {rc}: {why}"
+
+
+def _not_counted(spec: StepSpec, duration_s: int, summary: PgbenchSummary, m: StepMeasurement | None, window: float,
+                 idle_lost: int) -> str | None:
+    """Why a run pgbench completed does not count: it did nothing but connect; the server ended
+    some of the variant's idle sessions (the step did not measure what it says)."""
+    if m is not None and m.transactions == 0 and window <= 0.5:
+        return (f"pgbench spent the whole {summary.duration_s or duration_s:.0f} s step opening its {spec.clients} "
+                f"connections ({(summary.conn_time_ms or 0) / 1000:.1f} s); lengthen --duration")
+    if idle_lost > 0:
+        return f"the server ended {idle_lost} of the {spec.variant.idle} idle sessions during the step"
+    return None
+
+
+def _outside_causes(facts: FactsDraft) -> list[str]:
+    """What failed the step from outside pgbench, the most telling first: the server restarted (or
+    could not be reached), pgknee's relay died."""
+    out = []
+    if (faults := facts.of(Faults)) is not None and faults.server_restarted:
+        out.append("the server restarted or could not be reached during the step")
+    if (relay := facts.of(RelayEnd)) is not None and (how := relay.death) is not None:
+        out.append(f"the simulated network hop (pgknee's relay) died during the step ({how})")
+    return out
 
 
 def finished_line(spec: StepSpec, r: StepResult, several_variants: bool) -> str:
