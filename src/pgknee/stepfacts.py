@@ -221,6 +221,35 @@ class Faults(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class ActivityGaps(_Record):
+    """What pg_stat_activity's sampling missed in the step: ticks without a connection, its
+    reconnections, the interval it ended at (longer than the plan's: it slowed), ticks that began
+    late. Written by the store's writer from the step's ActivitySamples, each only when not 0."""
+
+    NAMES: ClassVar[tuple[str, ...]] = (StepFact.ACTIVITY_TICKS_LOST, StepFact.ACTIVITY_RECONNECTS,
+                                        StepFact.ACTIVITY_INTERVAL_S, StepFact.ACTIVITY_TICKS_LATE)
+
+    ticks_lost: int | None = None
+    reconnects: int | None = None
+    interval_s: float | None = None
+    ticks_late: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KcacheBefore16(_Record):
+    """pg_stat_kcache's figures as runs before format 16 kept them, among the step's facts (since,
+    a record of their own: serverstats.KcacheStep)."""
+
+    NAMES: ClassVar[tuple[str, ...]] = (StepFact.KCACHE_USER_S, StepFact.KCACHE_SYSTEM_S,
+                                        StepFact.KCACHE_READ_BYTES, StepFact.KCACHE_WRITE_BYTES)
+
+    user_s: float | None = None
+    system_s: float | None = None
+    read_bytes: float | None = None
+    write_bytes: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """The settings the variant ran with, as the server took them (read after its restart)."""
 
@@ -236,10 +265,27 @@ class Settings:
         return cls(got) if got else None
 
 
+@dataclass(frozen=True, slots=True)
+class Unread:
+    """Facts a stored run has under names no record reads (an older release's, such as the quiet
+    wait's one quiet.checkpoint or net.relay_died): kept as they were, so that nothing stored is
+    lost on the way to the JSON or a copy."""
+
+    values: tuple[tuple[str, float], ...]
+
+    def items(self) -> Items:
+        yield from self.values
+
+    @classmethod
+    def of_items(cls, d: Mapping[str, float]) -> Unread | None:
+        return None  # what is left once every kind has read its names (StepFacts.of_items)
+
+
 Record = (QuietWait | IdleSessions | MemoryBeforeIdle | MemoryAtEnd | Network | RelayEnd | Warmup | Measured
-          | Steadiness | AutoDuration | Agents | Faults | Settings)
+          | Steadiness | AutoDuration | Agents | Faults | Settings | ActivityGaps | KcacheBefore16 | Unread)
 KINDS: tuple[type[Record], ...] = (QuietWait, IdleSessions, MemoryBeforeIdle, MemoryAtEnd, Network, RelayEnd, Warmup,
-                                   Measured, Steadiness, AutoDuration, Agents, Faults, Settings)
+                                   Measured, Steadiness, AutoDuration, Agents, Faults, Settings, ActivityGaps,
+                                   KcacheBefore16)
 R = TypeVar("R", bound=Record)
 
 
@@ -252,6 +298,11 @@ class StepFacts:
     def of(self, kind: type[R]) -> R | None:
         return next((r for r in self.records if type(r) is kind), None)
 
+    def setting(self, name: str) -> float | None:
+        """A setting the variant ran with, as the server took it."""
+        settings = self.of(Settings)
+        return next((v for k, v in settings.values if k == name), None) if settings is not None else None
+
     def items(self) -> Items:
         """The stored form: (name, value) rows."""
         for r in self.records:
@@ -259,8 +310,18 @@ class StepFacts:
 
     @classmethod
     def of_items(cls, d: Mapping[str, float]) -> StepFacts:
-        """The records of a step's stored facts (a side file's, a stored run's)."""
-        return cls(tuple(r for kind in KINDS if (r := kind.of_items(d)) is not None))
+        """The records of a step's stored facts (a side file's, a stored run's); names no record
+        reads are kept as they were (Unread)."""
+        records: list[Record] = [r for kind in KINDS if (r := kind.of_items(d)) is not None]
+        read = {name for r in records for name, _ in r.items()}
+        if unread := tuple((k, v) for k, v in d.items() if k not in read and not _known(k)):
+            records.append(Unread(unread))
+        return cls(tuple(records))
+
+
+def _known(name: str) -> bool:
+    """A name some record reads (a record's None fields are not stored, so not read back either)."""
+    return name.startswith(keys.SETTING) or any(name in kind.NAMES for kind in KINDS if issubclass(kind, _Record))
 
 
 class FactsDraft:

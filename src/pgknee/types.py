@@ -291,7 +291,7 @@ class RunData:
     steps: list[StepRecord]
     scripts: dict[int, list[ScriptRow]]
     failures: dict[int, dict[str, int]]
-    pgdb: dict[int, dict[str, float]]
+    pgdb: dict[int, DatabaseStep]
     os: dict[int, list[OsSample]]
     waits: dict[int, list[tuple[str, str, int]]]  # bench phase, client backends
     waits_bg: dict[int, list[tuple[str, str, int]]]  # bench phase, background processes
@@ -299,7 +299,7 @@ class RunData:
     # bench phase: mean sessions in a statement or transaction (active + idle in transaction)
     busy: dict[int, float] = field(default_factory=dict)
     pooler: dict[int, PoolerRecord] = field(default_factory=dict)  # steps through a pooler
-    facts: dict[int, dict[str, float]] = field(default_factory=dict)  # memory, idle sessions, settings
+    facts: dict[int, StepFacts] = field(default_factory=dict)  # how each step's figures were got
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)
     server_os: dict[int, list[ServerOsSample]] = field(default_factory=dict)  # bench phase: the server's OS
     wait_sampling: dict[int, WaitSampling] = field(default_factory=dict)  # pg_wait_sampling, when loaded

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from pgknee.plan import Plan
+from pgknee.serverstats import DatabaseStep
 from pgknee.types import OsSample, RunData, RunRecord, ScriptRow, StepRecord
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -103,7 +104,8 @@ def make_run_data(**overrides: Any) -> RunData:
         },
         failures={1: {}, 2: {}, 3: {}, 4: {}},
         # sampled AAS of step 1 = 15 / 10 snapshots = 1.5 = active_time 15 s / 10 s window
-        pgdb={1: {"xact_commit": 1000.0, "active_time": 15000.0}, 2: {}, 3: {}, 4: {}},
+        pgdb={1: DatabaseStep(xact_commit=1000.0, active_time=15000.0), 2: DatabaseStep(), 3: DatabaseStep(),
+              4: DatabaseStep()},
         os={1: [os_sample(epoch=1001.0, cpu_idle=50.0), os_sample(epoch=1002.0, cpu_user=70.0, cpu_idle=20.0,
                                                                   load1=2.5, mem_available_kb=3 * 1024 * 1024)],
             2: [os_sample(epoch=1021.0, cpu_idle=40.0, cpu_user=50.0)], 3: [], 4: []},

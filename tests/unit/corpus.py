@@ -32,7 +32,10 @@ ROWS = "__rows__"
 def encode(obj: Any) -> Any:
     """A RunData (or any of its parts) as JSON values: records as objects, a list of records as
     columns and rows (a step's OS samples are most of a run), tuples as lists, floats to seven
-    significant digits (far below any measurement's noise), epochs to the millisecond."""
+    significant digits (far below any measurement's noise), epochs to the millisecond. Records the
+    store keeps as name/value rows (step facts, pg_stat_database, pooler facts) are those rows."""
+    if hasattr(obj, "of_items") and not isinstance(obj, type):
+        return {k: encode(v) for k, v in obj.items()}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
@@ -54,22 +57,28 @@ def decode(hint: Any, value: Any) -> Any:
         return value
     if origin in (typing.Union, types.UnionType):
         return decode(next(a for a in args if a is not type(None)), value)
+    if hasattr(hint, "of_items"):  # kept as its name/value rows
+        return hint.of_items(value)
     if dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
         return hint(**{k: decode(hints[k], v) for k, v in value.items() if k in hints})
+    if origin in (dict, list, tuple):
+        return _decode_collection(origin, args, value)
+    if hint in (int, float, str, bool):
+        return hint(value)
+    return value
+
+
+def _decode_collection(origin: Any, args: tuple[Any, ...], value: Any) -> Any:
     if origin is dict:
         return {decode(args[0], k): decode(args[1], v) for k, v in value.items()}
     if origin is list and isinstance(value, dict):
         return [decode(args[0], dict(zip(value[ROWS], row, strict=True))) for row in value["values"]]
     if origin is list:
         return [decode(args[0], v) for v in value]
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(decode(args[0], v) for v in value)
-        return tuple(decode(a, v) for a, v in zip(args, value, strict=True))
-    if hint in (int, float, str, bool):
-        return hint(value)
-    return value
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(decode(args[0], v) for v in value)
+    return tuple(decode(a, v) for a, v in zip(args, value, strict=True))
 
 
 def run_data(doc: dict[str, Any]) -> RunData:

@@ -14,6 +14,8 @@ from pgknee.errors import UserError
 from pgknee.plan import Plan, PoolerSpec, TargetSpec, Variant, parse_variant, parse_variants, variant_from_dict
 from pgknee.report.side_by_side import idle_memory_table
 from pgknee.report.terminal import render
+from pgknee.serverstats import DatabaseStep
+from pgknee.stepfacts import StepFacts
 
 
 @pytest.mark.parametrize(("spec", "idle", "kind", "settings"), [
@@ -81,8 +83,8 @@ def test_memory_analysis_and_table() -> None:
         if s.idle:
             f.update({"before_idle.mem.memavailable_kb": 6_048_000.0, "end.pss.idle_backend_mean_kb": 2048.0,
                       "idle.open_s": 30.0})
-        facts[s.step_id] = f
-    pgdb = {s.step_id: {"blks_read": 500.0, "blks_hit": 9500.0} for s in steps}
+        facts[s.step_id] = StepFacts.of_items(f)  # as the store reads them back
+    pgdb = {s.step_id: DatabaseStep(blks_read=500.0, blks_hit=9500.0) for s in steps}
     view = build(dataclasses.replace(data, steps=steps, facts=facts, pgdb=pgdb))
     quiet, busy = view.groups
     assert quiet.memory is not None and busy.memory is not None

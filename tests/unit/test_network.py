@@ -21,11 +21,12 @@ from pgknee.analyze.run import build
 from pgknee.driver.pgbench import pipeline_form
 from pgknee.driver.roundtrips import per_transaction, round_trips
 from pgknee.errors import TargetError, UserError
-from pgknee.keys import CheckId, CheckStatus, StepFact
+from pgknee.keys import CheckId, CheckStatus
 from pgknee.netsim.control import Relay, relayed, summarize, upstream_args
 from pgknee.plan import Plan, Variant
 from pgknee.plan.files import plan_from_values
 from pgknee.plan.variants import parse_variants
+from pgknee.stepfacts import Network, RelayEnd, StepFacts
 from pgknee.targets.base import Endpoint
 
 EWALLET = Path(__file__).resolve().parents[2] / "src" / "pgknee" / "workloads" / "ewallet"
@@ -89,35 +90,31 @@ def test_probe_summary() -> None:
 
 
 # ---- the analysis: the network's share, the checks, pipeline mode's gain ---------------------------------------
-def _net_facts(rtt: float, trips: float, added: float | None = None) -> dict[str, float]:
-    f = {StepFact.NET_RTT_MS: rtt, StepFact.NET_RTT_P99_MS: rtt * 1.2, StepFact.NET_RTT_MIN_MS: rtt * 0.9,
-         StepFact.NET_ROUND_TRIPS: trips}
-    if added is not None:
-        f[StepFact.NET_RELAY_ADDED_MS] = added
-    return f
+def _net(rtt: float, trips: float, added: float | None = None) -> Network:
+    return Network(trips, rtt, rtt * 1.2, rtt * 0.9, None, added)
 
 
 def test_network_bound_is_round_trips_times_rtt_against_the_latency() -> None:
     # 4 round trips x 2 ms = 8 ms of a 10 ms transaction; 400 TPS x 8 ms = 3.2 of the 4 sessions
     s = step(tps=400.0, lat_avg_ms=10.0, clients=4, rtt_ms=2.0)
-    c = network_bound(s, _net_facts(2.0, 4.0), client_wait=3.4)
+    c = network_bound(s, _net(2.0, 4.0), client_wait=3.4)
     assert c.id is CheckId.NETWORK_BOUND and c.status is CheckStatus.WARN and c.value == pytest.approx(80.0)
     assert "8.000 ms of each 10.000 ms" in c.detail and "the network explains 3.20" in c.detail
-    near = network_bound(step(tps=2000.0, lat_avg_ms=2.0), _net_facts(0.02, 4.0), client_wait=None)
+    near = network_bound(step(tps=2000.0, lat_avg_ms=2.0), _net(0.02, 4.0), client_wait=None)
     assert near.status is CheckStatus.OK and near.value == pytest.approx(4.0)
-    assert network_bound(step(), {}, None).status is CheckStatus.NA
+    assert network_bound(step(), Network(), None).status is CheckStatus.NA
 
 
 def test_rtt_achieved_within_20_percent() -> None:
-    assert rtt_achieved(step(rtt_ms=1.0), _net_facts(1.1, 4, added=1.15)).status is CheckStatus.OK
-    bad = rtt_achieved(step(rtt_ms=1.0), _net_facts(1.5, 4, added=1.45))
+    assert rtt_achieved(step(rtt_ms=1.0), _net(1.1, 4, added=1.15), None).status is CheckStatus.OK
+    bad = rtt_achieved(step(rtt_ms=1.0), _net(1.5, 4, added=1.45), None)
     assert bad.status is CheckStatus.WARN and bad.value == pytest.approx(45.0)
-    assert rtt_achieved(step(rtt_ms=0.0), _net_facts(0.02, 4)).status is CheckStatus.NA
+    assert rtt_achieved(step(rtt_ms=0.0), _net(0.02, 4), None).status is CheckStatus.NA
 
 
 def test_network_checks_only_for_probed_steps() -> None:
-    assert network_checks(step(), {}, (10, 2.0, 0.5), []) == []
-    ids = [c.id for c in network_checks(step(rtt_ms=1.0), _net_facts(1.0, 4, added=1.0), (10, 2.0, 0.5), [])]
+    assert network_checks(step(), StepFacts(), (10, 2.0, 0.5), []) == []
+    ids = [c.id for c in network_checks(step(rtt_ms=1.0), StepFacts((_net(1.0, 4, added=1.0),)), (10, 2.0, 0.5), [])]
     assert ids == [CheckId.NETWORK_BOUND, CheckId.RTT_ACHIEVED]
 
 
@@ -129,7 +126,8 @@ def test_pipeline_gain_against_the_twin_at_each_round_trip() -> None:
                   tps=tps[v.name] * (1 + 0.01 * rep), lat_avg_ms=4000 / tps[v.name])
              for i, (rep, v) in enumerate(((rep, v) for rep in (1, 2) for v in variants), 1)]
     data = make_run_data(steps=steps, scripts={}, failures={}, pgdb={}, os={}, waits={}, waits_bg={}, snaps={},
-                         facts={s.step_id: _net_facts(0.02 + s.rtt_ms, 1.0 if s.pipeline else 4.0) for s in steps})
+                         facts={s.step_id: StepFacts((_net(0.02 + s.rtt_ms, 1.0 if s.pipeline else 4.0),))
+                                for s in steps})
     data = with_run(data, plan_json=json.dumps(plan.to_dict()))
     view = build(data)
     gains = pipeline_gains(view)
@@ -147,7 +145,6 @@ def test_pipeline_gain_against_the_twin_at_each_round_trip() -> None:
 
 
 def test_rtt_achieved_warns_when_the_relay_fell_behind_during_the_step() -> None:
-    facts = {**_net_facts(1.05, 4, added=1.02), StepFact.NET_RELAY_LATE_MEAN_MS: 0.2, StepFact.NET_RELAY_CPU_PCT: 97.0}
-    c = rtt_achieved(step(rtt_ms=1.0), facts)
+    c = rtt_achieved(step(rtt_ms=1.0), _net(1.05, 4, added=1.02), RelayEnd(late_mean_ms=0.2, cpu_pct=97.0))
     assert c.status is CheckStatus.WARN and c.value == pytest.approx(40.0)
     assert "0.400 ms late per round trip" in c.detail and "97% of a core" in c.detail

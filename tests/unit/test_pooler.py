@@ -190,8 +190,8 @@ def test_pooler_facts_are_typed_and_stored_as_their_name_value_rows() -> None:
                         (("pool_mode", "session"),), (("total_xact_count", 1234.0), ("total_wait_time", 0.1 + 0.2)),
                         None, "server closed the connection")
     rows = dict(facts.items())
-    assert rows == {"kind": "managed", "version": "1.18.0", "setting.pool_mode": "transaction", "setting.pool_size": "8",
-                    "external.pool_mode": "session", "delta.total_xact_count": "1234.0",
+    assert rows == {"kind": "managed", "version": "1.18.0", "setting.pool_mode": "transaction",
+                    "setting.pool_size": "8", "external.pool_mode": "session", "delta.total_xact_count": "1234.0",
                     "delta.total_wait_time": "0.30000000000000004", "sampler_errors": "server closed the connection"}
     back = PoolerFacts.of_items(rows)
     assert back == facts  # a delta reads back exactly

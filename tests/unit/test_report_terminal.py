@@ -11,6 +11,7 @@ from pgknee.analyze.waits import profile_of, wait_profile
 from pgknee.report.jsonout import dumps, run_json
 from pgknee.report.tables import MAX_WAIT_ROWS, wait_table
 from pgknee.report.terminal import render, run_report
+from pgknee.serverstats import DatabaseStep
 from pgknee.types import RunData
 
 
@@ -148,7 +149,7 @@ def test_many_client_counts_are_shown_one_row_each(run_data: RunData) -> None:
                   lat_avg_ms=100.0) for i, c in enumerate(counts)]
     ids = [s.step_id for s in steps]
     data = replace(run_data, steps=steps, scripts={i: [] for i in ids}, failures={i: {} for i in ids},
-                   pgdb={i: {} for i in ids}, os={i: [] for i in ids}, waits={i: [] for i in ids},
+                   pgdb={i: DatabaseStep() for i in ids}, os={i: [] for i in ids}, waits={i: [] for i in ids},
                    waits_bg={i: [] for i in ids}, snaps={i: (0, 0.0, 0.0) for i in ids})
     text = _text(data, waits=False)
     summary = text[text.index("Data Summary"):text.index("% vs baseline")]

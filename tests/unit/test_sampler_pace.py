@@ -11,7 +11,7 @@ from builders import make_run_data
 from pgknee.analyze.run import build
 from pgknee.analyze.warnings import run_warnings
 from pgknee.collect.pace import BUDGET, MAX_INTERVAL_S, WINDOW, Pace, series_125, slower_interval
-from pgknee.keys import StepFact
+from pgknee.stepfacts import ActivityGaps, StepFacts
 
 
 @pytest.mark.parametrize(("at_least", "expected"), [
@@ -66,8 +66,8 @@ def test_the_pace_goes_on_lengthening_while_the_queries_grow_and_a_step_starts_f
 
 def test_the_reader_is_told_which_steps_were_sampled_slower() -> None:
     data = make_run_data()  # plan: sampling every 100 ms
-    facts = {1: {StepFact.ACTIVITY_INTERVAL_S: 0.1}, 3: {StepFact.ACTIVITY_INTERVAL_S: 0.5},
-             4: {StepFact.ACTIVITY_INTERVAL_S: 0.2, StepFact.ACTIVITY_TICKS_LATE: 7.0}}
+    facts = {1: StepFacts((ActivityGaps(interval_s=0.1),)), 3: StepFacts((ActivityGaps(interval_s=0.5),)),
+             4: StepFacts((ActivityGaps(interval_s=0.2, ticks_late=7),))}
     lines = [w for w in run_warnings(build(dataclasses.replace(data, facts=facts))) if "slowed" in w]
     assert lines == ["pg_stat_activity sampling slowed down by itself from 10 Hz in step 3 (c8 rep 1 base: 2 Hz), "
                      "4 (c8 rep 2 base: 5 Hz): its query took more than half the interval (it reads every backend); "

@@ -30,6 +30,7 @@ from pgknee.collect.proctext import (
 )
 from pgknee.collect.servermachine import SERVICES, Told, classify, from_files, server_machine
 from pgknee.report.terminal import rule_of_thumb, sizing_text
+from pgknee.stepfacts import Measured, StepFacts
 from pgknee.types import RunData
 
 PROC = Path(__file__).resolve().parent.parent / "data" / "proc"
@@ -217,7 +218,8 @@ def _with_server_figures() -> RunData:
 
     server_os = {s.step_id: [sample(1001.0, 30.0, 4 * 2**20), sample(1002.0, 5.0, 3 * 2**20)]
                  for s in data.steps if s.clients == 8}
-    facts = {s.step_id: {"kcache.user_s": 12.0, "kcache.system_s": 4.0, "bench.seconds": 10.0} for s in data.steps}
+    facts = {s.step_id: StepFacts.of_items({"kcache.user_s": 12.0, "kcache.system_s": 4.0, "bench.seconds": 10.0,
+                                            "log.sampling_rate": 1.0}) for s in data.steps}
     env = _remote(**{"server.machine.cpus": "4", "server.machine.cpus_source": "ssh db1",
                      "server.os": "ssh db1 every 1 s", "server.pg_stat_kcache": "2.2.1"})
     return dataclasses.replace(data, server_os=server_os, facts=facts, env={**data.env, **env})
@@ -322,7 +324,7 @@ def test_kcache_from_its_records_as_from_the_facts_of_older_runs() -> None:
 
     old = _with_server_figures()
     new = dataclasses.replace(
-        old, facts={i: {"bench.seconds": 10.0} for i in old.facts},
+        old, facts={i: StepFacts((Measured(10.0, 1.0),)) for i in old.facts},
         server={s.step_id: (KcacheStep(user_s=12.0, system_s=4.0, read_bytes=0.0, write_bytes=8192.0),)
                 for s in old.steps})
     for data in (old, new):

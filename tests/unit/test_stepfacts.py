@@ -8,11 +8,13 @@ import pytest
 from pgknee.keys import StepFact
 from pgknee.stepfacts import (
     KINDS,
+    ActivityGaps,
     Agents,
     AutoDuration,
     FactsDraft,
     Faults,
     IdleSessions,
+    KcacheBefore16,
     Measured,
     MemoryAtEnd,
     MemoryBeforeIdle,
@@ -22,6 +24,7 @@ from pgknee.stepfacts import (
     Settings,
     Steadiness,
     StepFacts,
+    Unread,
     Warmup,
 )
 
@@ -30,6 +33,7 @@ EVERY_KIND = StepFacts((
     MemoryAtEnd(1.0, 2.0, 3.0, 4.0, 5.0, 6, 7.0, 8), Network(4.0, 1.1, 1.5, 0.9, 0.1, 1.0),
     RelayEnd(0.2, 0.9, 37.5, None, 9), Warmup(1234, 5678.5), Measured(10.02, 0.25, 900), Steadiness(3.0, 812.5, 1.4),
     AutoDuration(True, 35.0), Agents(3, 1), Faults(True, None), Settings((("max_connections", 100.0),)),
+    ActivityGaps(4, 1, 0.5, 7), KcacheBefore16(1.5, 0.25, 0.0, 8192.0),
 ))
 
 
@@ -95,3 +99,14 @@ def test_what_failed_a_step_from_outside_comes_most_telling_first() -> None:
     assert _outside_causes(draft) == ["the server restarted or could not be reached during the step",
                                       "the simulated network hop (pgknee's relay) died during the step (exit code 1)"]
     assert _outside_causes(FactsDraft(RelayEnd(0.1, 0.2, 3.0), Faults(pooler_died=True))) == []
+
+
+def test_names_no_record_reads_are_kept_as_they_were() -> None:
+    """An older run's facts (the quiet wait's one quiet.checkpoint, net.relay_died) reach the JSON
+    and a copy unchanged; a None field of a record read back is not taken for one."""
+    stored = {StepFact.QUIET_WAIT_S: 0.4, "quiet.checkpoint": 0.5, "net.relay_died": -9.0}
+    back = StepFacts.of_items(stored)
+    assert back.of(QuietWait) == QuietWait(0.4)
+    assert back.of(Unread) == Unread((("quiet.checkpoint", 0.5), ("net.relay_died", -9.0)))
+    assert dict(back.items()) == stored
+    assert StepFacts.of_items({StepFact.QUIET_WAIT_S: 0.4}).of(Unread) is None

@@ -25,7 +25,7 @@ from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
 from pgknee.serverstats import CheckpointStep, DatabaseStep, IoStep, WalStep
-from pgknee.stepfacts import MemoryAtEnd, StepFacts
+from pgknee.stepfacts import ActivityGaps, MemoryAtEnd, StepFacts
 from pgknee.store import claims, sidefile
 from pgknee.store import db as db_mod
 from pgknee.store import writer as writer_mod
@@ -330,7 +330,7 @@ def test_load_run_round_trip(store: Store) -> None:
     assert (script.failed, script.retried, script.tps, script.lat_avg_ms, script.lat_p99_ms) == (
         0, 0, 100.0, 20.0, 40.0)
     assert data.failures[sids[1]] == {"serialization": 3}
-    assert data.pgdb[sids[0]] == {"xact_commit": 1002.0}
+    assert data.pgdb[sids[0]] == DatabaseStep(xact_commit=1002.0)
     (sample,) = data.os[sids[0]]
     assert (sample.phase, sample.cpu_user, sample.cpu_idle, sample.client_cpu_pct, sample.pooler_cpu_pct) == (
         "bench", 50.0, 40.0, 25.0, 40.0)
@@ -546,8 +546,8 @@ def test_the_sampler_s_rate_and_late_ticks_are_step_facts(store: Store) -> None:
     sid = _step(w, 1, 2)
     w.write_step(_full_result(sid))
     facts = load_run(store, "r").facts[sid]
-    assert (facts["activity.interval_s"], facts["activity.ticks_late"]) == (0.5, 3.0)
-    assert "activity.ticks_lost" not in facts  # none lost: no fact
+    assert facts.of(ActivityGaps) == ActivityGaps(None, None, 0.5, 3)  # none lost, none reconnected: no fact
+    assert dict(facts.items())["activity.interval_s"] == 0.5 and "activity.ticks_lost" not in dict(facts.items())
 
 
 def test_pg_wait_sampling_s_profile_is_stored_per_step_and_read_back(store: Store) -> None:

@@ -13,19 +13,10 @@ from pgknee.analyze.network import network_checks
 from pgknee.analyze.records import Group, MemoryRow, PoolerRow, ScriptSummary, Spread, SystemRow
 from pgknee.analyze.serverside import checkpoint_check
 from pgknee.analyze.waits import total_aas, wait_profile
-from pgknee.keys import (
-    AT_END,
-    BEFORE_IDLE,
-    MEM_AVAILABLE,
-    MEM_CACHED,
-    PSS_IDLE_MEAN,
-    PSS_SERVER,
-    StepFact,
-    commits_per_txn,
-    memory_fact,
-    setting,
-)
+from pgknee.keys import commits_per_txn
 from pgknee.rules import BEST, measured_window
+from pgknee.serverstats import DatabaseStep
+from pgknee.stepfacts import IdleSessions, MemoryAtEnd, MemoryBeforeIdle, StepFacts
 from pgknee.types import OsSample, PoolerRecord, RunData, ScriptRow, StepRecord
 
 
@@ -165,27 +156,25 @@ def _pooler_figures(data: RunData, s: StepRecord, p: PoolerRecord) -> tuple[int,
     return len(samples), out
 
 
-_END_AVAILABLE = memory_fact(AT_END, MEM_AVAILABLE)
-_BEFORE_IDLE_AVAILABLE = memory_fact(BEFORE_IDLE, MEM_AVAILABLE)
-
-
 def memory_row(data: RunData, done: Sequence[StepRecord]) -> MemoryRow | None:
     if not done:
         return None
     per: dict[str, list[float]] = {}
     for s in done:
-        f = data.facts.get(s.step_id, {})
-        pg = data.pgdb.get(s.step_id, {})
+        f = data.facts.get(s.step_id, StepFacts())
+        end, before = f.of(MemoryAtEnd) or MemoryAtEnd(), f.of(MemoryBeforeIdle) or MemoryBeforeIdle()
+        idle = f.of(IdleSessions)
+        pg = data.pgdb.get(s.step_id, DatabaseStep())
+        read, hit = pg.blks_read, pg.blks_hit
         window = measured_window(s.transactions, s.tps, s.duration_s)
         values = {
-            "avail": f.get(_END_AVAILABLE), "cached": f.get(memory_fact(AT_END, MEM_CACHED)),
-            "pss": f.get(memory_fact(AT_END, PSS_SERVER)), "idle_pss": f.get(memory_fact(AT_END, PSS_IDLE_MEAN)),
-            "drop": (f[_BEFORE_IDLE_AVAILABLE] - f[_END_AVAILABLE]
-                     if _BEFORE_IDLE_AVAILABLE in f and _END_AVAILABLE in f else None),
-            "read": pg["blks_read"] / window if "blks_read" in pg and window else None,
-            "hit": (100.0 * pg["blks_hit"] / (pg["blks_hit"] + pg["blks_read"])
-                    if pg.get("blks_hit", 0) + pg.get("blks_read", 0) > 0 else None),
-            "open": f.get(StepFact.IDLE_OPEN_S), "maxconn": f.get(setting("max_connections"))}
+            "avail": end.mem_available_kb, "cached": end.mem_cached_kb, "pss": end.pss_server_kb,
+            "idle_pss": end.pss_idle_backend_mean_kb,
+            "drop": (before.mem_available_kb - end.mem_available_kb
+                     if before.mem_available_kb is not None and end.mem_available_kb is not None else None),
+            "read": read / window if read is not None and window else None,
+            "hit": 100.0 * (hit or 0.0) / ((hit or 0.0) + (read or 0.0)) if (hit or 0.0) + (read or 0.0) > 0 else None,
+            "open": idle.open_s if idle is not None else None, "maxconn": f.setting("max_connections")}
         for k, x in values.items():
             if x is not None:
                 per.setdefault(k, []).append(x / 1024.0 if k in ("avail", "cached", "pss", "idle_pss", "drop") else x)
@@ -223,16 +212,16 @@ def _client_cpu(data: RunData, s: StepRecord) -> ck.Check:
 def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     n, _, _ = data.snaps.get(s.step_id, (0, 0.0, 0.0))
     rows = wait_profile(data.waits.get(s.step_id, []), n)
-    pgdb = data.pgdb.get(s.step_id, {})
+    pgdb = data.pgdb.get(s.step_id, DatabaseStep())
     checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s, _commits_per_txn(data, s)), ck.littles_law(s),
-              ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.get("active_time"),
-                                        data.busy.get(s.step_id), pgdb.get("idle_in_transaction_time")),
+              ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.active_time,
+                                        data.busy.get(s.step_id), pgdb.idle_in_transaction_time),
               _client_cpu(data, s), ck.failures(s)]
     if data.agents.get(s.step_id):
         checks.append(agents_agree(s, data.agents[s.step_id]))
     if s.pooler_kind is not None:
         checks.append(ck.pooler_occupancy(s, data.pooler.get(s.step_id)))
-    checks += network_checks(s, data.facts.get(s.step_id, {}), data.snaps.get(s.step_id), rows)
+    checks += network_checks(s, data.facts.get(s.step_id, StepFacts()), data.snaps.get(s.step_id), rows)
     if s.step_id in data.server:
         checks.append(checkpoint_check(data, s))
     return tuple(checks)

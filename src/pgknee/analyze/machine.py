@@ -10,9 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pgknee.analyze.records import Group, RunView
-from pgknee.keys import Env, StepFact
+from pgknee.keys import Env
 from pgknee.rules import cpu_saturated
 from pgknee.serverstats import KcacheStep
+from pgknee.stepfacts import KcacheBefore16, Measured, StepFacts
 from pgknee.types import RunData, ServerOsSample
 
 UNKNOWN_HINT = "give --server-cpus N"
@@ -181,8 +182,8 @@ def kcache_cpu(data: RunData, group: Group) -> tuple[float, float] | None:
     phase's length), and the system share of that, %."""
     busy, system = [], []
     for s in group.done:
-        f = data.facts.get(s.step_id, {})
-        seconds = f.get(StepFact.BENCH_SECONDS) or s.duration_s
+        measured = data.facts.get(s.step_id, StepFacts()).of(Measured)
+        seconds = (measured.bench_seconds if measured is not None else None) or s.duration_s
         cpu = _kcache_seconds(data, s.step_id)
         if cpu is None or not seconds:
             continue
@@ -198,7 +199,7 @@ def _kcache_seconds(data: RunData, step_id: int) -> tuple[float, float] | None:
     rec = next((r for r in data.server.get(step_id, ()) if isinstance(r, KcacheStep)), None)
     if rec is not None:
         return rec.user_s, rec.system_s
-    f = data.facts.get(step_id, {})
-    if StepFact.KCACHE_USER_S not in f:
+    old = data.facts.get(step_id, StepFacts()).of(KcacheBefore16)
+    if old is None or old.user_s is None:
         return None
-    return f[StepFact.KCACHE_USER_S], f.get(StepFact.KCACHE_SYSTEM_S, 0.0)
+    return old.user_s, old.system_s or 0.0

@@ -10,14 +10,15 @@ out of CPU: client saturated), and 'rtt-achieved' (the relay gave the asked roun
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgknee.analyze.checks import Check, CheckUnit
 from pgknee.analyze.records import Group, RunView
 from pgknee.analyze.waits import total_aas
-from pgknee.keys import CheckId, CheckStatus, StepFact
+from pgknee.keys import CheckId, CheckStatus
+from pgknee.stepfacts import Network, RelayEnd, StepFacts
 from pgknee.types import StepRecord, WaitRow
 
 if TYPE_CHECKING:
@@ -50,20 +51,19 @@ class NetworkRow:
         return 100.0 * n / self.latency_ms if n is not None and self.latency_ms else None
 
 
-def _median(steps: Sequence[StepRecord], facts: dict[int, dict[str, float]], key: str) -> float | None:
-    vals = [facts[s.step_id][key] for s in steps if key in facts.get(s.step_id, {})]
-    return float(statistics.median(vals)) if vals else None
-
-
-def network_row(g: Group, facts: dict[int, dict[str, float]]) -> NetworkRow | None:
+def network_row(g: Group, facts: dict[int, StepFacts]) -> NetworkRow | None:
     steps = g.done or g.steps
-    if not steps or _median(steps, facts, StepFact.NET_RTT_MS) is None:
-        return None
-    def med(key: str) -> float | None:
-        return _median(steps, facts, key)
+    nets = [n for s in steps if (n := facts.get(s.step_id, StepFacts()).of(Network)) is not None]
 
-    return NetworkRow(g.variant, g.clients, steps[0].rtt_ms, med(StepFact.NET_RTT_MS), med(StepFact.NET_RTT_P99_MS),
-                      med(StepFact.NET_RELAY_ADDED_MS), med(StepFact.NET_ROUND_TRIPS),
+    def med(figure: Callable[[Network], float | None]) -> float | None:
+        vals = [v for n in nets if (v := figure(n)) is not None]
+        return float(statistics.median(vals)) if vals else None
+
+    rtt = med(lambda n: n.rtt_ms)
+    if rtt is None:
+        return None
+    return NetworkRow(g.variant, g.clients, steps[0].rtt_ms, rtt, med(lambda n: n.rtt_p99_ms),
+                      med(lambda n: n.relay_added_ms), med(lambda n: n.round_trips_per_txn),
                       g.lat_avg.value if g.lat_avg else None)
 
 
@@ -128,12 +128,12 @@ def _na(check: CheckId, why: str) -> Check:
     return Check(check, CheckStatus.NA, why)
 
 
-def network_bound(step: StepRecord, facts: dict[str, float], client_wait: float | None) -> Check:
+def network_bound(step: StepRecord, net: Network, client_wait: float | None) -> Check:
     """Round trips x RTT against the measured mean latency; and, where the sampled sessions tell
     it, the sessions waiting for their client against the network's share of them (Little's law:
     TPS x round trips x RTT)."""
     name = CheckId.NETWORK_BOUND
-    rtt, trips = facts.get(StepFact.NET_RTT_MS), facts.get(StepFact.NET_ROUND_TRIPS)
+    rtt, trips = net.rtt_ms, net.round_trips_per_txn
     if rtt is None or trips is None:
         return _na(name, "no round-trip probe")
     if not step.tps or not step.lat_avg_ms:
@@ -153,22 +153,22 @@ def network_bound(step: StepRecord, facts: dict[str, float], client_wait: float 
                  CheckUnit.CAPACITY_PCT)
 
 
-def rtt_achieved(step: StepRecord, facts: dict[str, float]) -> Check:
+def rtt_achieved(step: StepRecord, net: Network, relay: RelayEnd | None) -> Check:
     """The simulated hop's round trip (probed through the relay, less the direct path) against
     the asked one; the relay's own cost (about 0.05 ms, measured with rtt 0) is within it."""
     name = CheckId.RTT_ACHIEVED
     if not step.rtt_ms:
         return _na(name, "no simulated network hop")
-    added = facts.get(StepFact.NET_RELAY_ADDED_MS)
+    added = net.relay_added_ms
     if added is None:
         return _na(name, "the round trip through the relay was not probed")
     d = 100.0 * (added - step.rtt_ms) / step.rtt_ms
     detail = f"asked {step.rtt_ms:g} ms, the relay added {added:.3f} ms before the step ({d:+.1f}%)"
     # during the step: each round trip crosses the relay twice, each crossing late by this on average
-    late = facts.get(StepFact.NET_RELAY_LATE_MEAN_MS)
+    late = relay.late_mean_ms if relay is not None else None
     late_pct = 100.0 * 2 * late / step.rtt_ms if late is not None else 0.0
     if late is not None:
-        cpu = facts.get(StepFact.NET_RELAY_CPU_PCT)
+        cpu = relay.cpu_pct if relay is not None else None
         detail += (f"; during it {2 * late:.3f} ms late per round trip ({late_pct:+.1f}%)"
                    + (f", the relay at {cpu:.0f}% of a core" if cpu is not None else ""))
     ok = abs(d) <= RTT_TOLERANCE and late_pct <= RTT_TOLERANCE
@@ -178,17 +178,18 @@ def rtt_achieved(step: StepRecord, facts: dict[str, float]) -> Check:
                  CheckUnit.DEVIATION_PCT)
 
 
-def network_checks(step: StepRecord, facts: dict[str, float], snaps: tuple[int, float, float] | None,
+def network_checks(step: StepRecord, facts: StepFacts, snaps: tuple[int, float, float] | None,
                    rows: Sequence[WaitRow]) -> list[Check]:
     """A step's network checks, when its round trip was probed (none for older runs)."""
-    if StepFact.NET_RTT_MS not in facts:
+    net = facts.of(Network)
+    if net is None or net.rtt_ms is None:
         return []
     # sessions waiting for their client: the client backends sampled, less those active
     direct = step.pooler_kind is None
     client_wait = max(0.0, snaps[1] - total_aas(rows)) if snaps is not None and snaps[0] and direct else None
-    out = [network_bound(step, facts, client_wait)]
+    out = [network_bound(step, net, client_wait)]
     if step.rtt_ms:
-        out.append(rtt_achieved(step, facts))
+        out.append(rtt_achieved(step, net, facts.of(RelayEnd)))
     return out
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pgknee.analyze.agents import agent_warnings
 from pgknee.analyze.records import Group, PoolerRow, RunView
-from pgknee.keys import CheckStatus, StepFact
+from pgknee.keys import CheckStatus
 from pgknee.rules import measured_window
+from pgknee.stepfacts import ActivityGaps, Faults, StepFacts
 from pgknee.types import RunData
 
 POOLER_CPU_LIMIT = 85.0  # % of one core: pgbouncer is single-threaded
@@ -59,17 +60,21 @@ def _run_status(data: RunData, done: int) -> list[str]:
     return out + _gaps(data)
 
 
+def _facts(data: RunData, step_id: int) -> StepFacts:
+    return data.facts.get(step_id, StepFacts())
+
+
 def _gaps(data: RunData) -> list[str]:
     """Steps the server went away in, and steps whose pg_stat_activity sampling had a gap."""
     out = []
-    restarted = [s for s in data.steps if data.facts.get(s.step_id, {}).get(StepFact.SERVER_RESTARTED)]
+    restarted = [s for s in data.steps if (f := _facts(data, s.step_id).of(Faults)) and f.server_restarted]
     if restarted:
         out.append("the server restarted or could not be reached during step " +
                    ", ".join(f"{s.seq} (c{s.clients} rep {s.rep} {s.variant})" for s in restarted) +
                    "; the step failed and the sweep went on")
     for s in data.steps:
-        lost = data.facts.get(s.step_id, {}).get(StepFact.ACTIVITY_TICKS_LOST)
-        if lost:
+        gaps = _facts(data, s.step_id).of(ActivityGaps)
+        if gaps is not None and (lost := gaps.ticks_lost):
             out.append(f"step {s.seq} (c{s.clients} rep {s.rep} {s.variant}): pg_stat_activity sampling lost "
                        f"{lost:.0f} tick{'s' if lost != 1 else ''} (its connection was gone); its wait profile "
                        "covers the rest of the step")
@@ -81,8 +86,8 @@ def _slowed(data: RunData) -> list[str]:
     planned = float(data.run.plan.get("sample_interval_s") or 0.0)
     slowed = []
     for s in data.steps:
-        facts = data.facts.get(s.step_id, {})
-        interval = facts.get(StepFact.ACTIVITY_INTERVAL_S)
+        gaps = _facts(data, s.step_id).of(ActivityGaps)
+        interval = gaps.interval_s if gaps is not None else None
         if planned and interval and interval > planned * 1.001:
             slowed.append(f"{s.seq} (c{s.clients} rep {s.rep} {s.variant}: {1 / interval:g} Hz)")
     if not slowed:

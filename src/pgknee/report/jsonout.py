@@ -59,7 +59,7 @@ def _step_json(view: RunView, s: StepRecord) -> dict[str, Any]:
         "pool_size": s.pool_size, "idle": s.idle, "idle_kind": s.idle_kind,
         "settings": json.loads(s.settings_json) if s.settings_json else None,
         "rtt_ms": s.rtt_ms, "rtt_jitter_ms": s.rtt_jitter_ms,
-        "facts": d.facts.get(s.step_id, {}),
+        "facts": dict(d.facts[s.step_id].items()) if s.step_id in d.facts else {},
         "duration_s": s.duration_s, "tps": s.tps, "tps_pgbench": s.tps_pgbench, "tps_db": s.tps_db,
         "transactions": s.transactions, "failed": s.failed, "retried": s.retried, "retries": s.retries,
         "latency_ms": {"avg": s.lat_avg_ms, "stddev": s.lat_stddev_ms, "min": s.lat_min_ms, "p50": s.lat_p50_ms,
@@ -71,7 +71,7 @@ def _step_json(view: RunView, s: StepRecord) -> dict[str, Any]:
                      "latency_ms": {"avg": r.lat_avg_ms, "stddev": r.lat_stddev_ms, "p50": r.lat_p50_ms,
                                     "p95": r.lat_p95_ms, "p99": r.lat_p99_ms, "max": r.lat_max_ms}}
                     for r in d.scripts.get(s.step_id, [])],
-        "pg_stat_database_delta": d.pgdb.get(s.step_id, {}),
+        "pg_stat_database_delta": dict(d.pgdb[s.step_id].items()) if s.step_id in d.pgdb else {},
         "snapshots": view.step_snapshots(s),
         "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
                           "aas": w.aas} for w in view.step_waits(s)],

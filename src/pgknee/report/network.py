@@ -10,7 +10,7 @@ from rich.text import Text
 
 from pgknee.analyze.network import NetworkRow, gain_headline, network_rows, pipeline_gains
 from pgknee.analyze.records import RunView
-from pgknee.keys import StepFact
+from pgknee.stepfacts import Network
 
 NETWORK_NOTE = ("RTT: the median of 200 bare round trips (a Sync each, no transaction) on pgbench's path before "
                 "each step (through the relay for a simulated hop: the asked delay plus the relay's own cost, "
@@ -55,8 +55,8 @@ def _cells(r: NetworkRow, simulated: bool) -> list[str]:
 def rtt_line(view: RunView) -> str | None:
     """'network: round trip to the server 0.014 ms (median of the direct probes before each step)'."""
     direct = [r.rtt_ms for r in network_rows(view) if not r.asked_ms and r.rtt_ms is not None]
-    facts = view.data.facts
-    direct += [f[StepFact.NET_DIRECT_RTT_MS] for f in facts.values() if StepFact.NET_DIRECT_RTT_MS in f]
+    direct += [n.direct_rtt_ms for f in view.data.facts.values()
+               if (n := f.of(Network)) is not None and n.direct_rtt_ms is not None]
     if not direct:
         return None
     direct.sort()

@@ -13,8 +13,9 @@ from pgknee.analyze.checks import Check, CheckUnit, met
 from pgknee.analyze.records import Group, PoolerRow, RunView, Spread
 from pgknee.analyze.sweep import Metric, sweep
 from pgknee.analyze.waits import WaitProfile
-from pgknee.keys import CheckId, CheckStatus, Env, StepFact
+from pgknee.keys import CheckId, CheckStatus, Env
 from pgknee.report.cells import fmt, matrix, value, with_change
+from pgknee.stepfacts import AutoDuration, Measured, Steadiness, StepFacts
 
 MAX_WAIT_ROWS = 20
 
@@ -49,27 +50,28 @@ def _how_measured(view: RunView, groups: tuple[Group, ...]) -> list[list[str]]:
     """Rows saying how each count's figures were got, where that is not the plain fixed step with
     a full log: the steady-state judgement (warm-up cut, the steady TPS's interval, the length of a
     --duration auto step and why it ended) and the share of transactions the latency comes from."""
-    def facts(g: Group) -> list[dict[str, float]]:
-        return [view.data.facts.get(s.step_id, {}) for s in g.done]
+    def facts(g: Group) -> list[StepFacts]:
+        return [view.data.facts.get(s.step_id, StepFacts()) for s in g.done]
 
     rows = []
-    if any(StepFact.STEADY_STOPPED in f for g in groups for f in facts(g)):
+    if any(f.of(AutoDuration) is not None for g in groups for f in facts(g)):
         rows.append(["Step length (s)", *[", ".join(_length(f) for f in facts(g)) or "-" for g in groups],
                      "■ stopped once steady"])
-    if any(StepFact.STEADY_HALFWIDTH_PCT in f for g in groups for f in facts(g)):
+    if any(f.of(Steadiness) is not None for g in groups for f in facts(g)):
         rows.append(["Steady TPS ±95% (warm-up s)",
-                     *[", ".join(f"±{f[StepFact.STEADY_HALFWIDTH_PCT]:.1f}% ({f[StepFact.STEADY_WARMUP_S]:.0f})"
-                                 if StepFact.STEADY_HALFWIDTH_PCT in f else "not steady" for f in facts(g)) or "-"
-                       for g in groups], "MSER-5"])
-    if any(f.get(StepFact.LOG_SAMPLING_RATE, 1.0) < 1 for g in groups for f in facts(g)):
+                     *[", ".join(f"±{st.halfwidth_pct:.1f}% ({st.warmup_s:.0f})" if (st := f.of(Steadiness))
+                                 else "not steady" for f in facts(g)) or "-" for g in groups], "MSER-5"])
+    if any((m := f.of(Measured)) and m.log_sampling_rate < 1 for g in groups for f in facts(g)):
         rows.append(["Latency from (logged)",
-                     *[", ".join(f"{f.get(StepFact.LOG_TRANSACTIONS, 0):,.0f}" for f in facts(g)) or "-"
-                       for g in groups], "a sample of the transactions"])
+                     *[", ".join(f"{(m.log_transactions or 0) if (m := f.of(Measured)) else 0:,.0f}"
+                                 for f in facts(g)) or "-" for g in groups], "a sample of the transactions"])
     return rows
 
 
-def _length(f: dict[str, float]) -> str:
-    return f"{f.get(StepFact.BENCH_SECONDS, 0):.0f}" + (" ■" if f.get(StepFact.STEADY_STOPPED) else "")
+def _length(f: StepFacts) -> str:
+    measured, auto = f.of(Measured), f.of(AutoDuration)
+    return (f"{measured.bench_seconds if measured else 0:.0f}"
+            + (" ■" if auto is not None and auto.stopped else ""))
 
 
 def _spreads(groups: tuple[Group, ...]) -> list[list[str]]:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import DbError, StoreError, UserError, store_error
-from pgknee.serverstats import RECORDS, ServerRecord, columns, from_row
+from pgknee.serverstats import RECORDS, DatabaseStep, ServerRecord, columns, from_row
+from pgknee.stepfacts import StepFacts
 from pgknee.store.location import Location, locate
 from pgknee.store.migrate import SCHEMA_VERSION, judge, migrate, read_header
 from pgknee.store.sql import load
@@ -234,8 +235,8 @@ class Store:
         facts = dict(self.db.execute(load("step_pooler"), (step.step_id,)).fetchall())
         return PoolerRecord([PoolerSample(*r) for r in rows], PoolerFacts.of_items(facts))
 
-    def step_facts(self, step_id: int) -> dict[str, float]:
-        return dict(self.db.execute(load("step_facts"), (step_id,)).fetchall())
+    def step_facts(self, step_id: int) -> StepFacts:
+        return StepFacts.of_items(dict(self.db.execute(load("step_facts"), (step_id,)).fetchall()))
 
     def statement_mix(self, run_id: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """A captured workload's statements (statement, query, kind, share of calls, of time) and
@@ -244,8 +245,8 @@ class Store:
         steps = self.db.execute(load("replayed_statements"), (run_id,)).fetchall()
         return captured, steps
 
-    def pg_stat_database(self, step_id: int) -> dict[str, float]:
-        return dict(self.db.execute(load("step_pg_stat_database"), (step_id,)).fetchall())
+    def pg_stat_database(self, step_id: int) -> DatabaseStep:
+        return DatabaseStep.of_items(dict(self.db.execute(load("step_pg_stat_database"), (step_id,)).fetchall()))
 
     def progress(self, step_id: int) -> list[tuple[float, float]]:
         rows = self.db.execute(load("progress"), (step_id,)).fetchall()

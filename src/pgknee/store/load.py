@@ -31,7 +31,7 @@ def load_run(store: Store, ref: str) -> RunData:
         snaps={i: s[:3] for i, s in snaps.items()}, hidden={i: s[3] for i, s in snaps.items() if s[3]},
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
         pooler={s.step_id: p for s in steps if (p := store.pooler_record(s)) is not None},
-        facts={i: f for i in ids if (f := store.step_facts(i))},
+        facts={i: f for i in ids if (f := store.step_facts(i)).records},
         progress={i: pr for i in ids if (pr := store.progress(i))},
         server_os={i: sv for i in ids if (sv := store.server_os_samples(i))}, wait_sampling=store.wait_sampling(ids),
         statement_mix=store.statement_mix(run.run_id), agents=store.step_agents(run.run_id),

@@ -24,9 +24,9 @@ from typing import Any
 from pgknee import errors, keys
 from pgknee.clock import now_iso
 from pgknee.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserError, store_error
-from pgknee.keys import StepFact
 from pgknee.registry import is_alive, start_time
 from pgknee.serverstats import as_row
+from pgknee.stepfacts import ActivityGaps
 from pgknee.store import sidefile
 from pgknee.store.claims import claim_refusal, owner, owner_alive
 from pgknee.store.db import Store
@@ -332,12 +332,9 @@ class RunWriter:
         if r.activity is not None:
             self._many("insert_snapshots", self._rows(r.step_id, r.activity.snapshots))
             self._many("insert_activity", self._rows(r.step_id, r.activity.rows))
-            self._many("insert_step_facts", [
-                {"step_id": r.step_id, "name": name, "value": float(n)}
-                for name, n in ((StepFact.ACTIVITY_TICKS_LOST, r.activity.ticks_lost),
-                                (StepFact.ACTIVITY_RECONNECTS, r.activity.reconnects),
-                                (StepFact.ACTIVITY_INTERVAL_S, r.activity.interval_s),
-                                (StepFact.ACTIVITY_TICKS_LATE, r.activity.ticks_late)) if n])
+            a = r.activity  # its gaps among the step's facts, each only when not 0
+            gaps = ActivityGaps(a.ticks_lost or None, a.reconnects or None, a.interval_s or None, a.ticks_late or None)
+            self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in gaps.items()])
         self._many("insert_os_samples", self._rows(r.step_id, r.os_rows))
         self._many("insert_server_os_samples", self._rows(r.step_id, r.server_os_rows))
         self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
