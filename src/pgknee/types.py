@@ -365,6 +365,13 @@ class PoolerSamples:
     errors: tuple[str, ...] = ()
 
 
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class PoolerFacts:
     """How a step's pooler ran: its kind ('managed', 'external'), a managed pgbouncer's version and
@@ -403,7 +410,8 @@ class PoolerFacts:
             return tuple((k[len(prefix):], v) for k, v in d.items() if k.startswith(prefix))
 
         return cls(d.get(PoolerFact.KIND), d.get(PoolerFact.VERSION), family(POOLER_SETTING), family(POOLER_EXTERNAL),
-                   tuple((k, float(v)) for k, v in family(POOLER_DELTA)), d.get(PoolerFact.MISSING),
+                   tuple((k, x) for k, v in family(POOLER_DELTA) if (x := _number(v)) is not None),
+                   d.get(PoolerFact.MISSING),
                    d.get(PoolerFact.SAMPLER_ERRORS))
 
 

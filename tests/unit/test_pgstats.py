@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
+import pytest
+
 from pgknee.collect.pgstats import SERVER_START, change, settled
 from pgknee.collect.protocol import Needs, StepCollectors
 from pgknee.serverstats import DatabaseStep, ServerRestart, WalStep
@@ -68,3 +71,49 @@ def test_the_collectors_statements_are_counted_as_they_run() -> None:
     collectors.begin(None)  # type: ignore[arg-type]
     assert len(collectors.end(None)) == 2  # type: ignore[arg-type]
     assert collectors.reads == 8
+
+
+class Flaky:
+    """A session that is lost at the n-th statement (a DBA's pg_terminate_backend, a restart)."""
+
+    def __init__(self, rows: list[dict[str, float]], lost_at: int | None = None) -> None:
+        self.rows, self.lost_at, self.n = rows, lost_at, 0
+
+    def read(self) -> dict[str, float]:
+        self.n += 1
+        if self.n == self.lost_at:
+            raise psycopg.OperationalError("terminating connection due to administrator command")
+        return self.rows[min(self.n - 1, len(self.rows) - 1)]
+
+
+def test_an_end_read_on_a_lost_session_is_read_again_and_still_tells_a_restart(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The begin read is kept until the end read worked: tried again on a new session (the server
+    restarted meanwhile), the collector sees the start time move, as the step must be told."""
+    from pgknee.collect import pgstats
+
+    session = Flaky([{"xact_commit": 10.0, SERVER_START: 1e9}], lost_at=2)
+    monkeypatch.setattr(pgstats, "snapshot", lambda conn: conn.read())
+    c = pgstats.DatabaseCollector(settle_s=0.3)
+    c.begin(session)
+    with pytest.raises(psycopg.OperationalError):
+        c.end(session)
+    again = Flaky([{"xact_commit": 2.0, SERVER_START: 1e9 + 30}])
+    assert c.end(again) == (ServerRestart(1e9, 1e9 + 30),)
+    assert c.end(again) == ()  # ended: nothing more for this step
+
+
+def test_collectors_that_ended_keep_their_records_when_the_end_is_tried_again() -> None:
+    class LostOnce(Counting):
+        def end(self, conn: Any) -> tuple[WalStep, ...]:
+            if conn == "old":
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+            return super().end(conn)
+
+    first, second = Counting(1), LostOnce(1)
+    collectors = StepCollectors([first, second], 150000)
+    collectors.begin("old")  # type: ignore[arg-type]
+    with pytest.raises(psycopg.OperationalError):
+        collectors.end("old")  # type: ignore[arg-type]
+    assert len(collectors.end("new")) == 2  # type: ignore[arg-type]
+    assert first.queries_run == 2  # the first one was not read twice

@@ -42,7 +42,7 @@ def test_placeholders_are_filled_with_identifiers_and_marks() -> None:
     assert load("snapshot_count", steps=3, phases=1).endswith(
         "WHERE step_id IN (?, ?, ?) AND _phase IN (?)\n")
     assert "step_id IN (NULL)" in load("snapshot_count", steps=0, phases=1)  # IN () is no SQL: NULL matches nothing
-    assert 'SELECT step_id, "records", "fpi" FROM "step_wal" WHERE step_id IN (?, ?)' in \
+    assert "SELECT step_id, records, fpi FROM step_wal WHERE step_id IN (?, ?)" in \
         load("server_records", columns=("records", "fpi"), table="step_wal", steps=2)
     assert marks(1) == "?" and marks(4) == "?, ?, ?, ?"
 

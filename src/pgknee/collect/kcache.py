@@ -69,12 +69,12 @@ class KcacheCollector:
         self._before = totals(conn, self.schema)
 
     def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
-        before, self._before = self._before, None
+        if self._before is None:
+            return ()
         assert self.schema is not None
         self.queries_run += 1
         after = totals(conn, self.schema)
-        if before is None:
-            return ()
+        before, self._before = self._before, None
         d = KcacheStep(*(max(0.0, a - b) for a, b in zip(
             (after.user_s, after.system_s, after.read_bytes, after.write_bytes),
             (before.user_s, before.system_s, before.read_bytes, before.write_bytes), strict=True)))

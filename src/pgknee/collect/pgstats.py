@@ -80,9 +80,11 @@ class DatabaseCollector:
         self._before = self._read(conn)
 
     def end(self, conn: psycopg.Connection[Any]) -> tuple[DatabaseStep | ServerRestart, ...]:
+        if self._before is None:
+            return ()
+        after = settled(lambda: self._read(conn), self.settle_s)  # a lost session: read again on a new one
         before, self._before = self._before, None
-        after = settled(lambda: self._read(conn), self.settle_s)
-        return (change(before, after),) if before is not None else ()
+        return (change(before, after),)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,8 @@ class StepCollectors:
         self.candidates = list(candidates)
         self.active: list[Collector] = []
         self.notes: dict[str, str] = {}
+        self._ended = 0  # how many of the active ones ended this step (an end tried again goes on from there)
+        self._records: list[Collected] = []
         for c in candidates:
             if version_num < c.needs.since:
                 self.notes[c.name] = f"off: PostgreSQL {version_num // 10000} {c.needs.lacking}"
@@ -92,6 +94,7 @@ class StepCollectors:
         return sum(c.queries_run for c in self.candidates)
 
     def begin(self, conn: psycopg.Connection[Any]) -> None:
+        self._ended, self._records = 0, []
         for c in self.active:
             try:
                 c.begin(conn)
@@ -101,15 +104,20 @@ class StepCollectors:
                 continue  # its end then returns nothing for this step
 
     def end(self, conn: psycopg.Connection[Any]) -> tuple[Collected, ...]:
-        records: list[Collected] = []
-        for c in self.active:
+        """Each one's records, in order. When the connection is lost (OperationalError), the caller
+        may call again on a new one: the collectors that ended keep their records, the one that
+        failed reads again (it keeps its begin read until its end read worked)."""
+        while self._ended < len(self.active):
+            c = self.active[self._ended]
             try:
-                records += c.end(conn)
+                self._records += c.end(conn)
             except psycopg.OperationalError:
                 raise
             except psycopg.Error:
-                continue
-        return tuple(records)
+                pass
+            self._ended += 1
+        records, self._ended, self._records = tuple(self._records), 0, []
+        return records
 
 
 R = TypeVar("R")

@@ -69,9 +69,11 @@ class _OneRowCollector:
         self._before = self._read(conn)
 
     def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
+        if self._before is None:
+            return ()
+        after = self._read(conn)  # (the begin read is kept until this one worked: it may be tried again)
         before, self._before = self._before, None
-        after = self._read(conn)
-        if before is None or not _grew(before, after, self.COUNTERS):
+        if not _grew(before, after, self.COUNTERS):
             return ()
         return (self.record(before, after),)
 
@@ -138,10 +140,10 @@ class IoCollector:
         self._before = self._read(conn)
 
     def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
-        before, self._before = self._before, None
-        after = self._read(conn)
-        if before is None:
+        if self._before is None:
             return ()
+        after = self._read(conn)
+        before, self._before = self._before, None
         out: list[ServerRecord] = []
         for key, a in sorted(after.items()):
             b = before.get(key)

@@ -31,7 +31,10 @@ def fleet_phase(s: RunSession, spec: StepSpec, run: PgbenchRun, step_id: int, ph
     if lost_reason is not None:
         merged.reason = lost_reason + (f"; {merged.reason}" if merged.reason else "")
         merged.exit_code = merged.exit_code or 1
-    facts.add(Agents(len(tasks), len(fleet.lost) if lost_reason is not None else None))
+    lost = len(fleet.lost) if lost_reason is not None else None
+    if (earlier := facts.of(Agents)) is not None and earlier.lost:  # lost in the warm-up: still lost
+        lost = (lost or 0) + earlier.lost
+    facts.add(Agents(len(tasks), lost))
     facts.add(_network(tasks, facts.of(Network)))
     return merged
 

@@ -6,8 +6,8 @@ format) and migrate and sqlitefile (sqlite_*). The code keeps only PRAGMAs and t
 control (BEGIN IMMEDIATE, BEGIN, COMMIT, ROLLBACK); the migrations are in store/migrations.
 
 A statement whose shape comes from code names its placeholders in braces, and `load` fills them:
-an identifier (`{table}`) or a list of them joined by ', ' (`{columns}`), double-quoted, only from
-names that are plain lower-case identifiers (a record's __slots__, its TABLE, the store's own schema for copy),
+an identifier (`{table}`) or a list of them joined by ', ' (`{columns}`) only from names that are
+plain lower-case identifiers (a record's __slots__, its TABLE, the store's own schema for copy),
 and parameter marks (`{steps}`, `{phases}`) only from a count, as that many `?` (NULL for none:
 `IN (NULL)` matches nothing). A value never goes into the text: values are bound parameters."""
 
@@ -57,7 +57,9 @@ def _fill(key: str, value: Part) -> str:
     for n in names:
         if not IDENTIFIER.fullmatch(n):
             raise ValueError(f"{key}: {n!r} is not a plain identifier")
-    return ", ".join(f'"{n}"' for n in names)  # quoted too: a column may be a reserved word
+    # not quoted: SQLite takes a double-quoted name that is no column for a string literal, so a
+    # record that drifted from its table would read its field names as values instead of failing
+    return ", ".join(names)
 
 
 def marks(count: int) -> str:
