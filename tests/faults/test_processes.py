@@ -216,6 +216,10 @@ def test_the_sweep_survives_its_server_and_its_own_sessions(sandbox: dict[str, s
     facts = {(s, n): v for s, n, v in _rows(store, "SELECT seq, name, value FROM step_facts JOIN steps "
                                                    "USING (step_id) WHERE name LIKE 'activity.%'")}
     assert facts.get((4, "activity.reconnects"), 0) >= 1 and facts.get((4, "activity.ticks_lost"), 0) >= 1
+    # the statistics session ended in step 4 was made again, and its pg_stat_database change kept
+    commits = _rows(store, "SELECT delta FROM step_pg_stat_database JOIN steps USING (step_id) "
+                           "WHERE seq = 4 AND name = 'xact_commit'")
+    assert commits and float(commits[0][0]) > 0, commits
     assert _rows(store, "SELECT status FROM runs") == [("completed",)]
     assert "the server answers again" in err and "money conserved" in err
     shown = _run(sandbox, tmp_path, "show", "last", "--store", str(store))
