@@ -38,7 +38,7 @@ def test_direct_vs_pooled_transaction_mode(server: EmbeddedCluster, tmp_path: Pa
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_pooled", "--protocol", "extended",
                "--variant", "direct", "--variant", "pooled:transaction:pool=3", "--clients", "8", "--reps", "2",
                "--duration", "3s", "--scale", SCALE, "--store", str(store), "--json", str(js), "--quiet", *QUICK,
-               env=APP_ENV, cwd=tmp_path)
+               "--warmup", "2s", env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     steps = sql(store, "SELECT step_id, variant, pooler_kind, pool_mode, pool_size, status, transactions, failed "
                        "FROM steps ORDER BY seq")
@@ -69,7 +69,11 @@ def test_direct_vs_pooled_transaction_mode(server: EmbeddedCluster, tmp_path: Pa
     assert pooled["pooler"]["server_backends"]["median"] <= 3.5
     checks = {c["name"]: c for c in pooled["checks"]}
     assert checks["pooler-occupancy"]["status"] == "ok", checks["pooler-occupancy"]
-    assert checks["tps-vs-commits"]["status"] == "ok", checks["tps-vs-commits"]
+    # every repetition's commits match its transactions: the warm-up's server connections were
+    # closed before the bench, so they do not report the warm-up's commits inside it (at 862dc3f
+    # they did: +13-14% at 2 clients); the deviation measured since is within 0.1%
+    commits = [c for c in pooled["checks"] if c["name"] == "tps-vs-commits"]
+    assert len(commits) == 2 and all(abs(c["value"]) < 3 for c in commits), commits
     assert "through pgbouncer, transaction mode, pool 3" in r.out
     assert "Pooler — pooled:transaction:pool=3: managed pgbouncer, transaction mode, pool 3" in r.out
     assert "money conserved" in r.out

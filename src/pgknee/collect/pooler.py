@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee.clock import iso_of
+from pgknee.clock import iso_of, polling
 from pgknee.errors import PoolerError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.types import PoolerSamples
@@ -66,6 +66,20 @@ def stats_totals(rows: list[dict[str, Any]], database: str) -> dict[str, float]:
         if r.get("database") == database:
             return {k: float(v) for k, v in r.items() if k in STATS_TOTALS and isinstance(v, int | float | Decimal)}
     return {}
+
+
+def close_servers(admin: Endpoint, database: str, timeout_s: float = 3.0) -> bool:
+    """RECONNECT the database's pools: pgbouncer closes their server connections once released
+    (between phases all are), so their backends exit and report what they did to
+    pg_stat_database at once, not after idling up to 10 s into the next phase; True once none is
+    left. `database` is pgknee's own name for the pool, never a value from outside."""
+    with admin_connect(admin) as c:
+        c.execute(f"RECONNECT {database}")
+        for _ in polling(timeout_s, 0.05):
+            counts = dict(zip(POOL_COLUMNS, pool_counts(show(c, "POOLS"), database), strict=True))
+            if not any(counts[k] for k in ("sv_active", "sv_idle", "sv_used", "sv_login")):
+                return True
+    return False
 
 
 class PoolerSampler:

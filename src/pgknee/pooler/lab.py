@@ -16,7 +16,7 @@ import psycopg
 from pgknee import keys, proc
 from pgknee.collect import queries
 from pgknee.collect.memory import process_tree
-from pgknee.collect.pooler import PoolerSampler, admin_connect, show
+from pgknee.collect.pooler import PoolerSampler, admin_connect, close_servers, show
 from pgknee.dsn import parse_dsn, split_secret
 from pgknee.errors import PgkneeError, PoolerError, UserError, first_line
 from pgknee.keys import Env
@@ -51,6 +51,9 @@ class StepPooler:
     log_tail: Callable[[], str]
     release: Callable[[], None]  # close the pool's server connections (a managed one: stop it)
     facts: PoolerFacts = field(default_factory=PoolerFacts)
+    # after the warm-up, the pool's server connections closed so that the server counts their
+    # transactions now (a managed pgbouncer's; the user's own pooler is left as it is)
+    close_servers: Callable[[], bool] = lambda: True
 
 
 class Poolers:
@@ -217,7 +220,8 @@ class Poolers:
             sampler.start()
             try:
                 yield StepPooler(pgb.client_endpoint, sampler, pgb.pid, pgb.alive, pgb.log_tail, pgb.stop,
-                                 PoolerFacts("managed", self.version_text, tuple(pgb.describe().items())))
+                                 PoolerFacts("managed", self.version_text, tuple(pgb.describe().items())),
+                                 lambda: close_servers(pgb.admin_endpoint, VIRTUAL_DB))
             finally:
                 sampler.close()
 
