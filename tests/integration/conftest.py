@@ -226,6 +226,31 @@ def dsn_of(c: EmbeddedCluster, user: str = "app") -> str:
     return f"postgresql://{user}@127.0.0.1:{c.port}/pgknee"
 
 
+def superuser(c: EmbeddedCluster) -> psycopg.Connection[tuple[object, ...]]:
+    """The cluster's own superuser, over its private socket, in autocommit."""
+    return psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee", autocommit=True)
+
+
+@contextlib.contextmanager
+def own_cluster(name: str, settings: dict[str, str], bindir: Path | None = None,
+                extensions: tuple[str, ...] = ()) -> Iterator[EmbeddedCluster]:
+    """A server of a test's own (its settings, its preloaded libraries), its database made and
+    `extensions` created in it; stopped and its directory removed afterwards."""
+    base = tempfile.mkdtemp(prefix=f"pgkt-{name}-")
+    os.chmod(base, 0o755)  # the server's user reaches its directory below
+    c = EmbeddedCluster(bindir or find_bindir(), settings, base_dir=base)
+    try:
+        c.start()
+        c.create_database()
+        with superuser(c) as conn:
+            for ext in extensions:
+                conn.execute(psycopg.sql.SQL("CREATE EXTENSION {}").format(psycopg.sql.Identifier(ext)))
+        yield c
+    finally:
+        c.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def sql(store: Path, q: str, *args: object) -> list[tuple[object, ...]]:
     with contextlib.closing(sqlite3.connect(store)) as db, db:
         return db.execute(q, args).fetchall()

@@ -10,11 +10,8 @@ them)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +20,7 @@ import pytest
 
 from pgknee.targets.local import EmbeddedCluster, server_version
 
-from .conftest import QUICK, SCALE, pgknee, sql
+from .conftest import QUICK, SCALE, own_cluster, pgknee, sql, superuser
 
 SERVERS = Path(__file__).resolve().parents[2] / "scripts" / "servers.py"
 MAJORS = (16, 17, 18)
@@ -82,23 +79,15 @@ def _server_side(store: Path, n: int) -> None:
 def source(major: tuple[int, Path]) -> Iterator[tuple[int, EmbeddedCluster]]:
     """A server of that major playing the user's, with pg_stat_statements and some traffic."""
     n, bindir = major
-    base = tempfile.mkdtemp(prefix=f"pgkt-pg{n}-")
-    os.chmod(base, 0o755)
-    c = EmbeddedCluster(bindir, {"shared_preload_libraries": "pg_stat_statements"}, base_dir=base)
-    try:
-        c.start()
-        c.create_database()
-        with psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee", autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION pg_stat_statements")
+    with own_cluster(f"pg{n}", {"shared_preload_libraries": "pg_stat_statements"}, bindir,
+                     extensions=("pg_stat_statements",)) as c:
+        with superuser(c) as conn:
             conn.execute("CREATE TABLE orders (id int PRIMARY KEY, total numeric)")
             conn.execute("INSERT INTO orders SELECT g, g * 1.5 FROM generate_series(1, 1000) g")
             conn.execute("ANALYZE orders")
             for i in range(200):
                 conn.execute("SELECT total FROM orders WHERE id = %s", (i + 1,))
         yield n, c
-    finally:
-        c.close()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_capture_and_its_replay_on_each_major(source: tuple[int, EmbeddedCluster], tmp_path: Path) -> None:

@@ -4,17 +4,14 @@ extension created): each step's queries' CPU time, a server figure that needs no
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 
-from .conftest import QUICK, pgknee, sql
+from .conftest import QUICK, own_cluster, pgknee, sql
 
 
 @pytest.fixture
@@ -22,19 +19,9 @@ def kcache_server() -> Iterator[EmbeddedCluster]:
     bindir = find_bindir()
     if not (Path(bindir).parent / "lib" / "pg_stat_kcache.so").exists():
         pytest.skip("pg_stat_kcache is not installed (postgresql-NN-pg-stat-kcache, scripts/setup-system.sh)")
-    base = tempfile.mkdtemp(prefix="pgkt-kcache-")
-    os.chmod(base, 0o755)
-    c = EmbeddedCluster(bindir, {"shared_preload_libraries": "pg_stat_statements,pg_stat_kcache"}, base_dir=base)
-    try:
-        c.start()
-        c.create_database()
-        with psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee", autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION pg_stat_statements")
-            conn.execute("CREATE EXTENSION pg_stat_kcache")
+    with own_cluster("kcache", {"shared_preload_libraries": "pg_stat_statements,pg_stat_kcache"}, bindir,
+                     extensions=("pg_stat_statements", "pg_stat_kcache")) as c:
         yield c
-    finally:
-        c.close()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_the_steps_queries_cpu_from_pg_stat_kcache(kcache_server: EmbeddedCluster, tmp_path: Path) -> None:

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
 import sqlite3
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,29 +15,17 @@ import psycopg
 import pytest
 
 from pgknee.clock import polling
-from pgknee.targets.local import EmbeddedCluster, find_bindir
+from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import QUICK, SCALE, pgknee, pgknee_popen, sql, wait_for
+from .conftest import QUICK, SCALE, own_cluster, pgknee, pgknee_popen, sql, superuser, wait_for
 
 
 @pytest.fixture
 def quiet_server() -> Iterator[EmbeddedCluster]:
     """A server of the test's own with no timed checkpoint in sight (checkpoint_timeout 1 h, WAL
     room to match): every checkpoint in the run is the one the test asks for."""
-    base = tempfile.mkdtemp(prefix="pgkt-ckpt-")
-    os.chmod(base, 0o755)
-    c = EmbeddedCluster(find_bindir(), {"checkpoint_timeout": "1h", "max_wal_size": "4GB"}, base_dir=base)
-    try:
-        c.start()
-        c.create_database()
+    with own_cluster("ckpt", {"checkpoint_timeout": "1h", "max_wal_size": "4GB"}) as c:
         yield c
-    finally:
-        c.close()
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def _superuser(c: EmbeddedCluster) -> psycopg.Connection[tuple[object, ...]]:
-    return psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee", autocommit=True)
 
 
 def _bench_started(store: Path, seq: int) -> bool:
@@ -62,7 +47,7 @@ def test_a_checkpoint_in_the_middle_of_one_step_is_flagged_there_only(quiet_serv
     try:
         assert wait_for(lambda: _bench_started(store, 2), timeout=120), "step 2 never began"
         time.sleep(3.5)  # the middle of its 8 s
-        with _superuser(quiet_server) as conn:
+        with superuser(quiet_server) as conn:
             conn.execute("CHECKPOINT")
         out, err = run.communicate(timeout=120)
     finally:
@@ -136,7 +121,7 @@ def test_a_reset_between_the_two_reads_gives_no_record_not_a_negative_one(quiet_
     record of that view rather than a negative one; the next step is measured again."""
     from pgknee.collect.serverstats import CheckpointCollector, IoCollector, WalCollector
 
-    with _superuser(quiet_server) as conn:
+    with superuser(quiet_server) as conn:
         version = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
         wal, ckpt = WalCollector(version), CheckpointCollector(version)
         collectors = [wal, ckpt] + ([IoCollector(version)] if version >= 160000 else [])
