@@ -170,17 +170,18 @@ def as_row(record: ServerRecord) -> dict[str, Any]:
 
 def from_row(kind: type[ServerRecord], row: dict[str, Any]) -> ServerRecord:
     """A record back from its table's row (or a side file's), typed as its fields say."""
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(kind):
-        v = row.get(f.name)
-        if v is None:
-            values[f.name] = None
-        elif f.type in ("bool",):
-            values[f.name] = bool(v)
-        elif f.type.startswith("int"):
-            values[f.name] = int(v)
-        elif f.type.startswith("float"):
-            values[f.name] = float(v)
-        else:
-            values[f.name] = str(v)
-    return kind(**values)
+    return kind(**{f.name: as_field(f, row.get(f.name)) for f in dataclasses.fields(kind)})
+
+
+def as_field(f: dataclasses.Field[Any], v: Any) -> Any:
+    """A stored value as the field's type says (its annotation as text: 'int | None', 'bool')."""
+    kind = str(f.type)
+    if v is None:
+        return None
+    if kind.startswith("bool"):
+        return bool(v)
+    if kind.startswith("int"):
+        return int(v)
+    if kind.startswith("float"):
+        return float(v)
+    return str(v)

@@ -16,6 +16,7 @@ from typing import ClassVar, TypeVar
 
 from pgknee import keys
 from pgknee.keys import StepFact
+from pgknee.serverstats import as_field
 
 Items = Iterator[tuple[str, float]]
 
@@ -37,13 +38,8 @@ class _Record:
         """The record from a step's stored facts; None when none of its names is there."""
         if not any(name in d for name in cls.NAMES):
             return None
-        args = {}
-        for f, name in zip(fields(cls), cls.NAMES, strict=True):  # type: ignore[arg-type]
-            v = d.get(name)
-            kind = str(f.type)
-            args[f.name] = None if v is None else (bool(v) if kind.startswith("bool") else
-                                                  int(v) if kind.startswith("int") else float(v))
-        return cls(**args)
+        return cls(**{f.name: as_field(f, d.get(name))
+                      for f, name in zip(fields(cls), cls.NAMES, strict=True)})  # type: ignore[arg-type]
 
 
 F = TypeVar("F", bound=_Record)
@@ -313,8 +309,7 @@ class StepFacts:
         """The records of a step's stored facts (a side file's, a stored run's); names no record
         reads are kept as they were (Unread)."""
         records: list[Record] = [r for kind in KINDS if (r := kind.of_items(d)) is not None]
-        read = {name for r in records for name, _ in r.items()}
-        if unread := tuple((k, v) for k, v in d.items() if k not in read and not _known(k)):
+        if unread := tuple((k, v) for k, v in d.items() if not _known(k)):
             records.append(Unread(unread))
         return cls(tuple(records))
 
