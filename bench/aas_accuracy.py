@@ -271,7 +271,7 @@ def one_step(lab: Lab, run: PgbenchRun, env: dict[str, str], cwd: str) -> dict[s
     lab.activity.phase = "post"
     prof1 = lab.profile()
     tp1 = time.time()
-    samples = lab.activity.end_step()
+    samples = next(iter(lab.activity.end_step()), None)
     after = settled(lambda: snapshot(lab.stats.conn), 15.0)
     seconds = t1 - t0
     snaps = [s for s in (samples.snapshots if samples else ()) if s[1] == "bench"]

@@ -161,6 +161,7 @@ def step_result(step_id: int, start: float, shape: Shape, variant: str, clients:
     from pgknee.stepfacts import MemoryAtEnd, StepFacts
     from pgknee.types import (
         LatencyStats,
+        OsSamples,
         PgbenchSummary,
         ProgressPoint,
         ScriptResult,
@@ -183,9 +184,9 @@ def step_result(step_id: int, start: float, shape: Shape, variant: str, clients:
           "tup_updated": tx * 3.0, "tup_inserted": float(tx), "active_time": secs * 1000.0 * min(clients, 2),
           "deadlocks": 0.0}
     return StepResult(step_id, "completed", None, 0, start, start + secs,
-                      PgbenchSummary(tx, 0, tps, lat, 3.0, float(secs)), m, tps, DatabaseStep(**pg), progress, None,
-                      tuple(os_),
-                      StepFacts((MemoryAtEnd(mem_available_kb=20_000_000.0),)), None)
+                      PgbenchSummary(tx, 0, tps, lat, 3.0, float(secs)), m, tps, progress,
+                      StepFacts((MemoryAtEnd(mem_available_kb=20_000_000.0),)),
+                      (DatabaseStep(**pg), OsSamples(tuple(os_))))
 
 
 def _step_row(seq: int, shape: Shape, variant: str, clients: int, rep: int) -> dict[str, Any]:

@@ -89,7 +89,7 @@ class Switch:
             self.activity.phase = "bench"
             self.os_sampler.begin_step(0)
         elif not on and self.on:
-            samples = self.activity.end_step()
+            samples = next(iter(self.activity.end_step()), None)
             self.os_sampler.end_step()
             if samples is not None:
                 self.query_ms.extend(s[-1] for s in samples.snapshots)

@@ -268,7 +268,7 @@ def measure(sampler: ActivitySampler, index: int, seconds: float) -> tuple[Activ
     sampler.begin_step(index)
     sampler.phase = "bench"
     time.sleep(seconds)
-    samples = sampler.end_step()
+    samples = next(iter(sampler.end_step()), None)
     s1, p1 = read_ticks(server_path), read_ticks(python_path)
     assert samples is not None
     return samples, s1 - s0, p1 - p0

@@ -10,13 +10,26 @@ figure the server's version does not have is None."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pgknee.records import StoredRow, kind
 
+
+class _InItsTable:
+    """A record stored as one row of its TABLE (statement insert_TABLE), its fields the columns."""
+
+    __slots__ = ()
+    TABLE: ClassVar[str] = ""
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return ((f"insert_{self.TABLE}", (as_row(self),)),)
+
+
+@kind
 @dataclass(frozen=True, slots=True)
-class WalStep:
+class WalStep(_InItsTable):
     """pg_stat_wal's change (PostgreSQL 14+). Writes and syncs: pg_stat_wal's own up to 17,
     pg_stat_io's rows of object 'wal' from 18 (which moved them there); their times are counted
     only with track_wal_io_timing (up to 17) or track_io_timing (18)."""
@@ -33,8 +46,9 @@ class WalStep:
     sync_ms: float | None
 
 
+@kind
 @dataclass(frozen=True, slots=True)
-class CheckpointStep:
+class CheckpointStep(_InItsTable):
     """Checkpoints that ended during the phase: pg_stat_bgwriter's counters up to 16,
     pg_stat_checkpointer's from 17 (which moved them). `done` (18+) counts the checkpoints
     performed; before 18 a timed checkpoint the server skipped (nothing to write) counts as timed
@@ -58,8 +72,9 @@ class CheckpointStep:
         return self.done if self.done is not None else self.timed + self.requested
 
 
+@kind
 @dataclass(frozen=True, slots=True)
-class IoStep:
+class IoStep(_InItsTable):
     """One row of pg_stat_io's change (PostgreSQL 16+): a backend type's I/O on an object in a
     context. Bytes are op_bytes x operations up to 17, the server's own from 18."""
 
@@ -83,8 +98,9 @@ class IoStep:
     write_bytes: float
 
 
+@kind
 @dataclass(frozen=True, slots=True)
-class KcacheStep:
+class KcacheStep(_InItsTable):
     """pg_stat_kcache's change for the benchmark's database (when the extension is installed
     there): the CPU time and the bytes read and written of its queries, from the kernel's own
     accounting (getrusage), a server figure that needs no access to its /proc."""
@@ -97,6 +113,7 @@ class KcacheStep:
     write_bytes: float
 
 
+@kind
 @dataclass(frozen=True, slots=True)
 class DatabaseStep:
     """pg_stat_database's change for the benchmark database over the bench phase, read once its
@@ -133,6 +150,9 @@ class DatabaseStep:
             if (v := getattr(self, f.name)) is not None:
                 yield f.name, v
 
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_pg_stat_database", [{"name": k, "delta": v} for k, v in self.items()]),)
+
     @classmethod
     def of_items(cls, d: Mapping[str, float]) -> DatabaseStep:
         return cls(**{f.name: float(d[f.name]) for f in dataclasses.fields(cls) if f.name in d})
@@ -141,6 +161,7 @@ class DatabaseStep:
 DATABASE_COUNTERS = tuple(f.name for f in dataclasses.fields(DatabaseStep))
 
 
+@kind
 @dataclass(frozen=True, slots=True)
 class ServerRestart:
     """The server started again between the bench phase's two reads of pg_stat_database (its start
@@ -149,12 +170,14 @@ class ServerRestart:
     started_at: float  # epoch seconds, as the first read saw it
     started_again_at: float | None  # as the second did
 
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return ()  # the step keeps it as a fault (stepfacts.Faults.server_restarted)
+
 
 ServerRecord = WalStep | CheckpointStep | IoStep | KcacheStep
 RECORDS: tuple[type[WalStep], type[CheckpointStep], type[IoStep], type[KcacheStep]] = (
     WalStep, CheckpointStep, IoStep, KcacheStep)
 BY_TABLE: dict[str, type[ServerRecord]] = {r.TABLE: r for r in RECORDS}
-Collected = ServerRecord | DatabaseStep | ServerRestart  # what a collector of collect.protocol hands back
 
 
 def columns(kind: type[ServerRecord]) -> tuple[str, ...]:
@@ -162,9 +185,9 @@ def columns(kind: type[ServerRecord]) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(kind))
 
 
-def as_row(record: ServerRecord) -> dict[str, Any]:
-    """The record as its table's named values (booleans as 0 and 1)."""
-    values = {name: getattr(record, name) for name in columns(type(record))}
+def as_row(record: Any) -> dict[str, Any]:
+    """A record (a dataclass) as its table's named values (booleans as 0 and 1)."""
+    values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
     return {name: int(v) if isinstance(v, bool) else v for name, v in values.items()}
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pgknee.keys import (
     POOLER_DELTA,
@@ -16,8 +16,10 @@ from pgknee.keys import (
     pooler_external,
     pooler_setting,
 )
+from pgknee.records import StepRecord as Record
+from pgknee.records import StoredRow, first_of, kind
 from pgknee.serverstats import DatabaseStep, ServerRecord
-from pgknee.stepfacts import StepFacts
+from pgknee.stepfacts import ActivityGaps, StepFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,10 +314,14 @@ class RunData:
     server: dict[int, tuple[ServerRecord, ...]] = field(default_factory=dict)
 
 
+R = TypeVar("R")
+
+
 # ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------
 Row = tuple[Any, ...]
 
 
+@kind
 @dataclass(frozen=True)
 class WaitSampling:
     """pg_wait_sampling's profile over one step's bench window (collect.waitsampling): the counts
@@ -328,7 +334,13 @@ class WaitSampling:
     backends: int
     counts: tuple[tuple[str, str, int], ...]  # (wait_event_type, wait_event, count)
 
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        yield "insert_wait_sampling", ({"probes": self.probes, "window_s": self.window_s,
+                                        "probes_counted": int(self.probes_counted), "backends": self.backends},)
+        yield "insert_wait_profile", [{"wait_event_type": t, "wait_event": e, "count": n} for t, e, n in self.counts]
 
+
+@kind
 @dataclass(frozen=True)
 class ActivitySamples:
     """A step's pg_stat_activity snapshots: one row per snapshot (its counts, the empty ones too:
@@ -342,27 +354,47 @@ class ActivitySamples:
     interval_s: float = 0.0  # the interval the step's sampling ended at (longer than the plan's: slowed)
     ticks_late: int = 0  # ticks that began late (the query before overran its interval)
 
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        """The snapshots and the sessions; the sampling's gaps among the step's facts, each only when not 0."""
+        gaps = ActivityGaps(self.ticks_lost or None, self.reconnects or None, self.interval_s or None,
+                            self.ticks_late or None)
+        return (("insert_snapshots", self.snapshots), ("insert_activity", self.rows),
+                ("insert_step_facts", [{"name": k, "value": v} for k, v in gaps.items()]))
 
+
+@kind
 @dataclass(frozen=True)
 class OsSamples:
     """A step's samples of this machine's OS (collect.osproc.OS_COLUMNS, one row per tick)."""
 
     rows: tuple[Row, ...]
 
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_os_samples", self.rows),)
 
+
+@kind
 @dataclass(frozen=True)
 class ServerOsSamples:
     """A step's samples of the server's OS when it runs elsewhere (collect.serveros.SERVER_OS_COLUMNS)."""
 
     rows: tuple[Row, ...]
 
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_server_os_samples", self.rows),)
 
+
+@kind
 @dataclass(frozen=True)
 class PoolerSamples:
-    """A step's SHOW POOLS samples (collect.pooler's column order) and the console's errors."""
+    """A step's SHOW POOLS samples (collect.pooler's column order) and the console's errors (which
+the step's PoolerFacts keep)."""
 
     rows: tuple[Row, ...]
     errors: tuple[str, ...] = ()
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_pooler_samples", self.rows),)
 
 
 def _number(text: str) -> float | None:
@@ -372,6 +404,7 @@ def _number(text: str) -> float | None:
         return None
 
 
+@kind
 @dataclass(frozen=True)
 class PoolerFacts:
     """How a step's pooler ran: its kind ('managed', 'external'), a managed pgbouncer's version and
@@ -404,6 +437,9 @@ class PoolerFacts:
         yield from ((pooler_external(k), v) for k, v in self.external)
         yield from ((pooler_delta(k), repr(v)) for k, v in self.deltas)
 
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_step_pooler", [{"name": k, "value": v} for k, v in self.items()]),)
+
     @classmethod
     def of_items(cls, d: dict[str, str]) -> PoolerFacts:
         def family(prefix: str) -> tuple[tuple[str, str], ...]:
@@ -413,14 +449,6 @@ class PoolerFacts:
                    tuple((k, x) for k, v in family(POOLER_DELTA) if (x := _number(v)) is not None),
                    d.get(PoolerFact.MISSING),
                    d.get(PoolerFact.SAMPLER_ERRORS))
-
-
-@dataclass(frozen=True)
-class PoolerResult:
-    """A step through a pooler: SHOW POOLS samples (collect.pooler's column order) and its facts."""
-
-    samples: tuple[Row, ...]
-    facts: PoolerFacts
 
 
 @dataclass(frozen=True)
@@ -436,16 +464,16 @@ class StepResult:
     summary: PgbenchSummary
     measurement: StepMeasurement | None
     tps_db: float | None
-    database: DatabaseStep | None  # pg_stat_database's change over the bench phase (none across a restart)
     progress: tuple[ProgressPoint, ...]
-    activity: ActivitySamples | None
-    os_rows: tuple[Row, ...]
     facts: StepFacts  # how its figures were got (pgknee.stepfacts)
-    pooler: PoolerResult | None
-    server_os_rows: tuple[Row, ...] = ()  # the server's OS (collect.serveros.SERVER_OS_COLUMNS), when sampled
-    wait_sampling: WaitSampling | None = None
+    # what each collector handed back (pgknee.records): pg_stat_database's change, the samples of
+    # pg_stat_activity, the OS, the pooler, the waits, the server's WAL, checkpoints and I/O
+    records: tuple[Record, ...] = ()
     agents: tuple[AgentShare, ...] = ()  # a step run by agents: each one's share
-    server: tuple[ServerRecord, ...] = ()  # the server's WAL, checkpoints and I/O over the bench phase
+
+    def of(self, cls: type[R]) -> R | None:
+        """Its record of that kind, if it has one."""
+        return first_of(self.records, cls)
 
 
 @dataclass(frozen=True, slots=True)

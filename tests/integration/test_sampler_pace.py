@@ -29,11 +29,11 @@ def test_a_sampler_whose_query_overruns_slows_down_says_so_and_starts_each_step_
     try:
         s.begin_step(1)
         time.sleep(1.0)
-        first = s.end_step()
+        (first,) = s.end_step()
         s.begin_step(2)
         assert s.interval_s == BASE_S  # a new step: the plan's rate again
         time.sleep(0.5)
-        second = s.end_step()
+        (second,) = s.end_step()
     finally:
         s.close()
     assert first is not None and second is not None

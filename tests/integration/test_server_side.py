@@ -9,7 +9,9 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -18,6 +20,13 @@ from pgknee.clock import polling
 from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import QUICK, SCALE, own_cluster, pgknee, pgknee_popen, sql, superuser, wait_for
+
+
+@dataclass
+class Session:
+    """The statistics session the server's collectors read on (collect.protocol.Session)."""
+
+    conn: Any
 
 
 @pytest.fixture
@@ -123,24 +132,31 @@ def test_a_reset_between_the_two_reads_gives_no_record_not_a_negative_one(quiet_
 
     with superuser(quiet_server) as conn:
         version = int(conn.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
-        wal, ckpt = WalCollector(version), CheckpointCollector(version)
-        collectors = [wal, ckpt] + ([IoCollector(version)] if version >= 160000 else [])
+        session = Session(conn)
+        wal, ckpt = WalCollector(session, version), CheckpointCollector(session, version)
+        collectors = [wal, ckpt] + ([IoCollector(session, version)] if version >= 160000 else [])
         conn.execute("CREATE TABLE churn (id int)")
         conn.execute("INSERT INTO churn SELECT generate_series(1, 20000)")
         conn.execute("CHECKPOINT")
         for c in collectors:
-            c.begin(conn)
+            c.begin_step(1)
+            c.set_phase("bench")
         _write(conn)
         conn.execute("SELECT pg_stat_reset_shared('wal')")
         conn.execute("SELECT pg_stat_reset_shared(%s)", ("checkpointer" if version >= 170000 else "bgwriter",))
-        assert wal.end(conn) == ()
-        assert ckpt.end(conn) == ()
+        for c in collectors:
+            c.settled()
+        assert wal.end_step() == ()
+        assert ckpt.end_step() == ()
         for c in collectors:  # the next step: measured as usual
-            c.begin(conn)
+            c.begin_step(2)
+            c.set_phase("bench")
         _write(conn)
         _checkpoint(conn)
-        (w,) = wal.end(conn)
-        (k,) = ckpt.end(conn)
+        for c in collectors:
+            c.settled()
+        (w,) = wal.end_step()
+        (k,) = ckpt.end_step()
         assert w.records > 1000 and w.bytes > 0 and k.requested == 1 and k.buffers_written > 0, (w, k)
 
 

@@ -3,14 +3,14 @@ apart, the wait for settled counters; and the collectors' statements counted as 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 import pytest
 
 from pgknee.collect.pgstats import SERVER_START, change, settled
-from pgknee.collect.protocol import Needs, StepCollectors
-from pgknee.serverstats import DatabaseStep, ServerRestart, WalStep
+from pgknee.serverstats import DatabaseStep, ServerRestart
 
 
 def test_the_change_of_the_counters_the_server_has() -> None:
@@ -46,33 +46,6 @@ def test_settled_gives_up_after_its_time() -> None:
     assert 2 <= got["active_time"] <= 4  # a read at once, then every 0.25 s up to 0.5 s
 
 
-class Counting:
-    name = "counting"
-    needs = Needs()
-
-    def __init__(self, per_read: int) -> None:
-        self.per_read = per_read
-        self.queries_run = 0
-
-    def available(self, conn: Any) -> str | None:
-        return None
-
-    def begin(self, conn: Any) -> None:
-        self.queries_run += self.per_read
-
-    def end(self, conn: Any) -> tuple[WalStep, ...]:
-        self.queries_run += self.per_read
-        return (WalStep(1, 0, 1.0, 0, None, None, None, None),)
-
-
-def test_the_collectors_statements_are_counted_as_they_run() -> None:
-    one, settling = Counting(1), Counting(3)  # a pg_stat_database read that settles takes several
-    collectors = StepCollectors([one, settling], 150000)
-    collectors.begin(None)  # type: ignore[arg-type]
-    assert len(collectors.end(None)) == 2  # type: ignore[arg-type]
-    assert collectors.reads == 8
-
-
 class Flaky:
     """A session that is lost at the n-th statement (a DBA's pg_terminate_backend, a restart)."""
 
@@ -86,34 +59,36 @@ class Flaky:
         return self.rows[min(self.n - 1, len(self.rows) - 1)]
 
 
-def test_an_end_read_on_a_lost_session_is_read_again_and_still_tells_a_restart(
+@dataclass
+class Session:
+    conn: Any
+
+
+def test_a_settled_read_on_a_lost_session_is_read_again_and_still_tells_a_restart(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The begin read is kept until the end read worked: tried again on a new session (the server
-    restarted meanwhile), the collector sees the start time move, as the step must be told."""
+    """The first read is kept until the second worked: tried again on a new session (the server
+    restarted meanwhile), the collector sees the start time move, as the step must be told; each
+    read is counted."""
     from pgknee.collect import pgstats
 
-    session = Flaky([{"xact_commit": 10.0, SERVER_START: 1e9}], lost_at=2)
+    session = Session(Flaky([{"xact_commit": 10.0, SERVER_START: 1e9}], lost_at=2))
     monkeypatch.setattr(pgstats, "snapshot", lambda conn: conn.read())
-    c = pgstats.DatabaseCollector(settle_s=0.3)
-    c.begin(session)
+    c = pgstats.DatabaseCollector(session, settle_s=0.3)
+    c.begin_step(1)
+    c.set_phase("bench")
     with pytest.raises(psycopg.OperationalError):
-        c.end(session)
-    again = Flaky([{"xact_commit": 2.0, SERVER_START: 1e9 + 30}])
-    assert c.end(again) == (ServerRestart(1e9, 1e9 + 30),)
-    assert c.end(again) == ()  # ended: nothing more for this step
+        c.settled()
+    session.conn = Flaky([{"xact_commit": 2.0, SERVER_START: 1e9 + 30}])
+    c.settled()
+    assert c.end_step() == (ServerRestart(1e9, 1e9 + 30),)
+    assert c.end_step() == ()  # ended: nothing more for this step
+    assert c.queries_run >= 3  # a settled read is two reads at least
 
 
-def test_collectors_that_ended_keep_their_records_when_the_end_is_tried_again() -> None:
-    class LostOnce(Counting):
-        def end(self, conn: Any) -> tuple[WalStep, ...]:
-            if conn == "old":
-                raise psycopg.OperationalError("server closed the connection unexpectedly")
-            return super().end(conn)
+def test_no_first_read_no_record() -> None:
+    from pgknee.collect import pgstats
 
-    first, second = Counting(1), LostOnce(1)
-    collectors = StepCollectors([first, second], 150000)
-    collectors.begin("old")  # type: ignore[arg-type]
-    with pytest.raises(psycopg.OperationalError):
-        collectors.end("old")  # type: ignore[arg-type]
-    assert len(collectors.end("new")) == 2  # type: ignore[arg-type]
-    assert first.queries_run == 2  # the first one was not read twice
+    c = pgstats.DatabaseCollector(Session(None), settle_s=0.3)
+    c.begin_step(1)
+    c.settled()  # the bench phase's first read failed (or never ran): nothing to difference
+    assert c.end_step() == ()

@@ -37,9 +37,10 @@ from pgknee.store.writer import RunWriter, import_side_file
 from pgknee.types import (
     ActivitySamples,
     LatencyStats,
+    OsSamples,
     PgbenchSummary,
     PoolerFacts,
-    PoolerResult,
+    PoolerSamples,
     ProgressPoint,
     Reopening,
     RunData,
@@ -101,7 +102,7 @@ def _result(step_id: int, status: str, reason: str | None = None, *, tps: float 
     lat = LatencyStats(transactions, lat_avg_ms, 0.0, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms)
     m = (StepMeasurement(transactions, 0, 0, 0, tps, lat, scripts, failures or {}) if tps is not None else None)
     return StepResult(step_id, status, reason, 0 if status == "completed" else 1, 0.0, 10.0, PgbenchSummary(), m,
-                      None, database, (), None, os_rows, StepFacts(), None)
+                      None, (), StepFacts(), (*((database,) if database else ()), OsSamples(os_rows)))
 
 
 # ---- opening and migrating ------------------------------------------------------------------------
@@ -521,12 +522,13 @@ def _full_result(step_id: int) -> StepResult:
                                ("one error",), interval_s=0.5, ticks_late=3)
     os_row = (at, "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0, 8000, 4000, 1000, 2000,
               25.0, None)
-    pooler = PoolerResult(((at, "bench", 1.0, 2, 0, 2, 0, 2, 0, 0),),
-                          PoolerFacts("managed", "1.21", deltas=(("total_xact_count", 9.0),)))
+    pooler = (PoolerSamples(((at, "bench", 1.0, 2, 0, 2, 0, 2, 0, 0),)),
+              PoolerFacts("managed", "1.21", settings=(("pool_mode", "transaction"),),
+                          deltas=(("total_xact_count", 9.0),)))
     return StepResult(step_id, "completed", None, 0, 1.0, 11.0, PgbenchSummary(1000, 0, 99.5, 20.1, 3.0, 10.0), m,
-                      101.0, DatabaseStep(xact_commit=1002.0), (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), activity,
-                      (os_row,), StepFacts((MemoryAtEnd(pss_server_kb=1234.5),)), pooler, wait_sampling=WAIT_SAMPLING,
-                      server=SERVER)
+                      101.0, (ProgressPoint(1.0, 99.0, 20.0, 2.0, 0),), StepFacts((MemoryAtEnd(pss_server_kb=1234.5),)),
+                      (DatabaseStep(xact_commit=1002.0), activity, OsSamples((os_row,)), *pooler, WAIT_SAMPLING,
+                       *SERVER))
 
 
 WAIT_SAMPLING = WaitSampling(980, True, 10.1, 4, (("LWLock", "WALWrite", 1421), ("IO", "WALSync", 510)))
@@ -554,7 +556,8 @@ def test_pg_wait_sampling_s_profile_is_stored_per_step_and_read_back(store: Stor
     w = _run(store, "r", steps=2)
     sid, bare = _step(w, 1, 2), _step(w, 2, 2)
     w.write_step(_full_result(sid))
-    w.write_step(dataclasses.replace(_full_result(bare), wait_sampling=None))
+    full = _full_result(bare)
+    w.write_step(dataclasses.replace(full, records=tuple(r for r in full.records if not isinstance(r, WaitSampling))))
     assert load_run(store, "r").wait_sampling == {sid: WAIT_SAMPLING}
 
 

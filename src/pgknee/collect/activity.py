@@ -27,6 +27,7 @@ import psycopg
 from pgknee.clock import iso_of
 from pgknee.collect import queries
 from pgknee.collect.pace import Pace
+from pgknee.collect.protocol import Hooks, Phase
 from pgknee.collect.queries import load
 from pgknee.errors import PgkneeError, first_line
 from pgknee.targets.base import Endpoint
@@ -61,8 +62,8 @@ class StepSamples:
     bench_pids: set[int] = field(default_factory=set)  # client backends seen in the bench phase
 
 
-class ActivitySampler:
-    """pg_stat_activity, as collect.protocol's StepSampler: its record is the step's ActivitySamples."""
+class ActivitySampler(Hooks):
+    """pg_stat_activity, as collect.protocol's Collector: its record is the step's ActivitySamples."""
 
     name = "activity"
 
@@ -130,7 +131,7 @@ class ActivitySampler:
             self.phase = "pre"
             self.pace.reset()
 
-    def set_phase(self, phase: str) -> None:
+    def set_phase(self, phase: Phase) -> None:
         self.phase = phase
 
     def bench_pids(self) -> frozenset[int]:
@@ -138,14 +139,14 @@ class ActivitySampler:
         with self._lock:
             return frozenset(self._current.bench_pids) if self._current is not None else frozenset()
 
-    def end_step(self) -> ActivitySamples | None:
+    def end_step(self) -> tuple[ActivitySamples, ...]:
         """What was not handed to the sink yet, and the step's gap counts."""
         with self._lock:
             cur, self._current = self._current, None
         if cur is None:
-            return None
-        return ActivitySamples(tuple(cur.snapshots), tuple(cur.rows), tuple(cur.errors), cur.ticks_lost,
-                               cur.reconnects, self.pace.interval_s, cur.ticks_late)
+            return ()
+        return (ActivitySamples(tuple(cur.snapshots), tuple(cur.rows), tuple(cur.errors), cur.ticks_lost,
+                                cur.reconnects, self.pace.interval_s, cur.ticks_late),)
 
     @property
     def interval_s(self) -> float:

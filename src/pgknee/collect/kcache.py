@@ -13,8 +13,10 @@ import psycopg
 from psycopg import sql
 
 from pgknee.collect import queries
-from pgknee.collect.protocol import Needs
-from pgknee.serverstats import KcacheStep, ServerRecord
+from pgknee.collect.counters import BenchCounters
+from pgknee.collect.protocol import Session
+from pgknee.records import StepRecord
+from pgknee.serverstats import KcacheStep
 
 # every column by name: versions name them differently (user_time; exec_user_time and plan_user_time)
 _USER = ("user_time", "exec_user_time", "plan_user_time")
@@ -44,38 +46,28 @@ def totals(conn: psycopg.Connection[Any], schema: str) -> KcacheStep:
                       write_bytes=total(_WRITES))
 
 
-class KcacheCollector:
+class KcacheCollector(BenchCounters[KcacheStep]):
     """The database's queries' CPU and I/O over the bench phase."""
 
     name = "pg_stat_kcache"
-    needs = Needs()
 
-    def __init__(self) -> None:
+    def __init__(self, session: Session) -> None:
+        super().__init__(session)
         self.schema: str | None = None
-        self.queries_run = 0
-        self._before: KcacheStep | None = None
 
-    def available(self, conn: psycopg.Connection[Any]) -> str | None:
-        found = find(conn)
+    def available(self) -> str | None:
+        found = find(self.session.conn)
         if found is None:
             return "not installed in the benchmark's database, or not readable by this role"
         self.schema = found[1]
-        return None
+        return super().available()
 
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        self._before = None
+    def read(self, conn: psycopg.Connection[Any]) -> KcacheStep:
         assert self.schema is not None
         self.queries_run += 1
-        self._before = totals(conn, self.schema)
+        return totals(conn, self.schema)
 
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
-        if self._before is None:
-            return ()
-        assert self.schema is not None
-        self.queries_run += 1
-        after = totals(conn, self.schema)
-        before, self._before = self._before, None
-        d = KcacheStep(*(max(0.0, a - b) for a, b in zip(
+    def difference(self, before: KcacheStep, after: KcacheStep) -> tuple[StepRecord, ...]:
+        return (KcacheStep(*(max(0.0, a - b) for a, b in zip(
             (after.user_s, after.system_s, after.read_bytes, after.write_bytes),
-            (before.user_s, before.system_s, before.read_bytes, before.write_bytes), strict=True)))
-        return (d,)
+            (before.user_s, before.system_s, before.read_bytes, before.write_bytes), strict=True))),)

@@ -1,5 +1,5 @@
 """The thread both OS samplers run on (collect.osproc for this machine, collect.serveros for the
-server's), as collect.protocol's StepSampler: every `interval_s` while a step is active,
+server's), as collect.protocol's Collector: every `interval_s` while a step is active,
 `_sample_once` adds rows, which `end_step` hands over as the sampler's record. Ticks keep to a
 fixed schedule (a slow read does not push the next one back)."""
 
@@ -9,10 +9,13 @@ import threading
 import time
 from typing import Any, Generic, TypeVar
 
+from pgknee.collect.protocol import Hooks, Phase
+from pgknee.records import StepRecord
+
 R = TypeVar("R")  # what a tick reads, kept to difference the next one against
 
 
-class PeriodicSampler(Generic[R]):
+class PeriodicSampler(Hooks, Generic[R]):
     def __init__(self, interval_s: float, name: str) -> None:
         self.interval_s = interval_s
         self.phase = "pre"
@@ -40,19 +43,16 @@ class PeriodicSampler(Generic[R]):
         with self._lock:
             self._rows, self._prev, self.phase, self._active = [], None, "pre", True
 
-    def set_phase(self, phase: str) -> None:
+    def set_phase(self, phase: Phase) -> None:
         self.phase = phase
 
-    def end_step(self) -> object:
+    def end_step(self) -> tuple[StepRecord, ...]:
         with self._lock:
             self._active = False
             rows, self._rows = self._rows, []
-        return self._record(tuple(rows))
+        return (self._record(tuple(rows)),)
 
-    def reconnect(self) -> None:
-        return None  # nothing held on the server
-
-    def _record(self, rows: tuple[tuple[Any, ...], ...]) -> object:
+    def _record(self, rows: tuple[tuple[Any, ...], ...]) -> StepRecord:
         raise NotImplementedError
 
     def close(self) -> None:

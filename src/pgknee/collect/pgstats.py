@@ -15,7 +15,9 @@ import psycopg
 
 from pgknee.clock import polling
 from pgknee.collect import queries
-from pgknee.collect.protocol import Needs
+from pgknee.collect.counters import BenchCounters
+from pgknee.collect.protocol import Session
+from pgknee.records import StepRecord
 from pgknee.serverstats import DATABASE_COUNTERS, DatabaseStep, ServerRestart
 
 SERVER_START = "postmaster_start"  # not a counter: when the server started, to tell a restart
@@ -56,34 +58,25 @@ def change(before: dict[str, float], after: dict[str, float]) -> DatabaseStep | 
     return DatabaseStep(**{k: after[k] - before[k] for k in DATABASE_COUNTERS if k in after and k in before})
 
 
-class DatabaseCollector:
+class DatabaseCollector(BenchCounters[dict[str, float]]):
     """pg_stat_database's change over the bench phase; each read is a statement, a commit in the
-    benchmark database that the step's check of commits against transactions takes out."""
+    benchmark database that the step's check of commits against transactions takes out. Its
+    second read waits for the counters to settle; the other collectors of the server read after."""
 
     name = "pg_stat_database"
-    needs = Needs()
 
-    def __init__(self, settle_s: float) -> None:
+    def __init__(self, session: Session, settle_s: float) -> None:
+        super().__init__(session)
         self.settle_s = settle_s
-        self.queries_run = 0
-        self._before: dict[str, float] | None = None
 
-    def available(self, conn: psycopg.Connection[Any]) -> str | None:
-        return None  # every role may read its own database's row
-
-    def _read(self, conn: psycopg.Connection[Any]) -> dict[str, float]:
+    def read(self, conn: psycopg.Connection[Any]) -> dict[str, float]:
         self.queries_run += 1
         return snapshot(conn)
 
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        self._before = None
-        self._before = self._read(conn)
+    def read_after(self, conn: psycopg.Connection[Any]) -> dict[str, float]:
+        return settled(lambda: self.read(conn), self.settle_s)
 
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[DatabaseStep | ServerRestart, ...]:
-        if self._before is None:
-            return ()
-        after = settled(lambda: self._read(conn), self.settle_s)  # a lost session: read again on a new one
-        before, self._before = self._before, None
+    def difference(self, before: dict[str, float], after: dict[str, float]) -> tuple[StepRecord, ...]:
         return (change(before, after),)
 
 

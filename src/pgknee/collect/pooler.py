@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 
 from pgknee.clock import iso_of, polling
+from pgknee.collect.protocol import Hooks, Phase
 from pgknee.errors import PoolerError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.types import PoolerSamples
@@ -82,9 +83,9 @@ def close_servers(admin: Endpoint, database: str, timeout_s: float = 3.0) -> boo
     return False
 
 
-class PoolerSampler:
+class PoolerSampler(Hooks):
     """A thread sampling SHOW POOLS for one database while a step runs: collect.protocol's
-    StepSampler, started with the step's pooler and joined to the run's samplers for the step;
+    Collector, started with the step's pooler and joined to the run's collectors for the step;
     its record is the step's PoolerSamples."""
 
     name = "pooler"
@@ -134,21 +135,15 @@ class PoolerSampler:
         with self._lock:
             self._rows.append((iso_of(now), self.phase, now, *counts))
 
-    def begin_step(self, step_id: int) -> None:
-        return None  # started for the step: it samples from its start
-
-    def set_phase(self, phase: str) -> None:
+    def set_phase(self, phase: Phase) -> None:
         self.phase = phase
 
-    def end_step(self) -> PoolerSamples:
-        """Sampling stops; what it sampled, and why it stopped early if it did."""
+    def end_step(self) -> tuple[PoolerSamples]:
+        """Sampling stops; what it sampled, and why it stopped early if it did (it lives for one step)."""
         self._halt()
         with self._lock:
             rows, self._rows = self._rows, []
-            return PoolerSamples(tuple(rows), tuple(self.errors))
-
-    def reconnect(self) -> None:
-        return None  # lives for one step
+            return (PoolerSamples(tuple(rows), tuple(self.errors)),)
 
     def _halt(self) -> None:
         self._stop.set()

@@ -1,31 +1,45 @@
-"""The two ways pgknee collects around a step, each with one life cycle driven by one loop.
+"""One way to collect around a step: every collector has the same life cycle, and one loop
+(`Collectors`) drives them all.
 
-A `Collector` reads the server's counters on pgknee's statistics connection when the bench phase
-begins and again when it has ended, and hands back typed records (pgknee.serverstats); it says
-what it needs of the server (`needs`). `StepCollectors` holds the run's collectors and drives them
-all the same way, so adding one touches its own module, its query files and its table only.
+A step goes through its phases, and each collector is told of every one: `begin_step` (the 'pre'
+phase), `set_phase('warmup')`, `set_phase('bench')`, `set_phase('post')`, `settled()` (the bench
+phase's statistics have reached the server's views: backends report theirs as they go idle), and
+`end_step()`, which hands back the step's typed records (pgknee.records: each knows its tables
+and its way through a side file). A collector does what its source needs at these moments and
+nothing at the others (`Hooks` gives each a default that does nothing):
 
-A `StepSampler` samples all through a step on its own (a thread on its own schedule, or reads at
-the phase changes): it is told the step, each phase as it starts, and asked for the step's typed
-record at its end. `Samplers` holds the run's samplers (pg_stat_activity, this machine's and the
-server's OS, pg_wait_sampling's profile) and a step's own (its pooler's console) while the step
-runs, and drives them in order; they end in the reverse order, as an ExitStack closes.
+- a sampler samples on a thread of its own between `begin_step` and `end_step`, tagging its
+  samples with the phase (pg_stat_activity, this machine's OS, the server's OS, the pooler's
+  console);
+- a reader of the server's counters reads at `set_phase('bench')` and at `settled()`, on pgknee's
+  statistics session (`Session`), and hands back the difference (pg_stat_database, which
+  settles first, then pg_stat_wal, the checkpoints, pg_stat_io, pg_stat_kcache);
+- pg_wait_sampling's profile reads as the bench and post phases begin.
 
-A collector that cannot run on this server is left out with its reason, which the run's
-environment records (`collect.NAME`); one whose first read fails is left out the same way. A read
-that fails later costs that step its record, not the step."""
+Each says what it needs (`needs`: the server's version, and why an older one cannot serve it)
+and whether this server, role and machine can serve it now (`available()`: an extension
+installed, a privilege held, a trial read that worked). One that cannot is left out with its
+reason, which the run's environment records (`collect.NAME`). A read that fails later costs that
+step its record, not the step. Collectors end in the reverse order of the list, as an ExitStack
+closes (the waits' profile still learns the benchmark's backends from pg_stat_activity's sampler
+before that one ends). A step's own collector (its pooler's console) joins for the step
+(`joined`) and may leave early with its records (`leave`).
+
+Adding a collector touches its own module, its query files, its record and its table."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol
 
 import psycopg
 
-from pgknee.errors import PgkneeError, first_line
-from pgknee.serverstats import Collected
+from pgknee.errors import Interrupted, PgkneeError, first_line
+from pgknee.records import StepRecord
+
+Phase = Literal["warmup", "bench", "post"]
 
 
 @dataclass(frozen=True)
@@ -36,113 +50,40 @@ class Needs:
     lacking: str = ""  # what a server older than `since` lacks, for the note
 
 
+class Session(Protocol):
+    """pgknee's statistics session (collect.pgstats.StatsReader), made again when it was lost."""
+
+    conn: psycopg.Connection[Any]
+
+
 class Collector(Protocol):
-    """A source of a step's server-side records."""
-
-    name: str
-    needs: Needs
-
-    @property
-    def queries_run(self) -> int:
-        """Its statements so far, each a commit in the benchmark database."""
-
-    def available(self, conn: psycopg.Connection[Any]) -> str | None:
-        """None when this server and role can serve it (an extension installed, say), else why not."""
-
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        """Read the counters as the bench phase begins."""
-
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[Collected, ...]:
-        """Read them again once the phase has ended and its statistics settled: the phase's records
-        (none when the begin read failed)."""
-
-
-class StepCollectors:
-    """The run's collectors: those the server can serve, driven in order on pgknee's statistics
-    connection. `reads` counts the statements they ran (each a commit in the benchmark database,
-    which the check of commits against transactions takes out)."""
-
-    def __init__(self, candidates: Sequence[Collector], version_num: int) -> None:
-        self.candidates = list(candidates)
-        self.active: list[Collector] = []
-        self.notes: dict[str, str] = {}
-        self._ended = 0  # how many of the active ones ended this step (an end tried again goes on from there)
-        self._records: list[Collected] = []
-        for c in candidates:
-            if version_num < c.needs.since:
-                self.notes[c.name] = f"off: PostgreSQL {version_num // 10000} {c.needs.lacking}"
-            else:
-                self.active.append(c)
-                self.notes[c.name] = "on"
-
-    def check(self, conn: psycopg.Connection[Any]) -> None:
-        """One trial read of each: a collector this role or server cannot read is left out, with why."""
-        for c in list(self.active):
-            try:
-                if (why := c.available(conn)) is not None:
-                    self.active.remove(c)
-                    self.notes[c.name] = f"off: {why}"
-                    continue
-                c.begin(conn)
-                c.end(conn)
-            except psycopg.Error as e:
-                self.active.remove(c)
-                self.notes[c.name] = f"off: {first_line(e)}"
-
-    @property
-    def reads(self) -> int:
-        return sum(c.queries_run for c in self.candidates)
-
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        self._ended, self._records = 0, []
-        for c in self.active:
-            try:
-                c.begin(conn)
-            except psycopg.OperationalError:
-                raise  # the connection is gone: the step finds out about the server
-            except psycopg.Error:
-                continue  # its end then returns nothing for this step
-
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[Collected, ...]:
-        """Each one's records, in order. When the connection is lost (OperationalError), the caller
-        may call again on a new one: the collectors that ended keep their records, the one that
-        failed reads again (it keeps its begin read until its end read worked)."""
-        while self._ended < len(self.active):
-            c = self.active[self._ended]
-            try:
-                self._records += c.end(conn)
-            except psycopg.OperationalError:
-                raise
-            except psycopg.Error:
-                pass
-            self._ended += 1
-        records, self._ended, self._records = tuple(self._records), 0, []
-        return records
-
-
-R = TypeVar("R")
-
-
-class StepSampler(Protocol):
-    """A source of samples all through a step (pre, warmup, bench, post)."""
+    """A source of a step's records, told of each phase of the step."""
 
     @property
     def name(self) -> str:
-        """What it samples, for its thread and the run's notes."""
+        """What it collects, for the run's notes (collect.NAME) and its thread."""
+
+    @property
+    def needs(self) -> Needs: ...
 
     @property
     def queries_run(self) -> int:
         """Its statements in the benchmark database so far, each a commit there (0 if none)."""
 
+    def available(self) -> str | None:
+        """None when this server, role and machine can serve it now, else why not."""
+
     def begin_step(self, step_id: int) -> None:
-        """Keep this step's samples from now (its 'pre' phase)."""
+        """A step begins (its 'pre' phase)."""
 
-    def set_phase(self, phase: str) -> None:
-        """The step's next phase has begun: 'warmup', 'bench' or 'post'."""
+    def set_phase(self, phase: Phase) -> None:
+        """The step's next phase has begun."""
 
-    def end_step(self) -> object | None:
-        """The step's typed record (None when it has nothing for this step); sampling stops until
-        the next begin_step."""
+    def settled(self) -> None:
+        """The bench phase's statistics have settled in the server's views."""
+
+    def end_step(self) -> tuple[StepRecord, ...]:
+        """The step's records (none when it has nothing for this step); idle until the next step."""
 
     def reconnect(self) -> None:
         """The server restarted between steps: its sessions are gone."""
@@ -151,65 +92,131 @@ class StepSampler(Protocol):
         """Stop for good (idempotent)."""
 
 
-@dataclass(frozen=True)
-class StepSamples:
-    """What the samplers handed back at a step's end, each by its record's type."""
+class Hooks:
+    """A collector's defaults: needs nothing, serves any server, does nothing at any moment (its
+    `name` and `queries_run` are its own)."""
 
-    records: tuple[object, ...]
+    needs = Needs()
 
-    def of(self, kind: type[R]) -> R | None:
-        return next((r for r in self.records if isinstance(r, kind)), None)
+    def available(self) -> str | None:
+        return None
+
+    def begin_step(self, step_id: int) -> None:
+        return None
+
+    def set_phase(self, phase: Phase) -> None:
+        return None
+
+    def settled(self) -> None:
+        return None
+
+    def end_step(self) -> tuple[StepRecord, ...]:
+        return ()
+
+    def reconnect(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
-class Samplers:
-    """The run's samplers and the step's own, driven in order by one loop each."""
+class Collectors:
+    """The run's collectors and, while a step runs, the step's own: driven in order by one loop
+    per moment, ended in the reverse order.
 
-    def __init__(self) -> None:
-        self.all: list[StepSampler] = []
+    A collector whose statistics session was lost in a moment (psycopg.OperationalError) does not
+    stop the others being told; the loop raises at its end, and called again for the same moment
+    (on a new session) tells only those that failed, in order, so none is told twice. Any other
+    error of a collector's read costs that collector its record for the step."""
 
-    def add(self, sampler: StepSampler) -> None:
-        self.all.append(sampler)
+    def __init__(self, version_num: int) -> None:
+        self.version_num = version_num
+        self.all: list[Collector] = []
+        self.notes: dict[str, str] = {}
+        self._done: list[Collector] = []  # those that left early (their queries still count)
+        self._retry: tuple[str, list[Collector]] | None = None  # (moment, those whose session was lost in it)
+
+    def add(self, collector: Collector) -> bool:
+        """Take it if this server, role and machine can serve it (its first read, if it reads,
+        works); else leave it out with why. True when taken."""
+        c = collector
+        if self.version_num < c.needs.since:
+            self.notes[c.name] = f"off: PostgreSQL {self.version_num // 10000} {c.needs.lacking}"
+            return False
+        try:
+            why = c.available()
+        except psycopg.Error as e:
+            why = first_line(e)
+        if why is not None:
+            self.notes[c.name] = f"off: {why}"
+            return False
+        self.notes[c.name] = "on"
+        self.all.append(c)
+        return True
 
     @contextlib.contextmanager
-    def joined(self, sampler: StepSampler, step_id: int) -> Iterator[StepSampler]:
-        """A step's own sampler (started and stopped by what it samples: pooler.lab), driven with
-        the run's until it leaves or the step ends."""
-        sampler.begin_step(step_id)
-        self.all.append(sampler)
+    def joined(self, collector: Collector, step_id: int) -> Iterator[Collector]:
+        """A step's own collector (started and stopped by what it collects: pooler.lab), driven
+        with the run's from now until it leaves or the step ends."""
+        collector.begin_step(step_id)
+        self.all.append(collector)
         try:
-            yield sampler
+            yield collector
         finally:
-            if sampler in self.all:
-                self.all.remove(sampler)
+            if collector in self.all:
+                self.all.remove(collector)
+                self._done.append(collector)
 
-    def leave(self, sampler: StepSampler) -> object | None:
-        """A step's own sampler ends before the step does (its pooler is released): its record."""
-        if sampler not in self.all:
-            return None
-        self.all.remove(sampler)
-        return sampler.end_step()
+    def leave(self, collector: Collector) -> tuple[StepRecord, ...]:
+        """A step's own collector ends before the step does (its pooler is released): its records."""
+        if collector not in self.all:
+            return ()
+        self.all.remove(collector)
+        self._done.append(collector)
+        return collector.end_step()
 
     @property
     def queries_run(self) -> int:
-        return sum(s.queries_run for s in self.all)
+        return sum(c.queries_run for c in [*self.all, *self._done])
+
+    def _each(self, moment: str, call: Callable[[Collector], None]) -> None:
+        again = self._retry is not None and self._retry[0] == moment
+        todo = [c for c in self._retry[1] if c in self.all] if again and self._retry is not None else list(self.all)
+        self._retry = None
+        lost: list[Collector] = []
+        for c in todo:
+            try:
+                call(c)
+            except psycopg.OperationalError:
+                lost.append(c)  # its session is gone: the others are still told
+            except psycopg.Error:
+                continue  # that one's record is lost for this step, not the step
+        if lost:
+            self._retry = (moment, lost)
+            raise psycopg.OperationalError(f"{', '.join(c.name for c in lost)}: the statistics session was lost")
 
     def begin_step(self, step_id: int) -> None:
-        for s in self.all:
-            s.begin_step(step_id)
+        self._done = []
+        self._each("begin", lambda c: c.begin_step(step_id))
 
-    def set_phase(self, phase: str) -> None:
-        for s in self.all:
-            s.set_phase(phase)
+    def set_phase(self, phase: Phase) -> None:
+        self._each(phase, lambda c: c.set_phase(phase))
 
-    def end_step(self) -> StepSamples:
-        return StepSamples(tuple(r for s in reversed(self.all) if (r := s.end_step()) is not None))
+    def settled(self) -> None:
+        self._each("settled", lambda c: c.settled())
+
+    def end_step(self) -> tuple[StepRecord, ...]:
+        """Every collector's records for the step, the last one's first."""
+        return tuple(r for c in reversed(self.all) for r in c.end_step())
 
     def reconnect(self) -> None:
         """Each one's sessions made again; the first failure raised once all have tried."""
         failed: BaseException | None = None
-        for s in self.all:
+        for c in self.all:
             try:
-                s.reconnect()
+                c.reconnect()
+            except Interrupted:
+                raise
             except (psycopg.Error, PgkneeError) as e:
                 failed = failed or e
         if failed is not None:

@@ -13,10 +13,12 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from pgknee.collect.counters import BenchCounters
 from pgknee.collect.kcache import KcacheCollector
 from pgknee.collect.pgstats import DatabaseCollector
-from pgknee.collect.protocol import Collector, Needs
+from pgknee.collect.protocol import Collector, Needs, Session
 from pgknee.collect.queries import load
+from pgknee.records import StepRecord
 from pgknee.serverstats import CheckpointStep, IoStep, ServerRecord, WalStep, from_row
 
 Row = dict[str, Any]
@@ -43,39 +45,23 @@ def _n(before: Row, after: Row, key: str) -> int | None:
     return None if d is None else int(d)
 
 
-class _OneRowCollector:
+class _OneRowCollector(BenchCounters[Row]):
     """A view read as one row at each end of the phase (its statement in collect/queries as QUERY);
     `record` makes the phase's record of the two rows, once no COUNTERS went back."""
 
-    name = ""
-    needs = Needs()
     QUERY = ""
     COUNTERS: tuple[str, ...] = ()
 
-    def __init__(self, version_num: int) -> None:
+    def __init__(self, session: Session, version_num: int) -> None:
+        super().__init__(session)
         self.version_num = version_num
-        self.queries_run = 0
-        self._before: Row | None = None
 
-    def available(self, conn: psycopg.Connection[Any]) -> str | None:
-        return None  # every role may read these views
-
-    def _read(self, conn: psycopg.Connection[Any]) -> Row:
+    def read(self, conn: psycopg.Connection[Any]) -> Row:
         self.queries_run += 1
         return _rows(conn, self.QUERY, self.version_num)[0]
 
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        self._before = None
-        self._before = self._read(conn)
-
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
-        if self._before is None:
-            return ()
-        after = self._read(conn)  # (the begin read is kept until this one worked: it may be tried again)
-        before, self._before = self._before, None
-        if not _grew(before, after, self.COUNTERS):
-            return ()
-        return (self.record(before, after),)
+    def difference(self, before: Row, after: Row) -> tuple[StepRecord, ...]:
+        return (self.record(before, after),) if _grew(before, after, self.COUNTERS) else ()
 
     def record(self, before: Row, after: Row) -> ServerRecord:
         raise NotImplementedError
@@ -114,7 +100,7 @@ class CheckpointCollector(_OneRowCollector):
                               running_at_start=bool(before["running"]), running_at_end=bool(after["running"]))
 
 
-class IoCollector:
+class IoCollector(BenchCounters[dict[tuple[str, ...], Row]]):
     """pg_stat_io: per backend type, object and context, the rows whose counters moved."""
 
     name = "pg_stat_io"
@@ -123,28 +109,17 @@ class IoCollector:
     _COUNTS = ("reads", "writes", "writebacks", "extends", "hits", "evictions", "reuses", "fsyncs")
     _TIMES = ("read_ms", "write_ms", "fsync_ms", "read_bytes", "write_bytes")
 
-    def __init__(self, version_num: int) -> None:
+    def __init__(self, session: Session, version_num: int) -> None:
+        super().__init__(session)
         self.version_num = version_num
-        self.queries_run = 0
-        self._before: dict[tuple[str, ...], Row] | None = None
 
-    def _read(self, conn: psycopg.Connection[Any]) -> dict[tuple[str, ...], Row]:
+    def read(self, conn: psycopg.Connection[Any]) -> dict[tuple[str, ...], Row]:
         self.queries_run += 1
         return {tuple(str(r[k]) for k in self._KEY): r for r in _rows(conn, "io", self.version_num)}
 
-    def available(self, conn: psycopg.Connection[Any]) -> str | None:
-        return None  # every role may read it
-
-    def begin(self, conn: psycopg.Connection[Any]) -> None:
-        self._before = None
-        self._before = self._read(conn)
-
-    def end(self, conn: psycopg.Connection[Any]) -> tuple[ServerRecord, ...]:
-        if self._before is None:
-            return ()
-        after = self._read(conn)
-        before, self._before = self._before, None
-        out: list[ServerRecord] = []
+    def difference(self, before: dict[tuple[str, ...], Row],
+                   after: dict[tuple[str, ...], Row]) -> tuple[StepRecord, ...]:
+        out: list[StepRecord] = []
         for key, a in sorted(after.items()):
             b = before.get(key)
             if b is None or not _grew(b, a, self._COUNTS):
@@ -157,8 +132,9 @@ class IoCollector:
         return tuple(out)
 
 
-def server_collectors(version_num: int, settle_s: float) -> list[Collector]:
-    """Every server-side collector, pg_stat_database first (its end waits for the counters to
-    settle, after which the others read); StepCollectors leaves out those this server cannot serve."""
-    return [DatabaseCollector(settle_s), WalCollector(version_num), CheckpointCollector(version_num),
-            IoCollector(version_num), KcacheCollector()]
+def server_collectors(session: Session, version_num: int, settle_s: float) -> list[Collector]:
+    """Every server-side collector, pg_stat_database first (it waits for the counters to settle,
+    after which the others read); collect.protocol.Collectors leaves out those this server cannot
+    serve."""
+    return [DatabaseCollector(session, settle_s), WalCollector(session, version_num),
+            CheckpointCollector(session, version_num), IoCollector(session, version_num), KcacheCollector(session)]

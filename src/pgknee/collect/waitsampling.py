@@ -28,6 +28,7 @@ from typing import Any
 import psycopg
 
 from pgknee.collect import queries
+from pgknee.collect.protocol import Hooks, Phase
 from pgknee.errors import Interrupted, PgkneeError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.types import WaitSampling
@@ -91,11 +92,11 @@ class _Reference:
         return self.thread.is_alive() and not self.conn.closed
 
 
-class WaitProfiler:
+class WaitProfiler(Hooks):
     """Reads the profile around a step's bench phase (`begin`, `end`) and makes the step's
     record (`result`). A failure never fails the step: the step has no second profile.
 
-    As collect.protocol's StepSampler it reads as the bench phase begins and as the post phase
+    As collect.protocol's Collector it reads as the bench phase begins and as the post phase
     begins, and its record is the profile of the benchmark's backends, which `pids` tells (the
     pg_stat_activity sampler's, set by the session)."""
 
@@ -119,14 +120,15 @@ class WaitProfiler:
     def begin_step(self, step_id: int) -> None:
         self._before = self._after = None
 
-    def set_phase(self, phase: str) -> None:
+    def set_phase(self, phase: Phase) -> None:
         if phase == "bench":
             self.begin()
         elif phase == "post":
             self.end()
 
-    def end_step(self) -> WaitSampling | None:
-        return self.result(self.pids())
+    def end_step(self) -> tuple[WaitSampling, ...]:
+        profile = self.result(self.pids())
+        return (profile,) if profile is not None else ()
 
     def _profile(self) -> Profile:
         """The profile now; on a new session once when the one held was ended (a DBA's

@@ -165,7 +165,7 @@ class Sweep:
             raise TargetError(f"the server did not come back within {limit:.0f} s: {why}",
                               "check the server; completed steps are kept ('pgknee run --resume' goes on)") from None
         with contextlib.suppress(psycopg.Error, PgkneeError):
-            session.samplers.reconnect()
+            session.collectors.reconnect()
         self.ui.say("the server answers again: the sweep goes on")
 
     def _check_after(self, session: RunSession) -> None:

@@ -19,7 +19,7 @@ from pgknee import keys, proc, registry, safefs
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
-from pgknee.collect.protocol import Samplers, StepCollectors
+from pgknee.collect.protocol import Collectors
 from pgknee.collect.serverfacts import ServerFacts, read_server
 from pgknee.collect.serveros import ServerOsSampler
 from pgknee.collect.serverstats import server_collectors
@@ -54,11 +54,12 @@ class RunSession:
     writer: RunWriter
     work_dir: Path
     child_env: dict[str, str]
-    reader: StatsReader
-    samplers: Samplers  # all through each step (collect.protocol): pg_stat_activity, the OS, the waits
-    os: OsSampler  # this machine's, one of the samplers: told pgbench's and the pooler's pids
+    reader: StatsReader  # pgknee's statistics session, which the server's counters are read on
+    # every step's (collect.protocol): the server's counters, then the samplers of pg_stat_activity,
+    # this machine's and the server's OS and pg_wait_sampling's profile
+    collectors: Collectors
+    os: OsSampler  # this machine's, one of the collectors: told pgbench's and the pooler's pids
     scripts: dict[str, list[Script]]
-    collectors: StepCollectors  # the server's side of each bench phase (collect.protocol)
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings: Settings | None = None  # the variant's settings as the server took them (read after its restart)
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
@@ -115,28 +116,30 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     env.update({keys.workload_size(k): str(v) for k, v in prepared.workload.table_sizes(stats_conn).items()})
     server_os, machine_env = open_machine(stack, plan, target, stats_conn)
     env.update(machine_env)
-    collectors = _collectors(stats_conn, server, env, plan.settle_s)
-    stats_conn.close()  # the statistics reader below takes its place (the capacity check counted one)
+    stats_conn.close()  # the statistics reader takes its place (the capacity check counted one)
+    reader = StatsReader(lambda: target.endpoint.connect("stats"))
+    stack.callback(lambda: reader.conn.close())
+    collectors = _server_collectors(reader, server, env, plan.settle_s)
     env[keys.Env.WAIT_SAMPLING] = waits_note
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target),
                             **({keys.Env.AGENTS: ",".join(fleet.names)} if fleet is not None else {})})
     for purpose, argv in ([("pgknee", record.argv)] if record.argv else []) + commands:
         writer.add_command(None, purpose, argv)  # the run's own command line first, then the set-up's
-    samplers, os_sampler = _start_samplers(stack, plan, target, server, writer, ui.say, server_os, waits)
-    reader = StatsReader(lambda: target.endpoint.connect("stats"))
-    stack.callback(lambda: reader.conn.close())
-    session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, samplers, os_sampler,
-                         {name: [s for s, _ in pairs] for name, pairs in texts.items()}, collectors)
+    os_sampler = _start_samplers(stack, collectors, plan, target, server, writer, ui.say, server_os, waits)
+    session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, collectors, os_sampler,
+                         {name: [s for s, _ in pairs] for name, pairs in texts.items()})
     session.mix, session.fleet = start_mix(prepared.workload, target, writer, ui.say), fleet
     return session, steps
 
 
-def _collectors(conn: psycopg.Connection[Any], server: ServerFacts, env: dict[str, str],
-                settle_s: float) -> StepCollectors:
-    """The server-side collectors this server and role can serve (each tried once), and in the
-    run's environment which are on and why the others are not."""
-    collectors = StepCollectors(server_collectors(server.version_num, settle_s), server.version_num)
-    collectors.check(conn)
+def _server_collectors(reader: StatsReader, server: ServerFacts, env: dict[str, str],
+                       settle_s: float) -> Collectors:
+    """The run's collectors, first those of the server's counters this server and role can serve
+    (each tried once on the statistics session), and in the run's environment which are on and
+    why the others are not."""
+    collectors = Collectors(server.version_num)
+    for c in server_collectors(reader, server.version_num, settle_s):
+        collectors.add(c)
     env.update({keys.collector(name): note for name, note in collectors.notes.items()})
     return collectors
 
@@ -208,29 +211,29 @@ def _activity_sink(writer: RunWriter) -> Callable[[int, list[Any], list[Any]], N
     return sink  # its connection closes with the sampler (a connection is closed by the thread that made it)
 
 
-def _start_samplers(stack: contextlib.ExitStack, plan: Plan, target: Target, server: ServerFacts,
-                    writer: RunWriter, say: Callable[[str], None], server_os: ServerOsSampler | None,
-                    waits: WaitProfiler | None) -> tuple[Samplers, OsSampler]:
-    """The samplers of every step, in the order they are driven (and ended in reverse): the
-    profile of the waits ends first, while pg_stat_activity's sampler still knows the benchmark's
-    backends. Each is stopped when `stack` closes (those started elsewhere already are)."""
-    samplers = Samplers()
+def _start_samplers(stack: contextlib.ExitStack, collectors: Collectors, plan: Plan, target: Target,
+                    server: ServerFacts, writer: RunWriter, say: Callable[[str], None],
+                    server_os: ServerOsSampler | None, waits: WaitProfiler | None) -> OsSampler:
+    """The samplers of every step, after the server's counters, in the order they are driven (and
+    ended in reverse): the profile of the waits ends first, while pg_stat_activity's sampler still
+    knows the benchmark's backends. Each is stopped when `stack` closes (those started elsewhere
+    already are)."""
     if plan.sample_interval_s:
         activity = ActivitySampler(target.endpoint, server.version_num, plan.sample_interval_s,
                                    all_databases=plan.sample_all_databases, query_text=plan.query_text,
                                    sink=_activity_sink(writer), on_slow=say)
         activity.start()
         stack.callback(activity.close)
-        samplers.add(activity)
+        collectors.add(activity)
         if waits is not None:
             waits.pids = activity.bench_pids
     os_sampler = OsSampler(plan.os_interval_s)
     if plan.os_interval_s:
         os_sampler.start()
         stack.callback(os_sampler.close)
-    samplers.add(os_sampler)
+    collectors.add(os_sampler)
     if server_os is not None:
-        samplers.add(server_os)
+        collectors.add(server_os)
     if waits is not None:  # (opened only with pg_stat_activity sampling)
-        samplers.add(waits)
-    return samplers, os_sampler
+        collectors.add(waits)
+    return os_sampler

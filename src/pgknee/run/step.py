@@ -13,7 +13,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import psycopg
 
@@ -26,6 +26,7 @@ from pgknee.driver.steady import SteadyWatch
 from pgknee.errors import Interrupted, PgkneeError
 from pgknee.idle import IdleHolder
 from pgknee.pooler.lab import StepPooler
+from pgknee.records import StepRecord, first_of
 from pgknee.rules import PROBE_S, log_sampling_rate
 from pgknee.run.fleetstep import fleet_phase
 from pgknee.run.network import step_network
@@ -34,7 +35,7 @@ from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
 from pgknee.run.verdict import Sampled, judge
-from pgknee.serverstats import RECORDS, DatabaseStep, ServerRestart
+from pgknee.serverstats import ServerRestart
 from pgknee.stepfacts import (
     FactsDraft,
     Faults,
@@ -46,15 +47,7 @@ from pgknee.stepfacts import (
     Warmup,
 )
 from pgknee.targets.base import Endpoint
-from pgknee.types import (
-    ActivitySamples,
-    OsSamples,
-    PoolerResult,
-    PoolerSamples,
-    ServerOsSamples,
-    StepResult,
-    WaitSampling,
-)
+from pgknee.types import PoolerSamples, StepResult
 
 T = TypeVar("T")
 
@@ -124,7 +117,7 @@ def _apply_settings(s: RunSession, spec: StepSpec) -> None:
     if not s.target.apply_settings(want, say=s.ui.say):
         return
     s.reader.reconnect()
-    s.samplers.reconnect()
+    s.collectors.reconnect()
     took: list[tuple[str, float]] = []
     for name in want:
         row = s.reader.conn.execute(queries.text("setting_value"), (name,)).fetchone()
@@ -147,7 +140,7 @@ def _enter(s: RunSession, spec: StepSpec, step_id: int, start: Callable[[], T]) 
 
 def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, step_id: int) -> StepPooler | None:
     """The step's pooler, if its variant has one, stopped when `stack` closes; its console's
-    sampler joins the run's for the step."""
+    sampler joins the run's collectors for the step."""
     v = spec.variant
     if v.pooler is None:
         return None
@@ -158,7 +151,7 @@ def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, step_id:
     s.os.pooler_pid = pooled.pid
     stack.callback(setattr, s.os, "pooler_pid", None)
     if pooled.sampler is not None:
-        stack.enter_context(s.samplers.joined(pooled.sampler, step_id))
+        stack.enter_context(s.collectors.joined(pooled.sampler, step_id))
     return pooled
 
 
@@ -208,7 +201,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     plan = s.plan
     reach = via or (pooled.endpoint if pooled is not None else None)
     env = reach.child_env(s.work_dir, s.target.run_as) if reach is not None else s.child_env
-    s.samplers.begin_step(step_id)
+    s.collectors.begin_step(step_id)
     facts.add(_wait_for_quiet(s))
     if _warm_up(s, spec, step_id, run, env, step_dir, facts) and pooled is not None:
         _close_pool(s, pooled)
@@ -218,42 +211,37 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
         s.mix.begin()
     own0 = _own_reads(s)
     pool_before = _pooler_totals(pooled)
-    _collect(s, facts, s.collectors.begin)  # pg_stat_database first, then the server's WAL, checkpoints, I/O
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
-    s.samplers.set_phase("bench")  # (pg_wait_sampling's profile is read as it begins and as 'post' does)
+    _collect(s, facts, lambda: s.collectors.set_phase("bench"))  # the server's counters read, the samplers told
     bench_start = time.time()
     merged = fleet_phase(s, spec, run, step_id, "bench", facts) if s.fleet is not None else None
     execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch) if merged is None else \
         Execution(merged.exit_code, "", merged.reason or "", merged.progress)
     bench_end = time.time()
-    s.samplers.set_phase("post")
+    _collect(s, facts, lambda: s.collectors.set_phase("post"))
     pooler, died = _pooler_after(s, pooled, pool_before)
     idle_alive = _end_facts(s, holder, pooled, facts)
-    collected = _collect(s, facts, s.collectors.end) or ()  # once pg_stat_database settled
-    if any(isinstance(r, ServerRestart) for r in collected):
-        _restarted(facts)
+    _collect(s, facts, s.collectors.settled)  # pg_stat_database waits for its counters to settle, the others read
     end_mix(s.mix, s.writer, step_id)
     own = _own_reads(s) - own0
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
         time.sleep(rest)
-    ends = s.samplers.end_step()
-    os_rows, server_os = ends.of(OsSamples), ends.of(ServerOsSamples)
-    return Sampled(run, execution, bench_start, bench_end,
-                   next((r for r in collected if isinstance(r, DatabaseStep)), None), own,
-                   ends.of(ActivitySamples), os_rows.rows if os_rows else (), facts, pooler, died,
-                   spec.variant.idle - idle_alive if holder is not None else 0, watch,
-                   server_os.rows if server_os else (), ends.of(WaitSampling), merged,
-                   tuple(r for r in collected if isinstance(r, RECORDS)))
+    records = s.collectors.end_step()
+    if any(isinstance(r, ServerRestart) for r in records):
+        _restarted(facts)
+    return Sampled(run, execution, bench_start, bench_end, own, facts, died,
+                   spec.variant.idle - idle_alive if holder is not None else 0, watch, merged,
+                   tuple(r for r in records if not isinstance(r, ServerRestart)) + pooler)
 
 
-def _collect(s: RunSession, facts: FactsDraft, read: Callable[[psycopg.Connection[Any]], T]) -> T | None:
-    """A read of the collectors on the statistics session, again on a new session once if that one
-    was lost (a DBA ended it, a blip); none, and the step marked, when the server cannot be
-    reached even so (it restarted, or failed over)."""
+def _collect(s: RunSession, facts: FactsDraft, moment: Callable[[], None]) -> None:
+    """A moment of the collectors (collect.protocol), again on a new statistics session once if
+    that one was lost (a DBA ended it, a blip): the collectors go on from the one that failed;
+    the step marked when the server cannot be reached even so (it restarted, or failed over)."""
     for attempt in (1, 2):
         try:
-            return read(s.reader.conn)
+            return moment()
         except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
             raise
         except psycopg.OperationalError:
@@ -274,9 +262,9 @@ def _restarted(facts: FactsDraft) -> None:
 
 def _own_reads(s: RunSession) -> int:
     """pgknee's own statements in the benchmark database so far, each a commit there: the
-    samplers' (pg_stat_activity's, the reads of the server's /proc through SQL, pg_wait_sampling's
-    profile when it is read there), the statistics reader's, the server-side collectors'."""
-    return s.samplers.queries_run + s.reader.reads + s.collectors.reads
+    collectors' (the server's counters, pg_stat_activity's sampler, the reads of the server's /proc
+    through SQL, pg_wait_sampling's profile when it is read there) and the statistics session's."""
+    return s.collectors.queries_run + s.reader.reads
 
 
 def _wait_for_quiet(s: RunSession) -> QuietWait | None:
@@ -302,7 +290,7 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
     seconds = plan.warmup_s or (PROBE_S if probe else 0)
     if not seconds:
         return False
-    s.samplers.set_phase("warmup")
+    s.collectors.set_phase("warmup")
     warm = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
                        clients=spec.clients, threads=run.threads, seconds=seconds, log_prefix=None, progress=probe)
     s.writer.add_command(step_id, "warmup", warm.argv())
@@ -357,14 +345,15 @@ def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:
 
 
 def _pooler_after(s: RunSession, pooled: StepPooler | None,
-                  before: dict[str, float] | None) -> tuple[PoolerResult | None, str | None]:
-    """SHOW STATS at the end, the SHOW POOLS samples, and whether pgbouncer died (its last words)."""
+                  before: dict[str, float] | None) -> tuple[tuple[StepRecord, ...], str | None]:
+    """SHOW STATS at the end, the SHOW POOLS samples and how the pooler ran (its records), and
+    whether pgbouncer died (its last words)."""
     if pooled is None:
-        return None, None
+        return (), None
     after = _pooler_totals(pooled)
     died = None if pooled.alive() else (pooled.log_tail() or "no message in its log")
-    sampled = s.samplers.leave(pooled.sampler) if pooled.sampler is not None else None
-    samples = sampled if isinstance(sampled, PoolerSamples) else PoolerSamples(())
+    sampled = s.collectors.leave(pooled.sampler) if pooled.sampler is not None else ()
+    samples = first_of(sampled, PoolerSamples) or PoolerSamples(())
     # the pool's server connections would sit idle and flush their statistics only after up to
     # 10 s: close them so pg_stat_database counts the step now
     pooled.release()
@@ -377,4 +366,4 @@ def _pooler_after(s: RunSession, pooled: StepPooler | None,
         facts = dataclasses.replace(facts, missing="the console did not answer at the end of the step")
     if samples.errors:
         facts = dataclasses.replace(facts, sampler_errors=" | ".join(samples.errors))
-    return PoolerResult(samples.rows, facts), died
+    return (samples, facts), died

@@ -15,12 +15,13 @@ from pgknee.driver.measure import measure, read_transaction_logs
 from pgknee.driver.pgbench import PgbenchRun, error_cause, log_files, parse_counts, parse_summary, window_of
 from pgknee.driver.steady import SteadyWatch, steadiness
 from pgknee.plan import Plan
+from pgknee.records import StepRecord, first_of
 from pgknee.run.distributed import Merged
 from pgknee.run.schedule import StepSpec
 from pgknee.run.session import RunSession
-from pgknee.serverstats import DatabaseStep, ServerRecord
+from pgknee.serverstats import DatabaseStep
 from pgknee.stepfacts import AutoDuration, FactsDraft, Faults, Measured, RelayEnd, Steadiness, StepFacts
-from pgknee.types import ActivitySamples, PgbenchSummary, PoolerResult, StepMeasurement, StepResult, WaitSampling
+from pgknee.types import PgbenchSummary, StepMeasurement, StepResult
 
 
 @dataclass
@@ -31,19 +32,18 @@ class Sampled:
     execution: Execution
     bench_start: float
     bench_end: float
-    database: DatabaseStep | None  # pg_stat_database's change (none across a restart)
     own_commits: int  # pgknee's own reads of the statistics, commits in the benchmark database
-    activity_samples: ActivitySamples | None
-    os_rows: tuple[tuple[object, ...], ...]
     facts: FactsDraft
-    pooler: PoolerResult | None
     pooler_died: str | None  # pgbouncer's last words, if it died
     idle_lost: int  # idle sessions the server ended during the step
     watch: SteadyWatch | None  # --duration auto: what stopped the step
-    server_os_rows: tuple[tuple[object, ...], ...] = ()  # the server's OS (run/machine.py), when sampled
-    wait_sampling: WaitSampling | None = None  # pg_wait_sampling's profile of the bench phase
     merged: Merged | None = None  # run by agents: their figures merged (run/distributed.py)
-    server: tuple[ServerRecord, ...] = ()  # the server's WAL, checkpoints and I/O (collect.serverstats)
+    records: tuple[StepRecord, ...] = ()  # what the collectors handed back (collect.protocol)
+
+    @property
+    def database(self) -> DatabaseStep | None:
+        """pg_stat_database's change (none across a restart)."""
+        return first_of(self.records, DatabaseStep)
 
 
 def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
@@ -68,9 +68,7 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     status = "failed" if failed else "completed"
     reason = "; ".join([*outside, *([own] if own else [])]) or None
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
-                      x.database, ex.progress, x.activity_samples, x.os_rows, x.facts.freeze(), x.pooler,
-                      server_os_rows=x.server_os_rows, wait_sampling=x.wait_sampling,
-                      agents=x.merged.shares if x.merged is not None else (), server=x.server)
+                      ex.progress, x.facts.freeze(), x.records, agents=x.merged.shares if x.merged is not None else ())
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,

@@ -18,51 +18,38 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pgknee import records
 from pgknee.errors import UserError
-from pgknee.serverstats import BY_TABLE, DatabaseStep, as_row, from_row
 from pgknee.stepfacts import StepFacts
 from pgknee.types import (
-    ActivitySamples,
     AgentShare,
     LatencyStats,
     PgbenchSummary,
-    PoolerFacts,
-    PoolerResult,
     ProgressPoint,
     ScriptResult,
     StepMeasurement,
     StepResult,
-    WaitSampling,
 )
 
 KIND = "pgknee-side-file"
-VERSION = 1
+VERSION = 2  # 2: each collector's record with its kind (pgknee.records)
 
 
 # ---- a StepResult as JSON and back ---------------------------------------------------------------------
 def result_to_json(r: StepResult) -> dict[str, Any]:
-    """Every field, nested records as objects, tuples as lists (StepResult holds plain values)."""
+    """Every field, nested records as objects, tuples as lists; each collector's record with its
+    kind (pgknee.records), the step's facts as the store keeps them (name and value)."""
     def plain(obj: Any) -> Any:
         if hasattr(obj, "__dataclass_fields__"):
             return {f: plain(getattr(obj, f)) for f in obj.__dataclass_fields__}
         if isinstance(obj, tuple | list):
             return [plain(x) for x in obj]
-        if isinstance(obj, dict):
-            return {str(k): plain(v) for k, v in obj.items()}
         return obj
 
-    out: dict[str, Any] = plain(r)
-    out["server"] = [{"table": rec.TABLE, **as_row(rec)} for rec in r.server]  # each record with its kind
-    out["facts"] = dict(r.facts.items())  # as the store keeps them: name and value
-    if r.pooler is not None:
-        out["pooler"]["facts"] = dict(r.pooler.facts.items())
-    out["pg_delta"] = dict(r.database.items()) if r.database is not None else {}  # (its name in side files)
-    del out["database"]
+    out: dict[str, Any] = {f: plain(getattr(r, f)) for f in r.__dataclass_fields__ if f not in ("records", "facts")}
+    out["records"] = [records.to_json(rec) for rec in r.records]
+    out["facts"] = dict(r.facts.items())
     return out
-
-
-def _rows(rows: list[list[Any]]) -> tuple[tuple[Any, ...], ...]:
-    return tuple(tuple(r) for r in rows)
 
 
 def _latency(d: dict[str, Any] | None) -> LatencyStats | None:
@@ -76,37 +63,14 @@ def _measurement(d: dict[str, Any] | None) -> StepMeasurement | None:
     return StepMeasurement(**{**d, "latency": _latency(d["latency"]), "lag": _latency(d["lag"]), "scripts": scripts})
 
 
-def _snapshots(rows: list[list[Any]]) -> tuple[tuple[Any, ...], ...]:
-    """A side file written before format 15 has no hidden count before each snapshot's ms."""
-    return tuple((*r[:7], None, r[7]) if len(r) == 8 else tuple(r) for r in rows)
-
-
 def result_from_json(d: dict[str, Any]) -> StepResult:
-    act, pooler = d["activity"], d["pooler"]
     return StepResult(
         step_id=int(d["step_id"]), status=d["status"], reason=d["reason"], pgbench_exit=d["pgbench_exit"],
         bench_start=d["bench_start"], bench_end=d["bench_end"], summary=PgbenchSummary(**d["summary"]),
         measurement=_measurement(d["measurement"]), tps_db=d["tps_db"],
-        database=DatabaseStep.of_items(d["pg_delta"]) if d["pg_delta"] else None,
-        progress=tuple(ProgressPoint(**p) for p in d["progress"]),
-        activity=(ActivitySamples(_snapshots(act["snapshots"]), _rows(act["rows"]), tuple(act["errors"]),
-                                  int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)),
-                                  float(act.get("interval_s", 0.0)), int(act.get("ticks_late", 0)))
-                  if act is not None else None),
-        os_rows=_rows(d["os_rows"]), facts=StepFacts.of_items(d["facts"]),
-        server_os_rows=_rows(d.get("server_os_rows", [])),
-        pooler=(PoolerResult(_rows(pooler["samples"]), PoolerFacts.of_items(pooler["facts"]))
-                if pooler is not None else None),
-        wait_sampling=_wait_sampling(d.get("wait_sampling")),
-        agents=tuple(AgentShare(**a) for a in d.get("agents", [])),
-        server=tuple(from_row(BY_TABLE[x["table"]], x) for x in d.get("server", [])))
-
-
-def _wait_sampling(d: dict[str, Any] | None) -> WaitSampling | None:
-    if d is None:
-        return None
-    return WaitSampling(int(d["probes"]), bool(d["probes_counted"]), float(d["window_s"]), int(d["backends"]),
-                        tuple((str(t), str(e), int(n)) for t, e, n in d["counts"]))
+        progress=tuple(ProgressPoint(**p) for p in d["progress"]), facts=StepFacts.of_items(d["facts"]),
+        records=tuple(records.from_json(x) for x in d["records"]),  # type: ignore[misc]
+        agents=tuple(AgentShare(**a) for a in d.get("agents", [])))
 
 
 # ---- writing and reading side files ----------------------------------------------------------------------

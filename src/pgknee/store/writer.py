@@ -24,16 +24,15 @@ from typing import Any
 from pgknee import errors, keys
 from pgknee.clock import now_iso
 from pgknee.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserError, store_error
+from pgknee.records import StoredRow
 from pgknee.registry import is_alive, start_time
-from pgknee.serverstats import as_row
-from pgknee.stepfacts import ActivityGaps
 from pgknee.store import sidefile
 from pgknee.store.claims import claim_refusal, owner, owner_alive
 from pgknee.store.db import Store
 from pgknee.store.migrate import split_sql
 from pgknee.store.sql import load
 from pgknee.store.steprows import script_rows, step_values
-from pgknee.types import ProgressPoint, Reopening, Row, StepResult
+from pgknee.types import ActivitySamples, ProgressPoint, Reopening, Row, StepResult
 
 RESERVE_BYTES = 256 << 10  # room kept on the store's disk for how a run ends
 
@@ -322,35 +321,15 @@ class RunWriter:
             self._many("insert_step_scripts", script_rows(r.step_id, r.measurement))
             self._many("insert_step_failures", [{"step_id": r.step_id, "kind": k, "count": n}
                                                 for k, n in r.measurement.failures.items()])
-        if r.database is not None:
-            self._many("insert_pg_stat_database", [{"step_id": r.step_id, "name": k, "delta": v}
-                                                   for k, v in r.database.items()])
         first: dict[float, ProgressPoint] = {}
         for p in r.progress:  # pgbench repeats a second's line now and then: the first one counts
             first.setdefault(p.t_s, p)
         self._many("insert_progress", [{"step_id": r.step_id, **asdict(p)} for p in first.values()])
-        if r.activity is not None:
-            self._many("insert_snapshots", self._rows(r.step_id, r.activity.snapshots))
-            self._many("insert_activity", self._rows(r.step_id, r.activity.rows))
-            a = r.activity  # its gaps among the step's facts, each only when not 0
-            gaps = ActivityGaps(a.ticks_lost or None, a.reconnects or None, a.interval_s or None, a.ticks_late or None)
-            self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in gaps.items()])
-        self._many("insert_os_samples", self._rows(r.step_id, r.os_rows))
-        self._many("insert_server_os_samples", self._rows(r.step_id, r.server_os_rows))
         self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
-        if r.wait_sampling is not None:
-            w = r.wait_sampling
-            self._one("insert_wait_sampling", {"step_id": r.step_id, "probes": w.probes, "window_s": w.window_s,
-                                               "probes_counted": int(w.probes_counted), "backends": w.backends})
-            self._many("insert_wait_profile", [{"step_id": r.step_id, "wait_event_type": t, "wait_event": e,
-                                                "count": n} for t, e, n in w.counts])
         self._many("insert_step_agents", [{"run_id": self.run_id, "step_id": r.step_id, **asdict(a)} for a in r.agents])
-        for rec in r.server:  # each kind of record in its own table, its columns its fields
-            self._one(f"insert_{rec.TABLE}", {"step_id": r.step_id, **as_row(rec)})
-        if r.pooler is not None:
-            self._many("insert_pooler_samples", self._rows(r.step_id, r.pooler.samples))
-            self._many("insert_step_pooler", [{"step_id": r.step_id, "name": k, "value": v}
-                                              for k, v in r.pooler.facts.items()])
+        for record in r.records:  # each collector's, into its own tables (pgknee.records)
+            for statement, rows in record.stored():
+                self._many(statement, (self._keyed(r.step_id, row) for row in rows))
 
     def write_activity(self, step_id: int, snapshots: Iterable[Row], rows: Iterable[Row]) -> None:
         """pg_stat_activity samples handed over while a step runs (collect.activity's sink)."""
@@ -370,6 +349,12 @@ class RunWriter:
 
     def _rows(self, step_id: int, rows: Iterable[Row]) -> Iterable[Row]:
         return ((self.run_id, step_id, *row) for row in rows)
+
+    def _keyed(self, step_id: int, row: StoredRow) -> StoredRow:
+        """A record's row with the run's and the step's ids: first when positional, by name when named."""
+        if isinstance(row, Mapping):
+            return {"run_id": self.run_id, "step_id": step_id, **row}
+        return (self.run_id, step_id, *row)
 
     # ---- side files -----------------------------------------------------------------------------
     def _side_doc(self, reason: str) -> dict[str, Any]:
@@ -430,7 +415,7 @@ class RunWriter:
                 raise UserError(f"step {step['seq']} of run {self.run_id} in {self.store.label} is another step than "
                                 "the side file's", "give --store the store the side file came from")
             self._each("clear_step", {"step_id": step_id})
-            act = result.activity
+            act = result.of(ActivitySamples)
             first = min((row[0] for row in act.snapshots), default=None) if act is not None else None
             if first is not None:  # the side file's samples replace those from its first on
                 self._each("clear_step_samples", {"step_id": step_id, "samples_from": first})

@@ -1,0 +1,60 @@
+"""A step's records: what each collector hands back when a step ends (collect.protocol), all kept
+the same way. A record says where it goes (`stored`: its statements in store/sql, each with its
+rows, which the writer puts after the run's and the step's ids), and travels through a side file
+by its kind's name (`to_json`, `from_json`). A new kind of record needs `@kind` and its own
+`stored`; the writer, the side files and the step that carries it stay as they are."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+StoredRow = Sequence[Any] | Mapping[str, Any]  # positional (after run_id, step_id) or named (:step_id, :run_id)
+
+
+class StepRecord(Protocol):
+    """A frozen record of one step, from one collector."""
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        """(statement in store/sql, its rows) for each table it goes into."""
+        ...
+
+
+KINDS: dict[str, type[Any]] = {}
+C = TypeVar("C", bound=type[Any])
+R = TypeVar("R")
+
+
+def kind(cls: C) -> C:
+    """A dataclass that is a step's record, known to side files by its class's name."""
+    KINDS[cls.__name__] = cls
+    return cls
+
+
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple | list):
+        return [_plain(x) for x in obj]
+    return obj
+
+
+def _tuples(v: Any) -> Any:
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def to_json(record: object) -> dict[str, Any]:
+    """The record's kind and its fields as JSON values (lists for tuples)."""
+    return {"kind": type(record).__name__, "fields": _plain(record)}
+
+
+def from_json(d: Mapping[str, Any]) -> object:
+    """A record back from to_json: its fields, lists as tuples. An unknown kind raises KeyError."""
+    cls = KINDS[str(d["kind"])]
+    values = d["fields"]
+    return cls(**{f.name: _tuples(values[f.name]) for f in dataclasses.fields(cls) if f.name in values})
+
+
+def first_of(records: Iterable[object], cls: type[R]) -> R | None:
+    return next((r for r in records if isinstance(r, cls)), None)
