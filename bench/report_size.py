@@ -157,17 +157,10 @@ def os_rows(start: float, seconds: int, phase: str, clients: int, rnd: random.Ra
 def step_result(step_id: int, start: float, shape: Shape, variant: str, clients: int, rnd: random.Random) -> Any:
     """What run.step hands the writer for one completed step (its sampled sessions go to the
     writer in batches before, as the sampler's sink does: activity_rows)."""
+    from pgknee.samples import OsSamples
     from pgknee.serverstats import DatabaseStep
     from pgknee.stepfacts import MemoryAtEnd, StepFacts
-    from pgknee.types import (
-        LatencyStats,
-        OsSamples,
-        PgbenchSummary,
-        ProgressPoint,
-        ScriptResult,
-        StepMeasurement,
-        StepResult,
-    )
+    from pgknee.types import LatencyStats, PgbenchSummary, ProgressPoint, ScriptResult, StepMeasurement, StepResult
 
     secs = shape.seconds
     tps = model_tps(clients, variant) * rnd.uniform(0.95, 1.05)

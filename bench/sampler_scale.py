@@ -46,10 +46,10 @@ from pgknee.collect.pace import Pace
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
 from pgknee.idle import IdleHolder
 from pgknee.plan import parse_seconds
+from pgknee.samples import ActivitySamples
 from pgknee.stepfacts import MemoryAtEnd
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import EmbeddedCluster, find_bindir
-from pgknee.types import ActivitySamples
 from pgknee.workloads.base import ScriptSource, write_scripts
 
 STEADY_SETTINGS = {"autovacuum": "off", "checkpoint_timeout": "1h", "max_wal_size": "4GB",

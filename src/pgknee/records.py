@@ -7,6 +7,7 @@ by its kind's name (`to_json`, `from_json`). A new kind of record needs `@kind` 
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -49,11 +50,22 @@ def to_json(record: object) -> dict[str, Any]:
     return {"kind": type(record).__name__, "fields": _plain(record)}
 
 
+def _typed(hint: Any, v: Any) -> Any:
+    """A field's JSON value as its annotation says: rows of a NamedTuple as that NamedTuple."""
+    args = typing.get_args(hint)
+    if isinstance(v, list) and typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis \
+            and hasattr(args[0], "_fields"):
+        return tuple(args[0](*row) for row in v)
+    return _tuples(v)
+
+
 def from_json(d: Mapping[str, Any]) -> object:
-    """A record back from to_json: its fields, lists as tuples. An unknown kind raises KeyError."""
+    """A record back from to_json: its fields, lists as tuples (rows as their NamedTuple). An
+    unknown kind raises KeyError."""
     cls = KINDS[str(d["kind"])]
-    values = d["fields"]
-    return cls(**{f.name: _tuples(values[f.name]) for f in dataclasses.fields(cls) if f.name in values})
+    values, hints = d["fields"], typing.get_type_hints(cls)
+    return cls(**{f.name: _typed(hints.get(f.name), values[f.name]) for f in dataclasses.fields(cls)
+                  if f.name in values})
 
 
 def first_of(records: Iterable[object], cls: type[R]) -> R | None:

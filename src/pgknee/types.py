@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-from pgknee.keys import (
-    POOLER_DELTA,
-    POOLER_EXTERNAL,
-    POOLER_SETTING,
-    PoolerFact,
-    pooler_delta,
-    pooler_external,
-    pooler_setting,
-)
 from pgknee.records import StepRecord as Record
-from pgknee.records import StoredRow, first_of, kind
+from pgknee.records import first_of
+from pgknee.samples import PoolerFacts, WaitSampling
 from pgknee.serverstats import DatabaseStep, ServerRecord
-from pgknee.stepfacts import ActivityGaps, StepFacts
+from pgknee.stepfacts import StepFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +274,26 @@ class PoolerRecord:
         return self.facts.delta(name)
 
 
+class CapturedStatement(NamedTuple):
+    """A statement of a captured workload as the source ran it (table workload_statements)."""
+
+    statement: str  # its id in the manifest
+    query: str
+    kind: str  # read | write
+    share_calls: float  # of the source's calls
+    share_time: float
+
+
+class ReplayedStatement(NamedTuple):
+    """What a step replayed of a captured statement, from the target's pg_stat_statements (table
+    step_statements)."""
+
+    step_id: int
+    statement: str
+    calls: float
+    total_ms: float
+
+
 @dataclass(frozen=True)
 class RunData:
     """Everything the analysis of one run reads, as fetched from the store."""
@@ -306,7 +317,7 @@ class RunData:
     server_os: dict[int, list[ServerOsSample]] = field(default_factory=dict)  # bench phase: the server's OS
     wait_sampling: dict[int, WaitSampling] = field(default_factory=dict)  # pg_wait_sampling, when loaded
     # a captured workload's statements and its steps' replay of them (store.db.Store.statement_mix)
-    statement_mix: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = field(default_factory=lambda: ([], []))
+    statement_mix: tuple[list[CapturedStatement], list[ReplayedStatement]] = field(default_factory=lambda: ([], []))
     agents: dict[int, list[AgentShare]] = field(default_factory=dict)  # steps run by agents: each one's share
     # bench phase: mean backends per snapshot pg_stat_activity hid from the role (steps with any)
     hidden: dict[int, float] = field(default_factory=dict)
@@ -315,140 +326,6 @@ class RunData:
 
 
 R = TypeVar("R")
-
-
-# ---- what one step hands the store writer (run/step.py -> store/writer.py) -----------------------
-Row = tuple[Any, ...]
-
-
-@kind
-@dataclass(frozen=True)
-class WaitSampling:
-    """pg_wait_sampling's profile over one step's bench window (collect.waitsampling): the counts
-    of the benchmark's backends by wait event, and the collector's probes in the window (AAS of
-    an event = count / probes)."""
-
-    probes: int
-    probes_counted: bool  # counted on a session sleeping all along; else assumed from profile_period
-    window_s: float
-    backends: int
-    counts: tuple[tuple[str, str, int], ...]  # (wait_event_type, wait_event, count)
-
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        yield "insert_wait_sampling", ({"probes": self.probes, "window_s": self.window_s,
-                                        "probes_counted": int(self.probes_counted), "backends": self.backends},)
-        yield "insert_wait_profile", [{"wait_event_type": t, "wait_event": e, "count": n} for t, e, n in self.counts]
-
-
-@kind
-@dataclass(frozen=True)
-class ActivitySamples:
-    """A step's pg_stat_activity snapshots: one row per snapshot (its counts, the empty ones too:
-    the denominator of AAS) and one per sampled session, in collect.activity's column order."""
-
-    snapshots: tuple[Row, ...]
-    rows: tuple[Row, ...]
-    errors: tuple[str, ...] = ()
-    ticks_lost: int = 0  # sampling ticks without a connection (a gap)
-    reconnects: int = 0
-    interval_s: float = 0.0  # the interval the step's sampling ended at (longer than the plan's: slowed)
-    ticks_late: int = 0  # ticks that began late (the query before overran its interval)
-
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        """The snapshots and the sessions; the sampling's gaps among the step's facts, each only when not 0."""
-        gaps = ActivityGaps(self.ticks_lost or None, self.reconnects or None, self.interval_s or None,
-                            self.ticks_late or None)
-        return (("insert_snapshots", self.snapshots), ("insert_activity", self.rows),
-                ("insert_step_facts", [{"name": k, "value": v} for k, v in gaps.items()]))
-
-
-@kind
-@dataclass(frozen=True)
-class OsSamples:
-    """A step's samples of this machine's OS (collect.osproc.OS_COLUMNS, one row per tick)."""
-
-    rows: tuple[Row, ...]
-
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return (("insert_os_samples", self.rows),)
-
-
-@kind
-@dataclass(frozen=True)
-class ServerOsSamples:
-    """A step's samples of the server's OS when it runs elsewhere (collect.serveros.SERVER_OS_COLUMNS)."""
-
-    rows: tuple[Row, ...]
-
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return (("insert_server_os_samples", self.rows),)
-
-
-@kind
-@dataclass(frozen=True)
-class PoolerSamples:
-    """A step's SHOW POOLS samples (collect.pooler's column order) and the console's errors (which
-the step's PoolerFacts keep)."""
-
-    rows: tuple[Row, ...]
-    errors: tuple[str, ...] = ()
-
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return (("insert_pooler_samples", self.rows),)
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-@kind
-@dataclass(frozen=True)
-class PoolerFacts:
-    """How a step's pooler ran: its kind ('managed', 'external'), a managed pgbouncer's version and
-    what it was told, what the user's own pooler's console reported, the change of its SHOW STATS
-    totals over the bench phase, and what could not be read. Stored as name/value text rows
-    (step_pooler: keys.PoolerFact and the setting./delta./external. families)."""
-
-    kind: str | None = None
-    version: str | None = None
-    settings: tuple[tuple[str, str], ...] = ()
-    external: tuple[tuple[str, str], ...] = ()
-    deltas: tuple[tuple[str, float], ...] = ()
-    missing: str | None = None  # why there are no deltas
-    sampler_errors: str | None = None
-
-    def delta(self, name: str) -> float | None:
-        return next((v for k, v in self.deltas if k == name), None)
-
-    def reported(self, name: str) -> str | None:
-        """What the user's own pooler's console reported (version, pool_mode, pool_size, ...)."""
-        return next((v for k, v in self.external if k == name), None)
-
-    def items(self) -> Iterator[tuple[str, str]]:
-        """The stored form (a delta as Python's repr of the float, which reads back exactly)."""
-        for key, value in ((PoolerFact.KIND, self.kind), (PoolerFact.VERSION, self.version),
-                           (PoolerFact.MISSING, self.missing), (PoolerFact.SAMPLER_ERRORS, self.sampler_errors)):
-            if value is not None:
-                yield key, value
-        yield from ((pooler_setting(k), v) for k, v in self.settings)
-        yield from ((pooler_external(k), v) for k, v in self.external)
-        yield from ((pooler_delta(k), repr(v)) for k, v in self.deltas)
-
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return (("insert_step_pooler", [{"name": k, "value": v} for k, v in self.items()]),)
-
-    @classmethod
-    def of_items(cls, d: dict[str, str]) -> PoolerFacts:
-        def family(prefix: str) -> tuple[tuple[str, str], ...]:
-            return tuple((k[len(prefix):], v) for k, v in d.items() if k.startswith(prefix))
-
-        return cls(d.get(PoolerFact.KIND), d.get(PoolerFact.VERSION), family(POOLER_SETTING), family(POOLER_EXTERNAL),
-                   tuple((k, x) for k, v in family(POOLER_DELTA) if (x := _number(v)) is not None),
-                   d.get(PoolerFact.MISSING),
-                   d.get(PoolerFact.SAMPLER_ERRORS))
 
 
 @dataclass(frozen=True)

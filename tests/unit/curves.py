@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from builders import make_run_data, os_sample, step
 
-from pgknee.types import OsSample, PoolerFacts, PoolerRecord, RunData
+from pgknee.samples import PoolerFacts
+from pgknee.types import OsSample, PoolerRecord, RunData
 
 
 @dataclass(frozen=True)

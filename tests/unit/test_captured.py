@@ -13,6 +13,7 @@ import pytest
 
 from pgknee.analyze.resemblance import resemblance
 from pgknee.errors import UserError
+from pgknee.types import CapturedStatement, ReplayedStatement
 from pgknee.workloads.captured import generators as gen
 from pgknee.workloads.captured import sqlmap
 from pgknee.workloads.captured.manifest import Manifest, ScriptEntry, Statement, load
@@ -120,13 +121,15 @@ def test_the_manifest_round_trips_and_a_bad_edit_is_one_line(tmp_path: Path) -> 
 
 
 def test_resemblance_within_and_outside_tolerance() -> None:
-    captured = [("s01", "q1", "read", 0.6, 0.2), ("s02", "q2", "write", 0.2, 0.6)]  # shares of the whole database
-    replayed = [(1, "s01", 740, 20.0), (1, "s02", 260, 80.0), (2, "s01", 10, 1.0)]
+    captured = [CapturedStatement("s01", "q1", "read", 0.6, 0.2),  # shares of the whole database
+                CapturedStatement("s02", "q2", "write", 0.2, 0.6)]
+    replayed = [ReplayedStatement(1, "s01", 740, 20.0), ReplayedStatement(1, "s02", 260, 80.0),
+                ReplayedStatement(2, "s01", 10, 1.0)]
     r = resemblance(captured, replayed, [1])
     assert r is not None
     assert [round(x.captured_calls, 2) for x in r.rows] == [0.75, 0.25]  # among the replayed statements
     assert [round(x.replayed_calls, 2) for x in r.rows] == [0.74, 0.26] and r.ok
-    far = resemblance(captured, [(1, "s01", 500, 20.0), (1, "s02", 500, 80.0)])
+    far = resemblance(captured, [ReplayedStatement(1, "s01", 500, 20.0), ReplayedStatement(1, "s02", 500, 80.0)])
     assert far is not None and not far.ok
     assert resemblance([], replayed) is None
 

@@ -14,8 +14,8 @@ import pytest
 from pgknee.collect.protocol import Collectors, Hooks, Needs, Phase
 from pgknee.errors import TargetError
 from pgknee.records import StepRecord
+from pgknee.samples import OsSamples, PoolerSamples
 from pgknee.serverstats import WalStep
-from pgknee.types import OsSamples, PoolerSamples
 
 
 @dataclass

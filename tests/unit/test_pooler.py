@@ -21,7 +21,8 @@ from pgknee.pooler.pgbouncer import PoolerSettings
 from pgknee.report.jsonout import run_json
 from pgknee.report.tables import pooler_table
 from pgknee.report.terminal import render
-from pgknee.types import PoolerFacts, PoolerRecord, PoolerSample
+from pgknee.samples import PoolerFacts
+from pgknee.types import PoolerRecord, PoolerSample
 
 
 @pytest.mark.parametrize(("spec", "pooler"), [

@@ -24,6 +24,7 @@ from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
+from pgknee.samples import ActivitySamples, OsRow, OsSamples, PoolerFacts, PoolerSamples, SessionRow, WaitSampling
 from pgknee.serverstats import CheckpointStep, DatabaseStep, IoStep, WalStep
 from pgknee.stepfacts import ActivityGaps, MemoryAtEnd, StepFacts
 from pgknee.store import claims, sidefile
@@ -35,19 +36,14 @@ from pgknee.store.migrate import APPLICATION_ID, migrations, split_sql
 from pgknee.store.sql import load
 from pgknee.store.writer import RunWriter, import_side_file
 from pgknee.types import (
-    ActivitySamples,
     LatencyStats,
-    OsSamples,
     PgbenchSummary,
-    PoolerFacts,
-    PoolerSamples,
     ProgressPoint,
     Reopening,
     RunData,
     ScriptResult,
     StepMeasurement,
     StepResult,
-    WaitSampling,
 )
 
 # the article's wait-profile query (000, section 7), verbatim
@@ -540,7 +536,13 @@ SERVER = (WalStep(10_000, 12, 800_000.0, 0, None, None, None, None),
 
 def test_a_step_result_round_trips_through_json() -> None:
     r = _full_result(7)
-    assert sidefile.result_from_json(json.loads(json.dumps(sidefile.result_to_json(r)))) == r
+    back = sidefile.result_from_json(json.loads(json.dumps(sidefile.result_to_json(r))))
+    assert back == r
+    activity, os_samples = back.of(ActivitySamples), back.of(OsSamples)
+    assert activity is not None and os_samples is not None
+    # each row typed again by its record's annotation, not a bare list or tuple
+    assert isinstance(activity.rows[0], SessionRow) and activity.rows[0].wait_event == "transactionid"
+    assert isinstance(os_samples.rows[0], OsRow) and os_samples.rows[0].client_cpu_pct == 25.0
 
 
 def test_the_sampler_s_rate_and_late_ticks_are_step_facts(store: Store) -> None:

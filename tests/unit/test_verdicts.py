@@ -16,7 +16,8 @@ from curves import CURVES, run_of
 
 from pgknee.analyze.recommend import recommend
 from pgknee.analyze.run import build
-from pgknee.types import PoolerFacts, PoolerRecord, RunData
+from pgknee.samples import PoolerFacts
+from pgknee.types import PoolerRecord, RunData
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reading-the-answer.md"
 

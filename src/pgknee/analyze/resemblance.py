@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from pgknee.types import CapturedStatement, ReplayedStatement
 
 CALLS_TOL = 0.05
 TIME_TOL = 0.10
@@ -41,10 +42,9 @@ class Resemblance:
         return all(r.within for r in self.rows)
 
 
-def resemblance(captured: Sequence[tuple[Any, ...]], replayed: Sequence[tuple[Any, ...]],
+def resemblance(captured: Sequence[CapturedStatement], replayed: Sequence[ReplayedStatement],
                 steps: Sequence[int] | None = None) -> Resemblance | None:
-    """`captured`: (statement, query, kind, share of calls, share of time) from the source;
-    `replayed`: (step_id, statement, calls, total_ms), of `steps` (all when None)."""
+    """The source's statements against what `steps` (all when None) replayed of them."""
     if not captured:
         return None
     calls: dict[str, float] = {}
@@ -55,8 +55,8 @@ def resemblance(captured: Sequence[tuple[Any, ...]], replayed: Sequence[tuple[An
             seen.add(step_id)
             calls[sid] = calls.get(sid, 0.0) + float(c)
             times[sid] = times.get(sid, 0.0) + float(t)
-    cap_calls = sum(float(r[3]) for r in captured) or 1.0
-    cap_time = sum(float(r[4]) for r in captured) or 1.0
+    cap_calls = sum(float(r.share_calls) for r in captured) or 1.0
+    cap_time = sum(float(r.share_time) for r in captured) or 1.0
     all_calls, all_time = sum(calls.values()) or 1.0, sum(times.values()) or 1.0
     rows = []
     for sid, query, _kind, sc, st in captured:

@@ -30,21 +30,16 @@ from pgknee.collect.pace import Pace
 from pgknee.collect.protocol import Hooks, Phase
 from pgknee.collect.queries import load
 from pgknee.errors import PgkneeError, first_line
+from pgknee.samples import ActivitySamples, SessionRow, SnapshotRow
 from pgknee.targets.base import Endpoint
-from pgknee.types import ActivitySamples
 
-ACTIVITY_COLUMNS = (
-    "pid", "leader_pid", "datid", "datname", "usesysid", "usename", "application_name", "client_addr",
-    "client_hostname", "client_port", "backend_start", "xact_start", "query_start", "state_change",
-    "wait_event_type", "wait_event", "state", "backend_xid", "backend_xmin", "query_id", "query", "backend_type",
-)
+ACTIVITY_COLUMNS = SessionRow._fields[2:]  # pg_stat_activity's, after the time and the phase
 
 # the query's counts before each session's columns: backends, client backends, active, idle in
 # transaction, hidden (rows this role may not see: counted, not stored)
 COUNTS = 5
 
-Rows = list[tuple[Any, ...]]
-Sink = Callable[[int, Rows, Rows], None]  # (step_id, snapshot rows, session rows)
+Sink = Callable[[int, list[SnapshotRow], list[SessionRow]], None]  # (step_id, snapshots, sessions)
 BATCH_ROWS = 20_000  # session rows held before they go to the sink
 BATCH_SECONDS = 5.0
 
@@ -52,8 +47,8 @@ BATCH_SECONDS = 5.0
 @dataclass
 class StepSamples:
     step_id: int
-    snapshots: Rows = field(default_factory=list)  # (at, phase, epoch, counts..., ms)
-    rows: Rows = field(default_factory=list)  # (at, phase, *ACTIVITY_COLUMNS)
+    snapshots: list[SnapshotRow] = field(default_factory=list)
+    rows: list[SessionRow] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     ticks_lost: int = 0  # ticks without a connection
     ticks_late: int = 0  # ticks that began late: the one before overran the interval
@@ -218,8 +213,9 @@ class ActivitySampler(Hooks):
             if cur is None:
                 return
             head = rows[0]
-            cur.snapshots.append((at, phase, epoch, *head[:COUNTS], ms))
-            cur.rows.extend((at, phase, *r[COUNTS:]) for r in rows if r[COUNTS] is not None)
+            backends, clients, active, idle_in_xact, hidden = head[:COUNTS]
+            cur.snapshots.append(SnapshotRow(at, phase, epoch, backends, clients, active, idle_in_xact, hidden, ms))
+            cur.rows.extend(SessionRow(at, phase, *r[COUNTS:]) for r in rows if r[COUNTS] is not None)
             if phase == "bench":  # (the rows may go to the sink before the step ends: kept apart)
                 db = self.endpoint.params.get("dbname")  # r[COUNTS:]: pid, leader_pid, datid, datname, ...
                 cur.bench_pids.update(int(r[COUNTS]) for r in rows if r[COUNTS] is not None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pgknee.clock import iso_of
 from pgknee.collect.periodic import PeriodicSampler
 from pgknee.collect.proctext import parse_meminfo, parse_stat
-from pgknee.types import OsSamples
+from pgknee.samples import OsRow, OsSamples
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -57,7 +57,7 @@ def cpu_percentages(a: tuple[int, ...], b: tuple[int, ...]) -> dict[str, float]:
             "cpu_steal": 100 * steal / total, "cpu_idle": 100 * idle / total}
 
 
-class OsSampler(PeriodicSampler[_Raw]):
+class OsSampler(PeriodicSampler[_Raw, OsRow]):
     """This machine's /proc (the server's too for the embedded server), pgbench's and a managed
     pgbouncer's CPU."""
 
@@ -66,7 +66,7 @@ class OsSampler(PeriodicSampler[_Raw]):
         self.client_pid: int | None = None
         self.pooler_pid: int | None = None  # a managed pgbouncer: single-threaded, so watch its CPU
 
-    def _record(self, rows: tuple[tuple[object, ...], ...]) -> OsSamples:
+    def _record(self, rows: tuple[OsRow, ...]) -> OsSamples:
         return OsSamples(rows)
 
     def _raw(self) -> tuple[_Raw, int, int]:
@@ -93,13 +93,11 @@ class OsSampler(PeriodicSampler[_Raw]):
         pooler = None
         if raw.pooler_ticks is not None and prev.pooler_ticks is not None:
             pooler = 100.0 * (raw.pooler_ticks - prev.pooler_ticks) / CLK_TCK / dt
-        row = (iso_of(raw.t), self.phase, raw.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
+        row = OsRow(iso_of(raw.t), self.phase, raw.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
                pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], load1,
                (raw.ctxt - prev.ctxt) / dt, running, blocked, mem.get("MemTotal", 0), mem.get("MemAvailable", 0),
                mem.get("MemFree", 0), mem.get("Cached", 0), client, pooler)
         self._keep(row)
 
 
-OS_COLUMNS = ("_collected_at", "_phase", "epoch", "cpu_user", "cpu_nice", "cpu_system", "cpu_iowait", "cpu_irq",
-              "cpu_steal", "cpu_idle", "load1", "ctx_per_s", "procs_running", "procs_blocked", "mem_total_kb",
-              "mem_available_kb", "mem_free_kb", "cached_kb", "client_cpu_pct", "pooler_cpu_pct")
+OS_COLUMNS = ("_collected_at", "_phase", *OsRow._fields[2:])  # the table's, in the row's order

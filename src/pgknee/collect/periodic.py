@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from pgknee.collect.protocol import Hooks, Phase
 from pgknee.records import StepRecord
 
 R = TypeVar("R")  # what a tick reads, kept to difference the next one against
+S = TypeVar("S")  # the row a tick makes of two reads
 
 
-class PeriodicSampler(Hooks, Generic[R]):
+class PeriodicSampler(Hooks, Generic[R, S]):
     def __init__(self, interval_s: float, name: str) -> None:
         self.interval_s = interval_s
         self.phase = "pre"
         self._name = name
-        self._rows: list[tuple[Any, ...]] = []
+        self._rows: list[S] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._active = False
@@ -52,7 +53,7 @@ class PeriodicSampler(Hooks, Generic[R]):
             rows, self._rows = self._rows, []
         return (self._record(tuple(rows)),)
 
-    def _record(self, rows: tuple[tuple[Any, ...], ...]) -> StepRecord:
+    def _record(self, rows: tuple[S, ...]) -> StepRecord:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -68,7 +69,7 @@ class PeriodicSampler(Hooks, Generic[R]):
                 self._sample_once()
             self._stop.wait(max(0.0, next_at - time.monotonic()))
 
-    def _keep(self, row: tuple[Any, ...] | None) -> None:
+    def _keep(self, row: S | None) -> None:
         """A tick's row, unless the step ended while it was read."""
         with self._lock:
             if row is not None and self._active:

@@ -20,8 +20,8 @@ import psycopg
 from pgknee.clock import iso_of, polling
 from pgknee.collect.protocol import Hooks, Phase
 from pgknee.errors import PoolerError, first_line
+from pgknee.samples import PoolerRow, PoolerSamples
 from pgknee.targets.base import Endpoint
-from pgknee.types import PoolerSamples
 
 
 def admin_connect(endpoint: Endpoint, timeout: float = 5.0) -> psycopg.Connection[Any]:
@@ -45,8 +45,8 @@ def show(conn: psycopg.Connection[Any], what: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-POOL_COLUMNS = ("cl_active", "cl_waiting", "sv_active", "sv_idle", "sv_used", "sv_login", "maxwait_us")
-SAMPLE_COLUMNS = ("_collected_at", "_phase", "epoch", *POOL_COLUMNS)
+POOL_COLUMNS = PoolerRow._fields[3:]  # SHOW POOLS' counts, after the time, the phase and the epoch
+SAMPLE_COLUMNS = ("_collected_at", "_phase", *PoolerRow._fields[2:])  # the table's, in the row's order
 STATS_TOTALS = ("total_xact_count", "total_query_count", "total_xact_time", "total_query_time",
                 "total_wait_time", "total_received", "total_sent")
 
@@ -97,7 +97,7 @@ class PoolerSampler(Hooks):
         self.interval_s = interval_s
         self.phase = "pre"
         self.errors: list[str] = []
-        self._rows: list[tuple[Any, ...]] = []
+        self._rows: list[PoolerRow] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._conn: psycopg.Connection[Any] | None = None
@@ -133,7 +133,7 @@ class PoolerSampler(Hooks):
             self._stop.set()  # the pooler is gone: the step will say why
             return
         with self._lock:
-            self._rows.append((iso_of(now), self.phase, now, *counts))
+            self._rows.append(PoolerRow(iso_of(now), self.phase, now, *counts))
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase

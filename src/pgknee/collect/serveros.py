@@ -25,8 +25,8 @@ from pgknee.collect.proctext import (
 )
 from pgknee.collect.servermachine import PROC_FILES
 from pgknee.errors import PgkneeError, first_line
+from pgknee.samples import ServerOsRow, ServerOsSamples
 from pgknee.targets import Endpoint
-from pgknee.types import ServerOsSamples
 
 # what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names)
 Files = dict[str, Any]
@@ -59,8 +59,8 @@ def raw_of(files: Files) -> _Raw | None:
                 parse_net_dev(files.get("net_dev") or ""))
 
 
-def row_of(prev: _Raw, cur: _Raw, phase: str) -> tuple[Any, ...] | None:
-    """One sample (SERVER_OS_COLUMNS) from two reads; None when no time passed between them."""
+def row_of(prev: _Raw, cur: _Raw, phase: str) -> ServerOsRow | None:
+    """One sample from two reads; None when no time passed between them."""
     dt = cur.t - prev.t
     if dt <= 0:
         return None
@@ -69,16 +69,14 @@ def row_of(prev: _Raw, cur: _Raw, phase: str) -> tuple[Any, ...] | None:
     def rate(a: int, b: int) -> float:
         return max(0, b - a) / dt
 
-    return (iso_of(cur.t), phase, cur.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"], pct["cpu_iowait"],
-            pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], cur.load1, rate(prev.stat.ctxt, cur.stat.ctxt),
-            cur.stat.running, cur.stat.blocked, cur.mem.get("MemTotal"), cur.mem.get("MemAvailable"),
-            rate(prev.disk[0], cur.disk[0]), rate(prev.disk[1], cur.disk[1]), rate(prev.net[0], cur.net[0]),
-            rate(prev.net[1], cur.net[1]))
+    return ServerOsRow(iso_of(cur.t), phase, cur.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
+                       pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], cur.load1,
+                       rate(prev.stat.ctxt, cur.stat.ctxt), cur.stat.running, cur.stat.blocked, cur.mem.get("MemTotal"),
+                       cur.mem.get("MemAvailable"), rate(prev.disk[0], cur.disk[0]), rate(prev.disk[1], cur.disk[1]),
+                       rate(prev.net[0], cur.net[0]), rate(prev.net[1], cur.net[1]))
 
 
-SERVER_OS_COLUMNS = ("_collected_at", "_phase", "epoch", "cpu_user", "cpu_nice", "cpu_system", "cpu_iowait",
-                     "cpu_irq", "cpu_steal", "cpu_idle", "load1", "ctx_per_s", "procs_running", "procs_blocked",
-                     "mem_total_kb", "mem_available_kb", "disk_read_bps", "disk_write_bps", "net_rx_bps", "net_tx_bps")
+SERVER_OS_COLUMNS = ("_collected_at", "_phase", *ServerOsRow._fields[2:])  # the table's, in the row's order
 
 
 class SqlFiles:
@@ -113,7 +111,7 @@ class SqlFiles:
             self.conn = None
 
 
-class ServerOsSampler(PeriodicSampler[_Raw]):
+class ServerOsSampler(PeriodicSampler[_Raw, ServerOsRow]):
     """Like collect.osproc.OsSampler for this machine, on the same thread's schedule; `read` gives
     the server's files (or None: a gap)."""
 
@@ -126,7 +124,7 @@ class ServerOsSampler(PeriodicSampler[_Raw]):
         """Through SQL (SqlFiles), each read of the files is a statement in the benchmark database."""
         return self.read.queries_run
 
-    def _record(self, rows: tuple[tuple[Any, ...], ...]) -> ServerOsSamples:
+    def _record(self, rows: tuple[ServerOsRow, ...]) -> ServerOsSamples:
         return ServerOsSamples(rows)
 
     def _sample_once(self) -> None:

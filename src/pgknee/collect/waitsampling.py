@@ -30,8 +30,8 @@ import psycopg
 from pgknee.collect import queries
 from pgknee.collect.protocol import Hooks, Phase
 from pgknee.errors import Interrupted, PgkneeError, first_line
+from pgknee.samples import WaitSampling
 from pgknee.targets.base import Endpoint
-from pgknee.types import WaitSampling
 
 EXTENSION = "pg_wait_sampling"
 REFERENCE_EVENT = ("Timeout", "PgSleep")

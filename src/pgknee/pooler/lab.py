@@ -29,8 +29,8 @@ from pgknee.pooler.pgbouncer import (
     find_pgbouncer,
     pgbouncer_version,
 )
+from pgknee.samples import PoolerFacts
 from pgknee.targets.base import Endpoint
-from pgknee.types import PoolerFacts
 
 _TXN_RE = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)\b|^\s*\\startpipeline", re.IGNORECASE | re.MULTILINE)
 

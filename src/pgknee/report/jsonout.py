@@ -16,7 +16,8 @@ from pgknee.analyze.resemblance import resemblance
 from pgknee.analyze.run import RunListing
 from pgknee.analyze.waits import WaitProfile
 from pgknee.report.serverside import group_server_json, step_server_json
-from pgknee.types import RunData, StepRecord, WaitSampling
+from pgknee.samples import WaitSampling
+from pgknee.types import RunData, StepRecord
 
 FORMAT_VERSION = 1
 

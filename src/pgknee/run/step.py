@@ -35,6 +35,7 @@ from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
 from pgknee.run.verdict import Sampled, judge
+from pgknee.samples import PoolerSamples
 from pgknee.serverstats import ServerRestart
 from pgknee.stepfacts import (
     FactsDraft,
@@ -47,7 +48,7 @@ from pgknee.stepfacts import (
     Warmup,
 )
 from pgknee.targets.base import Endpoint
-from pgknee.types import PoolerSamples, StepResult
+from pgknee.types import StepResult
 
 T = TypeVar("T")
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pgknee.errors import DbError, StoreError, UserError, store_error
+from pgknee.samples import PoolerFacts, WaitSampling
 from pgknee.serverstats import RECORDS, DatabaseStep, ServerRecord, columns, from_row
 from pgknee.stepfacts import StepFacts
 from pgknee.store.location import Location, locate
@@ -33,15 +34,15 @@ from pgknee.store.sqlitefile import (
 )
 from pgknee.types import (
     AgentShare,
+    CapturedStatement,
     OsSample,
-    PoolerFacts,
     PoolerRecord,
     PoolerSample,
+    ReplayedStatement,
     RunRecord,
     ScriptRow,
     ServerOsSample,
     StepRecord,
-    WaitSampling,
 )
 
 __all__ = ["SCHEMA_VERSION", "Store", "busy_timeout_s"]
@@ -238,12 +239,11 @@ class Store:
     def step_facts(self, step_id: int) -> StepFacts:
         return StepFacts.of_items(dict(self.db.execute(load("step_facts"), (step_id,)).fetchall()))
 
-    def statement_mix(self, run_id: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        """A captured workload's statements (statement, query, kind, share of calls, of time) and
-        its completed steps' replay of them (step_id, statement, calls, total_ms)."""
+    def statement_mix(self, run_id: str) -> tuple[list[CapturedStatement], list[ReplayedStatement]]:
+        """A captured workload's statements and its completed steps' replay of them."""
         captured = self.db.execute(load("workload_statements"), (run_id,)).fetchall()
         steps = self.db.execute(load("replayed_statements"), (run_id,)).fetchall()
-        return captured, steps
+        return [CapturedStatement(*r) for r in captured], [ReplayedStatement(*r) for r in steps]
 
     def pg_stat_database(self, step_id: int) -> DatabaseStep:
         return DatabaseStep.of_items(dict(self.db.execute(load("step_pg_stat_database"), (step_id,)).fetchall()))

@@ -26,13 +26,14 @@ from pgknee.clock import now_iso
 from pgknee.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserError, store_error
 from pgknee.records import StoredRow
 from pgknee.registry import is_alive, start_time
+from pgknee.samples import ActivitySamples, SessionRow, SnapshotRow
 from pgknee.store import sidefile
 from pgknee.store.claims import claim_refusal, owner, owner_alive
 from pgknee.store.db import Store
 from pgknee.store.migrate import split_sql
 from pgknee.store.sql import load
 from pgknee.store.steprows import script_rows, step_values
-from pgknee.types import ActivitySamples, ProgressPoint, Reopening, Row, StepResult
+from pgknee.types import ProgressPoint, Reopening, StepResult
 
 RESERVE_BYTES = 256 << 10  # room kept on the store's disk for how a run ends
 
@@ -331,14 +332,14 @@ class RunWriter:
             for statement, rows in record.stored():
                 self._many(statement, (self._keyed(r.step_id, row) for row in rows))
 
-    def write_activity(self, step_id: int, snapshots: Iterable[Row], rows: Iterable[Row]) -> None:
+    def write_activity(self, step_id: int, snapshots: Iterable[SnapshotRow], rows: Iterable[SessionRow]) -> None:
         """pg_stat_activity samples handed over while a step runs (collect.activity's sink)."""
         with self.store.transaction():
             self._beat()
             self._many("insert_snapshots", self._rows(step_id, snapshots))
             self._many("insert_activity", self._rows(step_id, rows))
 
-    def write_statement_mix(self, step_id: int | None, rows: Iterable[Row]) -> None:
+    def write_statement_mix(self, step_id: int | None, rows: Iterable[Sequence[Any]]) -> None:
         """A captured workload's statements (step_id None: as captured) or what a step replayed of
         each (run/replay.py, workloads/captured/mix.py)."""
         with self.store.transaction():
@@ -347,7 +348,7 @@ class RunWriter:
             else:
                 self._many("insert_step_statements", self._rows(step_id, rows))
 
-    def _rows(self, step_id: int, rows: Iterable[Row]) -> Iterable[Row]:
+    def _rows(self, step_id: int, rows: Iterable[Sequence[Any]]) -> Iterable[tuple[Any, ...]]:
         return ((self.run_id, step_id, *row) for row in rows)
 
     def _keyed(self, step_id: int, row: StoredRow) -> StoredRow:

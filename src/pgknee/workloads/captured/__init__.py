@@ -14,6 +14,7 @@ import psycopg
 
 from pgknee.errors import UserError
 from pgknee.plan import WorkloadSpec
+from pgknee.types import CapturedStatement
 from pgknee.workloads import queries
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 from pgknee.workloads.captured.manifest import Manifest, load
@@ -98,10 +99,11 @@ class Captured:
     def check(self, conn: psycopg.Connection[Any]) -> CheckResult | None:
         return None
 
-    def captured_rows(self) -> list[tuple[str, str, str, float, float]]:
+    def captured_rows(self) -> list[CapturedStatement]:
         """The replayed statements as captured, for the store (the resemblance check's reference)."""
         ids = {x for sc in self.manifest.scripts if sc.weight > 0 for x in sc.statements}
-        return [(s.id, s.query, s.kind, s.share_calls, s.share_time) for s in self.manifest.statements if s.id in ids]
+        return [CapturedStatement(s.id, s.query, s.kind, s.share_calls, s.share_time)
+                for s in self.manifest.statements if s.id in ids]
 
     def fingerprints(self) -> dict[str, str]:
         return {s.fingerprint: s.id for s in self.manifest.statements if s.fingerprint}

@@ -1,0 +1,261 @@
+"""What the samplers of a step hand back (collect.protocol): their typed rows, one NamedTuple per
+table (the columns in the table's order after run_id and step_id), and the step's records that
+hold them, each stored the same way (pgknee.records). Also pg_wait_sampling's profile and how a
+step's pooler ran."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from pgknee.keys import (
+    POOLER_DELTA,
+    POOLER_EXTERNAL,
+    POOLER_SETTING,
+    PoolerFact,
+    pooler_delta,
+    pooler_external,
+    pooler_setting,
+)
+from pgknee.records import StoredRow, kind
+from pgknee.stepfacts import ActivityGaps
+
+
+class SnapshotRow(NamedTuple):
+    """One pg_stat_activity snapshot's counts, the empty ones too (table snapshots)."""
+
+    collected_at: str
+    phase: str
+    epoch: float
+    backends: int
+    client_backends: int
+    active: int
+    idle_in_xact: int
+    hidden: int | None  # rows this role may not see (counted, not stored)
+    query_ms: float  # the sampler's query's own time
+
+
+class SessionRow(NamedTuple):
+    """One sampled session of a snapshot (table snap_pg_stat_activity; collect.activity.ACTIVITY_COLUMNS
+    after the time and the phase). Times are the server's, as text."""
+
+    collected_at: str
+    phase: str
+    pid: int
+    leader_pid: int | None
+    datid: int | None
+    datname: str | None
+    usesysid: int | None
+    usename: str | None
+    application_name: str | None
+    client_addr: str | None
+    client_hostname: str | None
+    client_port: int | None
+    backend_start: str | None
+    xact_start: str | None
+    query_start: str | None
+    state_change: str | None
+    wait_event_type: str | None
+    wait_event: str | None
+    state: str | None
+    backend_xid: str | None
+    backend_xmin: str | None
+    query_id: int | None
+    query: str | None  # None when the plan keeps no query texts
+    backend_type: str | None
+
+
+class OsRow(NamedTuple):
+    """One tick of this machine's OS (table os_samples; collect.osproc.OS_COLUMNS)."""
+
+    collected_at: str
+    phase: str
+    epoch: float
+    cpu_user: float
+    cpu_nice: float
+    cpu_system: float
+    cpu_iowait: float
+    cpu_irq: float
+    cpu_steal: float
+    cpu_idle: float
+    load1: float
+    ctx_per_s: float
+    procs_running: int
+    procs_blocked: int
+    mem_total_kb: int
+    mem_available_kb: int
+    mem_free_kb: int
+    cached_kb: int
+    client_cpu_pct: float | None  # pgbench's process
+    pooler_cpu_pct: float | None  # a managed pgbouncer's process
+
+
+class ServerOsRow(NamedTuple):
+    """One tick of the server's OS (table server_os_samples; collect.serveros.SERVER_OS_COLUMNS)."""
+
+    collected_at: str
+    phase: str
+    epoch: float
+    cpu_user: float
+    cpu_nice: float
+    cpu_system: float
+    cpu_iowait: float
+    cpu_irq: float
+    cpu_steal: float
+    cpu_idle: float
+    load1: float | None
+    ctx_per_s: float
+    procs_running: int
+    procs_blocked: int
+    mem_total_kb: int | None
+    mem_available_kb: int | None
+    disk_read_bps: float
+    disk_write_bps: float
+    net_rx_bps: float
+    net_tx_bps: float
+
+
+class PoolerRow(NamedTuple):
+    """One SHOW POOLS sample of the benchmark's database, its pools summed (table pooler_samples)."""
+
+    collected_at: str
+    phase: str
+    epoch: float
+    cl_active: int
+    cl_waiting: int
+    sv_active: int
+    sv_idle: int
+    sv_used: int
+    sv_login: int
+    maxwait_us: int  # the longest wait of the pools
+
+
+@kind
+@dataclass(frozen=True)
+class WaitSampling:
+    """pg_wait_sampling's profile over one step's bench window (collect.waitsampling): the counts
+    of the benchmark's backends by wait event, and the collector's probes in the window (AAS of
+    an event = count / probes)."""
+
+    probes: int
+    probes_counted: bool  # counted on a session sleeping all along; else assumed from profile_period
+    window_s: float
+    backends: int
+    counts: tuple[tuple[str, str, int], ...]  # (wait_event_type, wait_event, count)
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        yield "insert_wait_sampling", ({"probes": self.probes, "window_s": self.window_s,
+                                        "probes_counted": int(self.probes_counted), "backends": self.backends},)
+        yield "insert_wait_profile", [{"wait_event_type": t, "wait_event": e, "count": n} for t, e, n in self.counts]
+
+
+@kind
+@dataclass(frozen=True)
+class ActivitySamples:
+    """A step's pg_stat_activity snapshots: one row per snapshot (its counts, the empty ones too:
+    the denominator of AAS) and one per sampled session, in collect.activity's column order."""
+
+    snapshots: tuple[SnapshotRow, ...]
+    rows: tuple[SessionRow, ...]
+    errors: tuple[str, ...] = ()
+    ticks_lost: int = 0  # sampling ticks without a connection (a gap)
+    reconnects: int = 0
+    interval_s: float = 0.0  # the interval the step's sampling ended at (longer than the plan's: slowed)
+    ticks_late: int = 0  # ticks that began late (the query before overran its interval)
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        """The snapshots and the sessions; the sampling's gaps among the step's facts, each only when not 0."""
+        gaps = ActivityGaps(self.ticks_lost or None, self.reconnects or None, self.interval_s or None,
+                            self.ticks_late or None)
+        return (("insert_snapshots", self.snapshots), ("insert_activity", self.rows),
+                ("insert_step_facts", [{"name": k, "value": v} for k, v in gaps.items()]))
+
+
+@kind
+@dataclass(frozen=True)
+class OsSamples:
+    """A step's samples of this machine's OS, one row per tick."""
+
+    rows: tuple[OsRow, ...]
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_os_samples", self.rows),)
+
+
+@kind
+@dataclass(frozen=True)
+class ServerOsSamples:
+    """A step's samples of the server's OS when it runs elsewhere, one row per tick."""
+
+    rows: tuple[ServerOsRow, ...]
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_server_os_samples", self.rows),)
+
+
+@kind
+@dataclass(frozen=True)
+class PoolerSamples:
+    """A step's SHOW POOLS samples (collect.pooler's column order) and the console's errors (which
+the step's PoolerFacts keep)."""
+
+    rows: tuple[PoolerRow, ...]
+    errors: tuple[str, ...] = ()
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_pooler_samples", self.rows),)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+@kind
+@dataclass(frozen=True)
+class PoolerFacts:
+    """How a step's pooler ran: its kind ('managed', 'external'), a managed pgbouncer's version and
+    what it was told, what the user's own pooler's console reported, the change of its SHOW STATS
+    totals over the bench phase, and what could not be read. Stored as name/value text rows
+    (step_pooler: keys.PoolerFact and the setting./delta./external. families)."""
+
+    kind: str | None = None
+    version: str | None = None
+    settings: tuple[tuple[str, str], ...] = ()
+    external: tuple[tuple[str, str], ...] = ()
+    deltas: tuple[tuple[str, float], ...] = ()
+    missing: str | None = None  # why there are no deltas
+    sampler_errors: str | None = None
+
+    def delta(self, name: str) -> float | None:
+        return next((v for k, v in self.deltas if k == name), None)
+
+    def reported(self, name: str) -> str | None:
+        """What the user's own pooler's console reported (version, pool_mode, pool_size, ...)."""
+        return next((v for k, v in self.external if k == name), None)
+
+    def items(self) -> Iterator[tuple[str, str]]:
+        """The stored form (a delta as Python's repr of the float, which reads back exactly)."""
+        for key, value in ((PoolerFact.KIND, self.kind), (PoolerFact.VERSION, self.version),
+                           (PoolerFact.MISSING, self.missing), (PoolerFact.SAMPLER_ERRORS, self.sampler_errors)):
+            if value is not None:
+                yield key, value
+        yield from ((pooler_setting(k), v) for k, v in self.settings)
+        yield from ((pooler_external(k), v) for k, v in self.external)
+        yield from ((pooler_delta(k), repr(v)) for k, v in self.deltas)
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_step_pooler", [{"name": k, "value": v} for k, v in self.items()]),)
+
+    @classmethod
+    def of_items(cls, d: dict[str, str]) -> PoolerFacts:
+        def family(prefix: str) -> tuple[tuple[str, str], ...]:
+            return tuple((k[len(prefix):], v) for k, v in d.items() if k.startswith(prefix))
+
+        return cls(d.get(PoolerFact.KIND), d.get(PoolerFact.VERSION), family(POOLER_SETTING), family(POOLER_EXTERNAL),
+                   tuple((k, x) for k, v in family(POOLER_DELTA) if (x := _number(v)) is not None),
+                   d.get(PoolerFact.MISSING),
+                   d.get(PoolerFact.SAMPLER_ERRORS))
