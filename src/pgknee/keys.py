@@ -86,6 +86,11 @@ def workload_fact(key: str) -> str:
     return f"{WORKLOAD}{key}"
 
 
+def observed(name: str) -> str:
+    """A captured workload's observation (workload capture --observe): hold_ms, idle_share, ..."""
+    return f"{WORKLOAD}observed.{name}"
+
+
 def workload_size(table: str) -> str:
     return f"{WORKLOAD}size.{table}"
 

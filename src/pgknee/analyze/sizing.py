@@ -27,6 +27,20 @@ def sizing(tps: float, latency_s: float, cores: int, spindles: int) -> Sizing:
 
 
 @dataclass(frozen=True)
+class Held:
+    """An application as `workload capture --observe` saw it: its rate, how long a transaction
+    holds its connection (ms) and of that how long it runs statements or idles inside, and its
+    sessions open and busy at p99."""
+
+    tps: float
+    hold_ms: float
+    active_ms: float | None
+    idle_ms: float | None
+    open_p99: float | None
+    busy_p99: float | None
+
+
+@dataclass(frozen=True)
 class Reach:
     """Where a variant's measured curve reaches a throughput target."""
 

@@ -5,6 +5,7 @@ warned, short steps, money not conserved. Pure."""
 from __future__ import annotations
 
 from pgknee.analyze.agents import agent_warnings
+from pgknee.analyze.holdcheck import hold_check, hold_warnings
 from pgknee.analyze.records import Group, PoolerRow, RunView
 from pgknee.keys import CheckStatus
 from pgknee.rules import measured_window
@@ -30,7 +31,8 @@ def run_warnings(view: RunView) -> list[str]:
     money = view.money
     if money is not None and money.ok is False:
         out.append(money.text)
-    return out + _hidden(data) + agent_warnings(data)
+    held = hold_warnings(hold_check(data.env, data.steps, data.pgdb, data.statement_mix[1]))
+    return out + _hidden(data) + agent_warnings(data) + held
 
 
 def _hidden(data: RunData) -> list[str]:

@@ -116,9 +116,13 @@ def add_parsers(sub: Any) -> None:
                                    "each transaction spends in the database) and the rule of thumb (cores x 2) + "
                                    "spindles; with --run, where a measured curve first reaches that TPS.")
     p.add_argument("--tps", metavar="TPS",
-                   type=float, required=True, help="the arrival rate to serve, transactions per second")
+                   type=float, help="the arrival rate to serve, transactions per second (default with --workload: "
+                                    "the application's, as observed)")
     p.add_argument("--latency", metavar="DURATION",
-                   required=True, help="the time each spends in the database, e.g. 50ms")
+                   help="the time each holds its connection, e.g. 50ms (default with --workload: the application's "
+                        "hold as observed, its idle time inside its transactions included)")
+    p.add_argument("--workload", metavar="DIR",
+                   help="a workload captured with --observe: the application's own rate and hold time")
     p.add_argument("--server-cpus", dest="cores", metavar="N", type=int, default=None,
                    help="the server's CPUs, as pgknee run names them (default: the --run's server's, as that run "
                         "found them; else this machine's, said so)")
@@ -133,6 +137,7 @@ def add_parsers(sub: Any) -> None:
 def cmd_recommend(args: argparse.Namespace) -> int:
     from rich.text import Text
 
+    from pgknee.analyze.holdcheck import application_terms
     from pgknee.analyze.machine import with_server_cpus
     from pgknee.analyze.recommend import recommend_all
     from pgknee.analyze.run import build
@@ -153,6 +158,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     items: list[Any] = [Text(f"run {view.data.run.run_id} ({view.data.run.workload})")]
     for r in recs:
         items.extend(recommendation_items(r))
+        if r.answered and r.connections is not None:
+            items.extend(Text(line) for line in application_terms(view.data.env, r.connections))
     deployed = _deployments(view, recs, args, pools) if args.app_instances else []
     items += [x for d in deployed for x in deployment_items(d)]
     print_items(items, to_stderr=stdout_outputs(args.json))
@@ -192,7 +199,13 @@ def cmd_size(args: argparse.Namespace) -> int:
     from pgknee.store.db import Store
     from pgknee.store.load import load_run
 
-    latency_s = parse_seconds(args.latency, "--latency")
+    held = _held(args.workload)
+    if args.tps is None or args.latency is None:
+        if held is None:
+            raise UserError("pgknee size needs --tps and --latency", "or --workload DIR, a capture made with --observe")
+        args.tps = held.tps if args.tps is None else args.tps
+    latency_s = parse_seconds(args.latency, "--latency") if args.latency is not None else held.hold_ms / 1000.0 \
+        if held is not None else 0.0
     if args.tps <= 0 or (args.cores is not None and args.cores < 1) or args.spindles < 0:
         raise UserError("--tps must be above 0, --server-cpus at least 1, --spindles 0 or more")
     measured, view = None, None
@@ -200,8 +213,24 @@ def cmd_size(args: argparse.Namespace) -> int:
         view = build(load_run(Store(args.store, create=False), args.run))
         measured = reach(view, args.variant or view.variants()[0], args.tps)
     cores, source = _size_cores(args.cores, view)
-    print_items([sizing_text(sizing(args.tps, latency_s, cores, args.spindles), measured, source)])
+    print_items([sizing_text(sizing(args.tps, latency_s, cores, args.spindles), measured, source, held)])
     return 0
+
+
+def _held(directory: str | None) -> Any:
+    """The application's rate and hold time from a capture made with --observe (None: no --workload)."""
+    from pgknee.analyze.sizing import Held
+    from pgknee.workloads.captured.manifest import load
+
+    if directory is None:
+        return None
+    o = load(directory).observed
+    if o is None or o.hold_ms is None:
+        raise UserError(f"{directory} was captured without --observe: it does not know how long the application "
+                        "holds a connection", "capture again with --observe 60s while the application runs, or give "
+                                              "--tps and --latency")
+    return Held(o.transactions_per_s, o.hold_ms, o.active_ms, o.idle_in_transaction_ms, o.sessions_open.p99,
+                o.sessions_busy.p99)
 
 
 def _size_cores(given: int | None, view: RunView | None) -> tuple[int, str]:

@@ -35,6 +35,10 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--top", metavar="N", type=int, default=30, help="how many statements (default 30)")
     c.add_argument("--by", choices=("time", "calls"), default="time",
                    help="the statements with the most total time (default) or calls")
+    c.add_argument("--observe", metavar="DURATION",
+                   help="also watch the application for this long as it runs (e.g. 60s): its transactions per "
+                        "second, how long each holds its connection and idles inside it, its sessions open and busy; "
+                        "the statements are grouped into its transactions and replayed holding them as long")
     c.add_argument("--output", "-o", dest="out", metavar="DIR",
                    help="a new (or empty) directory for the capture")
     c.add_argument("--out", dest="out", action=Renamed, new="--output")
@@ -72,9 +76,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise UserError("workload capture needs --output DIR", "a new (or empty) directory for the capture")
     if not 1 <= args.top <= MAX_TOP:
         raise UserError(f"--top must be from 1 to {MAX_TOP}, got {args.top}")
+    observe_s = _observe_seconds(args.observe)
     out = _out_dir(args.out)
-    manifest, texts = capture(args.dsn, top=args.top, order_by=args.by if args.by in ORDERS else "time",
-                              say=lambda line: print(f"pgknee: {line}"))
+    manifest, texts = _capture(capture, args, observe_s, order_by=args.by if args.by in ORDERS else "time")
+    if not manifest.statements and manifest.observed is not None and not manifest.skipped:
+        raise UserError(f"no statement of the application ran in the {observe_s:g} s observed: was it running?",
+                        "observe while the application runs, for a minute or more")
     if not manifest.statements:
         reasons = Counter(s.reason for s in manifest.skipped).most_common(3)
         raise UserError(f"none of the top {args.top} statements could be scripted: "
@@ -88,6 +95,31 @@ def cmd_capture(args: argparse.Namespace) -> int:
     print(f"captured {len(manifest.statements)} statements ({len(writes)} with writes) into {out}/; "
           f"{len(manifest.skipped)} not scripted (pgknee workload show {out})")
     return 0
+
+
+def _observe_seconds(text: str | None) -> float | None:
+    from pgknee.plan.parse import parse_seconds
+    from pgknee.workloads.captured.observe import MIN_WINDOW_S
+
+    if text is None:
+        return None
+    seconds = parse_seconds(text, "--observe")
+    if seconds < MIN_WINDOW_S:
+        raise UserError(f"--observe {text} is shorter than {MIN_WINDOW_S:g} s: too short to see a transaction end",
+                        "watch for a minute or more (--observe 60s) while the application runs")
+    return seconds
+
+
+def _capture(capture: Any, args: argparse.Namespace, observe_s: float | None, order_by: str) -> Any:
+    """The capture, with a progress bar while it watches the application."""
+    if observe_s is None:
+        return capture(args.dsn, top=args.top, order_by=order_by, say=lambda line: print(f"pgknee: {line}"))
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(f"watching the application for {observe_s:g} s", total=observe_s)
+        return capture(args.dsn, top=args.top, order_by=order_by, say=lambda line: bar.console.print(f"pgknee: {line}"),
+                       observe_s=observe_s, progress=lambda waited: bar.update(task, completed=waited))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -114,15 +146,18 @@ def cmd_mix(args: argparse.Namespace) -> int:
 
 def mix_items(store: Store, run_id: str, clients: int | None = None, *, required: bool = False) -> list[Any]:
     """The resemblance table of a replay run (none for another workload, unless required)."""
+    from pgknee.analyze.holdcheck import hold_check
     from pgknee.analyze.resemblance import resemblance
-    from pgknee.report.workload import resemblance_table
+    from pgknee.report.workload import hold_table, resemblance_table
 
     run = store.resolve_run(run_id)
     captured, replayed = store.statement_mix(run.run_id)
-    steps = [s.step_id for s in store.steps(run.run_id) if clients is None or s.clients == clients]
-    r = resemblance(captured, replayed, steps)
+    chosen = [s for s in store.steps(run.run_id) if clients is None or s.clients == clients]
+    r = resemblance(captured, replayed, [s.step_id for s in chosen])
     if r is None:
         if required:
             raise UserError(f"run {run.run_id} did not replay a captured workload", "pgknee run --workload DIR")
         return []
-    return [resemblance_table(r)]
+    held = hold_check(store.environment(run.run_id), chosen,
+                      {s.step_id: store.pg_stat_database(s.step_id) for s in chosen}, replayed)
+    return [resemblance_table(r), *([hold_table(held)] if held is not None and held.rows else [])]

@@ -20,7 +20,7 @@ from pgknee.analyze.machine import UNKNOWN_HINT, managed_note, server_line
 from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.records import RunView
 from pgknee.analyze.run import RunListing
-from pgknee.analyze.sizing import Reach, Sizing
+from pgknee.analyze.sizing import Held, Reach, Sizing
 from pgknee.keys import Env
 from pgknee.plan import variant_from_dict
 from pgknee.report.agents import AGENTS_NOTE, agents_table
@@ -197,8 +197,9 @@ def differences(diffs: Sequence[str]) -> Text:
     return Text("Warning: the runs differ in what matters for a comparison:\n  " + "\n  ".join(diffs))
 
 
-def sizing_text(s: Sizing, measured: Reach | None, cores_source: str = "") -> Text:
-    lines = [f"Little's law: {s.tps:g} transactions/s x {s.latency_s:g} s in the database = {s.busy:g} connections "
+def sizing_text(s: Sizing, measured: Reach | None, cores_source: str = "", held: Held | None = None) -> Text:
+    lines = [*_held_lines(s, held),
+             f"Little's law: {s.tps:g} transactions/s x {s.latency_s:g} s in the database = {s.busy:g} connections "
              f"busy on average (round up: {s.busy_whole})",
              f"rule of thumb (cores x 2) + spindles: ({s.cores} x 2) + {s.spindles} = {s.rule_of_thumb} connections "
              "doing work at once" + (f" (cores: {cores_source})" if cores_source else "")]
@@ -208,6 +209,25 @@ def sizing_text(s: Sizing, measured: Reach | None, cores_source: str = "") -> Te
         lines.append(f"measured ({measured.variant}): the curve never reaches {measured.tps:g} TPS; its best is "
                      f"{measured.best[1]:,.0f} at {measured.best[0]} clients — more connections will not get there")
     return Text("\n".join(lines))
+
+
+def _held_lines(s: Sizing, h: Held | None) -> list[str]:
+    """What the application's own figures say: which hold time Little's law used, and what it keeps
+    open now against what it needs busy."""
+    if h is None:
+        return []
+    out = [f"the application as observed: {h.tps:,.1f} transactions/s, each holding its connection {h.hold_ms:.1f} ms"
+           + (f" ({h.active_ms:.1f} ms running statements, {h.idle_ms:.1f} ms idle inside the transaction: its own "
+              "work)" if h.active_ms is not None and h.idle_ms is not None else "")]
+    if h.active_ms is not None and h.idle_ms and abs(s.latency_s * 1000 - h.hold_ms) < 1e-6:
+        sql_only = s.tps * h.active_ms / 1000
+        out.append(f"Little's law takes the hold, not the SQL time: with {h.active_ms:.1f} ms it would say "
+                   f"{sql_only:.1f} connections, {h.hold_ms / max(h.active_ms, 1e-9):.1f} times too few")
+    if h.open_p99 is not None and h.busy_p99 is not None:
+        out.append(f"the application keeps {h.open_p99:.0f} sessions open and {h.busy_p99:.0f} busy at p99; a pooler "
+                   "in transaction mode could bring the server's connections down to about the busy ones, never below "
+                   "them: it cannot shorten the time a transaction idles inside")
+    return out
 
 
 def _step_length(plan: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.table import Table
 
+from pgknee.analyze.holdcheck import HOLD_TOL, SHARE_TOL, STATEMENTS_TOL, HoldCheck
 from pgknee.analyze.resemblance import Resemblance
 
 if TYPE_CHECKING:  # a report reads no server: the captured package's workload would load psycopg
@@ -37,8 +38,8 @@ def captured_tables(m: Manifest) -> list[Table]:
         for x in s.params:
             top = ", ".join(f"{v} {f:.1%}" for v, f in zip(x.mcv[:3], x.mcf[:3], strict=False))
             p.add_row(s.id, f"${x.n}", x.column or "-", x.type or "-", x.drawn, top or "-")
-    out = [t, p]
-    t.caption = _grouping_note(m)
+    out = [t, p, *observed_tables(m)]
+    t.caption = m.grouping or _grouping_note(m)
     if m.skipped:
         k = Table(title="Not scripted", box=box.SIMPLE_HEAD)
         for col in ("statement", "calls", "why"):
@@ -46,6 +47,55 @@ def captured_tables(m: Manifest) -> list[Table]:
         for sk in m.skipped:
             k.add_row(_short(sk.query), f"{sk.calls:,}", sk.reason)
         out.append(k)
+    return out
+
+
+def _ms(x: float | None) -> str:
+    return f"{x:,.1f}" if x is not None else "-"
+
+
+def observed_tables(m: Manifest) -> list[Table]:
+    """What --observe saw of the application, and the scripts that replay its transactions."""
+    o = m.observed
+    if o is None:
+        return []
+    t = Table(title=f"The application as observed ({o.window_s:.0f} s, {o.samples:,} samples of pg_stat_activity "
+                    f"every {o.interval_s * 1000:.0f} ms)", box=box.SIMPLE_HEAD)
+    for col in ("", "mean", "p50", "p90", "p99", "max", "from"):
+        t.add_column(col, justify="left" if col in ("", "from") else "right")
+    t.add_row("transactions per second", f"{o.transactions_per_s:,.1f}", "", "", "", "",
+              "pg_stat_database: commits + rollbacks")
+    t.add_row("  of which BEGIN ... COMMIT", f"{o.explicit_per_s:,.1f}", "", "", "", "", "pg_stat_statements: BEGIN")
+    t.add_row("statements per transaction", _ms(o.statements_per_transaction), "", "", "", "",
+              "pg_stat_statements' calls / transactions")
+    t.add_row("hold per transaction, ms", _ms(o.hold_ms), _ms(o.transaction_ms.p50), _ms(o.transaction_ms.p90),
+              _ms(o.transaction_ms.p99), _ms(o.transaction_ms.max), "active + idle in transaction; the sampled ones")
+    t.add_row("  running statements, ms", _ms(o.active_ms), "", "", "", "", "pg_stat_database: active_time")
+    t.add_row("  idle inside it, ms", _ms(o.idle_in_transaction_ms), "", "", "", "",
+              f"idle_in_transaction_time ({o.idle_share:.0%} of the hold)" if o.idle_share is not None else "-")
+    t.add_row("idle per BEGIN ... COMMIT, ms", _ms(o.explicit_idle_mean_ms), _ms(o.explicit_idle_ms.p50),
+              _ms(o.explicit_idle_ms.p90), _ms(o.explicit_idle_ms.p99), _ms(o.explicit_idle_ms.max),
+              "what the replay sleeps inside its transactions")
+    t.add_row("sessions open", "", _ms(o.sessions_open.p50), _ms(o.sessions_open.p90), _ms(o.sessions_open.p99),
+              _ms(o.sessions_open.max), "the application's pool, per sample")
+    t.add_row("  busy (in a transaction)", "", _ms(o.sessions_busy.p50), _ms(o.sessions_busy.p90),
+              _ms(o.sessions_busy.p99), _ms(o.sessions_busy.max), "active or idle in transaction")
+    t.add_row("think between transactions, ms", _ms(o.think_ms), "", "", "", "", "the working sessions' idle share")
+    t.add_row("new connections per second", _ms(o.new_connections_per_s), "", "", "", "",
+              "pg_stat_database: sessions")
+    t.caption = (f"{o.transactions_seen:,} transactions sampled ({o.transactions_exact:,} seen to end exactly); "
+                 f"{o.own_statements} statements of pgknee's own taken out of the counters"
+                 + "".join(f"; {n}" for n in o.notes))
+    out = [t]
+    grouped = [sc for sc in m.scripts if sc.idle_ms]
+    if grouped:
+        g = Table(title="Transactions replayed as the application holds them", box=box.SIMPLE_HEAD)
+        for col in ("script", "statements", "weight", "idle inside, ms p50", "p90", "p99", "evidence"):
+            g.add_column(col, justify="right" if col in ("weight", "idle inside, ms p50", "p90", "p99") else "left")
+        for sc in grouped:
+            g.add_row(sc.name, ", ".join(sc.statements), str(sc.weight), _ms(sc.idle_ms[5]), _ms(sc.idle_ms[9]),
+                      _ms(sc.idle_ms[10]), sc.evidence)
+        out.append(g)
     return out
 
 
@@ -74,4 +124,24 @@ def resemblance_table(r: Resemblance) -> Table:
                   f"{row.replayed_time:.1%}", f"{row.replayed_time - row.captured_time:+.1%}",
                   "yes" if row.within else "NO")
     t.caption = r.note
+    return t
+
+
+def hold_table(h: HoldCheck) -> Table:
+    """Each step's transactions against the application's: hold, idle share, statements."""
+    c = h.captured
+    t = Table(title=f"Transactions: replay against the application (tolerance: hold and idle share ±{HOLD_TOL:.0%}, "
+                    f"statements per transaction ±{STATEMENTS_TOL:.0%})", box=box.SIMPLE_HEAD)
+    for col in ("step", "hold ms", "application", "idle share", "application", "statements per tx", "application",
+                "within"):
+        t.add_column(col, justify="left" if col in ("step", "within") else "right")
+    for r in h.rows:
+        t.add_row(f"c{r.clients} rep {r.rep}", _ms(r.hold_ms), _ms(c.hold_ms),
+                  f"{r.idle_share:.0%}" if r.idle_share is not None else "-",
+                  f"{c.idle_share:.0%}" if c.idle_share is not None else "-",
+                  f"{r.statements_per_transaction:.2f}" if r.statements_per_transaction is not None else "-",
+                  f"{c.statements_per_transaction:.2f}" if c.statements_per_transaction is not None else "-",
+                  "yes" if r.within else "NO: " + ", ".join(r.misses))
+    t.caption = ("both from the server's counters: (active_time + idle_in_transaction_time) per transaction; a step "
+                 f"past the knee holds longer as its statements wait (idle share ±{SHARE_TOL:.0%} relative)")
     return t

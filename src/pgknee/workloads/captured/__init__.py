@@ -69,7 +69,19 @@ class Captured:
         say(f"captured workload from {m.source} ({m.captured_at}): {len(self._sources)} scripts, "
             f"{'with writes (--allow-writes)' if m.writes() else 'reads only'}; pgknee leaves the schema as it is")
         return {"workload": "captured", "captured_from": m.source, "captured_at": m.captured_at,
-                "scripts": ", ".join(f"{s.filename}@{s.weight}" for s in self._sources)}
+                "scripts": ", ".join(f"{s.filename}@{s.weight}" for s in self._sources), **self._observed()}
+
+    def _observed(self) -> dict[str, str]:
+        """The application's figures the replay is checked against (analyze.holdcheck), as run facts
+        (workload.observed.NAME)."""
+        o = self.manifest.observed
+        if o is None:
+            return {}
+        figures = {"hold_ms": o.hold_ms, "idle_share": o.idle_share, "transactions_per_s": o.transactions_per_s,
+                   "statements_per_transaction": o.statements_per_transaction,
+                   "sessions_open_p99": o.sessions_open.p99, "sessions_busy_p99": o.sessions_busy.p99,
+                   "think_ms": o.think_ms}
+        return {f"observed.{k}": repr(float(v)) for k, v in figures.items() if v is not None}
 
     def _refuse_the_source(self, conn: psycopg.Connection[Any]) -> None:
         try:

@@ -5,6 +5,7 @@ no data is read but what those two views show."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -18,7 +19,8 @@ from pgknee.errors import TargetError, UserError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
-from pgknee.workloads.captured import sqlmap
+from pgknee.workloads.captured import grouping, observe, sqlmap
+from pgknee.workloads.captured import transactions as tx
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
 
 ORDERS = {"time": "total_exec_time", "calls": "calls"}
@@ -35,15 +37,25 @@ class _Source:
     stats: dict[tuple[str, str], gen.ColumnStats | None]
 
 
-def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None]) -> tuple[Manifest, dict[str, str]]:
-    """The manifest and the scripts' texts (file name -> text)."""
+def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None],
+            observe_s: float | None = None, interval_s: float = observe.INTERVAL_S,
+            progress: Callable[[float], None] = lambda _: None) -> tuple[Manifest, dict[str, str]]:
+    """The manifest and the scripts' texts (file name -> text). With `observe_s`, the application
+    is watched for that long first (observe.py): the statements are its calls over the window,
+    grouped into its transactions (grouping.py)."""
     endpoint = Endpoint.resolve(dsn)
     conn = endpoint.connect("capture", autocommit=False)
+    watched: observe.Watched | None = None
     try:
         conn.read_only = True  # the source is only read: a write would fail, not happen
         with conn.transaction():
             version = _check_statements(conn)
-            entries = _entries(conn, version, order_by)
+        if observe_s is not None:
+            conn.autocommit = True  # each sample sees the views as they are now
+            watched = observe.watch(conn, observe_s, interval_s, progress)
+            conn.autocommit = False
+        with conn.transaction():
+            entries = _observed_entries(watched) if watched is not None else _entries(conn, version, order_by)
             src = _Source(conn, {}, {})
             manifest, texts = _build(src, entries, top, order_by)
             database = str(_one(conn, queries.text("captured_current_database")))
@@ -52,6 +64,12 @@ def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None]) ->
         raise TargetError(f"reading the workload from {endpoint.label} failed: {first_line(e)}") from None
     finally:
         conn.close()
+    if watched is not None:
+        manifest = _transactions(manifest, texts, watched)
+    else:
+        manifest["grouping"] = ("not observed: each statement replays in autocommit, and the time the application "
+                                "holds a connection inside its transactions is unknown (capture with --observe 60s "
+                                "while the application runs)")
     if not sysid:
         say("the role could not read pg_control_system(): a replay cannot tell this server from a copy, "
             "so it will refuse writes (grant pg_monitor to the capturing role and capture again)")
@@ -78,6 +96,81 @@ def _check_statements(conn: psycopg.Connection[Any]) -> int:
         raise UserError("pg_stat_statements hides every statement's text from this role",
                         "GRANT pg_read_all_stats TO the capturing role (it reads statistics only)")
     return version
+
+
+def _observed_entries(w: observe.Watched) -> list[tuple[str, int, float, int]]:
+    """The statements' change over the window, ordered as pg_stat_statements' totals would be."""
+    rows = [(s.query, s.calls, s.total_ms, s.rows) for s in w.statements]
+    return sorted(rows, key=lambda r: (-r[2], r[0]))
+
+
+def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Watched) -> dict[str, Any]:
+    """The observation into the manifest; the statements grouped into the application's
+    transactions, each a script that holds its transaction open as the application did."""
+    statements: list[Statement] = manifest["statements"]
+    by_text = {s.query: s.queryid for s in w.statements}
+    queryids = {by_text[s.query]: s.id for s in statements if s.query in by_text}
+    groups, how = grouping.group({s.id: s.calls for s in statements}, queryids, w.transactions, w.begins)
+    obs = w.observation
+    explicit = [(t.idle_s, wt) for t, wt in tx.weights(w.transactions, obs.interval_s) if t.explicit]
+    points = grouping.idle_points(explicit, obs.explicit_idle_mean_ms)
+    in_group: dict[str, int] = {}
+    scripts: list[tuple[ScriptEntry, int]] = []
+    for i, g in enumerate(groups, 1):
+        name = f"t{i:02d}"
+        texts[f"{name}.sql"] = _transaction_text(name, g, [texts[f"{sid}.sql"] for sid in g.statements], points)
+        scripts.append((ScriptEntry(name, f"{name}.sql", 0, list(g.statements), g.evidence, points), g.transactions))
+        for sid in g.statements:
+            in_group[sid] = in_group.get(sid, 0) + g.transactions
+    for s in statements:  # what a statement ran outside its transaction, in autocommit
+        rest = s.calls - in_group.get(s.id, 0)
+        if rest > grouping.CALLS_MATCH * s.calls:
+            scripts.append((ScriptEntry(s.id, f"{s.id}.sql", 0, [s.id]), rest))
+    top = max((n for _, n in scripts), default=1)
+    manifest["scripts"] = [dataclasses.replace(sc, weight=max(1, round(n * MAX_WEIGHT / top))) for sc, n in scripts]
+    manifest["observed"], manifest["grouping"] = obs, how
+    return manifest
+
+
+def _transaction_text(name: str, g: grouping.Group, parts: list[str], points: list[float]) -> str:
+    """One transaction's script: every statement's pgbench variables, then BEGIN, the statements with the
+    application's idle time split between them, COMMIT."""
+    split = [_pieces(p) for p in parts]
+    sets = [m for metas, _ in split for m in metas]
+    sql = [q for _, q in split]
+    gaps = max(1, len(sql) - 1)
+    body: list[str] = ["BEGIN;"]
+    for i, line in enumerate(sql):
+        if len(sql) == 1 and points:
+            body.append("\\sleep :pgknee_gap_us us")
+        body.append(line)
+        if i < len(sql) - 1 and points:
+            body.append("\\sleep :pgknee_gap_us us")
+    body.append("COMMIT;")
+    mean = sum(points) / len(points) if points else 0.0
+    head = [f"-- pgknee captured transaction {name}: {', '.join(g.statements)} in one transaction ({g.evidence})",
+            f"-- idle inside it, drawn per transaction: about {mean:.1f} ms (p50 {points[5]:.1f}, p90 "
+            f"{points[9]:.1f}, p99 {points[10]:.1f}), split over {gaps} sleep(s)" if points else
+            "-- no idle time inside it was observed"]
+    return "\n".join([*head, *sets, *(grouping.sleep_lines(points, gaps) if points else []), *body, ""])
+
+
+def _pieces(script: str) -> tuple[list[str], str]:
+    """A statement's script as pgknee wrote it: its meta-commands (each with its continuation lines,
+    a backslash ending the line before) and its SQL, comments left out."""
+    metas: list[str] = []
+    sql: list[str] = []
+    going_on = False
+    for line in script.splitlines():
+        if going_on or line.startswith("\\"):
+            if going_on:
+                metas[-1] += "\n" + line
+            else:
+                metas.append(line)
+            going_on = line.endswith("\\")
+        elif line.strip() and not line.startswith("--"):
+            sql.append(line)
+    return metas, "\n".join(sql)
 
 
 def _entries(conn: psycopg.Connection[Any], version: int, order_by: str) -> list[tuple[str, int, float, int]]:

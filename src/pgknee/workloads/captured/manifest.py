@@ -51,6 +51,10 @@ class ScriptEntry:
     file: str
     weight: int
     statements: list[str]
+    # a transaction of the application (grouping.py): how it was found, and the idle time inside
+    # it its script draws per transaction (ms, at grouping.POINTS per cent); empty in autocommit
+    evidence: str = ""
+    idle_ms: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,60 @@ class Skipped:
     query: str
     calls: int
     reason: str
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A distribution's percentiles (None: nothing seen)."""
+
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The application over the window. Times in milliseconds; rates per second."""
+
+    window_s: float
+    interval_s: float
+    samples: int
+    transactions_per_s: float
+    rollbacks_per_s: float
+    explicit_per_s: float  # BEGIN's calls: transactions of several statements or with client work inside
+    statements_per_transaction: float | None  # the application's statements (BEGIN, COMMIT not counted)
+    hold_ms: float | None  # a transaction's hold on its connection, mean (the counters)
+    active_ms: float | None  # of which running statements
+    idle_in_transaction_ms: float | None  # of which idle inside it: the application's own work
+    idle_share: float | None
+    transaction_ms: Spread  # sampled, weighted by the chance to be seen
+    explicit_idle_ms: Spread  # idle in transaction per explicit transaction, sampled
+    transactions_seen: int
+    transactions_exact: int  # of those, ended exactly (seen idle after)
+    sessions_open: Spread  # the application's sessions of the database, per sample
+    sessions_busy: Spread  # of which active or idle in transaction
+    new_connections_per_s: float | None
+    think_ms: float | None  # a session's time between its transactions, mean (closed loop)
+    hidden_sessions: int  # the most sessions one sample could not read (another role's)
+    own_statements: int  # pgknee's, taken out of the counters
+    counters: dict[str, float] = field(default_factory=dict)  # pg_stat_database's change, as read
+    notes: list[str] = field(default_factory=list)  # what it could not see, and why
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Observation:
+        """From the manifest (a figure TOML could not hold, None, is absent)."""
+        spreads = {k: Spread(**v) for k, v in d.items() if isinstance(v, dict) and k != "counters"}
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{**{k: None for k in known}, "counters": {}, "notes": [],
+                      **{k: v for k, v in d.items() if k in known}, **spreads})
+
+    @property
+    def explicit_idle_mean_ms(self) -> float | None:
+        """Idle in transaction per explicit transaction, mean (the counters): what a replay sleeps."""
+        idle = self.counters.get("idle_in_transaction_time")
+        explicit = self.explicit_per_s * self.window_s
+        return idle / explicit if idle is not None and explicit >= 1 else None
 
 
 @dataclass(frozen=True)
@@ -73,6 +131,8 @@ class Manifest:
     statements: list[Statement]
     scripts: list[ScriptEntry]
     skipped: list[Skipped] = field(default_factory=list)
+    observed: Observation | None = None  # --observe: the application as it ran (observe.py)
+    grouping: str = ""  # how statements were grouped into transactions
 
     def statement(self, sid: str) -> Statement:
         return next(s for s in self.statements if s.id == sid)
@@ -86,7 +146,16 @@ class Manifest:
         head = (b"# pgknee captured workload (pgknee workload show DIR reads it). Edit freely: a script's weight,\n"
                 b"# its statements (several make one transaction: put BEGIN; and COMMIT; in its file), or drop\n"
                 b"# a [[scripts]] entry. The statistics below are what the scripts' \\set lines were drawn from.\n\n")
-        return head + tomli_w.dumps(asdict(self), multiline_strings=True).encode()
+        return head + tomli_w.dumps(_no_none(asdict(self)), multiline_strings=True).encode()
+
+
+def _no_none(d: Any) -> Any:
+    """TOML has no null: a figure not known is left out (and None again when read)."""
+    if isinstance(d, dict):
+        return {k: _no_none(v) for k, v in d.items() if v is not None}
+    if isinstance(d, list):
+        return [_no_none(v) for v in d]
+    return d
 
 
 def load(directory: str) -> Manifest:
@@ -110,8 +179,9 @@ def load(directory: str) -> Manifest:
 
 def _manifest(d: dict[str, Any]) -> Manifest:
     stmts = [Statement(**{**s, "params": [Param(**p) for p in s.get("params", [])]}) for s in d["statements"]]
+    observed = Observation.from_dict(d["observed"]) if "observed" in d else None
     return Manifest(**{**d, "statements": stmts, "scripts": [ScriptEntry(**s) for s in d["scripts"]],
-                       "skipped": [Skipped(**s) for s in d.get("skipped", [])]})
+                       "skipped": [Skipped(**s) for s in d.get("skipped", [])], "observed": observed})
 
 
 def _check(m: Manifest, path: Path) -> None:

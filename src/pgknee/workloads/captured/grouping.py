@@ -1,0 +1,131 @@
+"""Which captured statements run together in one transaction, from the evidence of an observation
+(pure), and the pgbench script that replays such a transaction as the application holds it.
+
+The evidence, strongest first:
+1. the sampled transactions: pg_stat_activity shows the statement a session runs, or ran last
+   while it idles in its transaction (query_id, pg_stat_statements' queryid). Statements seen in
+   the same transaction (twice at least, or once when few were seen) are joined; each group is
+   ordered by where its statements were seen in their transactions.
+2. without such samples (compute_query_id off): the statements whose calls over the window match
+   BEGIN's within 10% make one transaction, in the capture's order.
+BEGIN's calls bound the transactions of every group. A statement that also ran outside its group
+keeps a script of its own for the rest of its calls.
+
+The replay holds each transaction open as the application did: pgbench sleeps between the
+statements, inside BEGIN ... COMMIT, for an idle time drawn per transaction from the observed
+distribution (its percentiles from the samples, scaled to the mean of pg_stat_database's
+idle_in_transaction_time per BEGIN)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pgknee.workloads.captured import transactions as tx
+
+CALLS_MATCH = 0.10
+# the idle time's quantile function in the script: these points (per cent), linear between them
+POINTS = (0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 99, 100)
+
+
+@dataclass(frozen=True)
+class Group:
+    statements: tuple[str, ...]  # statement ids, in the order they run
+    transactions: int  # over the window
+    seen_together: int  # sampled transactions that ran two or more of them
+    evidence: str
+
+
+def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Transaction],
+          begins: int) -> tuple[list[Group], str]:
+    """The transactions of several statements (or of one with the application's work inside),
+    and how they were found, in words. `calls`: each captured statement's calls over the window."""
+    if begins <= 0:
+        return [], "no BEGIN in the window: every statement runs in autocommit, as replayed"
+    seqs = [([queryids[q] for q in t.statements if q in queryids], t.samples) for t in seen if t.explicit]
+    seqs = [(s, n) for s, n in seqs if s]
+    if seqs:
+        return _from_samples(calls, seqs, begins)
+    members = tuple(sid for sid, n in calls.items() if abs(n - begins) <= CALLS_MATCH * begins)
+    if not members:
+        return [], (f"BEGIN ran {begins} times, but no sampled transaction showed its statements (query_id) and "
+                    "no statement's calls match BEGIN's: replayed in autocommit (group them in the manifest)")
+    return [Group(members, begins, 0, f"calls within {CALLS_MATCH:.0%} of BEGIN's {begins}")], \
+        "by calls: the statements whose calls match BEGIN's (no sampled transaction showed its statements)"
+
+
+def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]], begins: int) -> tuple[list[Group], str]:
+    """Statements seen in one transaction are joined. A statement never seen with another makes a
+    transaction of its own only when transactions sampled twice or more showed it alone: one seen
+    once in a transaction may have had company the sample missed (it stays in autocommit)."""
+    seqs = [s for s, _ in seen]
+    alone = defaultdict(int, {s[0]: 0 for s in seqs if len(s) == 1})
+    for s, samples in seen:
+        if len(s) == 1 and samples >= 2:
+            alone[s[0]] += 1
+    together: dict[tuple[str, str], int] = defaultdict(int)
+    positions: dict[str, list[float]] = defaultdict(list)
+    for s in seqs:
+        for i, sid in enumerate(s):
+            positions[sid].append(i / max(1, len(s) - 1))
+            for other in s[i + 1:]:
+                together[tuple(sorted((sid, other)))] += 1  # type: ignore[index]
+    least = 1 if len(seqs) < 20 else 2
+    groups = []
+    for members in _components(list(positions), [pair for pair, n in together.items() if n >= least]):
+        ordered = tuple(sorted(members, key=lambda m: (sum(positions[m]) / len(positions[m]), m)))
+        n_seen = sum(1 for s in seqs if set(s) & set(members))
+        n = min([begins, *(calls.get(m, 0) for m in ordered)])
+        if len(ordered) == 1 and alone.get(ordered[0], 0) < least:
+            continue  # no evidence it runs alone in its transaction
+        if n > 0:
+            groups.append(Group(ordered, n, n_seen, f"seen together in {n_seen} sampled transactions"
+                                if len(ordered) > 1 else f"seen alone inside BEGIN ... COMMIT, sampled twice or more, "
+                                f"{alone[ordered[0]]} times"))
+    groups.sort(key=lambda g: -g.transactions)
+    grouped = sum(g.transactions for g in groups)
+    return groups, (f"by the sampled transactions: {len(seqs)} showed captured statements inside BEGIN ... COMMIT; "
+                    f"the groups hold {grouped} of the {begins} transactions BEGIN opened in the window")
+
+
+def _components(nodes: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
+    """The connected parts of a graph (union-find)."""
+    parent = {n: n for n in nodes}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        parent[root(a)] = root(b)
+    parts: dict[str, list[str]] = defaultdict(list)
+    for n in nodes:
+        parts[root(n)].append(n)
+    return list(parts.values())
+
+
+def idle_points(values: Sequence[tuple[float, float]], mean_ms: float | None) -> list[float]:
+    """The idle time per transaction (ms) at POINTS, from the sampled (idle s, weight) pairs,
+    scaled so that their mean is the counters' `mean_ms`; [] when nothing was seen."""
+    if not values:
+        return [round(mean_ms, 3)] * len(POINTS) if mean_ms else []
+    pts = [(tx.weighted_quantile(values, p / 100) or 0.0) * 1000.0 for p in POINTS]
+    sampled = tx.weighted_mean([(v * 1000.0, w) for v, w in values]) or 0.0
+    scale = mean_ms / sampled if mean_ms is not None and sampled > 0 else 1.0
+    return [round(p * scale, 3) for p in pts]
+
+
+def sleep_lines(points_ms: Sequence[float], gaps: int) -> list[str]:
+    """pgbench lines that draw the transaction's idle time from the quantile function through
+    `points_ms` and split it over `gaps` sleeps (:pgknee_gap_us each)."""
+    us = [max(0, round(p * 1000)) for p in points_ms]
+    arms = []
+    for (p0, v0), (p1, v1) in zip(zip(POINTS, us, strict=True), zip(POINTS[1:], us[1:], strict=True), strict=False):
+        lo, hi = p0 * 10, p1 * 10  # per mille
+        arms.append(f"when :pgknee_u < {hi} then {v0} + ({v1 - v0}) * (:pgknee_u - {lo}) / {hi - lo}")
+    return ["\\set pgknee_u random(0, 999)",
+            f"\\set pgknee_idle_us case {' '.join(arms)} else {us[-1]} end",
+            f"\\set pgknee_gap_us :pgknee_idle_us / {max(1, gaps)}"]

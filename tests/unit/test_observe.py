@@ -1,0 +1,202 @@
+"""workload capture --observe without a server: transactions told from samples of pg_stat_activity,
+their percentiles weighed by the chance to be sampled, the counters less pgknee's own statements,
+the grouping of statements into transactions, the script's drawn idle time, the manifest's round
+trip, and the replay's check against the application."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+from builders import step
+
+from pgknee.analyze.holdcheck import application_terms, hold_check, hold_warnings
+from pgknee.keys import observed
+from pgknee.serverstats import DatabaseStep
+from pgknee.types import ReplayedStatement
+from pgknee.workloads.captured import grouping, observe
+from pgknee.workloads.captured import transactions as tx
+from pgknee.workloads.captured.manifest import Manifest, Observation, ScriptEntry, Spread, Statement, load
+
+
+def _s(pid: int, xs: float | None, state: str, sc: float, qid: int | None = None) -> tx.SessionSeen:
+    return tx.SessionSeen(pid, 0.0, xs, state, sc, qid)
+
+
+def test_a_transaction_ends_exactly_when_its_session_is_seen_idle() -> None:
+    samples = [tx.Sample(10.00, (_s(1, 9.99, "active", 9.99, 11),)),
+               tx.Sample(10.02, (_s(1, 9.99, "idle in transaction", 10.01, 11),)),
+               tx.Sample(10.04, (_s(1, 9.99, "active", 10.035, 12),)),
+               tx.Sample(10.06, (_s(1, None, "idle", 10.05),))]
+    (t,) = tx.transactions(samples)
+    assert t.exact and t.end == 10.05 and t.duration_s == pytest.approx(0.06)
+    assert t.statements == [11, 12] and t.explicit and t.samples == 3 and t.idle_samples == 1
+    assert t.idle_s == pytest.approx(0.02)  # a third of its samples idle in it
+
+
+def test_one_ended_when_the_next_began_or_its_session_left() -> None:
+    samples = [tx.Sample(1.0, (_s(1, 0.99, "active", 0.99, 5), _s(2, 0.95, "active", 0.95, 5))),
+               tx.Sample(1.1, (_s(1, 1.05, "active", 1.05, 5),)),  # 1 began another; 2 disconnected
+               tx.Sample(1.2, ())]
+    first, second, gone = sorted(tx.transactions(samples), key=lambda t: (t.pid, t.start))
+    assert (first.end, first.exact) == (1.05, False)
+    assert gone.pid == 2 and gone.end == pytest.approx(1.05)  # halfway to the sample that missed it
+    assert second.start == 1.05 and not second.explicit  # one statement, never idle inside: autocommit
+    assert second.end == pytest.approx(1.15)  # its session gone too
+
+
+def test_a_hidden_session_is_neither_read_nor_taken_for_gone() -> None:
+    hidden = tx.SessionSeen(7, 0.0, None, None, None, None)
+    samples = [tx.Sample(1.0, (_s(7, 0.9, "active", 0.9, 1),)), tx.Sample(1.1, (hidden,)),
+               tx.Sample(1.2, (_s(7, None, "idle", 1.15),))]
+    (t,) = tx.transactions(samples)
+    assert t.end == 1.15 and t.exact
+
+
+def test_weights_undo_the_sampling_bias_of_short_transactions() -> None:
+    """Half the transactions last 2 ms, half 60 ms, with 25-40 ms between them (so that each seen
+    one's end is told exactly); a sampler every 20 ms sees a long one about 30 times as often.
+    Unweighted, the sampled median is a long one; weighted, the share of short ones is near half."""
+    rng = random.Random(7)
+    t, ends, txs = 0.0, [], []
+    while t < 600.0:
+        d = 0.002 if rng.random() < 0.5 else 0.060
+        txs.append((t, t + d))
+        t += d + rng.uniform(0.025, 0.040)  # the session idles between them longer than a sample
+    samples = []
+    k = 0
+    for at in (i * 0.02 + 0.013 for i in range(int(600 / 0.02))):
+        while k < len(txs) and txs[k][1] < at:
+            k += 1
+        if k < len(txs) and txs[k][0] <= at:
+            samples.append(tx.Sample(at, (tx.SessionSeen(1, 0.0, txs[k][0], "active", txs[k][0], 1, txs[k][0]),)))
+        else:  # idle: since its last transaction ended, whose statement began as it did
+            last = txs[k - 1] if k else (0.0, 0.0)
+            samples.append(tx.Sample(at, (tx.SessionSeen(1, 0.0, None, "idle", last[1], 1, last[0]),)))
+        ends.append(at)
+    seen = [t for t in tx.transactions(samples) if t.exact]  # an end told exactly: its own statement's
+    assert all(abs(t.duration_s - 0.002) < 1e-9 or abs(t.duration_s - 0.06) < 1e-9 for t in seen)
+    short_seen = sum(1 for s in seen if s.duration_s < 0.01) / len(seen)
+    weighted = tx.weights(seen, 0.02)
+    short_weighted = sum(w for s, w in weighted if s.duration_s < 0.01) / sum(w for _, w in weighted)
+    assert short_seen < 0.1  # the sampler mostly sees long ones
+    assert 0.4 <= short_weighted <= 0.6  # the weights give back the half
+    assert tx.weighted_quantile([(s.duration_s, w) for s, w in weighted], 0.9) == pytest.approx(0.06, abs=1e-6)
+
+
+def test_the_counters_less_pgknee_s_own_statements() -> None:
+    before = {"xact_commit": 1000.0, "xact_rollback": 5.0, "active_time": 100.0, "idle_in_transaction_time": 50.0,
+              "sessions": 10.0, "at": 100.0}
+    after = {"xact_commit": 2110.0, "xact_rollback": 15.0, "active_time": 1180.0,
+             "idle_in_transaction_time": 4050.0, "sessions": 30.0, "at": 110.0}
+    st0 = {1: ("BEGIN", 100, 1.0, 0), 2: ("SELECT a FROM t WHERE id = $1", 300, 30.0, 300),
+           3: ("/* pgknee:observe */ SELECT ...", 5, 1.0, 5)}
+    st1 = {1: ("BEGIN", 900, 9.0, 0), 2: ("SELECT a FROM t WHERE id = $1", 2900, 290.0, 2900),
+           3: ("/* pgknee:observe */ SELECT ...", 105, 11.0, 105), 4: ("COMMIT", 800, 8.0, 0)}
+    w = observe.summarise(before, after, st0, st1, [], 0.02, own=100, own_ms=80.0)
+    o = w.observation
+    assert o.transactions_per_s == pytest.approx((1010 + 10) / 10)  # commits less pgknee's 100, rollbacks
+    assert o.rollbacks_per_s == 1.0 and o.explicit_per_s == 80.0 and w.begins == 800
+    assert o.statements_per_transaction == pytest.approx(2600 / 1020, abs=1e-3)  # not BEGIN, COMMIT, pgknee's
+    assert o.hold_ms == pytest.approx((1000 + 4000) / 1020, abs=1e-3)  # active less pgknee's 80 ms, + idle
+    assert o.idle_share == pytest.approx(4000 / 5000)
+    assert o.explicit_idle_mean_ms == pytest.approx(4000 / 800)
+    assert o.new_connections_per_s == 2.0 and o.own_statements == 100
+    assert [s.queryid for s in w.statements] == [2]  # the application's alone
+
+
+def _seen(pid: int, start: float, qids: list[int], samples: int = 2, idle: int = 1) -> tx.Transaction:
+    return tx.Transaction(pid, start, start, start, samples, idle, qids, start + 0.05, True)
+
+
+def test_statements_seen_together_make_one_transaction_in_their_order() -> None:
+    seen = [_seen(i, float(i), [20, 30, 10] if i % 2 else [20, 30]) for i in range(30)]
+    seen += [_seen(99, 99.0, [40], samples=1, idle=1)]  # once, alone: no evidence it runs alone
+    groups, how = grouping.group({"s01": 500, "s02": 520, "s03": 480, "s04": 900},
+                                 {10: "s03", 20: "s01", 30: "s02", 40: "s04"}, seen, begins=470)
+    (g,) = groups
+    assert g.statements == ("s01", "s02", "s03") and g.transactions == 470
+    assert "31 showed" in how and "470 of the 470" in how
+
+
+def test_without_samples_the_calls_that_move_with_begin_are_grouped() -> None:
+    groups, how = grouping.group({"s01": 1010, "s02": 995, "s03": 5000}, {}, [], begins=1000)
+    assert [g.statements for g in groups] == [("s01", "s02")] and "by calls" in how
+    assert grouping.group({"s01": 10}, {}, [], begins=0) == ([], "no BEGIN in the window: every statement runs in "
+                                                              "autocommit, as replayed")
+
+
+def test_the_script_draws_the_idle_time_from_its_quantiles() -> None:
+    """The pgbench CASE expression, evaluated as pgbench does (integer arithmetic), is the
+    piecewise-linear quantile function through the points, and its mean the points' mean."""
+    points = [5.0, 10.0, 12.0, 14.0, 16.0, 20.0, 22.0, 25.0, 30.0, 40.0, 70.0, 90.0]
+    lines = grouping.sleep_lines(points, gaps=2)
+    expr = lines[1].split("case ", 1)[1].rsplit(" else", 1)[0]
+    arms = [a.strip() for a in expr.split("when ")[1:]]
+
+    def idle_us(u: int) -> int:
+        for arm in arms:
+            cond, value = arm.split(" then ")
+            if u < int(cond.split("<")[1]):
+                v0, rest = value.split(" + (", 1)
+                slope, tail = rest.split(") * (:pgknee_u - ", 1)
+                lo, span = tail.split(") / ")
+                return int(v0) + int(slope) * (u - int(lo)) // int(span)
+        raise AssertionError(u)
+
+    assert idle_us(0) == 5000 and idle_us(500) == 20000 and idle_us(999) == pytest.approx(88000, abs=2100)
+    mean = statistics.fmean(idle_us(u) for u in range(1000)) / 1000
+    assert mean == pytest.approx(sum((points[i] + points[i + 1]) / 2 * (grouping.POINTS[i + 1] - grouping.POINTS[i])
+                                     / 100 for i in range(len(points) - 1)), rel=0.02)
+    assert lines[2] == "\\set pgknee_gap_us :pgknee_idle_us / 2"
+
+
+def test_idle_points_are_scaled_to_the_counters_mean() -> None:
+    pts = grouping.idle_points([(0.010, 1.0), (0.020, 1.0), (0.030, 1.0)], mean_ms=40.0)
+    assert statistics.fmean([10.0, 20.0, 30.0]) * 2 == pytest.approx(40.0)
+    assert pts[0] == pytest.approx(20.0) and pts[-1] == pytest.approx(60.0)  # twice the sampled ones
+    assert grouping.idle_points([], None) == []
+
+
+def _observation() -> Observation:
+    return Observation(window_s=30.0, interval_s=0.02, samples=1500, transactions_per_s=74.0, rollbacks_per_s=0.0,
+                       explicit_per_s=60.0, statements_per_transaction=2.6, hold_ms=37.4, active_ms=2.2,
+                       idle_in_transaction_ms=35.2, idle_share=0.94, transaction_ms=Spread(50.0, 69.0, 86.0, 111.0),
+                       explicit_idle_ms=Spread(48.0, None, None, None), transactions_seen=574, transactions_exact=446,
+                       sessions_open=Spread(8.0, 8.0, 8.0, 8.0), sessions_busy=Spread(3.0, 4.0, 4.0, 4.0),
+                       new_connections_per_s=None, think_ms=17.0, hidden_sessions=0, own_statements=379,
+                       counters={"xact_commit": 2600.0, "idle_in_transaction_time": 63360.0}, notes=["a note"])
+
+
+def test_the_manifest_keeps_the_observation_and_leaves_out_what_is_unknown(tmp_path: Path) -> None:
+    st = Statement("s01", "SELECT 1 FROM t WHERE id = $1", "read", 10, 1.0, 0.1, 10, 1.0, 1.0, ["public.t"], "f")
+    m = Manifest("host=x", "db", "", 170000, "2026-11-26T00:00:00Z", "time", 30, ["public.t"], [st],
+                 [ScriptEntry("t01", "t01.sql", 10000, ["s01"], "seen together", [1.0] * 12)], [], _observation(),
+                 "by the sampled transactions")
+    (tmp_path / "workload.toml").write_bytes(m.to_toml())
+    back = load(str(tmp_path))
+    assert back == m and back.observed is not None and back.observed.new_connections_per_s is None
+    assert back.observed.explicit_idle_mean_ms == pytest.approx(63360.0 / 1800.0)
+
+
+def test_the_replay_is_checked_against_the_application_step_by_step() -> None:
+    env = {observed("hold_ms"): "40.0", observed("idle_share"): "0.9", observed("statements_per_transaction"): "2.6",
+           observed("sessions_open_p99"): "50.0", observed("sessions_busy_p99"): "12.0"}
+    near = step(step_id=1, clients=2, transactions=1000)
+    far = step(step_id=2, clients=32, transactions=1000)
+    pgdb = {1: DatabaseStep(active_time=4200.0, idle_in_transaction_time=37000.0),  # 41.2 ms, 90%
+            2: DatabaseStep(active_time=30000.0, idle_in_transaction_time=38000.0)}  # 68 ms, 56%
+    replayed = [ReplayedStatement(1, "s01", 2600, 1.0), ReplayedStatement(2, "s01", 2000, 1.0)]
+    check = hold_check(env, [near, far], pgdb, replayed)
+    assert check is not None
+    ok, off = check.rows
+    assert ok.within and ok.hold_ms == pytest.approx(41.2) and ok.statements_per_transaction == pytest.approx(2.6)
+    assert off.misses == ("hold", "idle share", "statements per transaction")
+    (line,) = hold_warnings(check)
+    assert "c32" in line and "68.0 ms against the application's 40.0 ms" in line
+    assert hold_check({}, [near], pgdb, replayed) is None  # not observed: nothing to check
+    terms = application_terms(env, 16)
+    assert "40.0 ms per transaction, 90% of it idle" in terms[0]
+    assert "fewer than the 50 sessions it keeps open now (12 busy at p99)" in terms[1]
