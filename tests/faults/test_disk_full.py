@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,9 +88,14 @@ def test_a_full_disk_keeps_what_was_measured(server: EmbeddedCluster, tmpfs: Cal
     step = sql(store, "SELECT status, transactions, tps FROM steps WHERE seq = ?", seq)[0]
     assert step == ("completed", doc["result"]["measurement"]["transactions"], doc["result"]["measurement"]["tps"])
     assert sql(store, "SELECT count(*) FROM snapshots s JOIN steps t USING (step_id) WHERE t.seq = ?", seq)[0][0] \
-        == streamed + len(doc["result"]["activity"]["snapshots"])  # the batches written before the disk filled stay
+        == streamed + len(_activity(doc)["snapshots"])  # the batches written before the disk filled stay
     assert sql(store, "SELECT status FROM runs") == [("failed",)]
     again = run("store", "import", str(side), state=state, cwd=tmp_path)
     assert again.code == 2 and f"step {seq} of run {run_id} is already in {store}" in one_error_line(again.err)
     shown = run("show", run_id, "--store", str(store), state=state, cwd=tmp_path)
     assert shown.code == 0 and f"failed  ({seq}/6 steps)" in shown.out
+
+
+def _activity(doc: dict[str, Any]) -> dict[str, Any]:
+    """The side file's pg_stat_activity samples (its records carry their kind)."""
+    return next(r["fields"] for r in doc["result"]["records"] if r["kind"] == "ActivitySamples")

@@ -121,6 +121,19 @@ def test_statements_seen_together_make_one_transaction_in_their_order() -> None:
     assert "31 showed" in how and "470 of the 470" in how
 
 
+def test_the_groups_hold_no_more_transactions_than_begin_opened() -> None:
+    """Each transaction has one BEGIN: a three-statement group and a statement seen alone in its
+    transaction (both plausible from the calls) share BEGIN's 100 by how often each was seen."""
+    seen = [_seen(i, float(i), [1, 2, 3]) for i in range(30)] + [_seen(100 + i, 100.0 + i, [4]) for i in range(10)]
+    groups, how = grouping.group({"s01": 100, "s02": 100, "s03": 100, "s04": 100},
+                                 {1: "s01", 2: "s02", 3: "s03", 4: "s04"}, seen, begins=100)
+    assert sum(g.transactions for g in groups) <= 100 and [g.transactions for g in groups] == [75, 25]
+    assert "100 of the 100 transactions BEGIN opened" in how
+    # BEGIN not counted (track_utility off): the samples alone, bounded by the calls
+    groups, how = grouping.group({"s01": 90, "s02": 95, "s03": 99}, {1: "s01", 2: "s02", 3: "s03"}, seen[:30], None)
+    assert [g.transactions for g in groups] == [90] and "BEGIN not counted" in how
+
+
 def test_without_samples_the_calls_that_move_with_begin_are_grouped() -> None:
     groups, how = grouping.group({"s01": 1010, "s02": 995, "s03": 5000}, {}, [], begins=1000)
     assert [g.statements for g in groups] == [("s01", "s02")] and "by calls" in how

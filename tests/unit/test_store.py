@@ -545,6 +545,21 @@ def test_a_step_result_round_trips_through_json() -> None:
     assert isinstance(os_samples.rows[0], OsRow) and os_samples.rows[0].client_cpu_pct == 25.0
 
 
+def test_a_side_file_of_format_1_still_imports() -> None:
+    """Written by the pgknee before each record carried its kind (tests/data/side_file_v1_result.json,
+    _full_result(7) as that version wrote it): every record comes back, typed."""
+    v1 = json.loads((Path(__file__).parent.parent / "data" / "side_file_v1_result.json").read_text())
+    back, now = sidefile.result_from_json(v1), _full_result(7)
+    for kind in (DatabaseStep, ActivitySamples, OsSamples, PoolerSamples, WaitSampling):
+        assert back.of(kind) == now.of(kind), kind
+    # (that file's pooler was told no settings)
+    assert back.of(PoolerFacts) == dataclasses.replace(now.of(PoolerFacts), settings=())  # type: ignore[type-var]
+    assert [r for r in back.records if isinstance(r, WalStep | CheckpointStep | IoStep)] == list(SERVER)
+    assert back.facts == now.facts and back.measurement == now.measurement
+    with pytest.raises(UserError, match="not one pgknee wrote"):
+        sidefile.result_from_json({**v1, "records": [{"kind": "NoSuchRecord", "fields": {}}]})
+
+
 def test_the_sampler_s_rate_and_late_ticks_are_step_facts(store: Store) -> None:
     w = _run(store, "r", steps=1)
     sid = _step(w, 1, 2)

@@ -20,6 +20,20 @@ from typing import Any
 
 from pgknee import records
 from pgknee.errors import UserError
+from pgknee.samples import (
+    ActivitySamples,
+    OsRow,
+    OsSamples,
+    PoolerFacts,
+    PoolerRow,
+    PoolerSamples,
+    ServerOsRow,
+    ServerOsSamples,
+    SessionRow,
+    SnapshotRow,
+    WaitSampling,
+)
+from pgknee.serverstats import BY_TABLE, DatabaseStep, from_row
 from pgknee.stepfacts import StepFacts
 from pgknee.types import (
     AgentShare,
@@ -64,13 +78,39 @@ def _measurement(d: dict[str, Any] | None) -> StepMeasurement | None:
 
 
 def result_from_json(d: dict[str, Any]) -> StepResult:
-    return StepResult(
-        step_id=int(d["step_id"]), status=d["status"], reason=d["reason"], pgbench_exit=d["pgbench_exit"],
-        bench_start=d["bench_start"], bench_end=d["bench_end"], summary=PgbenchSummary(**d["summary"]),
-        measurement=_measurement(d["measurement"]), tps_db=d["tps_db"],
-        progress=tuple(ProgressPoint(**p) for p in d["progress"]), facts=StepFacts.of_items(d["facts"]),
-        records=tuple(records.from_json(x) for x in d["records"]),  # type: ignore[misc]
-        agents=tuple(AgentShare(**a) for a in d.get("agents", [])))
+    """The step's result back; a side file of format 1 (before each record carried its kind) too."""
+    try:
+        kept = tuple(records.from_json(x) for x in d["records"]) if "records" in d else _records_v1(d)
+        return StepResult(
+            step_id=int(d["step_id"]), status=d["status"], reason=d["reason"], pgbench_exit=d["pgbench_exit"],
+            bench_start=d["bench_start"], bench_end=d["bench_end"], summary=PgbenchSummary(**d["summary"]),
+            measurement=_measurement(d["measurement"]), tps_db=d["tps_db"],
+            progress=tuple(ProgressPoint(**p) for p in d["progress"]), facts=StepFacts.of_items(d["facts"]),
+            records=kept, agents=tuple(AgentShare(**a) for a in d.get("agents", [])))  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError) as e:
+        raise UserError(f"the side file's step is not one pgknee wrote ({type(e).__name__}: {e})",
+                        "import the file as pgknee wrote it") from None
+
+
+def _records_v1(d: dict[str, Any]) -> tuple[object, ...]:
+    """Format 1 kept each kind of record in a field of its own."""
+    def rows(kind: type[Any], xs: list[Any]) -> tuple[Any, ...]:
+        return tuple(kind(*x) for x in xs)
+
+    out: list[object] = [DatabaseStep.of_items(d["pg_delta"])] if d.get("pg_delta") else []
+    if (act := d.get("activity")) is not None:  # (before format 15 a snapshot had no hidden count)
+        snaps = [(*r[:7], None, r[7]) if len(r) == 8 else r for r in act["snapshots"]]
+        out.append(ActivitySamples(rows(SnapshotRow, snaps), rows(SessionRow, act["rows"]), tuple(act["errors"]),
+                                   int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)),
+                                   float(act.get("interval_s", 0.0)), int(act.get("ticks_late", 0))))
+    out.append(OsSamples(rows(OsRow, d.get("os_rows", []))))
+    out.append(ServerOsSamples(rows(ServerOsRow, d.get("server_os_rows", []))))
+    if (pooler := d.get("pooler")) is not None:
+        out += [PoolerSamples(rows(PoolerRow, pooler["samples"])), PoolerFacts.of_items(pooler["facts"])]
+    if (w := d.get("wait_sampling")) is not None:
+        out.append(WaitSampling(int(w["probes"]), bool(w["probes_counted"]), float(w["window_s"]), int(w["backends"]),
+                                tuple((str(t), str(e), int(n)) for t, e, n in w["counts"])))
+    return (*out, *(from_row(BY_TABLE[x["table"]], x) for x in d.get("server", [])))
 
 
 # ---- writing and reading side files ----------------------------------------------------------------------
@@ -135,7 +175,7 @@ def read(path: str | Path) -> dict[str, Any]:
                         "give the file an error line named") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise UserError(f"{path} is not a pgknee side file", "give the file an error line named")
-    if doc.get("version") != VERSION:
+    if doc.get("version") not in (1, VERSION):  # 1: read as it was written (result_from_json)
         raise UserError(f"{path} is a side file of another pgknee (version {doc.get('version')})",
                         "import it with the pgknee that wrote it")
     return doc

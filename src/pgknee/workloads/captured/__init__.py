@@ -77,8 +77,12 @@ class Captured:
         o = self.manifest.observed
         if o is None:
             return {}
+        scripted = {x for sc in self.manifest.scripts if sc.weight > 0 for x in sc.statements}
+        n_tx = o.transactions_per_s * o.window_s
+        calls = sum(s.calls for s in self.manifest.statements if s.id in scripted)
+        # per transaction, the scripted statements' calls alone: what a replay can run of them
         figures = {"hold_ms": o.hold_ms, "idle_share": o.idle_share, "transactions_per_s": o.transactions_per_s,
-                   "statements_per_transaction": o.statements_per_transaction,
+                   "statements_per_transaction": calls / n_tx if n_tx >= 1 else None,
                    "sessions_open_p99": o.sessions_open.p99, "sessions_busy_p99": o.sessions_busy.p99,
                    "think_ms": o.think_ms}
         return {f"observed.{k}": repr(float(v)) for k, v in figures.items() if v is not None}

@@ -52,10 +52,11 @@ def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None],
             version = _check_statements(conn)
         if observe_s is not None:
             conn.autocommit = True  # each sample sees the views as they are now
-            watched = observe.watch(conn, observe_s, interval_s, progress)
+            watched = observe.watch(conn, observe_s, interval_s, version, progress)
             conn.autocommit = False
         with conn.transaction():
-            entries = _observed_entries(watched) if watched is not None else _entries(conn, version, order_by)
+            entries = _observed_entries(watched, order_by) if watched is not None else \
+                _entries(conn, version, order_by)
             src = _Source(conn, {}, {})
             manifest, texts = _build(src, entries, top, order_by)
             database = str(_one(conn, queries.text("captured_current_database")))
@@ -98,9 +99,11 @@ def _check_statements(conn: psycopg.Connection[Any]) -> int:
     return version
 
 
-def _observed_entries(w: observe.Watched) -> list[tuple[str, int, float, int]]:
+def _observed_entries(w: observe.Watched, order_by: str) -> list[tuple[str, int, float, int]]:
     """The statements' change over the window, ordered as pg_stat_statements' totals would be."""
     rows = [(s.query, s.calls, s.total_ms, s.rows) for s in w.statements]
+    if order_by == "calls":
+        return sorted(rows, key=lambda r: (-r[1], r[0]))
     return sorted(rows, key=lambda r: (-r[2], r[0]))
 
 
@@ -147,7 +150,7 @@ def _transaction_text(name: str, g: grouping.Group, parts: list[str], points: li
         if i < len(sql) - 1 and points:
             body.append("\\sleep :pgknee_gap_us us")
     body.append("COMMIT;")
-    mean = sum(points) / len(points) if points else 0.0
+    mean = grouping.mean_of(points)
     head = [f"-- pgknee captured transaction {name}: {', '.join(g.statements)} in one transaction ({g.evidence})",
             f"-- idle inside it, drawn per transaction: about {mean:.1f} ms (p50 {points[5]:.1f}, p90 "
             f"{points[9]:.1f}, p99 {points[10]:.1f}), split over {gaps} sleep(s)" if points else

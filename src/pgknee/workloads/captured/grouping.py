@@ -18,6 +18,7 @@ idle_in_transaction_time per BEGIN)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,15 +39,18 @@ class Group:
 
 
 def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Transaction],
-          begins: int) -> tuple[list[Group], str]:
+          begins: int | None) -> tuple[list[Group], str]:
     """The transactions of several statements (or of one with the application's work inside),
-    and how they were found, in words. `calls`: each captured statement's calls over the window."""
-    if begins <= 0:
+    and how they were found, in words. `calls`: each captured statement's calls over the window;
+    `begins`: BEGIN's (None: pg_stat_statements does not count utility statements)."""
+    if begins is not None and begins <= 0:
         return [], "no BEGIN in the window: every statement runs in autocommit, as replayed"
     seqs = [([queryids[q] for q in t.statements if q in queryids], t.samples) for t in seen if t.explicit]
     seqs = [(s, n) for s, n in seqs if s]
     if seqs:
         return _from_samples(calls, seqs, begins)
+    if begins is None:
+        return [], "no sampled transaction showed its statements, and BEGIN is not counted: replayed in autocommit"
     members = tuple(sid for sid, n in calls.items() if abs(n - begins) <= CALLS_MATCH * begins)
     if not members:
         return [], (f"BEGIN ran {begins} times, but no sampled transaction showed its statements (query_id) and "
@@ -55,7 +59,8 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
         "by calls: the statements whose calls match BEGIN's (no sampled transaction showed its statements)"
 
 
-def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]], begins: int) -> tuple[list[Group], str]:
+def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],
+                  begins: int | None) -> tuple[list[Group], str]:
     """Statements seen in one transaction are joined. A statement never seen with another makes a
     transaction of its own only when transactions sampled twice or more showed it alone: one seen
     once in a transaction may have had company the sample missed (it stays in autocommit)."""
@@ -76,17 +81,30 @@ def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]], begi
     for members in _components(list(positions), [pair for pair, n in together.items() if n >= least]):
         ordered = tuple(sorted(members, key=lambda m: (sum(positions[m]) / len(positions[m]), m)))
         n_seen = sum(1 for s in seqs if set(s) & set(members))
-        n = min([begins, *(calls.get(m, 0) for m in ordered)])
+        n = min([*([begins] if begins is not None else []), *(calls.get(m, 0) for m in ordered)])
         if len(ordered) == 1 and alone.get(ordered[0], 0) < least:
             continue  # no evidence it runs alone in its transaction
         if n > 0:
             groups.append(Group(ordered, n, n_seen, f"seen together in {n_seen} sampled transactions"
                                 if len(ordered) > 1 else f"seen alone inside BEGIN ... COMMIT, sampled twice or more, "
                                 f"{alone[ordered[0]]} times"))
-    groups.sort(key=lambda g: -g.transactions)
+    groups = _within(groups, begins)
     grouped = sum(g.transactions for g in groups)
+    opened = f"the {begins} transactions BEGIN opened" if begins is not None else "the transactions (BEGIN not counted)"
     return groups, (f"by the sampled transactions: {len(seqs)} showed captured statements inside BEGIN ... COMMIT; "
-                    f"the groups hold {grouped} of the {begins} transactions BEGIN opened in the window")
+                    f"the groups hold {grouped} of {opened} in the window")
+
+
+def _within(groups: list[Group], begins: int | None) -> list[Group]:
+    """Each transaction has one BEGIN: groups that would hold more than BEGIN opened share them in
+    proportion to how often each was seen."""
+    total = sum(g.transactions for g in groups)
+    if begins is None or total <= begins:
+        return sorted(groups, key=lambda g: -g.transactions)
+    seen = sum(max(1, g.seen_together) for g in groups)
+    shared = [dataclasses.replace(g, transactions=min(g.transactions, round(begins * max(1, g.seen_together) / seen)))
+              for g in groups]
+    return sorted((g for g in shared if g.transactions > 0), key=lambda g: -g.transactions)
 
 
 def _components(nodes: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
@@ -116,6 +134,14 @@ def idle_points(values: Sequence[tuple[float, float]], mean_ms: float | None) ->
     sampled = tx.weighted_mean([(v * 1000.0, w) for v, w in values]) or 0.0
     scale = mean_ms / sampled if mean_ms is not None and sampled > 0 else 1.0
     return [round(p * scale, 3) for p in pts]
+
+
+def mean_of(points_ms: Sequence[float]) -> float:
+    """The mean of the quantile function through `points_ms` at POINTS (linear between them)."""
+    if len(points_ms) != len(POINTS):
+        return 0.0
+    return sum((points_ms[i] + points_ms[i + 1]) / 2 * (POINTS[i + 1] - POINTS[i])
+               for i in range(len(POINTS) - 1)) / 100
 
 
 def sleep_lines(points_ms: Sequence[float], gaps: int) -> list[str]:

@@ -11,12 +11,15 @@ from the sampled transactions (workloads.captured.transactions). pgknee's own st
 window (each an autocommit transaction of the database, marked /* pgknee:observe */) are taken out
 of the counters: their count exactly, their time as pgknee measured it (an upper bound).
 
-Nothing is written: the session is read-only (default_transaction_read_only), resets nothing, and
-reads statement texts only to tell transaction control (BEGIN, COMMIT) and its own statements from
-the application's; none is kept unless it is scripted."""
+Nothing is written: the session is read-only (default_transaction_read_only) and resets nothing.
+It reads pg_stat_statements' normalised texts to tell transaction control (BEGIN, COMMIT) and its
+own statements from the application's; the capture keeps them as it always has (the scripted
+ones, and those it could not script unless they may hold literal values). pg_stat_activity's
+query texts are never read."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable
@@ -56,7 +59,7 @@ class Watched:
     observation: Observation
     statements: list[StatementCounts]  # the application's, by their change over the window
     transactions: list[tx.Transaction]  # those the samples saw end
-    begins: int  # BEGIN's (and START TRANSACTION's) calls in the window
+    begins: int | None  # BEGIN's (and START TRANSACTION's) calls in the window; None: not counted
 
 
 def _statements(conn: psycopg.Connection[Any]) -> dict[int, tuple[str, int, float, int]]:
@@ -78,10 +81,12 @@ def _sample(conn: psycopg.Connection[Any]) -> tx.Sample:
                                for _, pid, bs, xs, st, sc, qid, qs in rows if pid is not None))
 
 
-def watch(conn: psycopg.Connection[Any], window_s: float, interval_s: float,
+def watch(conn: psycopg.Connection[Any], window_s: float, interval_s: float, version_num: int,
           progress: Callable[[float], None] = lambda _: None) -> Watched:
     """Watch the application for `window_s` on `conn` (autocommit, read-only)."""
     conn.execute(queries.text("observe_read_only"))
+    row = conn.execute(queries.text("observe_track_utility")).fetchone()
+    utility = row is None or row[0] != "off"  # BEGIN and COMMIT counted (its default)
     own = 0
     own_s = 0.0
 
@@ -109,8 +114,16 @@ def watch(conn: psycopg.Connection[Any], window_s: float, interval_s: float,
         next_at += interval_s
         time.sleep(max(0.0, next_at - time.monotonic()))
     after_st = timed(_statements)
+    if version_num >= 150000:  # every statement of its own reported before the end read (at most 1 s late else)
+        timed(lambda c: c.execute(queries.text("observe_flush")).fetchall())
     after_db = _database(conn)  # (its own transaction commits after this read: not counted)
-    return summarise(before_db, after_db, before_st, after_st, samples, interval_s, own, own_s * 1000.0)
+    w = summarise(before_db, after_db, before_st, after_st, samples, interval_s, own, own_s * 1000.0)
+    if utility:
+        return w
+    note = ("pg_stat_statements.track_utility is off: BEGIN's calls are not counted, so the transactions of "
+            "several statements were told from the samples alone")
+    return dataclasses.replace(w, begins=None, observation=dataclasses.replace(
+        w.observation, notes=[*w.observation.notes, note]))
 
 
 def _change(before: dict[int, tuple[str, int, float, int]],
