@@ -101,7 +101,7 @@ def hold_warnings(check: HoldCheck | None) -> list[str]:
             f"('pgknee workload mix' shows each figure)" for r in check.rows if not r.within]
 
 
-def application_terms(env: Mapping[str, str], count: int) -> list[str]:
+def application_terms(env: Mapping[str, str], count: int | None) -> list[str]:
     """A replay's answer in the application's terms: which hold time the sweep ran with, and the
     recommended count beside what the application keeps open and busy now (none: not observed)."""
     cap = captured_of(env)
@@ -112,7 +112,7 @@ def application_terms(env: Mapping[str, str], count: int) -> list[str]:
            "its transactions open as long: 'pgknee workload mix' checks each step)"]
     opened, busy = (float(v) if (v := env.get(observed(k))) is not None else None
                     for k in ("sessions_open_p99", "sessions_busy_p99"))
-    if opened is None or busy is None:
+    if opened is None or busy is None or count is None:
         return out
     if count >= opened:
         now = f"at least the {opened:.0f} sessions it keeps open now: the database can take more than it is given"

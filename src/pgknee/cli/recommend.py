@@ -158,8 +158,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     items: list[Any] = [Text(f"run {view.data.run.run_id} ({view.data.run.workload})")]
     for r in recs:
         items.extend(recommendation_items(r))
-        if r.answered and r.connections is not None:
-            items.extend(Text(line) for line in application_terms(view.data.env, r.connections))
+        items.extend(Text(line) for line in application_terms(view.data.env, r.connections if r.answered else None))
     deployed = _deployments(view, recs, args, pools) if args.app_instances else []
     items += [x for d in deployed for x in deployment_items(d)]
     print_items(items, to_stderr=stdout_outputs(args.json))

@@ -253,9 +253,12 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile | 
 def fresh_plan(args: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
     """The plan of a new run from its flags (a plan file's or a scenario's with the flags on top),
     with every check `pgknee run` makes before it starts (k8s render makes the same)."""
-    from pgknee.cli.run_plan import plan_from_args
+    from pgknee.cli.run_plan import as_observed, plan_from_args
 
     plan, source = plan_from_args(args)
+    plan, paced = as_observed(plan)
+    if paced:
+        print(f"pgknee: {paced}", file=sys.stderr)
     if plan.until_answer:
         plan = _answer_range(args, plan, source)
     return plan, source

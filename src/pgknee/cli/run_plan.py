@@ -78,6 +78,29 @@ def _target_dsn(target: str, dsn_given: bool) -> dict[str, str]:
     return {"dsn": environment_dsn(dict(os.environ))} if target == "env" else {}
 
 
+def as_observed(plan: Plan) -> tuple[Plan, str | None]:
+    """A workload captured with --observe is replayed at the application's pace: each client
+    pauses between its transactions as the application's sessions did (think, a closed loop), unless
+    a variant sets its own pace (think= or rate=). Returns the plan and what to tell the user."""
+    import dataclasses
+
+    from pgknee.workloads.captured.manifest import load
+
+    if plan.workload.name != "captured" or any(v.think_ms or v.rate for v in plan.variants):
+        return plan, None
+    o = load(plan.workload.path).observed
+    if o is None or o.think_ms is None or o.think_ms < 0.001:
+        return plan, None
+    think = round(min(o.think_ms, 60_000.0), 3)
+    try:
+        paced = dataclasses.replace(plan, variants=tuple(dataclasses.replace(v, think_ms=think) for v in plan.variants))
+    except UserError as e:
+        return plan, f"note: the application's {think:g} ms between transactions is not replayed: {e.message}"
+    return paced, (f"replaying the application's pace as observed: {think:g} ms between a client's transactions "
+                   f"(think; its sessions worked in a closed loop); --variant think=... sets another, --variant "
+                   f"rate={o.transactions_per_s:g} its arrival rate (open loop)")
+
+
 def password_note(plan: Plan, argv: list[str]) -> str | None:
     """A DSN given on the command line with its password in it: other users of this machine can
     read it in the process list."""
