@@ -108,7 +108,9 @@ def _capture(source: EmbeddedCluster, out: Path) -> dict[str, Any]:
     assert r.code == 0, r.err
     text = (out / "workload.toml").read_text()
     assert "ghost-secret-pw" not in text and "CreateRole is not a query" in text
-    return tomllib.loads(text)
+    m = tomllib.loads(text)
+    assert m["grouping"].startswith("not observed") and "observed" not in m  # it says what it could not learn
+    return m
 
 
 @pytest.mark.slow

@@ -39,7 +39,8 @@ def captured_tables(m: Manifest) -> list[Table]:
             top = ", ".join(f"{v} {f:.1%}" for v, f in zip(x.mcv[:3], x.mcf[:3], strict=False))
             p.add_row(s.id, f"${x.n}", x.column or "-", x.type or "-", x.drawn, top or "-")
     out = [t, p, *observed_tables(m)]
-    t.caption = m.grouping or _grouping_note(m)
+    # observed: how its transactions were found; else what a capture cannot know, and BEGIN's hint
+    t.caption = m.grouping if m.observed is not None else "; ".join(x for x in (m.grouping, _grouping_note(m)) if x)
     if m.skipped:
         k = Table(title="Not scripted", box=box.SIMPLE_HEAD)
         for col in ("statement", "calls", "why"):
