@@ -12,7 +12,8 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -76,26 +77,28 @@ def _dump_tools() -> Path:
 
 
 @pytest.fixture(scope="module")
-def clusters() -> Iterator[tuple[EmbeddedCluster, EmbeddedCluster]]:
+def clusters(suite_share: Callable[[], AbstractContextManager[None]]) -> Iterator[tuple[EmbeddedCluster,
+                                                                                      EmbeddedCluster]]:
     base = tempfile.mkdtemp(prefix="pgkt-capture-")
     os.chmod(base, 0o755)
     made: list[EmbeddedCluster] = []
     try:
-        made.append(_cluster(base))
-        _production(made[0])
-        made.append(_cluster(base))
-        bindir = _dump_tools()
-        dump = subprocess.run([str(bindir / "pg_dump"), "-Fc", "-h", str(made[0].sock), "-p", str(made[0].port),
-                               "-U", "pgknee", "pgknee"], check=True, capture_output=True, timeout=60).stdout
-        restored = subprocess.run([str(bindir / "pg_restore"), "-h", str(made[1].sock), "-p", str(made[1].port),
-                                   "-U", "pgknee", "--no-owner", "--no-privileges", "-d", "pgknee"],
-                                  input=dump, capture_output=True, timeout=60, check=False)
-        # a newer pg_restore sets what an older server does not know (18's SET transaction_timeout on
-        # 16): that statement fails, the rest is restored
-        errors = [ln for ln in restored.stderr.decode().splitlines() if "ERROR:" in ln]
-        assert restored.returncode == 0 or all("transaction_timeout" in ln for ln in errors), restored.stderr
-        with _conn(made[1]) as conn:
-            conn.execute("ANALYZE")  # pg_dump carries no planner statistics: a restored copy needs its own
+        with suite_share():  # clusters made, pgbench as production: not beside a timing test
+            made.append(_cluster(base))
+            _production(made[0])
+            made.append(_cluster(base))
+            bindir = _dump_tools()
+            dump = subprocess.run([str(bindir / "pg_dump"), "-Fc", "-h", str(made[0].sock), "-p", str(made[0].port),
+                                   "-U", "pgknee", "pgknee"], check=True, capture_output=True, timeout=60).stdout
+            restored = subprocess.run([str(bindir / "pg_restore"), "-h", str(made[1].sock), "-p", str(made[1].port),
+                                       "-U", "pgknee", "--no-owner", "--no-privileges", "-d", "pgknee"],
+                                      input=dump, capture_output=True, timeout=60, check=False)
+            # a newer pg_restore sets what an older server does not know (18's SET transaction_timeout on
+            # 16): that statement fails, the rest is restored
+            errors = [ln for ln in restored.stderr.decode().splitlines() if "ERROR:" in ln]
+            assert restored.returncode == 0 or all("transaction_timeout" in ln for ln in errors), restored.stderr
+            with _conn(made[1]) as conn:
+                conn.execute("ANALYZE")  # pg_dump carries no planner statistics: a restored copy needs its own
         yield made[0], made[1]
     finally:
         for c in made:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sweep")]
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, CliResult]]:
+def sweep(tmp_path_factory: pytest.TempPathFactory,
+          suite_share: Callable[[], AbstractContextManager[None]]) -> Iterator[tuple[Path, Path, CliResult]]:
     """One real sweep on a throwaway embedded cluster: 2 and 4 clients, twice each, 3 s steps."""
     d = tmp_path_factory.mktemp("sweep")
     store, js = d / "s.db", d / "s.json"
     before = tmp_pgknee_dirs()
-    r = pgknee("run", "--clients", "2,4", "--duration", "3s", "--reps", "2", "--scale", SCALE,
-               "--store", str(store), "--json", str(js), "--report", str(d / "s.html"), cwd=d)
+    with suite_share():
+        r = pgknee("run", "--clients", "2,4", "--duration", "3s", "--reps", "2", "--scale", SCALE,
+                   "--store", str(store), "--json", str(js), "--report", str(d / "s.html"), cwd=d)
     assert r.code == 0, r.err
     assert tmp_pgknee_dirs() - before == set()  # its server and run directories are gone
     yield store, js, r
