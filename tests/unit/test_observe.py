@@ -121,6 +121,18 @@ def test_statements_seen_together_make_one_transaction_in_their_order() -> None:
     assert "31 showed" in how and "470 of the 470" in how
 
 
+def test_a_statement_the_samples_missed_joins_by_its_calls() -> None:
+    """The last statement before COMMIT runs for microseconds with no idle after it inside the
+    transaction: the samples rarely see it there. Its calls, as many as the group's transactions,
+    join it, last; one the samples saw in autocommit does not join."""
+    seen = [_seen(i, float(i), [1, 2]) for i in range(30)]
+    seen.append(tx.Transaction(77, 200.0, 200.0, 200.0, 1, 0, [4], 200.001, True))  # s04 in autocommit
+    groups, _ = grouping.group({"s01": 978, "s02": 978, "s03": 975, "s04": 980},
+                               {1: "s01", 2: "s02", 3: "s03", 4: "s04"}, seen, begins=978)
+    (g,) = groups
+    assert g.statements == ("s01", "s02", "s03") and "s03 by its calls (975" in g.evidence
+
+
 def test_the_groups_hold_no_more_transactions_than_begin_opened() -> None:
     """Each transaction has one BEGIN: a three-statement group and a statement seen alone in its
     transaction (both plausible from the calls) share BEGIN's 100 by how often each was seen."""
