@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from pgknee.keys import (
     POOLER_DELTA,
@@ -172,39 +172,42 @@ class ActivitySamples:
                 ("insert_step_facts", [{"name": k, "value": v} for k, v in gaps.items()]))
 
 
+class _Rows:
+    """A record that is its rows, one per tick, stored by its INSERT statement (store/sql)."""
+
+    INSERT: ClassVar[str] = ""
+    rows: tuple[Any, ...]
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return ((self.INSERT, self.rows),)
+
+
 @kind
 @dataclass(frozen=True)
-class OsSamples:
+class OsSamples(_Rows):
     """A step's samples of this machine's OS, one row per tick."""
 
+    INSERT: ClassVar[str] = "insert_os_samples"
     rows: tuple[OsRow, ...]
 
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return (("insert_os_samples", self.rows),)
-
 
 @kind
 @dataclass(frozen=True)
-class ServerOsSamples:
+class ServerOsSamples(_Rows):
     """A step's samples of the server's OS when it runs elsewhere, one row per tick."""
 
+    INSERT: ClassVar[str] = "insert_server_os_samples"
     rows: tuple[ServerOsRow, ...]
-
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return (("insert_server_os_samples", self.rows),)
 
 
 @kind
 @dataclass(frozen=True)
-class PoolerSamples:
-    """A step's SHOW POOLS samples (collect.pooler's column order) and the console's errors (which
-the step's PoolerFacts keep)."""
+class PoolerSamples(_Rows):
+    """A step's SHOW POOLS samples and the console's errors (which the step's PoolerFacts keep)."""
 
+    INSERT: ClassVar[str] = "insert_pooler_samples"
     rows: tuple[PoolerRow, ...]
     errors: tuple[str, ...] = ()
-
-    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return (("insert_pooler_samples", self.rows),)
 
 
 def _number(text: str) -> float | None:
