@@ -194,6 +194,7 @@ class PoolerFact(StrEnum):
 POOLER_SETTING = "setting."  # setting.NAME: what a managed pgbouncer was told
 POOLER_DELTA = "delta."  # delta.NAME: a SHOW STATS total's change over the bench phase
 POOLER_EXTERNAL = "external."  # external.NAME: what the user's own pooler's console reported
+POOLER_PROCESS = "process."  # process.N.NAME: one pgbouncer process's SHOW STATS change (processes=N)
 
 
 def pooler_setting(name: str) -> str:
@@ -208,6 +209,10 @@ def pooler_external(name: str) -> str:
     return f"{POOLER_EXTERNAL}{name}"
 
 
+def pooler_process(process: int, name: str) -> str:
+    return f"{POOLER_PROCESS}{process}.{name}"
+
+
 class CheckId(StrEnum):
     """The checks that say which numbers to trust (analyze/checks.py), as the tables name them."""
 
@@ -218,6 +223,7 @@ class CheckId(StrEnum):
     CLIENT_CPU = "client-cpu"
     FAILURES = "failures"
     POOLER_OCCUPANCY = "pooler-occupancy"
+    POOLER_BOUND = "pooler-bound"  # a pooler process near a full core: the step shows the pooler's ceiling
     NETWORK_BOUND = "network-bound"  # round trips x RTT against the latency (client-cpu: the client saturated)
     RTT_ACHIEVED = "rtt-achieved"  # a simulated network hop gave the asked round trip
     AGENTS_AGREE = "agents-agree"  # a step run by agents: their windows overlap, their clocks agree

@@ -47,7 +47,8 @@ def is_noisy(values: list[float] | tuple[float, ...], threshold_pct: float) -> b
     return len(values) > 1 and spread_pct(values) > threshold_pct
 
 
-def database_concurrency(clients: int, pooler_kind: str | None, pool_size: int | None, reserve: int = 0) -> int:
+def database_concurrency(clients: int, pooler_kind: str | None, pool_size: int | None, reserve: int = 0,
+                         processes: int = 1) -> int:
     """How many sessions a step holds on the database at once: its clients, or, through a pool
     pgknee manages, no more than the pool's server connections.
 
@@ -56,9 +57,10 @@ def database_concurrency(clients: int, pooler_kind: str | None, pool_size: int |
     clients waiting all step, so the reserve is in use within seconds of the start and stays in
     use. Counting pool + reserve is therefore both the capacity the server must have room for
     and the concurrency the step ran at. Through the user's own pooler (external) pgknee does not
-    know the pool, and counts the clients."""
+    know the pool, and counts the clients. Several pgbouncer processes (processes=N) each have
+    their own pool."""
     if pooler_kind == "managed" and pool_size:
-        return min(clients, pool_size + reserve)
+        return min(clients, processes * (pool_size + reserve))
     return clients
 
 

@@ -12,10 +12,12 @@ from typing import Any, ClassVar, NamedTuple
 from pgknee.keys import (
     POOLER_DELTA,
     POOLER_EXTERNAL,
+    POOLER_PROCESS,
     POOLER_SETTING,
     PoolerFact,
     pooler_delta,
     pooler_external,
+    pooler_process,
     pooler_setting,
 )
 from pgknee.records import StoredRow, kind
@@ -88,7 +90,7 @@ class OsRow(NamedTuple):
     mem_free_kb: int
     cached_kb: int
     client_cpu_pct: float | None  # pgbench's process
-    pooler_cpu_pct: float | None  # a managed pgbouncer's process
+    pooler_cpu_pct: float | None  # a managed pooler's busiest process, % of one core
 
 
 class ServerOsRow(NamedTuple):
@@ -116,8 +118,26 @@ class ServerOsRow(NamedTuple):
     net_tx_bps: float
 
 
+class PoolerProcessRow(NamedTuple):
+    """One pooler process at one sample (table pooler_process_samples): its CPU since the sample
+    before (% of one core, /proc) and its own SHOW POOLS counts for the benchmark's database."""
+
+    collected_at: str
+    phase: str
+    epoch: float
+    process: int  # 1..N
+    pid: int | None
+    cpu_user_pct: float | None
+    cpu_system_pct: float | None
+    cl_active: int | None  # None: its console did not answer
+    cl_waiting: int | None
+    sv_active: int | None
+    sv_idle: int | None
+
+
 class PoolerRow(NamedTuple):
-    """One SHOW POOLS sample of the benchmark's database, its pools summed (table pooler_samples)."""
+    """One SHOW POOLS sample of the benchmark's database, its pools summed over the pooler's
+    processes (table pooler_samples)."""
 
     collected_at: str
     phase: str
@@ -203,11 +223,16 @@ class ServerOsSamples(_Rows):
 @kind
 @dataclass(frozen=True)
 class PoolerSamples(_Rows):
-    """A step's SHOW POOLS samples and the console's errors (which the step's PoolerFacts keep)."""
+    """A step's SHOW POOLS samples (the processes' summed), each process's own, and the console's
+    errors (which the step's PoolerFacts keep)."""
 
     INSERT: ClassVar[str] = "insert_pooler_samples"
     rows: tuple[PoolerRow, ...]
     errors: tuple[str, ...] = ()
+    processes: tuple[PoolerProcessRow, ...] = ()
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return ((self.INSERT, self.rows), ("insert_pooler_process_samples", self.processes))
 
 
 def _number(text: str) -> float | None:
@@ -232,9 +257,13 @@ class PoolerFacts:
     deltas: tuple[tuple[str, float], ...] = ()
     missing: str | None = None  # why there are no deltas
     sampler_errors: str | None = None
+    per_process: tuple[tuple[int, str, float], ...] = ()  # (process, SHOW STATS total, change): processes=N
 
     def delta(self, name: str) -> float | None:
         return next((v for k, v in self.deltas if k == name), None)
+
+    def process_delta(self, process: int, name: str) -> float | None:
+        return next((v for p, k, v in self.per_process if p == process and k == name), None)
 
     def reported(self, name: str) -> str | None:
         """What the user's own pooler's console reported (version, pool_mode, pool_size, ...)."""
@@ -249,6 +278,7 @@ class PoolerFacts:
         yield from ((pooler_setting(k), v) for k, v in self.settings)
         yield from ((pooler_external(k), v) for k, v in self.external)
         yield from ((pooler_delta(k), repr(v)) for k, v in self.deltas)
+        yield from ((pooler_process(p, k), repr(v)) for p, k, v in self.per_process)
 
     def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
         return (("insert_step_pooler", [{"name": k, "value": v} for k, v in self.items()]),)
@@ -261,4 +291,12 @@ class PoolerFacts:
         return cls(d.get(PoolerFact.KIND), d.get(PoolerFact.VERSION), family(POOLER_SETTING), family(POOLER_EXTERNAL),
                    tuple((k, x) for k, v in family(POOLER_DELTA) if (x := _number(v)) is not None),
                    d.get(PoolerFact.MISSING),
-                   d.get(PoolerFact.SAMPLER_ERRORS))
+                   d.get(PoolerFact.SAMPLER_ERRORS),
+                   tuple(sorted(_per_process(family(POOLER_PROCESS)))))
+
+
+def _per_process(items: Iterable[tuple[str, str]]) -> Iterator[tuple[int, str, float]]:
+    for key, value in items:
+        process, _, name = key.partition(".")
+        if process.isdigit() and name and (x := _number(value)) is not None:
+            yield int(process), name, x

@@ -169,6 +169,7 @@ class StepRecord:
     pool_reserve: int = 0  # a managed pgbouncer's reserve_pool_size
     rtt_ms: float = 0.0  # a simulated network round trip (rtt=), ms
     rtt_jitter_ms: float = 0.0
+    pool_processes: int = 1  # managed pgbouncer processes on one port, each with its own pool
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +262,27 @@ class PoolerSample:
     maxwait_us: int
 
 
+@dataclass(frozen=True, slots=True)
+class PoolerProcessSample:
+    """One pooler process at one sample of the bench phase (format 17+)."""
+
+    epoch: float
+    process: int
+    pid: int | None
+    cpu_user_pct: float | None
+    cpu_system_pct: float | None
+    cl_active: int | None
+    cl_waiting: int | None
+    sv_active: int | None
+    sv_idle: int | None
+
+    @property
+    def cpu_pct(self) -> float | None:
+        if self.cpu_user_pct is None or self.cpu_system_pct is None:
+            return None
+        return self.cpu_user_pct + self.cpu_system_pct
+
+
 @dataclass(frozen=True)
 class PoolerRecord:
     """A step through a pooler, as the store holds it: SHOW POOLS samples (bench phase) and the
@@ -269,6 +291,7 @@ class PoolerRecord:
 
     samples: list[PoolerSample]
     facts: PoolerFacts
+    processes: list[PoolerProcessSample] = field(default_factory=list)  # each process's own (format 17+)
 
     def delta(self, name: str) -> float | None:
         return self.facts.delta(name)

@@ -154,6 +154,8 @@ def test_an_older_store_is_read_as_it_is_and_upgraded_on_request(measured: tuple
     db.execute("ALTER TABLE snapshots DROP COLUMN hidden")
     for table in ("step_wal", "step_checkpoints", "step_io", "step_kcache"):  # format 16: the server side of a step
         db.execute(f"DROP TABLE {table}")
+    db.execute("DROP TABLE pooler_process_samples")  # format 17: several pgbouncer processes
+    db.execute("ALTER TABLE steps DROP COLUMN pool_processes")
     db.execute("PRAGMA user_version = 7")
     db.execute("PRAGMA application_id = 0")
     db.close()

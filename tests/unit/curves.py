@@ -93,10 +93,16 @@ CURVES: dict[str, Curve] = {
         "pgbench used 95% of its threads: the client set the pace, the server's limit is not seen",
         client_cpu=95.0),
     "pooler-capped": Curve(
-        {8: [9000.0], 16: [14000.0], 32: [16500.0], 64: [17000.0], 128: [17100.0]}, "levels-off", (16, 32),
+        {8: [9000.0], 16: [14000.0], 32: [16500.0], 64: [17000.0], 128: [17100.0]}, "withheld", None,
         "throughput stops at 17,000 while pgbouncer's one core is busy from 32 clients: the pooler, not the server, "
-        "is the limit of this setup; the count holds through one pgbouncer process",
+        "set that ceiling, so it says nothing of the server's limit; 8 and 16 alone cannot place one: add a "
+        "pgbouncer process (processes=2) or measure without it",
         pool=128, pooler_cpu={32: 88.0, 64: 97.0, 128: 99.0}),
+    "pooler-capped late": Curve(
+        {2: [2000.0], 4: [3900.0], 8: [4700.0], 16: [4800.0], 32: [4850.0], 64: [4900.0]}, "levels-off", (8, 16),
+        "the curve levels off from 8 clients with the server's CPU busy, and only at 64 does pgbouncer near its "
+        "core: that step is left out, and the count stands on 2-32",
+        pool=128, cpu={8: 95.0, 16: 97.0, 32: 97.0, 64: 98.0}, pooler_cpu={64: 96.0}),
     "a latency target no count meets": Curve(
         {2: [2000.0], 4: [3700.0], 8: [4600.0], 16: [4800.0], 32: [4820.0], 64: [4790.0]}, "no-count-meets-target",
         None, "the plateau above, with a p99 target of 4 ms: 95% of the plateau takes 8 clients, whose p99 is 5.2 ms; "

@@ -58,6 +58,7 @@ class Recommendation:
     family: bool = False  # a pool size read across the variants of a pool sweep (analyze/poolsize.py)
     target_missed: str = ""  # no-count-meets-target: what the target costs (analyze/recommend.py)
     server_unseen: str | None = None  # not-identified, yet the server's saturation could not be seen: why, and the cure
+    pooler_bound: str = ""  # a pooler process neared a full core: from which count, and what to do
 
     @property
     def answered(self) -> bool:
@@ -94,6 +95,8 @@ class Recommendation:
 
     def headline(self) -> str:
         v, n = self.variant, self.connections
+        if self.concurrency == "pooler processes":
+            return self._processes()
         if self.verdict == "levels-off" and n is not None:
             why = f" ({self.saturated[0]})" if self.saturated else ""
             return (f"{v}: use {self.count_text()} — throughput levels off near {self.level_tps or 0:,.0f} TPS{why}, "
@@ -134,6 +137,18 @@ class Recommendation:
                     f"the largest count; {settle}")
         return self._no_count()
 
+    def _processes(self) -> str:
+        """A sweep of pgbouncer processes (analyze/poolprocs.py)."""
+        v, n, best = self.variant, self.connections, self.measured_best
+        if n is None:
+            return (f"{v}: even {max(self.measured, default=0)} processes left the pooler near a full core or short "
+                    f"of the best — try {', '.join(map(str, self.next_counts))} processes, or measure without it")
+        lo, hi = self.counts_interval or (n, n)
+        span = f" ({lo}..{hi})" if (lo, hi) != (n, n) else ""
+        return (f"{v}: run {n} pgbouncer process{'es' if n > 1 else ''}{span} — the fewest reaching "
+                f"{self.fraction:.0%} of the best ({self.level_tps or 0:,.0f} TPS with {best}) with none near a full "
+                "core" + self.noise_text())
+
     def _no_count(self) -> str:
         v = self.variant
         if self.verdict == "not-identified" and self.server_unseen:
@@ -143,6 +158,8 @@ class Recommendation:
         if self.verdict == "not-identified":
             return (f"{v}: peak not reached — throughput still grows beyond the noise and nothing was saturated; run "
                     f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")
+        if self.verdict == "withheld" and self.pooler_bound:
+            return f"{v}: no recommendation — {self.pooler_bound}"
         if self.verdict == "withheld":
             return f"{v}: no recommendation — the client, not the database, was the bottleneck"
         if self.verdict == "open-loop":

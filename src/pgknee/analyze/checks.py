@@ -8,13 +8,14 @@ from enum import StrEnum
 
 from pgknee.keys import CheckId, CheckStatus
 from pgknee.rules import database_concurrency, measured_window
-from pgknee.types import OsSample, PoolerRecord, StepRecord
+from pgknee.types import OsSample, PoolerProcessSample, PoolerRecord, StepRecord
 
 TPS_PGBENCH_TOLERANCE = 3.0  # % between TPS from the log and TPS pgbench printed
 TPS_DB_TOLERANCE = 5.0  # % between TPS from the log and pg_stat_database's commits
 LITTLE_TOLERANCE = 10.0  # % between clients and TPS x measured mean latency
 CLIENT_CPU_SATURATED = 85.0  # % of the pgbench threads' capacity
 POOLER_TOLERANCE = 20.0  # % between TPS x the pooler's mean transaction time and mean sv_active
+POOLER_BOUND_PCT = 85.0  # % of one core, the busiest pooler process's mean over the bench phase
 
 
 class CheckUnit(StrEnum):
@@ -92,7 +93,8 @@ def tps_vs_database(step: StepRecord, commits_per_txn: float = 1.0) -> Check:
     # every new session commits once while it starts (measured: 1,013 extra commits for 1,000
     # clients); pg_stat_database's delta spans the connecting, the log's window does not
     window = measured_window(step.transactions, step.tps, step.duration_s)
-    sessions = database_concurrency(step.clients, step.pooler_kind, step.pool_size, step.pool_reserve)
+    sessions = database_concurrency(step.clients, step.pooler_kind, step.pool_size, step.pool_reserve,
+                                    step.pool_processes)
     measured = step.tps_db - sessions / window if window > 0 else step.tps_db
     d = _diff_pct(measured, expected)
     per = f" x {commits_per_txn:.2f} commits per transaction" if commits_per_txn != 1.0 else " tps"
@@ -179,6 +181,42 @@ def client_cpu(step: StepRecord, samples: Sequence[OsSample]) -> Check:
     return Check(CheckId.CLIENT_CPU, _status(ok),
                  f"pgbench used {mean:.0f}% CPU over {step.threads} thread(s) ({share:.0f}% of their capacity)"
                  + ("" if ok else "; the client may be the bottleneck"), share, CheckUnit.CAPACITY_PCT)
+
+
+def pooler_bound(step: StepRecord, pooler: PoolerRecord | None, samples: Sequence[OsSample]) -> Check:
+    """A pooler process is single-threaded: near a full core (its busiest process's mean over the
+    bench phase, user and system), the step measured the pooler's ceiling, not the server's.
+    Each process's own samples (format 17+); before them, the busiest process's CPU the OS
+    sampler kept."""
+    name = CheckId.POOLER_BOUND
+    if step.pooler_kind != "managed":
+        return _na(name, "your own pooler: its processes' CPU is not pgknee's to see")
+    n = step.pool_processes
+    busiest = _busiest_process(pooler.processes if pooler is not None else [])
+    if busiest is not None:
+        process, user, system = busiest
+        cpu = user + system
+        where = f"process {process} of {n}, " if n > 1 else ""
+        detail = f"pgbouncer was at {cpu:.0f}% of a core ({where}user {user:.0f}%, system {system:.0f}%)"
+    else:
+        vals = [s.pooler_cpu_pct for s in samples if s.pooler_cpu_pct is not None]
+        if not vals:
+            return _na(name, "no pooler CPU samples")
+        cpu = sum(vals) / len(vals)
+        detail = f"pgbouncer was at {cpu:.0f}% of a core"
+    ok = cpu < POOLER_BOUND_PCT
+    return Check(name, _status(ok), detail + ("" if ok else ": the step shows the pooler's ceiling, not the server's"),
+                 cpu, CheckUnit.CAPACITY_PCT)
+
+
+def _busiest_process(rows: Sequence[PoolerProcessSample]) -> tuple[int, float, float] | None:
+    """(process, mean user %, mean system %) of the process with the most CPU on average."""
+    per: dict[int, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r.cpu_user_pct is not None and r.cpu_system_pct is not None:
+            per.setdefault(r.process, []).append((r.cpu_user_pct, r.cpu_system_pct))
+    means = [(p, sum(u for u, _ in v) / len(v), sum(s for _, s in v) / len(v)) for p, v in per.items()]
+    return max(means, key=lambda m: m[1] + m[2], default=None)
 
 
 def failures(step: StepRecord) -> Check:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pgknee.analyze import checks as ck
 from pgknee.analyze.agents import agents_agree, agents_cpu
 from pgknee.analyze.network import network_checks
-from pgknee.analyze.records import Group, MemoryRow, PoolerRow, ScriptSummary, Spread, SystemRow
+from pgknee.analyze.records import Group, MemoryRow, PoolerProcessRow, PoolerRow, ScriptSummary, Spread, SystemRow
 from pgknee.analyze.serverside import checkpoint_check
 from pgknee.analyze.waits import total_aas, wait_profile
 from pgknee.keys import commits_per_txn
@@ -123,7 +123,38 @@ def pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
                      sv_active=f("sv_active"), sv_active_peak=f("sv_active_peak"), sv_idle=f("sv_idle"),
                      maxwait_ms_peak=f("maxwait"), wait_ms_per_txn=f("wait"), xact_ms=f("xact"),
                      server_ms=f("server"), cpu=f("cpu"),
-                     cpu_peak=f("cpu_peak"), server_backends=f("backends"), missing=missing)
+                     cpu_peak=f("cpu_peak"), server_backends=f("backends"), missing=missing,
+                     processes=_process_rows(data, steps))
+
+
+def _process_rows(data: RunData, steps: Sequence[StepRecord]) -> tuple[PoolerProcessRow, ...]:
+    """Each pgbouncer process of a pooled client count, when there were several."""
+    per: dict[tuple[int, str], list[float]] = {}
+    for s in steps:
+        p = data.pooler.get(s.step_id)
+        if p is None or s.pool_processes < 2:
+            continue
+        start = (s.bench_start or 0.0) + (s.conn_time_ms or 0.0) / 1000.0
+        total = p.delta("total_xact_count")
+        for n in range(1, s.pool_processes + 1):
+            rows = [x for x in p.processes if x.process == n and x.epoch >= start]
+            xacts = p.facts.process_delta(n, "total_xact_count")
+            figures: dict[str, list[float | int | None]] = {
+                "user": [x.cpu_user_pct for x in rows], "system": [x.cpu_system_pct for x in rows],
+                "cl": [x.cl_active for x in rows], "sv": [x.sv_active for x in rows]}
+            for key, values in figures.items():
+                known = [float(v) for v in values if v is not None]
+                if known:
+                    per.setdefault((n, key), []).append(statistics.fmean(known))
+            if xacts is not None and total:
+                per.setdefault((n, "share"), []).append(100.0 * xacts / total)
+    processes = sorted({n for n, _ in per})
+
+    def f(n: int, key: str) -> Spread | None:
+        return Spread.of(per.get((n, key), []))
+
+    return tuple(PoolerProcessRow(n, f(n, "user"), f(n, "system"), f(n, "share"), f(n, "cl"), f(n, "sv"))
+                 for n in processes)
 
 
 def _pooler_figures(data: RunData, s: StepRecord, p: PoolerRecord) -> tuple[int, dict[str, float]]:
@@ -220,7 +251,8 @@ def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     if data.agents.get(s.step_id):
         checks.append(agents_agree(s, data.agents[s.step_id]))
     if s.pooler_kind is not None:
-        checks.append(ck.pooler_occupancy(s, data.pooler.get(s.step_id)))
+        checks += [ck.pooler_occupancy(s, data.pooler.get(s.step_id)),
+                   ck.pooler_bound(s, data.pooler.get(s.step_id), data.os.get(s.step_id, []))]
     checks += network_checks(s, data.facts.get(s.step_id, StepFacts()), data.snaps.get(s.step_id), rows)
     if s.step_id in data.server:
         checks.append(checkpoint_check(data, s))

@@ -203,3 +203,18 @@ def _kcache_seconds(data: RunData, step_id: int) -> tuple[float, float] | None:
     if old is None or old.user_s is None:
         return None
     return old.user_s, old.system_s or 0.0
+
+
+def server_unseen(view: RunView, groups: Sequence[Group], m: Machine) -> str | None:
+    """Why the server's saturation could not be seen, or None when it could: its CPU not sampled
+    (neither its own /proc nor this machine's, shared with it: a managed server, say), and either
+    its CPUs unknown (no wait class can be read against them) or no wait profile taken."""
+    if m.local or any(server_row(view.data, g) is not None for g in groups):
+        return None
+    if m.server.n is None:
+        return (f"its CPUs are unknown ({m.server.source}) and its CPU is not sampled; give them (pgknee "
+                "recommend RUN --server-cpus N) so that its wait profile can tell")
+    if not any(g.snapshots for g in groups):
+        return ("its CPU is not sampled and no wait profile was taken (--sample-interval 0); run with "
+                "sampling on")
+    return None

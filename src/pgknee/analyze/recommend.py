@@ -3,6 +3,9 @@
 The evidence of one variant (analyze/saturation.py) decides, in this order:
 
 1. the client set the pace (pgbench's threads busy, sessions waiting on the client): withheld;
+   a pooler process near a full core (pooler-bound) at a count: that count and those above it are
+   the pooler's ceiling, not the server's, and are left out of the curve (withheld when fewer than
+   three counts are left);
 2. the measured throughput levels off (flat within the run's noise allowance over the last
    doubling of the count): the smallest measured count reaching a fraction (95%) of the plateau
    and within the p99 target, if given;
@@ -11,7 +14,7 @@ The evidence of one variant (analyze/saturation.py) decides, in this order:
    measured count reaching the fraction of it;
 4. the throughput fell beyond the noise after its best: read against the measured best;
 5. a resource was saturated (the server's CPU, Average Active Sessions on one wait class above
-   its CPUs, the pooler's core) while throughput still grew beyond the noise: an answer for now,
+   its CPUs) while throughput still grew beyond the noise: an answer for now,
    read against the measured best, with the repetitions and counts between that would settle it;
 6. otherwise the peak is not reached, and the counts to run next go upward; unless nothing could
    be seen of the server's saturation (its CPUs unknown, its CPU not sampled: a managed server
@@ -32,8 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from pgknee.analyze.answer import ANSWERED, Recommendation
-from pgknee.analyze.machine import Machine, machine_of, server_reasons, server_row, system_reasons
+from pgknee.analyze.machine import Machine, machine_of, server_reasons, server_unseen, system_reasons
 from pgknee.analyze.network import network_reasons
+from pgknee.analyze.poolprocs import families as process_families
+from pgknee.analyze.poolprocs import pooler_bound, recommend_processes
 from pgknee.analyze.poolsize import families, recommend_pool
 from pgknee.analyze.records import Group, RunView
 from pgknee.analyze.saturation import (
@@ -59,7 +64,8 @@ knee = kneedle  # the knee of a measured curve: Kneedle's
 def recommend_all(view: RunView, variants: Sequence[str] | None = None, *, fraction: float = 0.95,
                   p99_target_ms: float | None = None, spindles: int = 0) -> list[Recommendation]:
     """One recommendation per variant (all of the run's by default), then, for the pooled variants
-    that differ only in their pool size, the pool size to use (analyze/poolsize.py)."""
+    that differ only in their pool size, the pool size to use (analyze/poolsize.py), and for those
+    that differ only in their processes, how many pgbouncer processes (analyze/poolprocs.py)."""
     recs = [recommend(view, v, fraction=fraction, p99_target_ms=p99_target_ms, spindles=spindles)
             for v in (variants or view.variants())]
     by_variant = {r.variant: r for r in recs}
@@ -68,6 +74,11 @@ def recommend_all(view: RunView, variants: Sequence[str] | None = None, *, fract
         if template is not None and all(v in by_variant for _, v in members):
             pool = recommend_pool(view, name, members, template)
             recs += [pool] if pool is not None else []
+    for name, members in process_families(view).items():
+        template = by_variant.get(members[0][1])
+        if template is not None and all(v in by_variant for _, v in members):
+            procs = recommend_processes(view, name, members, template)
+            recs += [procs] if procs is not None else []
     return recs
 
 
@@ -75,7 +86,7 @@ def concurrency_of(g: Group) -> int:
     """The database-side concurrency of a client count (rules.database_concurrency: a managed
     pool and its reserve cap it)."""
     s = g.steps[0]
-    return database_concurrency(g.clients, s.pooler_kind, s.pool_size, s.pool_reserve)
+    return database_concurrency(g.clients, s.pooler_kind, s.pool_size, s.pool_reserve, s.pool_processes)
 
 
 def measured_points(view: RunView, variant: str) -> list[tuple[int, float]]:
@@ -156,6 +167,9 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
               p99_target_ms: float | None = None, spindles: int = 0) -> Recommendation:
     v = variant or view.variants()[0]
     groups = [g for g in view.groups if g.variant == v and g.tps is not None]
+    bound = pooler_bound(groups)
+    if bound is not None:
+        groups = [g for g in groups if g.clients < bound[0]]
     cores = machine_of(view.data.env, view.data.run.target_kind)
     cores = dataclasses.replace(cores, server_evidence=tuple(server_reasons(view, groups, cores.server)))
     pooled = any(g.steps[0].pooler_kind == "managed" for g in groups)
@@ -172,9 +186,13 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     if any(s.rate for g in groups for s in g.steps):
         return dataclasses.replace(start, verdict="open-loop", reasons=tuple(_reasons(groups, None, cores)),
                                    measured=tuple(sorted(by_n)))
+    why = (bound[1],) if bound else ()  # from the first pooler-bound count on, the curve is the pooler's
     if len(by_n) < 3:
-        return dataclasses.replace(start, reasons=tuple(_reasons(groups, None, cores)), measured=tuple(sorted(by_n)))
-    return _below_the_sweep(_decide(start, groups, by_n, cores, view))
+        return dataclasses.replace(start, reasons=(*why, *_reasons(groups, None, cores)), measured=tuple(sorted(by_n)),
+                                   verdict="withheld" if why else start.verdict, pooler_bound="".join(why))
+    r = _below_the_sweep(_decide(start, groups, by_n, cores, view))
+    # never 'run more clients next' past a pooler-bound count: more clients meet the same pooler
+    return dataclasses.replace(r, reasons=(*why, *r.reasons), next_counts=(), pooler_bound=why[0]) if why else r
 
 
 def _below_the_sweep(r: Recommendation) -> Recommendation:
@@ -224,28 +242,13 @@ def _decide(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list
                                    reasons=(*seen.reasons, *ev.opinions(seen), *_reasons(groups, None, cores)))
     if ev.saturations:
         return _saturated(start, groups, by_n, cores, ev)
-    unseen = _server_unseen(view, groups, cores)
+    unseen = server_unseen(view, groups, cores)
     return dataclasses.replace(start, verdict="not-identified", fit=f, knee=ev.knee, server_unseen=unseen,
                                reasons=(*filter(None, [shape_reason(ev.shape)]),
                                         *([f"whether the server saturated cannot be seen: {unseen}"]
                                           if unseen else []),
                                         *_reasons(groups, None, cores)),
                                next_counts=tuple(next_counts([g.clients for g in groups], cores.server.n)))
-
-
-def _server_unseen(view: RunView, groups: Sequence[Group], m: Machine) -> str | None:
-    """Why the server's saturation could not be seen, or None when it could: its CPU not sampled
-    (neither its own /proc nor this machine's, shared with it: a managed server, say), and either
-    its CPUs unknown (no wait class can be read against them) or no wait profile taken."""
-    if m.local or any(server_row(view.data, g) is not None for g in groups):
-        return None
-    if m.server.n is None:
-        return (f"its CPUs are unknown ({m.server.source}) and its CPU is not sampled; give them (pgknee "
-                "recommend RUN --server-cpus N) so that its wait profile can tell")
-    if not any(g.snapshots for g in groups):
-        return ("its CPU is not sampled and no wait profile was taken (--sample-interval 0); run with "
-                "sampling on")
-    return None
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,20 @@ class SystemRow:
 
 
 @dataclass(frozen=True)
+class PoolerProcessRow:
+    """One pooler process at one client count (medians over the repetitions): its CPU (% of a
+    core, mean over the bench phase), its share of the pooler's transactions (SHOW STATS), and
+    its clients and server connections (SHOW POOLS, means)."""
+
+    process: int
+    cpu_user: Spread | None
+    cpu_system: Spread | None
+    xact_share_pct: Spread | None
+    cl_active: Spread | None
+    sv_active: Spread | None
+
+
+@dataclass(frozen=True)
 class PoolerRow:
     """The pooler's view of one client count (medians over the repetitions)."""
 
@@ -93,6 +107,7 @@ class PoolerRow:
     cpu_peak: Spread | None
     server_backends: Spread | None  # client backends on the server, sampled from pg_stat_activity
     missing: str | None  # what could not be measured, and why
+    processes: tuple[PoolerProcessRow, ...] = ()  # each process's own, with several (processes=N)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ Three lines of evidence, each of which a DBA would read on their own:
   latency grow in proportion to the clients;
 * a resource that was saturated (`saturated`): the server's CPU (its own /proc, or this machine's
   when server and client share it), sessions queued on one wait class beyond the server's CPUs
-  (Average Active Sessions), the pooler's one core; a busy client withholds the answer
-  elsewhere (analyze/recommend.py);
+  (Average Active Sessions); a busy client withholds the answer and a pooler process near a full
+  core takes its steps out of the curve, elsewhere (analyze/recommend.py);
 * a published knee method as a second opinion (`kneedle`: Satopää, Albrecht, Irwin and Raghavan,
   "Finding a 'Kneedle' in a Haystack", ICDCSW 2011), beside the Universal Scalability Law that
   analyze/usl.py fits.
@@ -30,7 +30,6 @@ from pgknee.analyze.machine import Machine, server_row
 from pgknee.analyze.records import Group, RunView
 from pgknee.rules import cpu_saturated
 
-POOLER_BUSY_PCT = 85.0  # pgbouncer's one core, % on average over the bench phase
 DRAWS = 2000  # noise draws for an answer's interval
 PLAUSIBLE = 0.8  # the answer's interval: the counts the middle 80% of the noise draws picked
 
@@ -131,7 +130,7 @@ class Saturation:
     """A resource that was saturated, from the first count where it was."""
 
     resource: str  # 'server CPU', 'CPU' (this machine's, server and client), 'wait class LWLock',
-    # 'server sessions' (database time above the CPUs), 'pooler CPU'
+    # 'server sessions' (database time above the CPUs)
     clients: int
     detail: str
 
@@ -146,7 +145,7 @@ def saturated(view: RunView, groups: Sequence[Group], m: Machine) -> list[Satura
     """Each resource that was saturated, at the first count where it was (by client count)."""
     found: dict[str, Saturation] = {}
     for g in sorted(groups, key=lambda g: g.clients):
-        for s in (_cpu(view, g, m), *_wait_classes(g, m), _pooler(g)):
+        for s in (_cpu(view, g, m), *_wait_classes(g, m)):
             if s is not None and s.resource not in found:
                 found[s.resource] = s
     return list(found.values())
@@ -189,14 +188,6 @@ def _wait_classes(g: Group, m: Machine) -> list[Saturation]:
         out.append(Saturation("server sessions", g.clients, f"AAS {busy:.2f} at work (CPU and server waits, not "
                                                             f"the client's) above the server's {cpus} CPUs"))
     return out
-
-
-def _pooler(g: Group) -> Saturation | None:
-    p = g.pooler
-    if p is None or p.cpu is None or p.cpu.value < POOLER_BUSY_PCT:
-        return None
-    peak = f", {p.cpu_peak.value:.0f}% at its busiest" if p.cpu_peak is not None else ""
-    return Saturation("pooler CPU", g.clients, f"pgbouncer at {p.cpu.value:.0f}% of its one core on average{peak}")
 
 
 def kneedle(points: Sequence[tuple[int, float]], sensitivity: float = 1.0) -> int | None:

@@ -12,8 +12,6 @@ from pgknee.rules import measured_window
 from pgknee.stepfacts import ActivityGaps, Faults, StepFacts
 from pgknee.types import RunData
 
-POOLER_CPU_LIMIT = 85.0  # % of one core: pgbouncer is single-threaded
-
 
 def run_warnings(view: RunView) -> list[str]:
     data = view.data
@@ -125,10 +123,6 @@ def _slow_connect(name: str, g: Group) -> list[str]:
 
 def _pooler_warnings(name: str, p: PoolerRow | None) -> list[str]:
     out = []
-    if p is not None and p.cpu is not None and p.cpu.value > POOLER_CPU_LIMIT:
-        peak = f"{p.cpu_peak.value:.0f}" if p.cpu_peak else "-"
-        out.append(f"{name}: pgbouncer used {p.cpu.value:.0f}% of one core on average (peak {peak}%): it is "
-                   "single-threaded, so this step shows the pooler's ceiling rather than the server's")
     if p is not None and p.missing:
         out.append(f"{name}: pooler figures missing: {p.missing}")
     return out

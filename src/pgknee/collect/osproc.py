@@ -21,7 +21,8 @@ class _Raw:
     cpu: tuple[int, ...]  # user nice system idle iowait irq softirq steal
     ctxt: int
     client_ticks: int | None
-    pooler_ticks: int | None = None
+    pooler_ticks: tuple[int | None, ...] = ()
+    pooler_pids: tuple[int, ...] = ()
 
 
 def _read_stat() -> tuple[tuple[int, ...], int, int, int]:
@@ -39,13 +40,19 @@ def read_meminfo() -> dict[str, int]:
 
 def process_ticks(pid: int) -> int | None:
     """utime + stime of a process (all its threads), in clock ticks."""
+    ticks = process_cpu_ticks(pid)
+    return sum(ticks) if ticks else None
+
+
+def process_cpu_ticks(pid: int) -> tuple[int, int] | None:
+    """(utime, stime) of a process (all its threads), in clock ticks; None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             data = f.read()
     except OSError:
         return None
     fields = data.rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+    return int(fields[11]), int(fields[12])
 
 
 def cpu_percentages(a: tuple[int, ...], b: tuple[int, ...]) -> dict[str, float]:
@@ -64,16 +71,17 @@ class OsSampler(PeriodicSampler[_Raw, OsRow]):
     def __init__(self, interval_s: float = 1.0) -> None:
         super().__init__(interval_s, "pgknee-os")
         self.client_pid: int | None = None
-        self.pooler_pid: int | None = None  # a managed pgbouncer: single-threaded, so watch its CPU
+        # a managed pooler's processes: each single-threaded, so the busiest one's CPU is watched
+        self.pooler_pids: tuple[int, ...] = ()
 
     def _record(self, rows: tuple[OsRow, ...]) -> OsSamples:
         return OsSamples(rows)
 
     def _raw(self) -> tuple[_Raw, int, int]:
         cpu, ctxt, running, blocked = _read_stat()
-        pid, pooler = self.client_pid, self.pooler_pid
+        pid, pooler = self.client_pid, self.pooler_pids
         return _Raw(time.time(), cpu, ctxt, process_ticks(pid) if pid else None,
-                    process_ticks(pooler) if pooler else None), running, blocked
+                    tuple(process_ticks(p) for p in pooler), pooler), running, blocked
 
     def _sample_once(self) -> None:
         raw, running, blocked = self._raw()
@@ -90,9 +98,10 @@ class OsSampler(PeriodicSampler[_Raw, OsRow]):
         client = None
         if raw.client_ticks is not None and prev.client_ticks is not None:
             client = 100.0 * (raw.client_ticks - prev.client_ticks) / CLK_TCK / dt
-        pooler = None
-        if raw.pooler_ticks is not None and prev.pooler_ticks is not None:
-            pooler = 100.0 * (raw.pooler_ticks - prev.pooler_ticks) / CLK_TCK / dt
+        same = prev.pooler_pids == raw.pooler_pids  # the same processes at both ends
+        busy = [100.0 * (b - a) / CLK_TCK / dt for a, b in zip(prev.pooler_ticks, raw.pooler_ticks, strict=True)
+                if same and a is not None and b is not None]
+        pooler = max(busy) if busy else None
         row = OsRow(iso_of(raw.t), self.phase, raw.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
                pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], load1,
                (raw.ctxt - prev.ctxt) / dt, running, blocked, mem.get("MemTotal", 0), mem.get("MemAvailable", 0),

@@ -12,15 +12,17 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 import psycopg
 
 from pgknee.clock import iso_of, polling
+from pgknee.collect.osproc import CLK_TCK, process_cpu_ticks
 from pgknee.collect.protocol import Hooks, Phase
 from pgknee.errors import PoolerError, first_line
-from pgknee.samples import PoolerRow, PoolerSamples
+from pgknee.samples import PoolerProcessRow, PoolerRow, PoolerSamples
 from pgknee.targets.base import Endpoint
 
 
@@ -69,11 +71,15 @@ def stats_totals(rows: list[dict[str, Any]], database: str) -> dict[str, float]:
     return {}
 
 
-def close_servers(admin: Endpoint, database: str, timeout_s: float = 3.0) -> bool:
+def close_servers(admins: Sequence[Endpoint], database: str, timeout_s: float = 3.0) -> bool:
     """RECONNECT the database's pools: pgbouncer closes their server connections once released
     (between phases all are), so their backends exit and report what they did to
     pg_stat_database at once, not after idling up to 10 s into the next phase; True once none is
-    left. `database` is pgknee's own name for the pool, never a value from outside."""
+    left in any process. `database` is pgknee's own name for the pool, never a value from outside."""
+    return all(_close_servers(admin, database, timeout_s) for admin in admins)
+
+
+def _close_servers(admin: Endpoint, database: str, timeout_s: float) -> bool:
     with admin_connect(admin) as c:
         c.execute(f"RECONNECT {database}")
         for _ in polling(timeout_s, 0.05):
@@ -83,35 +89,62 @@ def close_servers(admin: Endpoint, database: str, timeout_s: float = 3.0) -> boo
     return False
 
 
+def summed(per_process: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The processes' SHOW POOLS counts as one pooler's: summed, maxwait the largest."""
+    if not per_process:
+        return (0,) * len(POOL_COLUMNS)
+    cols = list(zip(*per_process, strict=True))
+    return (*(sum(c) for c in cols[:-1]), max(cols[-1]))
+
+
 class PoolerSampler(Hooks):
-    """A thread sampling SHOW POOLS for one database while a step runs: collect.protocol's
-    Collector, started with the step's pooler and joined to the run's collectors for the step;
-    its record is the step's PoolerSamples."""
+    """A thread sampling SHOW POOLS for one database while a step runs, on each of the pooler's
+    consoles (one per process), and each process's CPU (user and system) from /proc when pgknee
+    started it: collect.protocol's Collector, started with the step's pooler and joined to the
+    run's collectors for the step; its record is the step's PoolerSamples (the processes' counts
+    summed, and each process's own)."""
 
     name = "pooler"
     queries_run = 0  # the pooler's console, not the benchmark database
 
-    def __init__(self, admin: Endpoint, database: str, interval_s: float) -> None:
-        self.admin = admin
+    def __init__(self, admin: Endpoint | Sequence[Endpoint], database: str, interval_s: float,
+                 pids: Sequence[int] = ()) -> None:
+        self.admins = [admin] if isinstance(admin, Endpoint) else list(admin)
+        self.admin = self.admins[0]
+        self.pids = tuple(pids)  # in the consoles' order: pgknee's own processes
         self.database = database
         self.interval_s = interval_s
         self.phase = "pre"
         self.errors: list[str] = []
         self._rows: list[PoolerRow] = []
+        self._procs: list[PoolerProcessRow] = []
+        self._ticks: list[tuple[float, int, int] | None] = [None] * len(self.pids)
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._conn: psycopg.Connection[Any] | None = None
+        self._conns: list[psycopg.Connection[Any]] = []
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._conn = admin_connect(self.admin)
+        for admin in self.admins:
+            self._conns.append(admin_connect(admin))
         self._thread = threading.Thread(target=self._loop, name="pgknee-pooler", daemon=True)
         self._thread.start()
 
     def totals(self) -> dict[str, float]:
-        """SHOW STATS totals of the database now, on a connection of its own."""
-        with admin_connect(self.admin) as c:
-            return stats_totals(show(c, "STATS"), self.database)
+        """SHOW STATS totals of the database now, the processes' summed."""
+        out: dict[str, float] = {}
+        for one in self.totals_each():
+            for k, v in one.items():
+                out[k] = out.get(k, 0.0) + v
+        return out
+
+    def totals_each(self) -> list[dict[str, float]]:
+        """SHOW STATS totals of the database now, per process, each on a connection of its own."""
+        out = []
+        for admin in self.admins:
+            with admin_connect(admin) as c:
+                out.append(stats_totals(show(c, "STATS"), self.database))
+        return out
 
     def _loop(self) -> None:
         next_at = time.monotonic()
@@ -121,19 +154,37 @@ class PoolerSampler(Hooks):
             self._stop.wait(max(0.0, next_at - time.monotonic()))
 
     def _sample_once(self) -> None:
-        if self._conn is None:
+        if not self._conns:
             return
         try:
             now = time.time()
-            counts = pool_counts(show(self._conn, "POOLS"), self.database)
+            counts = [pool_counts(show(c, "POOLS"), self.database) for c in self._conns]
         except psycopg.Error as e:
             with self._lock:
                 if len(self.errors) < 5:
                     self.errors.append(first_line(e))
-            self._stop.set()  # the pooler is gone: the step will say why
+            self._stop.set()  # the pooler (or one of its processes) is gone: the step will say why
             return
+        procs = self._process_rows(now, counts)
         with self._lock:
-            self._rows.append(PoolerRow(iso_of(now), self.phase, now, *counts))
+            self._rows.append(PoolerRow(iso_of(now), self.phase, now, *summed(counts)))
+            self._procs.extend(procs)
+
+    def _process_rows(self, now: float, counts: list[tuple[int, ...]]) -> list[PoolerProcessRow]:
+        """Each of pgknee's processes: its CPU since the sample before and its own counts."""
+        out = []
+        for i, pid in enumerate(self.pids):
+            ticks = process_cpu_ticks(pid)
+            prev, self._ticks[i] = self._ticks[i], (now, *ticks) if ticks else None
+            user = system = None
+            if ticks and prev and now > prev[0]:
+                dt = now - prev[0]
+                user, system = (100.0 * (ticks[0] - prev[1]) / CLK_TCK / dt,
+                                100.0 * (ticks[1] - prev[2]) / CLK_TCK / dt)
+            c = dict(zip(POOL_COLUMNS, counts[i], strict=True)) if i < len(counts) else {}
+            out.append(PoolerProcessRow(iso_of(now), self.phase, now, i + 1, pid, user, system, c.get("cl_active"),
+                                        c.get("cl_waiting"), c.get("sv_active"), c.get("sv_idle")))
+        return out
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
@@ -143,7 +194,8 @@ class PoolerSampler(Hooks):
         self._halt()
         with self._lock:
             rows, self._rows = self._rows, []
-            return (PoolerSamples(tuple(rows), tuple(self.errors)),)
+            procs, self._procs = self._procs, []
+            return (PoolerSamples(tuple(rows), tuple(self.errors), tuple(procs)),)
 
     def _halt(self) -> None:
         self._stop.set()
@@ -152,6 +204,6 @@ class PoolerSampler(Hooks):
 
     def close(self) -> None:
         self._halt()
-        if self._conn is not None:
+        for c in self._conns:
             with contextlib.suppress(psycopg.Error):
-                self._conn.close()
+                c.close()

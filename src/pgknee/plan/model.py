@@ -26,6 +26,7 @@ MAX_IDLE = 20_000
 PLACEMENTS = ("any", "server", "client")
 POOLER_AUTH = ("scram-sha-256", "md5")
 MAX_POOL = 10_000
+MAX_POOLER_PROCESSES = 64  # pgbouncer processes sharing one port (so_reuseport)
 MAX_THINK_MS = 60_000.0
 MAX_VARIANT_NAME = 100
 MAX_RTT_MS = 1000.0  # a simulated network round trip (rtt=) and its jitter
@@ -46,6 +47,7 @@ class PoolerSpec:
     reserve: int = 0  # reserve_pool_size: extra server connections after 5 s of waiting
     placement: str = "any"  # the CPUs it runs on: any, the server's, or the client's
     auth: str = "scram-sha-256"  # how clients log in to it; md5 costs the client far less CPU per login
+    processes: int = 1  # pgbouncer processes on one port (so_reuseport), each with this pool
 
     def __post_init__(self) -> None:
         if self.kind not in ("managed", "external"):
@@ -60,6 +62,17 @@ class PoolerSpec:
             raise UserError(f"unknown placement {self.placement!r}", "placement=server or placement=client")
         if self.auth not in POOLER_AUTH:
             raise UserError(f"unknown auth {self.auth!r}", "auth=scram (the default) or auth=md5")
+        if not _whole(self.processes) or not 1 <= self.processes <= MAX_POOLER_PROCESSES:
+            raise UserError(f"processes={self.processes!r} must be a whole number from 1 to {MAX_POOLER_PROCESSES}",
+                            "for example pooled:transaction:pool=8:processes=2 (pgbouncer processes on one port)")
+        if self.processes > 1 and self.kind != "managed":
+            raise UserError("processes= sets how many pgbouncer processes pgknee starts; your own pooler runs as "
+                            "you run it", "drop processes=, or use 'pooled' for a pgbouncer pgknee manages")
+
+    @property
+    def server_connections(self) -> int:
+        """The most server connections the pooler may open: each process has its own pool."""
+        return self.processes * (self.pool_size + self.reserve)
 
     def describe(self) -> str:
         if self.kind == "external":
@@ -67,6 +80,9 @@ class PoolerSpec:
         text = f"through pgbouncer, {self.mode} mode, pool {self.pool_size}"
         if self.reserve:
             text += f" + reserve {self.reserve}"
+        if self.processes > 1:
+            text += (f", {self.processes} processes on one port (each its own pool: the server sees up to "
+                     f"{self.server_connections} connections)")
         if self.placement != "any":
             text += f", pinned to the {self.placement}'s CPUs"
         if self.auth != "scram-sha-256":

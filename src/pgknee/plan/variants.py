@@ -15,6 +15,7 @@ from pgknee.plan.model import (
     IDLE_KINDS,
     MAX_IDLE,
     MAX_POOL,
+    MAX_POOLER_PROCESSES,
     MAX_THINK_MS,
     PLACEMENTS,
     POOL_MODES,
@@ -36,8 +37,8 @@ _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     **{m: {"pool_mode": m} for m in POOL_MODES},
 }
 _VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think", "pool", "mode", "reserve", "placement",
-                 "auth", "idle", "idle_kind", "max_connections", "rtt", "rtt_jitter", "set.NAME")
-_POOLER_FIELDS = ("pool_mode", "pool_size", "pool_reserve", "placement", "pool_auth")
+                 "auth", "processes", "idle", "idle_kind", "max_connections", "rtt", "rtt_jitter", "set.NAME")
+_POOLER_FIELDS = ("pool_mode", "pool_size", "pool_reserve", "placement", "pool_auth", "pool_processes")
 
 
 def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> str | None:
@@ -51,7 +52,7 @@ def _variant_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> s
         if not re.fullmatch(r"[A-Za-z0-9_.+-]{1,40}", value):
             raise UserError(f"variant name {value!r} must be 1-40 letters, digits or _.+-")
         return value
-    if key in ("pool", "reserve", "mode", "placement", "auth"):
+    if key in ("pool", "reserve", "mode", "placement", "auth", "processes"):
         _pooler_value(key, value, spec, fields)
     else:
         _VALUE_PARSERS[key](value, spec, fields)
@@ -130,6 +131,11 @@ def _pooler_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> No
                             f"{'from 1' if key == 'pool' else 'from 0'} to {MAX_POOL}",
                             "for example pooled:transaction:pool=20")
         fields["pool_size" if key == "pool" else "pool_reserve"] = int(value)
+    elif key == "processes":
+        if not value.isdigit() or not 1 <= int(value) <= MAX_POOLER_PROCESSES:
+            raise UserError(f"processes={value!r} in variant {spec!r} must be a whole number from 1 to "
+                            f"{MAX_POOLER_PROCESSES}", "for example pooled:transaction:pool=8:processes=2")
+        fields["pool_processes"] = int(value)
     elif key == "auth":
         if value not in (*POOLER_AUTH, "scram"):
             raise UserError(f"unknown auth {value!r} in variant {spec!r}",
@@ -183,21 +189,22 @@ def _with_pooler(fields: dict[str, Any], spec: str) -> dict[str, Any]:
         return out
     if kind == "external" and given:
         keys = {"pool_mode": "mode", "pool_size": "pool", "pool_reserve": "reserve", "placement": "placement",
-                "pool_auth": "auth"}
+                "pool_auth": "auth", "pool_processes": "processes"}
         raise UserError(f"variant {spec!r}: {', '.join(keys[k] for k in given)} set a pgbouncer that pgknee starts; "
                         "your own pooler's settings apply as they are",
                         "drop them, or use 'pooled' for a pgbouncer pgknee manages")
     out["pooler"] = PoolerSpec(kind=kind, mode=given.get("pool_mode", "transaction"),
                                pool_size=given.get("pool_size", 20), reserve=given.get("pool_reserve", 0),
-                               placement=given.get("placement", "any"), auth=given.get("pool_auth", "scram-sha-256"))
+                               placement=given.get("placement", "any"), auth=given.get("pool_auth", "scram-sha-256"),
+                               processes=given.get("pool_processes", 1))
     return out
 
 
 def parse_variants(spec: str, base_protocol: str) -> list[Variant]:
-    """parse_variant, with a list of values for pool, idle, max_connections or rtt (pool=A,B,C,
-    rtt=0,1ms,5ms) expanded into one variant per value: a sweep dimension."""
-    m = re.search(r"(^|:)\s*(pool|idle|max_connections|rtt)\s*=\s*([0-9.]+[a-z]*(?:\s*,\s*[0-9.]+[a-z]*)+)\s*(?=:|$)",
-                  spec)
+    """parse_variant, with a list of values for pool, processes, idle, max_connections or rtt
+    (pool=A,B,C, processes=1,2,4, rtt=0,1ms,5ms) expanded into one variant per value: a sweep dimension."""
+    m = re.search(r"(^|:)\s*(pool|processes|idle|max_connections|rtt)\s*=\s*"
+                  r"([0-9.]+[a-z]*(?:\s*,\s*[0-9.]+[a-z]*)+)\s*(?=:|$)", spec)
     if not m:
         return [parse_variant(spec, base_protocol)]
     out: list[Variant] = []

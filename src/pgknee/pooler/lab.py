@@ -22,7 +22,9 @@ from pgknee.errors import PgkneeError, PoolerError, UserError, first_line
 from pgknee.keys import Env
 from pgknee.plan import Plan, PoolerSpec, Variant
 from pgknee.pooler.pgbouncer import (
+    PEERING_MIN_VERSION,
     PREPARED_MIN_VERSION,
+    REUSEPORT_MIN_VERSION,
     VIRTUAL_DB,
     ManagedPgbouncer,
     PoolerSettings,
@@ -46,7 +48,7 @@ class StepPooler:
 
     endpoint: Endpoint  # where pgbench connects
     sampler: PoolerSampler | None  # None: no console to sample
-    pid: int | None  # a managed pgbouncer's process, for its CPU
+    pids: tuple[int, ...]  # a managed pgbouncer's processes, for their CPU
     alive: Callable[[], bool]
     log_tail: Callable[[], str]
     release: Callable[[], None]  # close the pool's server connections (a managed one: stop it)
@@ -94,6 +96,10 @@ class Poolers:
         if managed:
             assert self.version is not None
             self._check_prepared(v, pooler.mode, self.version, self.version_text)
+            if pooler.processes > 1 and self.version < REUSEPORT_MIN_VERSION:
+                raise UserError(f"variant {v.name}: pgbouncer {self.version_text} cannot share a port between "
+                                f"{pooler.processes} processes (so_reuseport came in 1.12)",
+                                "drop processes=, or use a newer pgbouncer with --pgbouncer PATH")
         if managed and pooler.mode == "statement":
             for name, text in scripts:
                 if _TXN_RE.search(text):
@@ -134,6 +140,7 @@ class Poolers:
         """Log in through every pooler once, so that a wrong password or a refused login
         stops the run before the first step, not in it."""
         self.say = say
+        self._say_peering()
         for v in self.managed:
             with self._managed(v, server, run_as, max_clients, 60) as pgb:
                 self._probe(pgb.client_endpoint, f"the pgbouncer of variant {v.name}", pgb.log_tail)
@@ -149,6 +156,19 @@ class Poolers:
             else:
                 self.say("note: no --pooler-admin-dsn: the pooler's own figures (clients waiting, server "
                          "connections, wait time) will be missing for pooled-external steps")
+
+    def _say_peering(self) -> None:
+        several = sorted({v.pooler.processes for v in self.managed if v.pooler is not None and v.pooler.processes > 1})
+        if not several or self.version is None:
+            return
+        if self.version >= PEERING_MIN_VERSION:
+            self.say(f"pgbouncer {self.version_text}: its {'/'.join(map(str, several))} processes are peers "
+                     "(peer_id, [peers]): a cancel request reaching the wrong one is forwarded to the right one")
+            return
+        self.say(f"note: pgbouncer {self.version_text} has no peering (1.19+): with {'/'.join(map(str, several))} "
+                 "processes on one port a cancel request reaches the process that holds its client only 1 time "
+                 "in N, and is lost otherwise. pgbench sends none, so the sweep is unaffected; an application's "
+                 "cancels (a client-side timeout, Ctrl-C in psql) would be")
 
     def _read_external_console(self) -> None:
         assert self.external_admin is not None and self.external is not None
@@ -209,19 +229,19 @@ class Poolers:
                 sampler = PoolerSampler(self.external_admin, self.external.params.get("dbname", ""), interval)
                 sampler.start()
             try:
-                yield StepPooler(self.external, sampler, None, lambda: True, lambda: "", lambda: None,
+                yield StepPooler(self.external, sampler, (), lambda: True, lambda: "", lambda: None,
                                  PoolerFacts("external", external=tuple(self.external_facts.items())))
             finally:
                 if sampler is not None:
                     sampler.close()
             return
         with self._managed(v, server, run_as, clients, step_seconds + 120) as pgb:
-            sampler = PoolerSampler(pgb.admin_endpoint, VIRTUAL_DB, interval)
+            sampler = PoolerSampler(pgb.admin_endpoints, VIRTUAL_DB, interval, pgb.pids)
             sampler.start()
             try:
-                yield StepPooler(pgb.client_endpoint, sampler, pgb.pid, pgb.alive, pgb.log_tail, pgb.stop,
+                yield StepPooler(pgb.client_endpoint, sampler, pgb.pids, pgb.alive, pgb.log_tail, pgb.stop,
                                  PoolerFacts("managed", self.version_text, tuple(pgb.describe().items())),
-                                 lambda: close_servers(pgb.admin_endpoint, VIRTUAL_DB))
+                                 lambda: close_servers(pgb.admin_endpoints, VIRTUAL_DB))
             finally:
                 sampler.close()
 
@@ -234,16 +254,19 @@ class Poolers:
             ini = s.ini(server={"host": "TARGET", "dbname": "TARGET"}, listen_port=0, private_dir=Path("PRIVATE"),
                         version=self.version or (0, 0, 0))
             keys = ("pool_mode", "default_pool_size", "reserve_pool_size", "max_db_connections", "max_client_conn",
-                    "query_wait_timeout", "auth_type", "max_prepared_statements")
+                    "query_wait_timeout", "auth_type", "max_prepared_statements", "so_reuseport")
             shown = [ln for ln in ini.splitlines() if ln.split(" = ")[0] in keys]
-            out.append(f"pgbouncer {self.version_text} for {v.name}, started per step: " + "; ".join(shown))
+            n = v.pooler.processes
+            what = f"{n} processes on one port, each with these settings" if n > 1 else "started per step"
+            out.append(f"pgbouncer {self.version_text} for {v.name}, {what}: " + "; ".join(shown))
         return out
 
     def _settings(self, v: Variant, max_clients: int, wait_timeout_s: int) -> PoolerSettings:
         assert v.pooler is not None
         return PoolerSettings(mode=v.pooler.mode, pool_size=v.pooler.pool_size, reserve=v.pooler.reserve,
                               max_clients=max_clients, query_wait_timeout_s=wait_timeout_s,
-                              prepared_statements=v.protocol == "prepared", auth=v.pooler.auth)
+                              prepared_statements=v.protocol == "prepared", auth=v.pooler.auth,
+                              processes=v.pooler.processes)
 
     def environment(self) -> dict[str, str]:
         env: dict[str, str] = {}

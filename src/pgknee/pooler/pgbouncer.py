@@ -40,6 +40,17 @@ MODES = ("session", "transaction", "statement")
 # from 1.21 on (max_prepared_statements); before that they break in transaction and
 # statement modes.
 PREPARED_MIN_VERSION = (1, 21, 0)
+# several processes on one port: so_reuseport from 1.12; from 1.19 they can be peers, each
+# forwarding a cancel request to the process that holds its client (peer_id, [peers])
+REUSEPORT_MIN_VERSION = (1, 12, 0)
+PEERING_MIN_VERSION = (1, 19, 0)
+
+
+def own_address(process: int) -> str:
+    """The loopback address only process `process` (1..64) of a managed pgbouncer listens on
+    besides the shared 127.0.0.1: its console, reached over TCP with no file in between (every
+    address of 127.0.0.0/8 is this machine's on Linux)."""
+    return f"127.0.1.{int(process)}"
 
 
 def find_pgbouncer(explicit: str | None = None) -> str:
@@ -81,11 +92,13 @@ class PoolerSettings:
     query_wait_timeout_s: int  # longer than a step: a client never gives up mid-step
     prepared_statements: bool  # protocol-level prepared statements in use (1.21+ only)
     auth: str = "scram-sha-256"  # client logins
+    processes: int = 1  # on one port (so_reuseport), each with its own pool
 
     def ini(self, *, server: dict[str, str], listen_port: int, private_dir: Path,
-            version: tuple[int, int, int], tls: dict[str, str] | None = None) -> str:
-        """The whole pgbouncer.ini. Every value from outside pgknee (the server's host, port,
-        database and user) is checked and quoted: none can add a line or a setting."""
+            version: tuple[int, int, int], tls: dict[str, str] | None = None, process: int = 1) -> str:
+        """The whole pgbouncer.ini of process `process` (1..processes). Every value from outside
+        pgknee (the server's host, port, database and user) is checked and quoted: none can add a
+        line or a setting."""
         db = {k: server[k] for k in ("host", "port", "dbname", "user") if server.get(k)}
         db.update(pool_size=str(self.pool_size), pool_mode=self.mode, reserve_pool=str(self.reserve),
                   max_db_connections=str(self.pool_size + self.reserve))
@@ -96,8 +109,7 @@ class PoolerSettings:
             f"{VIRTUAL_DB} = {conn}",
             "",
             "[pgbouncer]",
-            "listen_addr = 127.0.0.1",
-            f"listen_port = {int(listen_port)}",
+            *self._listen(int(listen_port), int(process), version),
             "unix_socket_dir =",  # no socket: pgknee connects over TCP, and writes nowhere else
             f"auth_type = {self.auth}",
             f"auth_file = {_ini_path(private_dir / 'users.txt')}",
@@ -117,7 +129,21 @@ class PoolerSettings:
         lines += [f"{k} = {v}" for k, v in (tls or {"server_tls_sslmode": "disable"}).items()]
         if version >= PREPARED_MIN_VERSION:
             lines.append(f"max_prepared_statements = {1000 if self.prepared_statements else 0}")
+        if self.processes > 1 and version >= PEERING_MIN_VERSION:
+            lines += ["", "[peers]", *(f"{i} = host={own_address(i)} port={int(listen_port)}"
+                                       for i in range(1, self.processes + 1))]
         return "\n".join(lines) + "\n"
+
+    def _listen(self, port: int, process: int, version: tuple[int, int, int]) -> list[str]:
+        """One process: 127.0.0.1. Several: each also on its own loopback address (its console),
+        the shared port opened with so_reuseport (the kernel spreads new connections over the
+        processes; it shares a port only between sockets of the same user), peers from 1.19."""
+        if self.processes == 1:
+            return ["listen_addr = 127.0.0.1", f"listen_port = {port}"]
+        lines = [f"listen_addr = 127.0.0.1,{own_address(process)}", f"listen_port = {port}", "so_reuseport = 1"]
+        if version >= PEERING_MIN_VERSION:
+            lines.append(f"peer_id = {process}")
+        return lines
 
 
 # every other setting that shapes a sweep, explicit (pgbouncer's defaults distort it: NOTES.md);
@@ -208,10 +234,11 @@ def scram_secret(password: str, *, iterations: int = 4096, salt: bytes | None = 
 
 
 class ManagedPgbouncer:
-    """One pgbouncer process in front of `server`, for one step. Its directory is pgknee's
-    own: the configuration (no secrets) root-owned, the auth file and TLS copies given to
-    pgbouncer's user through their descriptors, the log a file pgknee opened for its
-    standard error. pgbouncer itself writes nothing: no socket, no pidfile, no logfile."""
+    """A pgbouncer in front of `server`, for one step: one process, or `settings.processes` on
+    one port. Its directory is pgknee's own: the configuration (no secrets) root-owned, the auth
+    file and TLS copies given to pgbouncer's user through their descriptors, each process's log
+    a file pgknee opened for its standard error. pgbouncer itself writes nothing: no socket, no
+    pidfile (pgknee knows each process's pid, and its registry stops them), no logfile."""
 
     def __init__(self, binary: str, version: tuple[int, int, int], server: Endpoint, settings: PoolerSettings,
                  *, run_as: proc.RunAs | None, base_dir: str | None = None,
@@ -228,11 +255,21 @@ class ManagedPgbouncer:
             raise PoolerError(f"pgbouncer runs as user {run_as.name}, which cannot reach {base}",
                               "set TMPDIR to a directory every user can traverse, such as /tmp")
         self.dir = safefs.private_dir("pgknee-pgbouncer-", base=base_dir, reachable_by=run_as)
-        self.log = self.dir / "pgbouncer.log"
         self.client_password = secrets.token_urlsafe(18)
         self.admin_password = secrets.token_urlsafe(18)
         self.port = 0
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._procs: list[subprocess.Popen[bytes] | None] = [None] * settings.processes
+
+    @property
+    def processes(self) -> range:
+        return range(1, self.settings.processes + 1)
+
+    def _file(self, process: int, suffix: str) -> Path:
+        return self.dir / (f"pgbouncer{suffix}" if process == 1 else f"pgbouncer-{process}{suffix}")
+
+    @property
+    def log(self) -> Path:
+        return self._file(1, ".log")
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -241,16 +278,23 @@ class ManagedPgbouncer:
         self._write_private_files()
         for attempt in range(3):
             self.port = free_port()
-            safefs.replace_file(self.dir / "pgbouncer.ini", self.settings.ini(
-                server=self._server_params(), listen_port=self.port, private_dir=self.dir, version=self.version,
-                tls=self._tls_files()).encode(), mode=0o644)
-            if self._start_once():
+            for i in self.processes:
+                safefs.replace_file(self._file(i, ".ini"), self.settings.ini(
+                    server=self._server_params(), listen_port=self.port, private_dir=self.dir, version=self.version,
+                    tls=self._tls_files(), process=i).encode(), mode=0o644)
+            if self._start_all():
                 return
             tail = self.log_tail()
+            self.stop()
             if attempt == 2 or "Address already in use" not in tail:
-                self.stop()
                 raise PoolerError(f"pgbouncer did not start: {tail or 'no message'}",
                                   "see the message; run 'pgbouncer --version' to check the installation")
+
+    def _start_all(self) -> bool:
+        """Every process started and answering its console; False if one exited at once."""
+        for i in self.processes:
+            self._spawn(i)
+        return all(self._answering(i) for i in self.processes)
 
     def _server_params(self) -> dict[str, str]:
         """host as the target resolved it: its address when known (the same server every other
@@ -285,54 +329,71 @@ class ManagedPgbouncer:
         if server_user and self.server.password is not None:
             users.append(_auth_line(server_user, self.server.password))
         safefs.create_file(self.dir / "users.txt", ("\n".join(users) + "\n").encode(), owner=self.run_as)
-        os.close(safefs.open_log(self.log))
+        for i in self.processes:
+            if not self._file(i, ".log").exists():
+                os.close(safefs.open_log(self._file(i, ".log")))
 
-    def _start_once(self) -> bool:
-        log = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    def _spawn(self, process: int) -> None:
+        log = os.open(self._file(process, ".log"), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            self._proc = proc.spawn([self.binary, str(self.dir / "pgbouncer.ini")], run_as=self.run_as,
-                                    die_with_parent=signal.SIGTERM,
-                                    stdout=subprocess.DEVNULL, stderr=log, cwd=str(self.dir), cpus=self.cpus)
+            self._procs[process - 1] = proc.spawn(
+                [self.binary, str(self._file(process, ".ini"))], run_as=self.run_as, die_with_parent=signal.SIGTERM,
+                stdout=subprocess.DEVNULL, stderr=log, cwd=str(self.dir), cpus=self.cpus)
         finally:
             os.close(log)
-        p = self._proc
-        ready = proc.wait_until(lambda: p.poll() is not None or self._answers(), timeout=15, interval=0.05)
+
+    def _answering(self, process: int) -> bool:
+        p = self._procs[process - 1]
+        assert p is not None
+        ready = proc.wait_until(lambda: p.poll() is not None or self._answers(process), timeout=15, interval=0.05)
         if p.poll() is not None:
             proc.reap(p)
-            self._proc = None
+            self._procs[process - 1] = None
             return False
         if not ready:
             self.stop()
-            raise PoolerError("pgbouncer did not answer within 15 s", f"see {self.log}")
+            raise PoolerError(f"pgbouncer{self._which(process)} did not answer within 15 s",
+                              f"see {self._file(process, '.log')}")
         return True
 
-    def _answers(self) -> bool:
+    def _which(self, process: int) -> str:
+        return f" process {process} of {self.settings.processes}" if self.settings.processes > 1 else ""
+
+    def _answers(self, process: int) -> bool:
         try:
-            with self.admin_connect(timeout=2) as c:
+            with admin_connect(self.admin_endpoints[process - 1], timeout=2) as c:
                 c.execute("SHOW VERSION")
             return True
         except (psycopg.Error, PoolerError):
             return False
 
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        """Every process still running (one gone fails the step: its clients lost their connections)."""
+        return all(p is not None and p.poll() is None for p in self._procs)
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self.pids[0] if self.pids else None
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """The running processes' pids, in process order."""
+        return tuple(p.pid for p in self._procs if p is not None)
 
     def log_tail(self, n: int = 3) -> str:
-        try:
-            lines = [ln for ln in self.log.read_text(errors="replace").splitlines()
-                     if ln.strip() and (" ERROR " in ln or " FATAL " in ln or " WARNING " in ln or "error" in ln)]
-        except OSError:
-            return ""
-        return " | ".join(re.sub(r"^\S+ \S+ \S+ \[\d+\] ", "", ln) for ln in lines[-n:])
+        """The last errors in the logs; with several processes, which one exited and its last words."""
+        dead = {i: p.pid for i in self.processes if (p := self._procs[i - 1]) is not None and p.poll() is not None}
+        if not dead or self.settings.processes == 1:
+            return " | ".join(filter(None, (_log_errors(self._file(i, ".log"), n) for i in self.processes)))
+        return " | ".join(f"process {i} of {self.settings.processes} (pid {pid}) exited: "
+                          f"{_log_errors(self._file(i, '.log'), n) or 'no message in its log'}"
+                          for i, pid in dead.items())
 
     def stop(self) -> None:
-        p, self._proc = self._proc, None
-        if p is not None:
-            proc.stop(p, grace=5.0)  # SIGTERM: pgbouncer exits at once, closing its connections
+        procs, self._procs = self._procs, [None] * self.settings.processes
+        for p in procs:
+            if p is not None:
+                proc.stop(p, grace=5.0)  # SIGTERM: pgbouncer exits at once, closing its connections
 
     def close(self) -> None:
         self.stop()
@@ -347,8 +408,15 @@ class ManagedPgbouncer:
 
     @property
     def admin_endpoint(self) -> Endpoint:
-        return Endpoint({"host": "127.0.0.1", "port": str(self.port), "dbname": "pgbouncer", "user": ADMIN_USER},
-                        self.admin_password)
+        """Process 1's console (the only one's, with one process)."""
+        return self.admin_endpoints[0]
+
+    @property
+    def admin_endpoints(self) -> list[Endpoint]:
+        """Each process's console: on the shared address with one process, else on its own."""
+        hosts = ["127.0.0.1"] if self.settings.processes == 1 else [own_address(i) for i in self.processes]
+        return [Endpoint({"host": h, "port": str(self.port), "dbname": "pgbouncer", "user": ADMIN_USER},
+                         self.admin_password) for h in hosts]
 
     def admin_connect(self, timeout: float = 5.0) -> psycopg.Connection[Any]:
         return admin_connect(self.admin_endpoint, timeout)
@@ -356,7 +424,17 @@ class ManagedPgbouncer:
     def describe(self) -> dict[str, str]:
         s = self.settings
         return {"pool_mode": s.mode, "pool_size": str(s.pool_size), "reserve_pool": str(s.reserve),
+                "processes": str(s.processes),
                 "max_client_conn": str(s.max_clients + 20), "max_db_connections": str(s.pool_size + s.reserve),
                 "query_wait_timeout": str(s.query_wait_timeout_s), "auth_type": s.auth,
                 "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any",
                 "server_tls_sslmode": self.tls["server_tls_sslmode"]}
+
+
+def _log_errors(log: Path, n: int) -> str:
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines()
+                 if ln.strip() and (" ERROR " in ln or " FATAL " in ln or " WARNING " in ln or "error" in ln)]
+    except OSError:
+        return ""
+    return " | ".join(re.sub(r"^\S+ \S+ \S+ \[\d+\] ", "", ln) for ln in lines[-n:])

@@ -83,7 +83,7 @@ def _refuse_script_errors(stderr: str, scripts: list[Script], v: Variant, severa
 def check_open_files(plan: Plan) -> None:
     """pgbench holds a socket per client; a managed pgbouncer one per client plus its pool."""
     clients = max(plan.clients)
-    pools = [v.pooler.pool_size + v.pooler.reserve for v in plan.variants if v.pooler is not None]
+    pools = [v.pooler.server_connections for v in plan.variants if v.pooler is not None]
     need = clients + 64 + (max(pools) + 64 if pools else 0) + max(v.idle for v in plan.variants)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < need:
@@ -101,7 +101,7 @@ def server_connections(clients: int, v: Variant) -> int:
         return clients + v.idle
     if v.pooler.kind == "external":
         return 0
-    return database_concurrency(clients, "managed", v.pooler.pool_size, v.pooler.reserve)
+    return database_concurrency(clients, "managed", v.pooler.pool_size, v.pooler.reserve, v.pooler.processes)
 
 
 def check_capacity(plan: Plan, target: Target, server: ServerFacts) -> None:
@@ -116,12 +116,28 @@ def check_capacity(plan: Plan, target: Target, server: ServerFacts) -> None:
             continue
         what = f"variant {v.name}'s largest step" if len(plan.variants) > 1 else "the largest step"
         idle = f" ({v.idle} of them idle sessions)" if v.idle and v.pooler is None else ""
+
         hint = (f"add --set max_connections={need + mine - free + 10}, lower --clients or idle="
                 if target.created_by_pgknee else "raise max_connections on the server or lower --clients")
         reserved = mine - server.room_for(mine) - server.connections_in_use
+        if v.pooler is not None and v.pooler.kind == "managed" and need == v.pooler.server_connections:
+            _pool_too_large(v, need, free, mine, target.created_by_pgknee)
         raise TargetError(f"{what} needs {need} connections{idle} but the server has room for {free} "
                           f"(max_connections={mine}, {reserved} reserved, {server.connections_in_use} in use, "
                           f"{ours} for pgknee's sampler)", hint)
+
+
+def _pool_too_large(v: Variant, need: int, free: int, mine: int, ours: bool) -> None:
+    """The variant's pools, not its clients, ask for more than the server has room for: the
+    variant is wrong as written (exit 2)."""
+    p = v.pooler
+    assert p is not None
+    each = p.pool_size + p.reserve
+    what = f"{p.processes} pgbouncer processes, each with a pool of {each}" if p.processes > 1 else f"a pool of {each}"
+    raise UserError(f"variant {v.name}: {what} can open {need} server connections but the server has room for "
+                    f"{free} (max_connections={mine})",
+                    "lower pool= or processes=" + (f", or add --set max_connections={need + mine - free + 10}"
+                                                     if ours else ", or raise max_connections on the server"))
 
 
 def dry_run(plan: Plan, prepared: Prepared, cpus: int) -> list[str]:

@@ -101,7 +101,8 @@ def _step_row(s: RunSession, spec: StepSpec, threads: int) -> dict[str, object]:
             "think_ms": v.think_ms, "pooler_kind": v.pooler.kind if v.pooler else None,
             "pool_mode": v.pooler.mode if v.pooler and managed else None,
             "pool_size": v.pooler.pool_size if v.pooler and managed else None,
-            "pool_reserve": v.pooler.reserve if v.pooler and managed else 0, "idle": v.idle,
+            "pool_reserve": v.pooler.reserve if v.pooler and managed else 0,
+            "pool_processes": v.pooler.processes if v.pooler and managed else 1, "idle": v.idle,
             "idle_kind": v.idle_kind if v.idle else None,
             "settings_json": _json(dict(v.settings)) if v.settings else None, "rtt_ms": v.rtt_ms,
             "rtt_jitter_ms": v.rtt_jitter_ms}
@@ -149,8 +150,8 @@ def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, step_id:
     plan = s.plan
     pooled = stack.enter_context(s.poolers.step(v, s.target.endpoint, s.target.run_as, spec.clients,
                                                 plan.duration_s + plan.warmup_s))
-    s.os.pooler_pid = pooled.pid
-    stack.callback(setattr, s.os, "pooler_pid", None)
+    s.os.pooler_pids = pooled.pids
+    stack.callback(setattr, s.os, "pooler_pids", ())
     if pooled.sampler is not None:
         stack.enter_context(s.collectors.joined(pooled.sampler, step_id))
     return pooled
@@ -334,11 +335,12 @@ def _end_facts(s: RunSession, holder: IdleHolder | None, pooled: StepPooler | No
     return idle_alive
 
 
-def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:
+def _pooler_totals(pooled: StepPooler | None) -> list[dict[str, float]] | None:
+    """SHOW STATS totals now, per pooler process."""
     if pooled is None or pooled.sampler is None or not pooled.alive():
         return None
     try:
-        return pooled.sampler.totals()
+        return pooled.sampler.totals_each()
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise
     except (PgkneeError, psycopg.Error):
@@ -346,7 +348,7 @@ def _pooler_totals(pooled: StepPooler | None) -> dict[str, float] | None:
 
 
 def _pooler_after(s: RunSession, pooled: StepPooler | None,
-                  before: dict[str, float] | None) -> tuple[tuple[StepRecord, ...], str | None]:
+                  before: list[dict[str, float]] | None) -> tuple[tuple[StepRecord, ...], str | None]:
     """SHOW STATS at the end, the SHOW POOLS samples and how the pooler ran (its records), and
     whether pgbouncer died (its last words)."""
     if pooled is None:
@@ -359,8 +361,12 @@ def _pooler_after(s: RunSession, pooled: StepPooler | None,
     # 10 s: close them so pg_stat_database counts the step now
     pooled.release()
     facts = pooled.facts
-    if before is not None and after is not None:
-        facts = dataclasses.replace(facts, deltas=tuple((k, after[k] - before.get(k, 0.0)) for k in after))
+    if before is not None and after is not None and len(before) == len(after):
+        each = [{k: a[k] - b.get(k, 0.0) for k in a} for b, a in zip(before, after, strict=True)]
+        summed = {k: sum(d.get(k, 0.0) for d in each) for k in each[0]} if each else {}
+        facts = dataclasses.replace(facts, deltas=tuple(summed.items()),
+                                    per_process=tuple((i, k, x) for i, d in enumerate(each, 1) for k, x in d.items())
+                                    if len(each) > 1 else ())
     elif pooled.sampler is None:
         facts = dataclasses.replace(facts, missing="no admin console (give --pooler-admin-dsn)")
     else:

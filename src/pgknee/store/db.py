@@ -36,6 +36,7 @@ from pgknee.types import (
     AgentShare,
     CapturedStatement,
     OsSample,
+    PoolerProcessSample,
     PoolerRecord,
     PoolerSample,
     ReplayedStatement,
@@ -234,7 +235,10 @@ class Store:
             return None
         rows = self.db.execute(load("pooler_samples", columns=PoolerSample.__slots__), (step.step_id,)).fetchall()
         facts = dict(self.db.execute(load("step_pooler"), (step.step_id,)).fetchall())
-        return PoolerRecord([PoolerSample(*r) for r in rows], PoolerFacts.of_items(facts))
+        procs = self.db.execute(load("pooler_process_samples", columns=PoolerProcessSample.__slots__),
+                                (step.step_id,)).fetchall()
+        return PoolerRecord([PoolerSample(*r) for r in rows], PoolerFacts.of_items(facts),
+                            [PoolerProcessSample(*r) for r in procs])
 
     def step_facts(self, step_id: int) -> StepFacts:
         return StepFacts.of_items(dict(self.db.execute(load("step_facts"), (step_id,)).fetchall()))

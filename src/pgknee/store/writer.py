@@ -57,7 +57,7 @@ class _Before:
 
 
 # a step row from before the simulated network (an older side file, a caller that sets none): direct
-NETWORK_DEFAULTS = {"rtt_ms": 0.0, "rtt_jitter_ms": 0.0}
+NETWORK_DEFAULTS = {"rtt_ms": 0.0, "rtt_jitter_ms": 0.0, "pool_processes": 1}
 
 
 class RunWriter:

@@ -8,6 +8,7 @@ DELETE FROM step_pg_stat_database WHERE step_id = :step_id;
 DELETE FROM step_facts WHERE step_id = :step_id;
 DELETE FROM step_pooler WHERE step_id = :step_id;
 DELETE FROM pooler_samples WHERE step_id = :step_id;
+DELETE FROM pooler_process_samples WHERE step_id = :step_id;
 DELETE FROM os_samples WHERE step_id = :step_id;
 DELETE FROM server_os_samples WHERE step_id = :step_id;
 DELETE FROM step_wait_profile WHERE step_id = :step_id;
