@@ -53,8 +53,9 @@ def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) 
     own, added, fastest = _added(server, asked)
     assert 0 < own < 1.0, f"the relay's own added latency {own:.3f} ms"
     assert abs(added - asked) <= 0.2 * asked, f"asked {asked} ms, added {added:.3f} ms"
-    # no round trip came back much before the delay: the relay asks each timer early by at most its
-    # lateness estimate, about 0.05 ms a direction here (0.117 ms early at worst in 55 runs)
+    # no round trip came back much before the delay: the relay asks each timer early by its lateness
+    # estimate, about 0.05 ms a direction here and at most 0.1 (0.117 ms early at worst in 55 runs;
+    # 0.221 once under the load of a parallel suite, when the estimate could reach 0.5 ms a direction)
     assert fastest >= asked - 0.2, f"the fastest round trip {fastest:.3f} ms at {asked} ms asked"
 
 

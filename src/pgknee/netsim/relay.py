@@ -39,7 +39,10 @@ class _Lateness:
         self.estimate += 0.05 * (min(max(late_s, 0.0), MAX_LATENESS_S) - self.estimate)
 
 
-MAX_LATENESS_S = 0.0005
+# at most this much early per direction: on a quiet machine timers fire 0.03-0.06 ms late, and a
+# busy one's longer lateness (up to 0.5 ms, once allowed here) is not a promise that the next timer
+# will be as late: asked that early on a calmer moment, a round trip at 1 ms came back in 0.78
+MAX_LATENESS_S = 0.0001
 LATENESS = _Lateness()
 
 
