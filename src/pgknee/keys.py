@@ -46,6 +46,8 @@ class Env(StrEnum):
     TARGET_SERVER_USER = "target.server_user"
     PGBOUNCER_PATH = "pgbouncer.path"
     PGBOUNCER_VERSION = "pgbouncer.version"
+    PGPOOL_PATH = "pgpool.path"
+    PGPOOL_VERSION = "pgpool.version"
     POOLER_EXTERNAL = "pooler.external"
     PLACEMENT_SERVER_CPUS = "placement.server_cpus"
     PLACEMENT_CLIENT_CPUS = "placement.client_cpus"

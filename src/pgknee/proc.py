@@ -48,12 +48,15 @@ def spawn(
     run_as: RunAs | None = None,
     cpus: frozenset[int] | None = None,
     die_with_parent: int | None = signal.SIGKILL,
+    group: bool | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a child in a new session and remember it until it is reaped; `cpus` pins it
     (and every thread it starts) to those CPUs. The kernel sends it `die_with_parent` when
     pgknee dies (PR_SET_PDEATHSIG: SIGKILL for pgbench, SIGINT for a server, a clean shutdown;
-    None for one that must outlive pgknee). Call it from the main thread: the signal follows the
-    death of the thread that started the child."""
+    None for one that must outlive pgknee). The registry stops its whole process group when
+    `group` (by default, for one killed with pgknee: pgbench's); pgpool's children outlive a main
+    process that crashed, so it asks for it too. Call it from the main thread: the signal follows
+    the death of the thread that started the child."""
     check_stop()  # a stop signal whose exception was lost: nothing new starts
     # the stop signals wait until the child is started and recorded: one raised in the fork's own
     # callbacks is only printed by Python ("Exception ignored in _releaseLock"), and one between the
@@ -74,7 +77,7 @@ def spawn(
         )
         _live.add(p)
         registry.current().child(os.path.basename(argv[0]), p.pid, _STOP_BY_SIGNAL.get(die_with_parent, "fast"),
-                                 group=die_with_parent == signal.SIGKILL)
+                                 group=die_with_parent == signal.SIGKILL if group is None else group)
     return p
 
 

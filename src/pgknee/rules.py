@@ -59,7 +59,7 @@ def database_concurrency(clients: int, pooler_kind: str | None, pool_size: int |
     and the concurrency the step ran at. Through the user's own pooler (external) pgknee does not
     know the pool, and counts the clients. Several pgbouncer processes (processes=N) each have
     their own pool."""
-    if pooler_kind == "managed" and pool_size:
+    if pooler_kind in ("managed", "pgpool") and pool_size:
         return min(clients, processes * (pool_size + reserve))
     return clients
 

@@ -129,6 +129,7 @@ class PoolerProcessRow(NamedTuple):
     pid: int | None
     cpu_user_pct: float | None
     cpu_system_pct: float | None
+    runq_wait_pct: float | None  # the time it waited for a CPU, runnable, % of the time (schedstat)
     cl_active: int | None  # None: its console did not answer
     cl_waiting: int | None
     sv_active: int | None

@@ -271,6 +271,7 @@ class PoolerProcessSample:
     pid: int | None
     cpu_user_pct: float | None
     cpu_system_pct: float | None
+    runq_wait_pct: float | None
     cl_active: int | None
     cl_waiting: int | None
     sv_active: int | None

@@ -120,6 +120,31 @@ def test_sigkill_mid_step_leaves_nothing_and_resume_completes(sandbox: dict[str,
     assert "(8/8 steps)" in r.stdout
 
 
+def test_sigkill_through_pgpool_and_two_pgbouncers_leaves_nothing(sandbox: dict[str, str], tmp_path: Path) -> None:
+    """pgknee killed while pgpool serves a step (its children in pgpool's process group, not recorded
+    one by one) after a step through two pgbouncer processes: the watchdog stops them all."""
+    store = tmp_path / "k.db"
+    p = _start(sandbox, tmp_path, "--clients", "4", "--duration", "4s", "--protocol", "extended",
+               "--variant", "pooled:transaction:pool=2:processes=2", "--variant", "pgpool:pool=4",
+               "--store", str(store), *FAST)
+    assert _wait(lambda: len(_rows(store, "SELECT 1 FROM steps WHERE status = 'completed'")) >= 1
+                 and _rows(store, "SELECT 1 FROM steps WHERE status = 'running' AND variant LIKE 'pgpool%'"), 180)
+    time.sleep(1.5)
+    entry = _registry(sandbox)
+    kinds = [c["kind"] for c in entry["children"]]  # type: ignore[index,union-attr]
+    assert "pgpool" in kinds and "pgbench" in kinds, kinds
+    pgpool = next(c["pid"] for c in entry["children"] if c["kind"] == "pgpool")  # type: ignore[index,union-attr]
+    group = subprocess.run(["pgrep", "-g", str(pgpool)], capture_output=True, text=True, check=False).stdout.split()
+    assert len(group) >= 6, group  # its main, its 4 + 1 children, pcp and helpers
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=30)
+    assert _wait(lambda: not _left_behind(entry), 30), _left_behind(entry)
+    assert _wait(lambda: not subprocess.run(["pgrep", "-g", str(pgpool)], capture_output=True, text=True,
+                                            check=False).stdout.split(), 30), "pgpool's children were left"
+    assert not list(Path(sandbox["TMPDIR"]).glob("pgknee-pgpool-*"))
+    assert not list(Path(sandbox["TMPDIR"]).glob("pgknee-pgbouncer-*"))
+
+
 def _sleeps(entry: dict[str, object]) -> list[tuple[int, str]]:
     """The `sleep` processes (pid, start) in the group of the entry's first child."""
     group = entry["children"][0]["pid"]  # type: ignore[index]

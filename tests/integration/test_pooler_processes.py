@@ -94,7 +94,7 @@ def test_killing_one_of_two_processes_fails_that_step_only(server: EmbeddedClust
     killer.start()
     try:
         r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_pooled", "--protocol", "extended",
-                   "--variant", "pooled:pool=2:processes=2", "--clients", "8,8", "--duration", "3s", "--scale", SCALE,
+                   "--variant", "pooled:pool=2:processes=2", "--clients", "16,16", "--duration", "3s", "--scale", SCALE,
                    "--store", str(store), *QUICK, env=APP_ENV, cwd=tmp_path)
     finally:
         killer.join(timeout=130)

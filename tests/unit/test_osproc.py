@@ -62,3 +62,27 @@ def test_process_ticks_of_an_impossible_pid() -> None:
     with open("/proc/sys/kernel/pid_max") as f:
         pid_max = int(f.read())
     assert process_ticks(pid_max + 1) is None
+
+
+def test_the_pooler_processes_changing_between_two_samples() -> None:
+    """pgpool started again after the warm-up, or a pgbouncer process gone: the sample across the
+    change has no pooler CPU (not a difference between different processes), and sampling goes on."""
+    from pgknee.collect.osproc import OsSampler
+
+    me, sleeper = os.getpid(), subprocess.Popen(["sleep", "30"])
+    try:
+        s = OsSampler(interval_s=1.0)
+        s.begin_step(1)
+        s.pooler_pids = (me, sleeper.pid)
+        s._sample_once()
+        s._sample_once()
+        s.pooler_pids = (me,)
+        s._sample_once()  # across the change
+        s._sample_once()
+        (record,) = s.end_step()
+        rows = record.rows  # type: ignore[attr-defined]
+        assert len(rows) == 3 and rows[0].pooler_cpu_pct is not None
+        assert rows[1].pooler_cpu_pct is None and rows[2].pooler_cpu_pct is not None
+    finally:
+        sleeper.kill()
+        sleeper.wait()

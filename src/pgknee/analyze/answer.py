@@ -132,7 +132,7 @@ class Recommendation:
                 settle = (f"the growth holds over {self.repetitions} repetitions, bought with latency: one doubling "
                           f"more ({self.next_counts[0]} clients) would show where it ends")
             else:
-                settle = f"over {self.repetitions} repetitions; {between} would narrow it"
+                settle = f"over {self.repetitions} repetitions" + (f"; {between} would narrow it" if between else "")
             return (f"{v}: use {self.count_text()} for now — {what}, yet throughput still grew beyond the noise at "
                     f"the largest count; {settle}")
         return self._no_count()
@@ -145,12 +145,18 @@ class Recommendation:
                     f"of the best — try {', '.join(map(str, self.next_counts))} processes, or measure without it")
         lo, hi = self.counts_interval or (n, n)
         span = f" ({lo}..{hi})" if (lo, hi) != (n, n) else ""
+        if self.level_tps is None:
+            return (f"{v}: run {n} pgbouncer process{'es' if n > 1 else ''} — the fewest with none near a full "
+                    "core (their server connections differed, so their throughput could not tell)")
         return (f"{v}: run {n} pgbouncer process{'es' if n > 1 else ''}{span} — the fewest reaching "
                 f"{self.fraction:.0%} of the best ({self.level_tps or 0:,.0f} TPS with {best}) with none near a full "
                 "core" + self.noise_text())
 
     def _no_count(self) -> str:
         v = self.variant
+        if self.verdict == "not-identified" and self.pooler_bound:
+            return (f"{v}: peak not reached below the pooler's ceiling — throughput still grew beyond the noise up "
+                    f"to it: {self.pooler_bound}")
         if self.verdict == "not-identified" and self.server_unseen:
             return (f"{v}: no recommendation — throughput still grows beyond the noise, and whether the server "
                     f"saturated cannot be seen: {self.server_unseen}; or run "

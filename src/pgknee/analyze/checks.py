@@ -185,37 +185,48 @@ def client_cpu(step: StepRecord, samples: Sequence[OsSample]) -> Check:
 
 def pooler_bound(step: StepRecord, pooler: PoolerRecord | None, samples: Sequence[OsSample]) -> Check:
     """A pooler process is single-threaded: near a full core (its busiest process's mean over the
-    bench phase, user and system), the step measured the pooler's ceiling, not the server's.
-    Each process's own samples (format 17+); before them, the busiest process's CPU the OS
-    sampler kept."""
+    bench phase, user and system), the step measured the pooler's ceiling, not the server's. The
+    time it waited for a CPU (runnable on a run queue) is said beside it, not counted: on a machine
+    the server and pgbench saturate, every process waits (one pgbouncer at 35% of a core waited
+    52% of the time, and each of two at 21% waited 63%, with 35% more throughput), so the wait
+    tells a starved machine, not a saturated pooler; a sweep of processes with the same server
+    connections tells whether more processes help (analyze/poolprocs.py). Each process's own
+    samples (format 17+); before them, the busiest process's CPU the OS sampler kept."""
     name = CheckId.POOLER_BOUND
-    if step.pooler_kind != "managed":
+    if step.pooler_kind not in ("managed", "pgpool"):
         return _na(name, "your own pooler: its processes' CPU is not pgknee's to see")
+    what = "pgpool-II's busiest process" if step.pooler_kind == "pgpool" else "pgbouncer"
     n = step.pool_processes
     busiest = _busiest_process(pooler.processes if pooler is not None else [])
     if busiest is not None:
-        process, user, system = busiest
+        process, user, system, wait = busiest
         cpu = user + system
         where = f"process {process} of {n}, " if n > 1 else ""
-        detail = f"pgbouncer was at {cpu:.0f}% of a core ({where}user {user:.0f}%, system {system:.0f}%)"
+        waited = f"; it waited for a CPU {wait:.0f}% of the time" if wait is not None else ""
+        detail = f"{what} was at {cpu:.0f}% of a core ({where}user {user:.0f}%, system {system:.0f}%{waited})"
     else:
         vals = [s.pooler_cpu_pct for s in samples if s.pooler_cpu_pct is not None]
         if not vals:
             return _na(name, "no pooler CPU samples")
         cpu = sum(vals) / len(vals)
-        detail = f"pgbouncer was at {cpu:.0f}% of a core"
+        detail = f"{what} was at {cpu:.0f}% of a core"
     ok = cpu < POOLER_BOUND_PCT
     return Check(name, _status(ok), detail + ("" if ok else ": the step shows the pooler's ceiling, not the server's"),
                  cpu, CheckUnit.CAPACITY_PCT)
 
 
-def _busiest_process(rows: Sequence[PoolerProcessSample]) -> tuple[int, float, float] | None:
-    """(process, mean user %, mean system %) of the process with the most CPU on average."""
-    per: dict[int, list[tuple[float, float]]] = {}
+def _busiest_process(rows: Sequence[PoolerProcessSample]) -> tuple[int, float, float, float | None] | None:
+    """(process, mean user %, mean system %, mean run-queue wait % or None) of the process with the
+    most CPU on average."""
+    per: dict[int, list[tuple[float, float, float | None]]] = {}
     for r in rows:
         if r.cpu_user_pct is not None and r.cpu_system_pct is not None:
-            per.setdefault(r.process, []).append((r.cpu_user_pct, r.cpu_system_pct))
-    means = [(p, sum(u for u, _ in v) / len(v), sum(s for _, s in v) / len(v)) for p, v in per.items()]
+            per.setdefault(r.process, []).append((r.cpu_user_pct, r.cpu_system_pct, r.runq_wait_pct))
+    means = []
+    for p, v in per.items():
+        waits = [w for _, _, w in v if w is not None]
+        means.append((p, sum(u for u, _, _ in v) / len(v), sum(s for _, s, _ in v) / len(v),
+                      sum(waits) / len(waits) if waits else None))
     return max(means, key=lambda m: m[1] + m[2], default=None)
 
 

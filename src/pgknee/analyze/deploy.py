@@ -111,7 +111,8 @@ def _fits_line(d: Deployment, database_side: int, shape: str) -> str:
 
 def _with_pgbouncer(d: Deployment, view: RunView, r: Recommendation) -> tuple[Deployment, list[str]]:
     n = d.n
-    modes = {s.pool_mode for g in view.groups if g.variant == r.variant for s in g.steps if s.pool_mode}
+    modes = {s.pool_mode for g in view.groups if g.variant == r.variant for s in g.steps
+             if s.pool_mode and s.pooler_kind == "managed"}  # pgbouncer's own mode, not pgpool-II's sessions
     mode = sorted(modes)[0] if len(modes) == 1 else "transaction"
     upper = math.ceil(r.interval[1]) if r.interval else n
     low, high = math.ceil(0.1 * n), math.ceil(0.2 * n)  # at least 1: ceil of a positive N

@@ -124,7 +124,7 @@ def pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
                      maxwait_ms_peak=f("maxwait"), wait_ms_per_txn=f("wait"), xact_ms=f("xact"),
                      server_ms=f("server"), cpu=f("cpu"),
                      cpu_peak=f("cpu_peak"), server_backends=f("backends"), missing=missing,
-                     processes=_process_rows(data, steps))
+                     processes=_process_rows(data, steps), cpu_all=f("cpu_all"))
 
 
 def _process_rows(data: RunData, steps: Sequence[StepRecord]) -> tuple[PoolerProcessRow, ...]:
@@ -141,6 +141,7 @@ def _process_rows(data: RunData, steps: Sequence[StepRecord]) -> tuple[PoolerPro
             xacts = p.facts.process_delta(n, "total_xact_count")
             figures: dict[str, list[float | int | None]] = {
                 "user": [x.cpu_user_pct for x in rows], "system": [x.cpu_system_pct for x in rows],
+                "wait": [x.runq_wait_pct for x in rows],
                 "cl": [x.cl_active for x in rows], "sv": [x.sv_active for x in rows]}
             for key, values in figures.items():
                 known = [float(v) for v in values if v is not None]
@@ -153,7 +154,7 @@ def _process_rows(data: RunData, steps: Sequence[StepRecord]) -> tuple[PoolerPro
     def f(n: int, key: str) -> Spread | None:
         return Spread.of(per.get((n, key), []))
 
-    return tuple(PoolerProcessRow(n, f(n, "user"), f(n, "system"), f(n, "share"), f(n, "cl"), f(n, "sv"))
+    return tuple(PoolerProcessRow(n, f(n, "user"), f(n, "system"), f(n, "share"), f(n, "cl"), f(n, "sv"), f(n, "wait"))
                  for n in processes)
 
 
@@ -178,6 +179,9 @@ def _pooler_figures(data: RunData, s: StepRecord, p: PoolerRecord) -> tuple[int,
                    xact=(p.delta("total_xact_time") or 0.0) / xacts / 1000.0,
                    server=((p.delta("total_xact_time") or 0.0) - (p.delta("total_wait_time") or 0.0))
                    / xacts / 1000.0)
+    cpu_s, window = p.delta("cpu_seconds"), (s.bench_end or 0.0) - (s.bench_start or 0.0)
+    if cpu_s is not None and window > 0:
+        out["cpu_all"] = 100.0 * cpu_s / window
     cpu = [o.pooler_cpu_pct for o in data.os.get(s.step_id, []) if o.pooler_cpu_pct is not None]
     if cpu:
         out.update(cpu=statistics.fmean(cpu), cpu_peak=max(cpu))

@@ -18,25 +18,35 @@ from pgknee.analyze.saturation import count_interval, noise_draws
 from pgknee.keys import CheckId, CheckStatus
 
 _PROCESSES = re.compile(r"(^|:)\s*processes\s*=\s*(\d+)\s*(?=:|$)")
+_POOL = re.compile(r"(^|:)\s*pool\s*=\s*(\d+)\s*(?=:|$)")
 
 
 def families(view: RunView) -> dict[str, list[tuple[int, str]]]:
-    """Managed pooled variants that differ only in their processes, two or more of them: the
-    family's name (the spec with its process counts listed) → (processes, variant), fewest first.
-    A variant of the same spec without processes= is the one-process member."""
-    out: dict[str, list[tuple[int, str]]] = {}
+    """Managed pooled variants that differ only in their processes (each with the same pool, so
+    with more server connections the more processes), or in their processes and pool with the same
+    server connections in all (pool=16:processes=1 beside pool=8:processes=2): two or more of
+    them. The family's name → (processes, variant), fewest first. A spec without processes= is
+    the one-process member."""
+    out: dict[str, list[tuple[int, int, str]]] = {}
     for v in view.variants():
         g = next((g for g in view.groups if g.variant == v), None)
-        if g is None or g.steps[0].pooler_kind != "managed":
+        if g is None or g.steps[0].pooler_kind != "managed" or g.steps[0].pool_size is None:
             continue
-        m = _PROCESSES.search(v)
-        key = v[:m.start(2)] + "*" + v[m.end(2):] if m else f"{v}:processes=*"
-        out.setdefault(key, []).append((g.steps[0].pool_processes, v))
+        s = g.steps[0]
+        key = _PROCESSES.sub(r"\1processes=*", v) if _PROCESSES.search(v) else f"{v}:processes=*"
+        out.setdefault(_POOL.sub(r"\1pool=#", key), []).append((s.pool_processes, s.pool_size or 0, v))
     named = {}
     for key, members in out.items():
-        if len(members) >= 2 and len({n for n, _ in members}) == len(members):
-            members.sort()
-            named[key.replace("*", ",".join(str(n) for n, _ in members))] = members
+        members.sort()
+        if len(members) < 2 or len({n for n, _, _ in members}) < len(members):
+            continue
+        counts = ",".join(str(n) for n, _, _ in members)
+        if len({p for _, p, _ in members}) == 1:
+            named[key.replace("#", str(members[0][1])).replace("*", counts)] = [(n, v) for n, _, v in members]
+        elif len({n * p for n, p, _ in members}) == 1:  # the same server connections in all
+            total = members[0][0] * members[0][1]
+            named[key.replace("pool=#", f"pool×processes={total}").replace("*", counts)] = \
+                [(n, v) for n, _, v in members]
     return named
 
 
@@ -56,7 +66,8 @@ def pooler_bound(groups: Sequence[Group]) -> tuple[int, str] | None:
         worst = max(warned, key=lambda c: c.value or 0.0, default=None)
         if worst is not None:
             said = worst.detail.split(": the step shows")[0]
-            return g.clients, (f"{said} from c{g.clients}: add a process (processes=N) or measure without it; "
+            more = "give it more CPU" if said.startswith("pgpool") else "add a process (processes=N)"
+            return g.clients, (f"{said} from c{g.clients}: {more} or measure without it; "
                                f"the counts from {g.clients} on show the pooler's ceiling and are not read as the "
                                "server's limit")
     return None
@@ -81,16 +92,21 @@ def recommend_processes(view: RunView, family: str, members: Sequence[tuple[int,
         return None
     bound = {n for n, g in at.items() if _bound(g)}
     noise = max(g.noise_pct for g in at.values())
+    # the same pool in each process: more processes, more server connections, and throughput that
+    # says as much about those as about the processes; only the pooler's cores can answer then
+    pools = {n: g.steps[0].pool_size or 0 for n, g in at.items()}
+    same_connections = len({n * p for n, p in pools.items()}) == 1
 
     def rule(d: Mapping[int, Sequence[float]]) -> int | None:
         best = max(statistics.median(x) for x in d.values())
-        return next((n for n in sorted(d) if n not in bound and statistics.median(d[n]) >= template.fraction * best),
-                    None)
+        return next((n for n in sorted(d) if n not in bound and (
+            not same_connections or statistics.median(d[n]) >= template.fraction * best)), None)
 
     best_n = max(by_n, key=lambda n: statistics.median(by_n[n]))
     base = dataclasses.replace(template, variant=f"{family} at {clients} clients", concurrency="pooler processes",
                                measured=tuple(sorted(by_n)), family=True, fit=None, knee=None, checks={},
-                               repetitions=min(len(x) for x in by_n.values()), reasons=_reasons(at, clients, bound),
+                               repetitions=min(len(x) for x in by_n.values()),
+                               reasons=_reasons(at, clients, bound) + (() if same_connections else _confounded(pools)),
                                connections=None, interval=None, modelled_n=None, counts_interval=None,
                                level_tps=statistics.median(by_n[best_n]), measured_best=best_n, saturated=(),
                                next_counts=(), pooler_bound="")
@@ -98,8 +114,19 @@ def recommend_processes(view: RunView, family: str, members: Sequence[tuple[int,
     if chosen is None:
         return dataclasses.replace(base, verdict="not-identified", next_counts=(2 * max(by_n),))
     span = count_interval([rule(d) for d in noise_draws(by_n, noise)]) or (chosen, chosen)
+    if not same_connections:  # not read against the best throughput (the reasons say why)
+        base = dataclasses.replace(base, level_tps=None, measured_best=None)
     return dataclasses.replace(base, verdict="levels-off", connections=chosen,
                                counts_interval=(min(span[0], chosen), max(span[1], chosen)))
+
+
+def _confounded(pools: Mapping[int, int]) -> tuple[str, ...]:
+    each = "; ".join(f"{n} × pool {p} = {n * p}" for n, p in sorted(pools.items()))
+    n = max(pools)
+    return (f"each process has its own pool, so the server connections differ ({each}): the throughput "
+            "differences are theirs as much as the processes', and only the processes' cores answered; to weigh "
+            f"processes alone, keep processes × pool the same (e.g. pool={n * pools[n]}:processes=1 beside "
+            f"pool={pools[n]}:processes={n})",)
 
 
 def _reasons(at: Mapping[int, Group], clients: int, bound: set[int]) -> tuple[str, ...]:

@@ -191,8 +191,11 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
         return dataclasses.replace(start, reasons=(*why, *_reasons(groups, None, cores)), measured=tuple(sorted(by_n)),
                                    verdict="withheld" if why else start.verdict, pooler_bound="".join(why))
     r = _below_the_sweep(_decide(start, groups, by_n, cores, view))
+    if bound is None:
+        return r
     # never 'run more clients next' past a pooler-bound count: more clients meet the same pooler
-    return dataclasses.replace(r, reasons=(*why, *r.reasons), next_counts=(), pooler_bound=why[0]) if why else r
+    below = tuple(c for c in r.next_counts if c < bound[0])
+    return dataclasses.replace(r, reasons=(bound[1], *r.reasons), next_counts=below, pooler_bound=bound[1])
 
 
 def _below_the_sweep(r: Recommendation) -> Recommendation:

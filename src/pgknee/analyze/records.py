@@ -83,6 +83,7 @@ class PoolerProcessRow:
     xact_share_pct: Spread | None
     cl_active: Spread | None
     sv_active: Spread | None
+    runq_wait: Spread | None = None  # % of the time it waited for a CPU (runnable)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class PoolerRow:
     server_backends: Spread | None  # client backends on the server, sampled from pg_stat_activity
     missing: str | None  # what could not be measured, and why
     processes: tuple[PoolerProcessRow, ...] = ()  # each process's own, with several (processes=N)
+    cpu_all: Spread | None = None  # pgpool-II: all its processes' CPU over the bench phase, % of one core
 
 
 @dataclass(frozen=True)

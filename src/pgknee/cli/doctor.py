@@ -48,7 +48,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def findings() -> list[Finding]:
     server = _server()
     bindir = Path(server.detail.split(" at ", 1)[1]) if server.found else None
-    return [server, _wheel(), _pgbench(), _pgbouncer(),
+    return [server, _wheel(), _pgbench(), _pgbouncer(), _pgpool(),
             _library(bindir, "pg_wait_sampling", "the in-server wait profile beside the sampled pg_stat_activity "
                                                   "(embedded server)"),
             _library(bindir, "pg_stat_kcache", "the server's CPU per query (embedded server: create the extension)"),
@@ -103,6 +103,16 @@ def _pgbouncer() -> Finding:
         return f"PgBouncer {pgbouncer_version(path)[0]} at {path}"
 
     return _try("pgbouncer", find, "pooled variants (pooled:..., a pgbouncer pgknee manages)")
+
+
+def _pgpool() -> Finding:
+    from pgknee.pooler.pgpool import find_pgpool, pgpool_version
+
+    def find() -> str:
+        path = find_pgpool()
+        return f"pgpool-II {pgpool_version(path)[0]} at {path}"
+
+    return _try("pgpool", find, "pgpool variants (pgpool:pool=N, a pgpool-II pgknee manages)")
 
 
 def _library(bindir: Path | None, name: str, without: str) -> Finding:

@@ -142,6 +142,8 @@ def _pooler_options(p: argparse.ArgumentParser) -> None:
     q = p.add_argument_group("pooler (variants pooled:MODE:pool=N and pooled-external)")
     q.add_argument("--pgbouncer", metavar="PATH", help="the pgbouncer pgknee starts for pooled variants "
                                                        "(default: from PATH)")
+    q.add_argument("--pgpool", metavar="PATH", help="the pgpool-II pgknee starts for pgpool variants "
+                                                    "(default: from PATH or /usr/sbin)")
     q.add_argument("--pooler-dsn", metavar="DSN",
                    help="your own pgbouncer, for pooled-external variants (or $PGKNEE_POOLER_DSN; a password "
                         "belongs in the variable or ~/.pgpass)")

@@ -182,7 +182,7 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     return plan, Reopening(run.run_id, merged, stored, sum(s.status == "completed" for s in view.data.steps))
 
 
-_EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer")
+_EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer", "pgpool")
 
 
 def resumption(args: argparse.Namespace) -> tuple[Plan, Reopening, Counter[tuple[str, int, int]]]:

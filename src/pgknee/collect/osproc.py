@@ -3,6 +3,7 @@ switches, runnable processes, memory, and the load generator's own CPU."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -44,6 +45,16 @@ def process_ticks(pid: int) -> int | None:
     return sum(ticks) if ticks else None
 
 
+def process_runq_wait_ns(pid: int) -> int | None:
+    """Nanoseconds the process's threads have waited on a run queue for a CPU (/proc/PID/schedstat,
+    its second field: scheduler statistics the kernel keeps for every task)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def process_cpu_ticks(pid: int) -> tuple[int, int] | None:
     """(utime, stime) of a process (all its threads), in clock ticks; None once it is gone."""
     try:
@@ -53,6 +64,37 @@ def process_cpu_ticks(pid: int) -> tuple[int, int] | None:
         return None
     fields = data.rsplit(")", 1)[1].split()
     return int(fields[11]), int(fields[12])
+
+
+def listen_queue(port: int) -> int | None:
+    """Connections in 127.0.0.1:port's accept queue (/proc/net/tcp's rx_queue of a listening
+    socket): pgpool's clients that no child has taken yet."""
+    want = f"0100007F:{port:04X}"
+    try:
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[1] == want and fields[3] == "0A":
+                    return int(fields[4].split(":")[1], 16)
+    except (OSError, IndexError, ValueError):
+        pass
+    return None
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every live process below it, from /proc."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if fields[0] not in ("Z", "X"):
+                    children.setdefault(int(fields[1]), []).append(int(d))
+    out = [pid]
+    for p in out:  # grows as it goes: breadth first
+        out.extend(children.get(p, ()))
+    return out
 
 
 def cpu_percentages(a: tuple[int, ...], b: tuple[int, ...]) -> dict[str, float]:
@@ -98,9 +140,9 @@ class OsSampler(PeriodicSampler[_Raw, OsRow]):
         client = None
         if raw.client_ticks is not None and prev.client_ticks is not None:
             client = 100.0 * (raw.client_ticks - prev.client_ticks) / CLK_TCK / dt
-        same = prev.pooler_pids == raw.pooler_pids  # the same processes at both ends
-        busy = [100.0 * (b - a) / CLK_TCK / dt for a, b in zip(prev.pooler_ticks, raw.pooler_ticks, strict=True)
-                if same and a is not None and b is not None]
+        # only the same processes at both ends (pgpool started again, a pgbouncer process gone: not)
+        pairs = zip(prev.pooler_ticks, raw.pooler_ticks, strict=True) if prev.pooler_pids == raw.pooler_pids else ()
+        busy = [100.0 * (b - a) / CLK_TCK / dt for a, b in pairs if a is not None and b is not None]
         pooler = max(busy) if busy else None
         row = OsRow(iso_of(raw.t), self.phase, raw.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
                pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], load1,

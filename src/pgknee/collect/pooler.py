@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
 import psycopg
 
 from pgknee.clock import iso_of, polling
-from pgknee.collect.osproc import CLK_TCK, process_cpu_ticks
+from pgknee.collect.osproc import CLK_TCK, process_cpu_ticks, process_runq_wait_ns
 from pgknee.collect.protocol import Hooks, Phase
 from pgknee.errors import PoolerError, first_line
 from pgknee.samples import PoolerProcessRow, PoolerRow, PoolerSamples
@@ -76,7 +76,7 @@ def close_servers(admins: Sequence[Endpoint], database: str, timeout_s: float = 
     (between phases all are), so their backends exit and report what they did to
     pg_stat_database at once, not after idling up to 10 s into the next phase; True once none is
     left in any process. `database` is pgknee's own name for the pool, never a value from outside."""
-    return all(_close_servers(admin, database, timeout_s) for admin in admins)
+    return all([_close_servers(admin, database, timeout_s) for admin in admins])  # every one, not up to a failure
 
 
 def _close_servers(admin: Endpoint, database: str, timeout_s: float) -> bool:
@@ -110,7 +110,6 @@ class PoolerSampler(Hooks):
     def __init__(self, admin: Endpoint | Sequence[Endpoint], database: str, interval_s: float,
                  pids: Sequence[int] = ()) -> None:
         self.admins = [admin] if isinstance(admin, Endpoint) else list(admin)
-        self.admin = self.admins[0]
         self.pids = tuple(pids)  # in the consoles' order: pgknee's own processes
         self.database = database
         self.interval_s = interval_s
@@ -118,15 +117,19 @@ class PoolerSampler(Hooks):
         self.errors: list[str] = []
         self._rows: list[PoolerRow] = []
         self._procs: list[PoolerProcessRow] = []
-        self._ticks: list[tuple[float, int, int] | None] = [None] * len(self.pids)
+        self._ticks: list[tuple[float, int, int, int] | None] = [None] * len(self.pids)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._conns: list[psycopg.Connection[Any]] = []
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        for admin in self.admins:
-            self._conns.append(admin_connect(admin))
+        try:
+            for admin in self.admins:
+                self._conns.append(admin_connect(admin))
+        except PoolerError:
+            self.close()
+            raise
         self._thread = threading.Thread(target=self._loop, name="pgknee-pooler", daemon=True)
         self._thread.start()
 
@@ -174,16 +177,17 @@ class PoolerSampler(Hooks):
         """Each of pgknee's processes: its CPU since the sample before and its own counts."""
         out = []
         for i, pid in enumerate(self.pids):
-            ticks = process_cpu_ticks(pid)
-            prev, self._ticks[i] = self._ticks[i], (now, *ticks) if ticks else None
-            user = system = None
-            if ticks and prev and now > prev[0]:
+            ticks, wait = process_cpu_ticks(pid), process_runq_wait_ns(pid)
+            prev, self._ticks[i] = self._ticks[i], (now, *ticks, wait) if ticks and wait is not None else None
+            user = system = waited = None
+            if ticks and wait is not None and prev and now > prev[0]:
                 dt = now - prev[0]
                 user, system = (100.0 * (ticks[0] - prev[1]) / CLK_TCK / dt,
                                 100.0 * (ticks[1] - prev[2]) / CLK_TCK / dt)
+                waited = 100.0 * (wait - prev[3]) / 1e9 / dt
             c = dict(zip(POOL_COLUMNS, counts[i], strict=True)) if i < len(counts) else {}
-            out.append(PoolerProcessRow(iso_of(now), self.phase, now, i + 1, pid, user, system, c.get("cl_active"),
-                                        c.get("cl_waiting"), c.get("sv_active"), c.get("sv_idle")))
+            out.append(PoolerProcessRow(iso_of(now), self.phase, now, i + 1, pid, user, system, waited,
+                                        c.get("cl_active"), c.get("cl_waiting"), c.get("sv_active"), c.get("sv_idle")))
         return out
 
     def set_phase(self, phase: Phase) -> None:
@@ -207,3 +211,36 @@ class PoolerSampler(Hooks):
         for c in self._conns:
             with contextlib.suppress(psycopg.Error):
                 c.close()
+
+
+class FunctionSampler(PoolerSampler):
+    """A pooler without a pgbouncer console (pgpool-II): `read` gives SHOW POOLS' counts
+    (POOL_COLUMNS) and `totals` what grows, each as the pooler's own module reads them. A read
+    that fails outside the bench phase (the pooler started again after the warm-up) is skipped."""
+
+    def __init__(self, read: Callable[[], tuple[int, ...]], totals: Callable[[], dict[str, float]],
+                 interval_s: float) -> None:
+        super().__init__([], "", interval_s)
+        self._read, self._totals = read, totals
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="pgknee-pooler", daemon=True)
+        self._thread.start()
+
+    def totals_each(self) -> list[dict[str, float]]:
+        return [self._totals()]
+
+    def _sample_once(self) -> None:
+        try:
+            now = time.time()
+            counts = self._read()
+        except (psycopg.Error, PoolerError) as e:
+            if self.phase != "bench":
+                return
+            with self._lock:
+                if len(self.errors) < 5:
+                    self.errors.append(first_line(e) if isinstance(e, psycopg.Error) else e.message)
+            self._stop.set()
+            return
+        with self._lock:
+            self._rows.append(PoolerRow(iso_of(now), self.phase, now, *counts))

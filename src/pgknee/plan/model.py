@@ -24,6 +24,7 @@ IDLE_KINDS = {
 }
 MAX_IDLE = 20_000
 PLACEMENTS = ("any", "server", "client")
+POOLER_KINDS = ("managed", "external", "pgpool")
 POOLER_AUTH = ("scram-sha-256", "md5")
 MAX_POOL = 10_000
 MAX_POOLER_PROCESSES = 64  # pgbouncer processes sharing one port (so_reuseport)
@@ -38,8 +39,9 @@ def _whole(n: object) -> bool:
 
 @dataclass(frozen=True)
 class PoolerSpec:
-    """pgbouncer in front of the target: one pgknee starts per step ('managed', with this
-    mode and pool size), or the user's own ('external', reached by --pooler-dsn)."""
+    """A pooler in front of the target: a pgbouncer pgknee starts per step ('managed', with this
+    mode and pool size), the user's own ('external', reached by --pooler-dsn), or a pgpool-II
+    pgknee starts per step ('pgpool': a child per client session, `pool_size` of them)."""
 
     kind: str = "managed"
     mode: str = "transaction"
@@ -50,9 +52,9 @@ class PoolerSpec:
     processes: int = 1  # pgbouncer processes on one port (so_reuseport), each with this pool
 
     def __post_init__(self) -> None:
-        if self.kind not in ("managed", "external"):
+        if self.kind not in POOLER_KINDS:
             raise UserError(f"unknown pooler kind {self.kind!r}",
-                            "pooled (a pgbouncer pgknee starts) or pooled-external")
+                            "pooled (a pgbouncer pgknee starts), pooled-external or pgpool")
         if self.mode not in POOL_MODES:
             raise UserError(f"unknown pool mode {self.mode!r}", f"choose one of {', '.join(POOL_MODES)}")
         for what, n, low in (("pool", self.pool_size, 1), ("reserve", self.reserve, 0)):
@@ -71,12 +73,19 @@ class PoolerSpec:
 
     @property
     def server_connections(self) -> int:
-        """The most server connections the pooler may open: each process has its own pool."""
+        """The most server connections the pooler may open: each pgbouncer process has its own
+        pool; pgpool's children one each, and one more for pgknee's console (pooler/pgpool.py)."""
+        if self.kind == "pgpool":
+            return self.pool_size + 1
         return self.processes * (self.pool_size + self.reserve)
 
     def describe(self) -> str:
         if self.kind == "external":
             return "through your pgbouncer (--pooler-dsn)"
+        if self.kind == "pgpool":
+            return (f"through pgpool-II, pool {self.pool_size} (num_init_children {self.pool_size} + 1 for pgknee's "
+                    "console, max_pool 1: a child and its cached server connection per client session)"
+                    + (f", pinned to the {self.placement}'s CPUs" if self.placement != "any" else ""))
         text = f"through pgbouncer, {self.mode} mode, pool {self.pool_size}"
         if self.reserve:
             text += f" + reserve {self.reserve}"
@@ -310,6 +319,7 @@ class Plan:
     min_duration_s: int = 20  # four batches of MSER-5 after no warm-up at all
     pgbench: str | None = None
     pgbouncer: str | None = None  # the binary for managed pooled variants (default: from PATH)
+    pgpool: str | None = None  # the binary for pgpool variants (default: from PATH, /usr/sbin)
     pooler_dsn: str | None = None  # a pgbouncer the user runs (pooled-external variants)
     pooler_admin_dsn: str | None = None  # its admin console, for SHOW POOLS / SHOW STATS
     pooler_interval_s: float = 0.25  # SHOW POOLS sampling

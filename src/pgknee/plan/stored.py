@@ -51,7 +51,7 @@ def plan_from_stored(d: dict[str, Any], clients: tuple[int, ...], dsn: str | Non
         if "variants" in d:
             fields["variants"] = tuple(variant_from_dict(v) for v in d["variants"])
         fields["clients"] = clients
-        fields.update({k: v for k, v in (binaries or {}).items() if k in ("pgbench", "pgbouncer")})
+        fields.update({k: v for k, v in (binaries or {}).items() if k in ("pgbench", "pgbouncer", "pgpool")})
         return Plan(**fields)
     except UserError as e:
         raise UserError(f"the stored plan does not pass pgknee's checks: {e.message}",

@@ -33,7 +33,7 @@ _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     "connect": {"connect_per_txn": True}, "connect-per-txn": {"connect_per_txn": True},
     **{p: {"protocol": p} for p in PROTOCOLS},
     "pooled": {"pooler_kind": "managed"}, "pgbouncer": {"pooler_kind": "managed"},
-    "pooled-external": {"pooler_kind": "external"},
+    "pooled-external": {"pooler_kind": "external"}, "pgpool": {"pooler_kind": "pgpool"},
     **{m: {"pool_mode": m} for m in POOL_MODES},
 }
 _VARIANT_KEYS = ("name", "protocol", "pipeline", "connect", "rate", "think", "pool", "mode", "reserve", "placement",
@@ -187,6 +187,11 @@ def _with_pooler(fields: dict[str, Any], spec: str) -> dict[str, Any]:
     kind = fields.get("pooler_kind") or ("managed" if given else None)
     if kind is None:
         return out
+    if kind == "pgpool" and set(given) - {"pool_size", "placement"}:
+        keys = {"pool_mode": "mode", "pool_reserve": "reserve", "pool_auth": "auth", "pool_processes": "processes"}
+        raise UserError(f"variant {spec!r}: {', '.join(keys[k] for k in given if k in keys)} set a pgbouncer; "
+                        "pgpool-II takes pool= (its children) and placement= only",
+                        "for example pgpool:pool=8, or pooled:transaction:pool=8 for pgbouncer")
     if kind == "external" and given:
         keys = {"pool_mode": "mode", "pool_size": "pool", "pool_reserve": "reserve", "placement": "placement",
                 "pool_auth": "auth", "pool_processes": "processes"}

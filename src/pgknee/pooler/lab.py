@@ -16,7 +16,7 @@ import psycopg
 from pgknee import keys, proc
 from pgknee.collect import queries
 from pgknee.collect.memory import process_tree
-from pgknee.collect.pooler import PoolerSampler, admin_connect, close_servers, show
+from pgknee.collect.pooler import FunctionSampler, PoolerSampler, admin_connect, close_servers, show
 from pgknee.dsn import parse_dsn, split_secret
 from pgknee.errors import PgkneeError, PoolerError, UserError, first_line
 from pgknee.keys import Env
@@ -31,6 +31,8 @@ from pgknee.pooler.pgbouncer import (
     find_pgbouncer,
     pgbouncer_version,
 )
+from pgknee.pooler.pgpool import PgpoolSettings, find_pgpool
+from pgknee.pooler.pgpoollab import PgpoolLab, pgpool_counts, pgpool_totals
 from pgknee.samples import PoolerFacts
 from pgknee.targets.base import Endpoint
 
@@ -54,8 +56,11 @@ class StepPooler:
     release: Callable[[], None]  # close the pool's server connections (a managed one: stop it)
     facts: PoolerFacts = field(default_factory=PoolerFacts)
     # after the warm-up, the pool's server connections closed so that the server counts their
-    # transactions now (a managed pgbouncer's; the user's own pooler is left as it is)
+    # transactions now (a managed pgbouncer's RECONNECT, pgpool started again; the user's own
+    # pooler is left as it is)
     close_servers: Callable[[], bool] = lambda: True
+    name: str = "pgbouncer"
+    pids_now: Callable[[], tuple[int, ...]] = tuple  # its processes now (pgpool's change when it restarts)
 
 
 class Poolers:
@@ -71,10 +76,15 @@ class Poolers:
         self.server_cpus: frozenset[int] | None = None
         self.client_cpus: frozenset[int] | None = None
         self.pinned = 0  # server processes pinned at the start (later backends inherit it)
+        self.pgpool: PgpoolLab | None = None
 
     @property
     def managed(self) -> list[Variant]:
         return [v for v in self.plan.variants if v.pooler is not None and v.pooler.kind == "managed"]
+
+    @property
+    def pgpools(self) -> list[Variant]:
+        return [v for v in self.plan.variants if v.pooler is not None and v.pooler.kind == "pgpool"]
 
     # ---- before anything starts --------------------------------------------------------------
     def check_before_start(self, scripts: dict[str, list[tuple[str, str]]], *, embedded: bool) -> None:
@@ -83,6 +93,8 @@ class Poolers:
         if self.managed:
             self.binary = find_pgbouncer(self.plan.pgbouncer)
             self.version_text, self.version = pgbouncer_version(self.binary)
+        if self.pgpools:
+            self.pgpool = PgpoolLab(find_pgpool(self.plan.pgpool))
         for v in self.plan.variants:
             if v.pooler is not None:
                 self._check_variant(v, v.pooler, scripts.get(v.name, []), embedded)
@@ -92,6 +104,17 @@ class Poolers:
             self.external_admin = _endpoint(self.plan.pooler_admin_dsn)
 
     def _check_variant(self, v: Variant, pooler: PoolerSpec, scripts: list[tuple[str, str]], embedded: bool) -> None:
+        if pooler.kind == "pgpool" and max(self.plan.clients) > pooler.pool_size:
+            raise UserError(f"variant {v.name}: pgpool-II serves each client session on a child of its own, and "
+                            f"pgbench connects all its clients before it starts: {max(self.plan.clients)} clients on "
+                            f"{pooler.pool_size} children would wait for ever (a new connection per transaction "
+                            "too, with fewer threads than clients)",
+                            f"sweep clients up to the pool (--clients {_up_to(pooler.pool_size)}), or give pgpool a "
+                            "larger pool (pgpool:pool=N)")
+        if pooler.kind == "pgpool" and v.idle:
+            raise UserError(f"variant {v.name}: idle sessions through pgpool-II would each hold a child for the "
+                            "whole step (and pgknee starts pgpool again after the warm-up, which would end them)",
+                            "measure idle sessions directly or through pgbouncer (idle=N on those variants)")
         managed = pooler.kind == "managed"
         if managed:
             assert self.version is not None
@@ -114,7 +137,7 @@ class Poolers:
                             "add connect (-C, a session per transaction), use transaction mode, or a pool at least "
                             "as large as the clients")
         if pooler.placement != "any" and not embedded:
-            raise UserError(f"variant {v.name}: placement pins pgbouncer beside the embedded server or the client; "
+            raise UserError(f"variant {v.name}: placement pins the pooler beside the embedded server or the client; "
                             "a remote server's CPUs are not pgknee's to share",
                             "run pgbouncer where you want it and use pooled-external, or drop placement")
 
@@ -144,6 +167,10 @@ class Poolers:
         for v in self.managed:
             with self._managed(v, server, run_as, max_clients, 60) as pgb:
                 self._probe(pgb.client_endpoint, f"the pgbouncer of variant {v.name}", pgb.log_tail)
+        for v in self.pgpools:  # its start logs in through it
+            assert self.pgpool is not None and v.pooler is not None
+            with self.pgpool.started(v.pooler, server, run_as, max_clients, self.server_cpus, self.client_cpus):
+                pass
         if self.plan.pooler_dsn:
             # resolved once, as the target is: pgbench reaches the pooler this login reached
             try:
@@ -222,6 +249,10 @@ class Poolers:
              step_seconds: int) -> Iterator[StepPooler]:
         assert v.pooler is not None
         interval = self.plan.pooler_interval_s
+        if v.pooler.kind == "pgpool":
+            with self._pgpool_step(v, server, run_as, clients, interval) as pooled:
+                yield pooled
+            return
         if v.pooler.kind == "external":
             assert self.external is not None
             sampler = None
@@ -241,7 +272,7 @@ class Poolers:
             try:
                 yield StepPooler(pgb.client_endpoint, sampler, pgb.pids, pgb.alive, pgb.log_tail, pgb.stop,
                                  PoolerFacts("managed", self.version_text, tuple(pgb.describe().items())),
-                                 lambda: close_servers(pgb.admin_endpoints, VIRTUAL_DB))
+                                 lambda: close_servers(pgb.admin_endpoints, VIRTUAL_DB), pids_now=lambda: pgb.pids)
             finally:
                 sampler.close()
 
@@ -259,6 +290,13 @@ class Poolers:
             n = v.pooler.processes
             what = f"{n} processes on one port, each with these settings" if n > 1 else "started per step"
             out.append(f"pgbouncer {self.version_text} for {v.name}, {what}: " + "; ".join(shown))
+        for v in self.pgpools:
+            assert v.pooler is not None and self.pgpool is not None
+            told = PgpoolSettings(v.pooler.pool_size, max_clients).describe()
+            out.append(f"pgpool-II {self.pgpool.version_text} for {v.name}, started per step (and again after a "
+                       "warm-up): " + "; ".join(f"{k} = {told[k]}" for k in (
+                           "backend_clustering_mode", "num_init_children", "max_pool", "connection_cache",
+                           "listen_backlog", "child_life_time", "connection_life_time", "load_balance_mode")))
         return out
 
     def _settings(self, v: Variant, max_clients: int, wait_timeout_s: int) -> PoolerSettings:
@@ -268,8 +306,27 @@ class Poolers:
                               prepared_statements=v.protocol == "prepared", auth=v.pooler.auth,
                               processes=v.pooler.processes)
 
+    @contextlib.contextmanager
+    def _pgpool_step(self, v: Variant, server: Endpoint, run_as: proc.RunAs | None, clients: int,
+                     interval: float) -> Iterator[StepPooler]:
+        """A pgpool for the step, sampled through its console child; started again after the
+        warm-up (its cached server connections closed)."""
+        assert self.pgpool is not None and v.pooler is not None
+        lab = self.pgpool
+        with lab.started(v.pooler, server, run_as, clients, self.server_cpus, self.client_cpus) as pgp:
+            sampler = FunctionSampler(lambda: pgpool_counts(pgp.snapshot()), lambda: pgpool_totals(pgp), interval)
+            sampler.start()
+            try:
+                yield StepPooler(pgp.client_endpoint, sampler, tuple(pgp.pids()), pgp.alive, pgp.log_tail, pgp.stop,
+                                 PoolerFacts("pgpool", lab.version_text, tuple(pgp.describe().items())),
+                                 pgp.restart, "pgpool", lambda: tuple(pgp.pids()))
+            finally:
+                sampler.close()
+
     def environment(self) -> dict[str, str]:
         env: dict[str, str] = {}
+        if self.pgpool is not None:
+            env.update({Env.PGPOOL_PATH: self.pgpool.binary, Env.PGPOOL_VERSION: self.pgpool.version_text})
         if self.binary:
             env.update({Env.PGBOUNCER_PATH: self.binary, Env.PGBOUNCER_VERSION: self.version_text})
         if self.external is not None:
@@ -280,6 +337,14 @@ class Poolers:
             env[Env.PLACEMENT_CLIENT_CPUS] = ",".join(map(str, sorted(self.client_cpus)))
             env[Env.PLACEMENT_PINNED] = str(self.pinned)
         return env
+
+
+def _up_to(n: int) -> str:
+    """Doubling client counts up to n: 1,2,4,8 for 8."""
+    out = [1]
+    while out[-1] * 2 <= n:
+        out.append(out[-1] * 2)
+    return ",".join(map(str, out if out[-1] == n else [*out, n]))
 
 
 def pin_process_tree(root_pid: int, cpus: frozenset[int]) -> int:

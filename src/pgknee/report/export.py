@@ -53,7 +53,7 @@ FAMILIES: dict[str, tuple[str, str, str]] = {
     "os_context_switches_per_second": ("gauge", "", "context switches per second"),
     "os_memory_available_bytes": ("gauge", "bytes", "MemAvailable"),
     "os_client_cpu_percent": ("gauge", "", "pgbench's CPU, % of one core"),
-    "os_pooler_cpu_percent": ("gauge", "", "pgbouncer's CPU, % of one core"),
+    "os_pooler_cpu_percent": ("gauge", "", "the managed pooler's busiest process's CPU, % of one core"),
     "progress_tps": ("gauge", "", "pgbench's per-second progress report: TPS"),
     "pooler_clients": ("gauge", "", "the pooler's client connections (SHOW POOLS), by state"),
     "pooler_servers": ("gauge", "", "the pooler's server connections (SHOW POOLS), by state"),

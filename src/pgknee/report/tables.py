@@ -158,15 +158,20 @@ def pooler_table(view: RunView, variant: str) -> Table | None:
     p0 = pooled[0][1]
     n = pooled[0][0].steps[0].pool_processes
     procs = f" in each of {n} processes on one port (their figures summed; each one's below)" if n > 1 else ""
-    what = (f"managed pgbouncer, {p0.mode} mode, pool {p0.pool_size}{procs}" if p0.kind == "managed"
-            else "your pooler (SHOW POOLS / SHOW STATS of its console)")
+    what = {"managed": f"managed pgbouncer, {p0.mode} mode, pool {p0.pool_size}{procs}",
+            "pgpool": f"managed pgpool-II, {p0.pool_size} children, a client session each (SHOW POOL_POOLS: "
+                      "clients active = children with a client, waiting = the listen queue, server conns active "
+                      "= in a transaction)"}.get(p0.kind, "your pooler (SHOW POOLS / SHOW STATS of its console)")
     title = f"Pooler — {variant}: {what}; means over the bench phase, medians over repetitions"
     rows = [[label, *[value(get(p), digits) for _, p in pooled]] for label, get, digits in _POOLER_ROWS]
     several = any(p.processes for _, p in pooled)
-    busiest = " (the busiest process)" if several else ""
+    busiest = " (the busiest process)" if several or p0.kind == "pgpool" else ""
+    name = "pgpool-II" if p0.kind == "pgpool" else "pgbouncer"
     rows += [["Server AAS (pg_stat_activity)", *[fmt(g.server_aas, 2) for g, _ in pooled]],
-             [f"pgbouncer CPU % of one core, mean{busiest}", *[value(p.cpu, 0) for _, p in pooled]],
-             [f"pgbouncer CPU %, peak{busiest}", *[value(p.cpu_peak, 0) for _, p in pooled]]]
+             [f"{name} CPU % of one core, mean{busiest}", *[value(p.cpu, 0) for _, p in pooled]],
+             [f"{name} CPU %, peak{busiest}", *[value(p.cpu_peak, 0) for _, p in pooled]]]
+    if p0.kind == "pgpool":
+        rows += [["pgpool-II CPU, all its processes, % of one core", *[value(p.cpu_all, 0) for _, p in pooled]]]
     rows += _process_rows([p for _, p in pooled]) if several else []
     return matrix(title, ["Metric", *[g.label for g, _ in pooled]], rows)
 
@@ -179,6 +184,7 @@ def _process_rows(pooled: list[PoolerRow]) -> list[list[str]]:
         mine = [next((x for x in p.processes if x.process == n), None) for p in pooled]
         out += [[f"process {n}: CPU user / system %", *[f"{value(x.cpu_user, 0)} / {value(x.cpu_system, 0)}"
                                                         if x else "-" for x in mine]],
+                [f"process {n}: waited for a CPU, % of the time", *[value(x.runq_wait, 0) if x else "-" for x in mine]],
                 [f"process {n}: share of transactions %", *[value(x.xact_share_pct, 0) if x else "-" for x in mine]],
                 [f"process {n}: clients active / server conns active",
                  *[f"{value(x.cl_active, 1)} / {value(x.sv_active, 1)}" if x else "-" for x in mine]]]

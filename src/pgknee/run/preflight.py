@@ -101,6 +101,8 @@ def server_connections(clients: int, v: Variant) -> int:
         return clients + v.idle
     if v.pooler.kind == "external":
         return 0
+    if v.pooler.kind == "pgpool":  # a child per client and pgbench's first connection, one for pgknee's console
+        return min(clients + 1, v.pooler.pool_size) + 1
     return database_concurrency(clients, "managed", v.pooler.pool_size, v.pooler.reserve, v.pooler.processes)
 
 
@@ -120,7 +122,7 @@ def check_capacity(plan: Plan, target: Target, server: ServerFacts) -> None:
         hint = (f"add --set max_connections={need + mine - free + 10}, lower --clients or idle="
                 if target.created_by_pgknee else "raise max_connections on the server or lower --clients")
         reserved = mine - server.room_for(mine) - server.connections_in_use
-        if v.pooler is not None and v.pooler.kind == "managed" and need == v.pooler.server_connections:
+        if v.pooler is not None and v.pooler.kind != "external" and need == v.pooler.server_connections:
             _pool_too_large(v, need, free, mine, target.created_by_pgknee)
         raise TargetError(f"{what} needs {need} connections{idle} but the server has room for {free} "
                           f"(max_connections={mine}, {reserved} reserved, {server.connections_in_use} in use, "
@@ -134,9 +136,12 @@ def _pool_too_large(v: Variant, need: int, free: int, mine: int, ours: bool) -> 
     assert p is not None
     each = p.pool_size + p.reserve
     what = f"{p.processes} pgbouncer processes, each with a pool of {each}" if p.processes > 1 else f"a pool of {each}"
+    hint = "lower pool= or processes="
+    if p.kind == "pgpool":
+        what, hint = f"pgpool-II with {p.pool_size} children and one for pgknee's console", "lower pool="
     raise UserError(f"variant {v.name}: {what} can open {need} server connections but the server has room for "
                     f"{free} (max_connections={mine})",
-                    "lower pool= or processes=" + (f", or add --set max_connections={need + mine - free + 10}"
+                    hint + (f", or add --set max_connections={need + mine - free + 10}"
                                                      if ours else ", or raise max_connections on the server"))
 
 

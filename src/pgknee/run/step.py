@@ -94,12 +94,13 @@ def _sampling_rate(s: RunSession, spec: StepSpec) -> float:
 
 def _step_row(s: RunSession, spec: StepSpec, threads: int) -> dict[str, object]:
     v, plan = spec.variant, s.plan
-    managed = v.pooler is not None and v.pooler.kind == "managed"
+    managed = v.pooler is not None and v.pooler.kind in ("managed", "pgpool")  # pools pgknee sets
     return {"seq": spec.seq, "variant": v.name, "clients": spec.clients, "rep": spec.rep, "threads": threads,
             "protocol": v.protocol, "duration_s": plan.duration_s, "warmup_s": plan.warmup_s,
             "pipeline": int(v.pipeline), "connect_per_txn": int(v.connect_per_txn), "rate": v.rate,
             "think_ms": v.think_ms, "pooler_kind": v.pooler.kind if v.pooler else None,
-            "pool_mode": v.pooler.mode if v.pooler and managed else None,
+            # pgpool-II gives each client session a child and its server connection: session pooling
+            "pool_mode": ("session" if v.pooler.kind == "pgpool" else v.pooler.mode) if v.pooler and managed else None,
             "pool_size": v.pooler.pool_size if v.pooler and managed else None,
             "pool_reserve": v.pooler.reserve if v.pooler and managed else 0,
             "pool_processes": v.pooler.processes if v.pooler and managed else 1, "idle": v.idle,
@@ -313,7 +314,9 @@ def _close_pool(s: RunSession, pooled: StepPooler) -> None:
     transactions to pg_stat_database only after up to 10 s, inside the bench phase (a pooled
     variant's first step read 13% more commits than transactions). The bench opens its own."""
     try:
-        if not pooled.close_servers():
+        closed = pooled.close_servers()
+        s.os.pooler_pids = pooled.pids_now()  # pgpool is started again: new processes
+        if not closed:
             s.ui.say("the pool's server connections were still open 3 s after RECONNECT: the step's commits may "
                      "count some of the warm-up's")
     except Interrupted:
@@ -354,7 +357,8 @@ def _pooler_after(s: RunSession, pooled: StepPooler | None,
     if pooled is None:
         return (), None
     after = _pooler_totals(pooled)
-    died = None if pooled.alive() else (pooled.log_tail() or "no message in its log")
+    died = None if pooled.alive() else \
+        f"{pooled.name} died during the step: {pooled.log_tail() or 'no message in its log'}"
     sampled = s.collectors.leave(pooled.sampler) if pooled.sampler is not None else ()
     samples = first_of(sampled, PoolerSamples) or PoolerSamples(())
     # the pool's server connections would sit idle and flush their statistics only after up to

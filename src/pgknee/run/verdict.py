@@ -34,7 +34,7 @@ class Sampled:
     bench_end: float
     own_commits: int  # pgknee's own reads of the statistics, commits in the benchmark database
     facts: FactsDraft
-    pooler_died: str | None  # pgbouncer's last words, if it died
+    pooler_died: str | None  # "pgbouncer died during the step: " and its last words, if it died
     idle_lost: int  # idle sessions the server ended during the step
     watch: SteadyWatch | None  # --duration auto: what stopped the step
     merged: Merged | None = None  # run by agents: their figures merged (run/distributed.py)
@@ -63,7 +63,7 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     outside = _outside_causes(x.facts)
     failed = own is not None or bool(outside)
     if failed and x.pooler_died is not None:
-        outside.append(f"pgbouncer died during the step: {x.pooler_died}")
+        outside.append(x.pooler_died)
         x.facts.add(dataclasses.replace(x.facts.of(Faults) or Faults(), pooler_died=True))
     status = "failed" if failed else "completed"
     reason = "; ".join([*outside, *([own] if own else [])]) or None

@@ -1,7 +1,8 @@
 -- pgknee collector database, format 17: several pgbouncer processes on one port (processes=N,
 -- so_reuseport). A step records how many it ran (each had its own pool of pool_size + pool_reserve
 -- server connections), and each process's own view every sample: its CPU (user and system, % of
--- one core, from /proc) and its SHOW POOLS counts. pooler_samples keeps the processes' counts
+-- one core, from /proc), the time it waited for a CPU (runnable, /proc/PID/schedstat) and its
+-- SHOW POOLS counts. pooler_samples keeps the processes' counts
 -- summed, so that it reads as one pooler; before format 17 a step had one process.
 ALTER TABLE steps ADD COLUMN pool_processes INTEGER NOT NULL DEFAULT 1;
 CREATE TABLE pooler_process_samples (
@@ -14,6 +15,7 @@ CREATE TABLE pooler_process_samples (
     pid            INTEGER,           -- NULL: a pooler pgknee did not start
     cpu_user_pct   REAL,              -- since the previous sample, % of one core; NULL at the first
     cpu_system_pct REAL,
+    runq_wait_pct  REAL,              -- % of the time since the previous sample it waited for a CPU
     cl_active      INTEGER,           -- NULL: its console did not answer this time
     cl_waiting     INTEGER,
     sv_active      INTEGER,
