@@ -10,9 +10,15 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
+
 from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, pgknee, pgknee_processes, sql, wait_for
+
+# runs through pgpool-II do not change with the server's major (make matrix leaves them out to stay
+# inside CI's 30 minutes); tests/integration/test_pgpool.py, which logs in through it, runs on each
+pytestmark = pytest.mark.once
 
 PGB, PGP = "pooled:transaction:pool=8", "pgpool:pool=8"
 

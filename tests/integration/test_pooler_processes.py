@@ -17,6 +17,10 @@ from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, pgknee, pgknee_processes, sql, wait_for
 
+# the pgbouncer processes, their sampling and their refusals do not depend on the server's major
+# (make matrix leaves them out to stay inside CI's 30 minutes)
+pytestmark = pytest.mark.once
+
 ONE, TWO = "pooled:transaction:pool=8:processes=1", "pooled:transaction:pool=8:processes=2"
 
 
