@@ -177,8 +177,11 @@ def test_the_observation_matches_the_application(observed: Observed) -> None:
     queries = {s["id"]: s["query"] for s in m["statements"]}
     (tx,) = [s for s in scripts.values() if s["idle_ms"]]
     assert [queries[x].split()[0] for x in tx["statements"]] == ["SELECT", "UPDATE", "INSERT"], m["grouping"]
-    # the idle time drawn per transaction: a mean of the payments' 2 x 10-30 ms of work (and the round trips)
-    assert "seen together" in tx["evidence"] and abs(grouping.mean_of(tx["idle_ms"]) - 40.0) < 8, tx
+    # the idle time drawn per transaction: a mean of the payments' 2 x 10-30 ms of work (and the round
+    # trips), as the application spent it: on a loaded machine pgbench sleeps longer than asked (make
+    # matrix on 18: 52 ms drawn where 40 were asked), so against its own latency less its statements
+    spent = app.pay_ms - THINK_MS - 3 * app.lookup_ms
+    assert "seen together" in tx["evidence"] and abs(grouping.mean_of(tx["idle_ms"]) - spent) < 8, (tx, app)
     text = (observed.capture / tx["file"]).read_text()
     assert text.count("\\sleep :pgknee_gap_us us") == 2 and "BEGIN;" in text and "COMMIT;" in text
     alone = [s for s in scripts.values() if not s["idle_ms"]]

@@ -78,7 +78,7 @@ def test_pgbench_through_a_managed_pgpool(server: EmbeddedCluster) -> None:
         assert len(pids) >= 1 + 5  # the main process, 4 children and the console's, pcp and helpers
         assert pool.snapshot() == PgpoolSnapshot(4, 0, 0, 0, 0, 0, 1, 0)
         cpu_before = pool.cpu_seconds()
-        bench = _pgbench(pool, clients=4, seconds=3)
+        bench = _pgbench(pool, clients=4, seconds=5)
         seen: list[tuple[PgpoolSnapshot, int]] = []
         while bench.poll() is None:
             seen.append((pool.snapshot(), _server_connections(server, "app")))
@@ -90,7 +90,9 @@ def test_pgbench_through_a_managed_pgpool(server: EmbeddedCluster) -> None:
         m = re.search(rb"number of transactions actually processed: (\d+)", out)
         assert m and int(m.group(1)) > 100, out
         assert b"number of failed transactions: 0 " in out
-        assert len(seen) >= 5
+        # every 0.2 s beside pgbench, each snapshot with a new superuser login: 25 on a quiet machine,
+        # 2 once in make matrix's third worker on 2 CPUs; the figures below need the busy ones
+        assert len(seen) >= 3
         assert all(s.children == 4 and s.console == 1 and s.server_connections <= 4 for s, _ in seen), seen
         assert max(s.busy for s, _ in seen) == 4  # every client in a child of its own
         # the server sees a connection per child (and the console's), not more
