@@ -66,10 +66,11 @@ def test_pgpool_beside_pgbouncer_interleaved(server: EmbeddedCluster, tmp_path: 
         full = [x for x in samples if x[0] == clients]
         assert len(full) >= 0.7 * len(samples) and max(x[0] for x in samples) == clients, samples
         assert all(w == 0 and clients <= sv <= clients + 1 for _a, w, sv in full), (clients, full)
-        commits = sql(store, "SELECT delta FROM step_pg_stat_database WHERE step_id = ? AND name = 'xact_commit'",
-                      sid)[0][0]
-        # started again after the warm-up: its cached connections' commits do not reach the bench
-        assert abs(commits - txns) / txns < 0.03, (clients, commits, txns)  # type: ignore[operator]
+        # the server's commits over the bench window, pgknee's own statistics reads taken out, against
+        # pgbench's TPS: pgpool started again after the warm-up, so its cached connections' commits do
+        # not reach the bench (the raw count holds pgknee's own ~60 reads: 3% of a slow 3 s step)
+        ((tps, tps_db),) = sql(store, "SELECT tps, tps_db FROM steps WHERE step_id = ?", sid)
+        assert abs(tps_db - tps) / tps < 0.03, (clients, tps_db, tps, txns)  # type: ignore[operator]
         cpu = sql(store, "SELECT count(*) FROM os_samples WHERE step_id = ? AND pooler_cpu_pct IS NOT NULL", sid)
         assert cpu[0][0] >= 2
     doc = json.loads(js.read_text())
