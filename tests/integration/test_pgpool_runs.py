@@ -77,9 +77,10 @@ def test_pgpool_beside_pgbouncer_interleaved(server: EmbeddedCluster, tmp_path: 
     rows = {(x["variant"], x["clients"]): x for x in doc["summary"]}
     checks = {c["name"]: c["status"] for c in rows[(PGP, 8)]["checks"]}
     assert checks["pooler-occupancy"] == "n/a" and checks["pooler-bound"] in ("ok", "warn")
-    # the bench phase's mean: 8 while pgbench runs, less in its last sample as its clients log out
-    # (one sample of the 3 s step's 12: 7.3 measured)
-    assert 7.0 <= rows[(PGP, 8)]["pooler"]["cl_active"]["median"] <= 8.0
+    # the bench phase's mean: 8 while pgbench runs (the samples above), less in the last one or two
+    # of the 3 s step's 12-13 as its clients log out (7.3 and 6.8 measured under make test's load)
+    assert 6.0 <= rows[(PGP, 8)]["pooler"]["cl_active"]["median"] <= 8.0
+    assert rows[(PGP, 8)]["pooler"]["cl_waiting"]["median"] == 0.0
     shown = " ".join(pgknee("show", "last", "--store", str(store), "--no-waits", cwd=tmp_path).out.split())
     assert "Pooler — pgpool:pool=8: managed pgpool-II, 8 children, a client session each" in shown
     assert "pgpool-II CPU, all its processes, % of one core" in shown
