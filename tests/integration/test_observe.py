@@ -155,6 +155,9 @@ def observed(tmp_path_factory: pytest.TempPathFactory,
 
 
 @pytest.mark.slow
+@pytest.mark.once  # in make matrix's three workers on 2 CPUs the application under observation slept up to
+# a third longer than asked and the drawn idle time's mean ran 28% over its own latency's (issue 27's
+# open question of tests under load); make slow (two workers) runs it, as it does the replay's test
 @pytest.mark.timeout(300)
 def test_the_observation_matches_the_application(observed: Observed) -> None:
     m = tomllib.loads((observed.capture / "workload.toml").read_text())
