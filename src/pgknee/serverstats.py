@@ -143,6 +143,16 @@ class DatabaseStep:
     sessions_abandoned: float | None = None
     sessions_fatal: float | None = None
     sessions_killed: float | None = None
+    # not pg_stat_database's: the tables (and their TOAST tables, and the catalogs) autovacuum vacuumed
+    # and analyzed in the benchmark database, pg_stat_all_tables' sums. Its workers' transactions are
+    # commits in this database too (measured: 119 for 40 tables vacuumed and analyzed, 1.5 each)
+    autovacuum_count: float | None = None
+    autoanalyze_count: float | None = None
+
+    @property
+    def maintenance(self) -> float:
+        """Tables autovacuum vacuumed or analyzed over the step (each a commit or two here)."""
+        return (self.autovacuum_count or 0.0) + (self.autoanalyze_count or 0.0)
 
     def items(self) -> Iterator[tuple[str, float]]:
         """The stored form: (counter, change) for the counters the server has."""

@@ -128,6 +128,23 @@ def test_tps_vs_database() -> None:
     assert reserved.status == "ok" and "(less 1000 session starts)" in reserved.detail
 
 
+def test_tps_vs_database_takes_out_autovacuum_and_pgpool() -> None:
+    # 2 sessions and 60 tables autovacuum vacuumed or analyzed (1.5 commits each) over 10 s: 9.2 commits/s
+    plain = step(clients=2, tps=100.0, tps_db=109.2)
+    assert ck.tps_vs_database(plain).status == "warn"  # +9.0% when autovacuum's commits count as the workload's
+    c = ck.tps_vs_database(plain, maintenance=60.0)
+    assert c.status == "ok" and c.value == pytest.approx(0.0, abs=1e-9)
+    assert "(less 2 session starts, ~90 of autovacuum's on 60 tables)" in c.detail
+    # through pgpool-II, each of the 8 server sessions also answers its SELECT version(), and each of
+    # the 8 clients' logouts is reset with DISCARD ALL: 24 commits over 10 s
+    pgp = step(clients=8, tps=100.0, tps_db=102.4, pooler_kind="pgpool", pool_size=8)
+    c = ck.tps_vs_database(pgp)
+    assert c.value == pytest.approx(0.0, abs=1e-9)
+    assert "8 session starts, pgpool's 8 version() queries and 8 resets" in c.detail
+    # through pgbouncer neither: the same figures are 1.6% over
+    assert ck.tps_vs_database(replace(pgp, pooler_kind="managed")).value == pytest.approx(1.6)
+
+
 def test_littles_law() -> None:
     c = ck.littles_law(step(clients=8, tps=400.0, lat_avg_ms=20.0))
     assert c.status == "ok" and c.detail == "TPS x latency = 8.00 busy clients of 8 (+0.0%)"

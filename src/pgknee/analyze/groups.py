@@ -248,7 +248,8 @@ def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     n, _, _ = data.snaps.get(s.step_id, (0, 0.0, 0.0))
     rows = wait_profile(data.waits.get(s.step_id, []), n)
     pgdb = data.pgdb.get(s.step_id, DatabaseStep())
-    checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s, _commits_per_txn(data, s)), ck.littles_law(s),
+    checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s, _commits_per_txn(data, s), pgdb.maintenance),
+              ck.littles_law(s),
               ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.active_time,
                                         data.busy.get(s.step_id), pgdb.idle_in_transaction_time),
               _client_cpu(data, s), ck.failures(s)]
