@@ -98,7 +98,12 @@ def test_snapshots_cover_all_phases_and_aas_adds_up(sweep: tuple[Path, Path, Cli
     assert {"pre", "bench", "post"} <= phases
     for (step_id,) in sql(store, "SELECT step_id FROM steps"):
         n = sql(store, "SELECT count(*) FROM snapshots WHERE step_id = ? AND _phase = 'bench'", step_id)[0][0]
-        assert 18 <= n <= 45  # ~10 Hz over 3 s, with jitter
+        facts = dict(sql(store, "SELECT name, value FROM step_facts WHERE step_id = ?", step_id))
+        # ~10 Hz over 3 s, with jitter; on a loaded machine the sampler lengthens its interval by itself
+        # (collect.pace: 16 snapshots at up to 0.2 s in a matrix run), and says to what it went:
+        # at least 60% of the ticks at the interval it ended at, at most 1.5 times those at the plan's
+        bench, interval = float(facts["bench.seconds"]), float(facts["activity.interval_s"])  # type: ignore[arg-type]
+        assert 0.6 * bench / interval <= n <= 1.5 * bench / 0.1, (n, bench, interval)
         active = sql(store, "SELECT count(*) FROM snap_pg_stat_activity WHERE _step_id = ? AND _phase = 'bench' "
                             "AND state = 'active' AND backend_type = 'client backend'", step_id)[0][0]
         counted = sql(store, "SELECT sum(active) FROM snapshots WHERE step_id = ? AND _phase = 'bench'", step_id)[0][0]
