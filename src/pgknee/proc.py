@@ -278,6 +278,17 @@ def wait_until(predicate: Callable[[], object], *, timeout: float, interval: flo
     return any(predicate() for _ in polling(timeout, interval))
 
 
+def wait_answering(p: subprocess.Popen[bytes], answers: Callable[[], object], *, timeout: float) -> bool | None:
+    """A child just started, until it `answers` or exits, `timeout` at the most: True when it
+    answers; False when it exited (reaped here: the caller may start it again); None when it did
+    neither in time (still running: the caller stops it and says so)."""
+    ready = wait_until(lambda: p.poll() is not None or answers(), timeout=timeout)
+    if p.poll() is not None:
+        reap(p)
+        return False
+    return True if ready else None
+
+
 # ---- Ctrl-C in the read commands: never swallowed ---------------------------------------------
 # A KeyboardInterrupt raised inside an import can be swallowed by importlib's bookkeeping
 # ("Exception ignored in ...", CPython gh-82272), and the command then runs on to its end as if no

@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -267,6 +268,31 @@ def workload_tps_db(store: Path, step_id: object) -> float:
     tables = float(pg.get("autovacuum_count", 0)) + float(pg.get("autoanalyze_count", 0))  # type: ignore[arg-type]
     window = float(txns) / float(tps)  # type: ignore[arg-type]
     return float(tps_db) - AUTOVACUUM_COMMITS * tables / window  # type: ignore[arg-type]
+
+
+def step_logged(seq: int = 1) -> bool:
+    """pgbench of step `seq` has logged transactions: its clients are in the bench phase (through a
+    pool, when there is one: pgbench writes its per-transaction log as they complete)."""
+    return any(f.stat().st_size > 0 for f in Path(RUN_TMP).glob(f"pgknee-run-*/step-{seq}/log*"))
+
+
+@contextlib.contextmanager
+def in_bench_phase(act: Callable[[], list[int]], seq: int = 1) -> Iterator[list[int]]:
+    """`act` (which kills something and says which pids) in a thread beside the run that the
+    with-block runs in the main thread, once step `seq`'s pgbench has logged transactions; yields the
+    pids `act` returned (none when the step's bench phase was never seen)."""
+    done: list[int] = []
+
+    def beside() -> None:
+        if wait_for(lambda: step_logged(seq), 120, every=0.05):
+            done.extend(act())
+
+    t = threading.Thread(target=beside, daemon=True)
+    t.start()
+    try:
+        yield done
+    finally:
+        t.join(timeout=130)
 
 
 def wait_for(pred: Callable[[], object], timeout: float, every: float = 0.1) -> bool:

@@ -7,14 +7,13 @@ import json
 import os
 import signal
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, pgknee, pgknee_processes, sql, wait_for
+from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, in_bench_phase, pgknee, pgknee_processes, sql
 
 # runs through pgpool-II do not change with the server's major (make matrix leaves them out to stay
 # inside CI's 30 minutes); tests/integration/test_pgpool.py, which logs in through it, runs on each
@@ -97,28 +96,19 @@ def test_pgpool_beside_pgbouncer_interleaved(server: EmbeddedCluster, tmp_path: 
     assert not list(Path(RUN_TMP).glob("pgknee-pgpool-*"))
 
 
-def _bench_logged(seq: int = 1) -> bool:
-    return any(f.stat().st_size > 0 for f in Path(RUN_TMP).glob(f"pgknee-run-*/step-{seq}/log*"))
-
-
 def test_pgpool_main_killed_mid_step_leaves_no_child(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "k.db"
-    killed: list[int] = []
 
-    def kill_its_main_process() -> None:
-        if wait_for(_bench_logged, 120, every=0.05):
-            for pgid in _pgpool_groups():
-                os.kill(pgid, signal.SIGKILL)  # the main process alone: its children stay, orphaned
-                killed.append(pgid)
+    def kill_its_main_process() -> list[int]:
+        groups = _pgpool_groups()
+        for pgid in groups:
+            os.kill(pgid, signal.SIGKILL)  # the main process alone: its children stay, orphaned
+        return groups
 
-    killer = threading.Thread(target=kill_its_main_process, daemon=True)
-    killer.start()
-    try:
+    with in_bench_phase(kill_its_main_process) as killed:
         r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_pgpool", "--protocol", "extended",
                    "--variant", "pgpool:pool=4", "--clients", "4,4", "--duration", "3s", "--scale", SCALE,
                    "--store", str(store), *QUICK, env=APP_ENV, cwd=tmp_path)
-    finally:
-        killer.join(timeout=130)
     assert len(killed) == 1, "pgpool was not seen in the bench phase of step 1"
     # the children went on serving their clients to the end of the step (unlike pgbouncer's, whose
     # clients lose their connections with it), so the step's measurement stands, as pgbench's

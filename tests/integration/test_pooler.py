@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
@@ -24,11 +23,11 @@ from .conftest import (
     RUN_TMP,
     SCALE,
     dsn_of,
+    in_bench_phase,
     pgknee,
     pgknee_processes,
     sql,
     tmp_pgknee_dirs,
-    wait_for,
 )
 
 
@@ -134,31 +133,19 @@ def _managed_pgbouncers() -> list[int]:
             if f"{RUN_TMP}/pgknee-pgbouncer-" in ln and ln.rstrip().endswith(".ini")]
 
 
-def _step_logged_transactions(seq: int = 1) -> bool:
-    """pgbench of step `seq` has logged transactions: its clients are in the bench phase, through
-    the pool (pgbench writes its per-transaction log as they complete)."""
-    return any(f.stat().st_size > 0 for f in Path(RUN_TMP).glob(f"pgknee-run-*/step-{seq}/log*"))
-
-
 def test_pgbouncer_dying_mid_step_fails_that_step_only(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "k.db"
-    killed: list[int] = []
 
-    def kill_pgbouncer_in_bench() -> None:  # beside the run, which goes on in this (the main) thread
-        if wait_for(_step_logged_transactions, 120, every=0.05):
-            pids = _managed_pgbouncers()
-            for pid in pids[:1]:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
+    def kill_pgbouncer() -> list[int]:
+        pids = _managed_pgbouncers()[:1]
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        return pids
 
-    killer = threading.Thread(target=kill_pgbouncer_in_bench, daemon=True)
-    killer.start()
-    try:
+    with in_bench_phase(kill_pgbouncer) as killed:
         r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_pooled", "--protocol", "extended",
                    "--variant", "pooled:pool=2", "--clients", "4,4", "--duration", "3s", "--scale", SCALE,
                    "--store", str(store), *QUICK, env=APP_ENV, cwd=tmp_path)
-    finally:
-        killer.join(timeout=130)
     assert len(killed) == 1, "pgbouncer was not seen in the bench phase of step 1"
     steps = sql(store, "SELECT seq, status, status_reason FROM steps ORDER BY seq")
     assert steps[0][1] == "failed" and "pgbouncer died during the step" in str(steps[0][2]), (steps, r.err)

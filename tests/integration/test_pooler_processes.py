@@ -8,14 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, pgknee, pgknee_processes, sql, wait_for
+from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, in_bench_phase, pgknee, pgknee_processes, sql
 
 # the pgbouncer processes, their sampling and their refusals do not depend on the server's major
 # (make matrix leaves them out to stay inside CI's 30 minutes)
@@ -79,29 +78,19 @@ def _pgbouncer_processes() -> list[tuple[int, str]]:
             if f"{RUN_TMP}/pgknee-pgbouncer-" in ln and ln.rstrip().endswith(".ini")]
 
 
-def _bench_logged(seq: int = 1) -> bool:
-    return any(f.stat().st_size > 0 for f in Path(RUN_TMP).glob(f"pgknee-run-*/step-{seq}/log*"))
-
-
 def test_killing_one_of_two_processes_fails_that_step_only(server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "k.db"
-    killed: list[int] = []
 
-    def kill_the_second_in_bench() -> None:  # beside the run, which goes on in the main thread
-        if wait_for(_bench_logged, 120, every=0.05):
-            for pid, ini in _pgbouncer_processes():
-                if ini.endswith("pgbouncer-2.ini"):
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
+    def kill_the_second() -> list[int]:
+        pids = [pid for pid, ini in _pgbouncer_processes() if ini.endswith("pgbouncer-2.ini")]
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        return pids
 
-    killer = threading.Thread(target=kill_the_second_in_bench, daemon=True)
-    killer.start()
-    try:
+    with in_bench_phase(kill_the_second) as killed:
         r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_pooled", "--protocol", "extended",
                    "--variant", "pooled:pool=2:processes=2", "--clients", "16,16", "--duration", "3s", "--scale", SCALE,
                    "--store", str(store), *QUICK, env=APP_ENV, cwd=tmp_path)
-    finally:
-        killer.join(timeout=130)
     assert len(killed) == 1, "the second pgbouncer process was not seen in the bench phase of step 1"
     steps = sql(store, "SELECT seq, status, status_reason FROM steps ORDER BY seq")
     assert steps[0][1] == "failed", (steps, r.err)

@@ -16,7 +16,6 @@ import hmac
 import os
 import re
 import secrets
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -29,6 +28,7 @@ import psycopg
 from pgknee import proc, safefs
 from pgknee.collect.pooler import admin_connect
 from pgknee.errors import PoolerError
+from pgknee.pooler.binary import PGBOUNCER
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import free_port, reachable_by_others
 
@@ -54,31 +54,11 @@ def own_address(process: int) -> str:
 
 
 def find_pgbouncer(explicit: str | None = None) -> str:
-    if explicit:
-        path = Path(explicit)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise PoolerError(f"--pgbouncer {explicit} is not an executable file",
-                              "give the path of the pgbouncer binary")
-        return str(path)
-    for candidate in (shutil.which("pgbouncer"), "/usr/sbin/pgbouncer", "/usr/local/bin/pgbouncer"):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    raise PoolerError("pgbouncer is not installed, and a pooled variant needs it",
-                      "install the pgbouncer package (apt-get install pgbouncer, dnf install pgbouncer, brew install "
-                      "pgbouncer; from a checkout, make setup), or pass --pgbouncer PATH")
+    return PGBOUNCER.find(explicit)
 
 
 def pgbouncer_version(binary: str) -> tuple[str, tuple[int, int, int]]:
-    try:
-        r = proc.run([binary, "--version"], timeout=10)
-    except OSError as e:
-        raise PoolerError(f"cannot run {binary}: {e.strerror}") from None
-    m = re.search(r"PgBouncer (\d+)\.(\d+)(?:\.(\d+))?", r.stdout + r.stderr)
-    if not m:
-        raise PoolerError(f"{binary} --version did not say which PgBouncer it is",
-                          "pass the real pgbouncer binary with --pgbouncer")
-    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    return f"{ver[0]}.{ver[1]}.{ver[2]}", ver
+    return PGBOUNCER.version(binary)
 
 
 @dataclass(frozen=True)
@@ -345,16 +325,14 @@ class ManagedPgbouncer:
     def _answering(self, process: int) -> bool:
         p = self._procs[process - 1]
         assert p is not None
-        ready = proc.wait_until(lambda: p.poll() is not None or self._answers(process), timeout=15, interval=0.05)
-        if p.poll() is not None:
-            proc.reap(p)
-            self._procs[process - 1] = None
-            return False
-        if not ready:
+        answering = proc.wait_answering(p, lambda: self._answers(process), timeout=15)
+        if answering is None:
             self.stop()
             raise PoolerError(f"pgbouncer{self._which(process)} did not answer within 15 s",
                               f"see {self._file(process, '.log')}")
-        return True
+        if not answering:
+            self._procs[process - 1] = None
+        return answering
 
     def _which(self, process: int) -> str:
         return f" process {process} of {self.settings.processes}" if self.settings.processes > 1 else ""

@@ -18,7 +18,6 @@ import contextlib
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -33,6 +32,7 @@ import psycopg
 from pgknee import proc, safefs
 from pgknee.collect.osproc import descendants, listen_queue
 from pgknee.errors import PoolerError, first_line
+from pgknee.pooler.binary import PGPOOL
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import free_port, reachable_by_others
 
@@ -45,35 +45,17 @@ WAITING = "Wait for connection"  # a child with no client (SHOW POOL_POOLS' stat
 
 
 def find_pgpool(explicit: str | None = None) -> str:
-    if explicit:
-        path = Path(explicit)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise PoolerError(f"--pgpool {explicit} is not an executable file",
-                              "give the path of the pgpool binary (pgpool-II's, /usr/sbin/pgpool on Debian)")
-        return str(path)
-    for candidate in (shutil.which("pgpool"), "/usr/sbin/pgpool", "/usr/local/bin/pgpool"):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    raise PoolerError("pgpool-II is not installed, and a pgpool variant needs it",
-                      "install the pgpool2 package (apt-get install pgpool2, dnf install pgpool-II; from a "
-                      "checkout, make setup), or pass --pgpool PATH")
+    return PGPOOL.find(explicit)
 
 
 def pgpool_version(binary: str) -> tuple[str, tuple[int, int, int]]:
-    try:
-        r = proc.run([binary, "--version"], timeout=10)
-    except OSError as e:
-        raise PoolerError(f"cannot run {binary}: {e.strerror}") from None
-    m = re.search(r"pgpool-II version (\d+)\.(\d+)(?:\.(\d+))?", r.stdout + r.stderr)
-    if not m:
-        raise PoolerError(f"{binary} --version did not say which pgpool-II it is",
-                          "pass the real pgpool binary with --pgpool")
-    ver = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    """pgpool-II's version; one older than 4.3 is refused."""
+    text, ver = PGPOOL.version(binary)
     if ver < MIN_VERSION:
-        raise PoolerError(f"pgpool-II {ver[0]}.{ver[1]}.{ver[2]} is too old: pgknee needs 4.3 or later "
+        raise PoolerError(f"pgpool-II {text} is too old: pgknee needs 4.3 or later "
                           "(backend_clustering_mode; SHOW POOL_POOLS' status)",
                           "install a newer pgpool2 package, or pass --pgpool PATH")
-    return f"{ver[0]}.{ver[1]}.{ver[2]}", ver
+    return text, ver
 
 
 @dataclass(frozen=True)
@@ -382,16 +364,13 @@ class ManagedPgpool:
                               "install the pgpool2 package, or pass --pgpool PATH") from None
         finally:
             os.close(log)
-        p = self._proc
-        ready = proc.wait_until(lambda: p.poll() is not None or self._open_console(), timeout=15, interval=0.05)
-        if p.poll() is not None:
-            proc.reap(p)
-            self._proc = None
-            return False
-        if not ready:
+        answering = proc.wait_answering(self._proc, self._open_console, timeout=15)
+        if answering is None:
             self.stop()
             raise PoolerError("pgpool did not answer within 15 s", f"see {self.log}")
-        return True
+        if not answering:
+            self._proc = None
+        return answering
 
     def _open_console(self) -> bool:
         try:
