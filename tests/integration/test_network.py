@@ -51,7 +51,11 @@ def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) 
     ms at 1 ms and 4.883 at 5 ms, 0.117 ms early at worst. No retry: the medians of interleaved rounds
     carry a burst of the shared machine."""
     own, added, fastest = _added(server, asked)
-    assert 0 < own < 1.0, f"the relay's own added latency {own:.3f} ms"
+    # its own cost is a difference of two medians of round trips: on this virtual machine a direct
+    # round trip can be the slower (-0.032 ms once in make matrix, PostgreSQL 17, 1 ms asked, the
+    # relay's process keeping a CPU awake that the direct path waits to wake); 0.1 ms is the test's
+    # resolution here, far below the delays it asks for
+    assert -0.1 < own < 1.0, f"the relay's own added latency {own:.3f} ms"
     assert abs(added - asked) <= 0.2 * asked, f"asked {asked} ms, added {added:.3f} ms"
     # no round trip came back much before the delay: the relay asks each timer early by its lateness
     # estimate, about 0.05 ms a direction here and at most 0.1 (0.117 ms early at worst in 55 runs;
