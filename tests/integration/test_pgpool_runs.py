@@ -69,15 +69,16 @@ def test_pgpool_beside_pgbouncer_interleaved(server: EmbeddedCluster, tmp_path: 
         # pgbench's transactions: pgpool started again after the warm-up, so its cached connections'
         # commits do not reach the bench. Besides the transactions (the server's log of statements,
         # read once): each server session commits as it starts and at pgpool's SELECT version(), each
-        # client's logout at pgpool's reset (DISCARD ALL), pgbench's first connection's too (3 x 9
-        # here; 30 to 39 seen, loaded or not), and autovacuum once or twice per table it processed in
+        # client's logout at pgpool's reset (DISCARD ALL), pgbench's first connection's too (up to
+        # 3 x 9 at 8 clients: 30 to 39 seen, loaded or not; 5 at 2 clients, whose sessions a child's
+        # cached connection may serve), and autovacuum once or twice per table it processed in
         # the database (the tests' earlier schemas are there: 89 such commits took a loaded CI run's
         # step 5% over)
         ((tps, tps_db),) = sql(store, "SELECT tps, tps_db FROM steps WHERE step_id = ?", sid)
         pg = dict(sql(store, "SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?", sid))
         tables = pg.get("autovacuum_count", 0) + pg.get("autoanalyze_count", 0)
         extra = tps_db * txns / tps - txns  # type: ignore[operator]
-        assert 2 * clients <= extra <= 3 * (clients + 1) + 2 * tables + 5 + 0.005 * txns, \
+        assert clients <= extra <= 3 * (clients + 1) + 2 * tables + 5 + 0.005 * txns, \
             (clients, extra, tables, txns)
         cpu = sql(store, "SELECT count(*) FROM os_samples WHERE step_id = ? AND pooler_cpu_pct IS NOT NULL", sid)
         assert cpu[0][0] >= 2
