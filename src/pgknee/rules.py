@@ -79,22 +79,30 @@ MEDIAN, BEST = SUMMARIES
 
 # pgbench logs a share of the transactions for latency (--sampling-rate), enough for the highest
 # percentile pgknee reports: LATENCY_TAIL of them beyond p99. An order statistic's relative error
-# shrinks as 1/sqrt(its tail count): 100 beyond p99 put p99 within about ±5% (95%) of the full
-# log's, p50 and p95 far tighter (bench/observer_effect.py measures it on real logs). Every
-# transaction written costs pgbench's CPU: 17% more per transaction at full logging, 7% at 0.4,
-# none seen at 0.1 (10 s steps at 4 clients on 2 cores, 5 interleaved rounds, 2026-11-25), taken
-# from the server it shares the machine with; 10,000 keep a short step's log near 0.1-0.2.
+# shrinks as 1/sqrt(its tail count): 100 beyond p99 put p99 within about ±3% (95% of draws) of the
+# full log's, p50 and p95 tighter; 50 within ±4.5% (bench/observer_effect.py and 2026-11-26's draws
+# from full e-wallet logs of 5 and 10 s at 4 and 8 clients). Every transaction written costs
+# pgbench's CPU: 22% more instructions per transaction at full logging (bench/pgbench_cost.py,
+# counted by valgrind), so about 2.2% at a tenth logged, taken from the server it shares the
+# machine with. So the log keeps 10,000 of a step's transactions, but no more than LOG_SHARE_CAP of
+# them while that still keeps LATENCY_MIN_SAMPLES: a 5 s step at 13,500 TPS logged 15% (+4.2% of
+# pgbench's instructions per transaction) and now 10%.
 LATENCY_TAIL = 100
 LATENCY_PERCENTILE = 99.0
 LATENCY_SAMPLES = round(LATENCY_TAIL / (1 - LATENCY_PERCENTILE / 100))  # 10,000
+LATENCY_MIN_SAMPLES = LATENCY_SAMPLES // 2  # 50 beyond p99
+LOG_SHARE_CAP = 0.1  # pgbench's cost of its log, about 2.2% of its instructions per transaction
 
 
 def log_sampling_rate(expected_transactions: float | None, wanted: int = LATENCY_SAMPLES) -> float:
     """The share of a step's transactions pgbench logs: all of them when their number is not
-    known or not much above `wanted`, else about `wanted` (two significant figures, rounded up)."""
+    known or not much above `wanted`, else about `wanted` (two significant figures, rounded up),
+    but at most LOG_SHARE_CAP of them when that still keeps half the wanted number."""
     if not expected_transactions or expected_transactions <= 1.25 * wanted:
         return 1.0
     rate = wanted / expected_transactions
+    if rate > LOG_SHARE_CAP:
+        rate = max(LOG_SHARE_CAP, (wanted // 2) / expected_transactions)
     scale: float = 10.0 ** (1 - math.floor(math.log10(rate)))
     return min(1.0, math.ceil(rate * scale) / scale)
 

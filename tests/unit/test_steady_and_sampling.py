@@ -17,7 +17,7 @@ from pgknee.errors import UserError
 from pgknee.plan import Plan
 from pgknee.plan.files import plan_from_values
 from pgknee.plan.parse import AUTO_MAX_S, parse_percent, parse_step_duration
-from pgknee.rules import LATENCY_SAMPLES, log_sampling_rate
+from pgknee.rules import LATENCY_MIN_SAMPLES, LATENCY_SAMPLES, LOG_SHARE_CAP, log_sampling_rate
 from pgknee.workloads.base import Script
 
 
@@ -74,11 +74,24 @@ def test_the_sampling_rate_logs_about_the_wanted_number() -> None:
     assert LATENCY_SAMPLES == 10_000
     assert log_sampling_rate(None) == 1.0
     assert log_sampling_rate(12_000) == 1.0  # not much above the wanted number: all
-    for expected in (13_000, 45_000, 123_456, 720_000, 6e6, 1e8):
+    for expected in (100_001, 123_456, 720_000, 6e6, 1e8):  # a tenth or less: the wanted number
         rate = log_sampling_rate(expected)
-        assert 0 < rate < 1
+        assert 0 < rate <= LOG_SHARE_CAP
         assert LATENCY_SAMPLES <= rate * expected <= 1.1 * LATENCY_SAMPLES  # rounded up, two figures
         assert len(f"{rate:g}".rstrip("0").split(".")[1].lstrip("0")) <= 2
+
+
+def test_the_log_keeps_no_more_than_a_tenth_while_half_the_wanted_number_remains() -> None:
+    assert LOG_SHARE_CAP == 0.1 and LATENCY_MIN_SAMPLES == 5_000
+    # a 5 s step at 13,500 TPS: 10,000 would be 15% of its transactions; a tenth keeps 6,750
+    assert log_sampling_rate(67_500) == 0.1
+    assert log_sampling_rate(50_000) == 0.1  # exactly half the wanted number
+    # fewer: as many as keep half the wanted number (5,000), rounded up to two figures
+    for expected in (13_000, 20_000, 45_000):
+        rate = log_sampling_rate(expected)
+        assert LOG_SHARE_CAP < rate < 1
+        assert LATENCY_MIN_SAMPLES <= rate * expected <= 1.1 * LATENCY_MIN_SAMPLES
+    assert log_sampling_rate(12_000) == 1.0  # not much above the wanted number: all, as before
 
 
 # ---- exact counts from the summary ---------------------------------------------------------------------------
