@@ -13,7 +13,7 @@ import pytest
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, in_bench_phase, pgknee, pgknee_processes, sql
+from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, in_bench_phase, pgknee, pgknee_processes, sql, superuser
 
 # runs through pgpool-II do not change with the server's major (make matrix leaves them out to stay
 # inside CI's 30 minutes); tests/integration/test_pgpool.py, which logs in through it, runs on each
@@ -36,7 +36,14 @@ def _in_group(pgid: int) -> list[int]:
 
 def test_pgpool_beside_pgbouncer_interleaved(server: EmbeddedCluster, tmp_path: Path) -> None:
     store, js = tmp_path / "p.db", tmp_path / "p.json"
-    r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_pgpool", "--protocol", "extended",
+    # a database of its own, whose commits pg_stat_database counts apart from autovacuum's visits to
+    # the schemas this test process's earlier tests left in the shared one (23 tables vacuumed or
+    # analyzed in one step took a fresh clone's run 64 commits over, 4.6% of the step's)
+    with superuser(server) as c:
+        if not c.execute("SELECT 1 FROM pg_database WHERE datname = 'pgpool_commits'").fetchone():
+            c.execute("CREATE DATABASE pgpool_commits OWNER app")
+    dsn = f"postgresql://app@127.0.0.1:{server.port}/pgpool_commits"
+    r = pgknee("run", "--dsn", dsn, "--schema", "bench_pgpool", "--protocol", "extended",
                "--variant", PGB, "--variant", PGP, "--clients", "2,8", "--duration", "3s", "--warmup", "1s",
                "--scale", SCALE, "--store", str(store), "--json", str(js), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
@@ -71,14 +78,13 @@ def test_pgpool_beside_pgbouncer_interleaved(server: EmbeddedCluster, tmp_path: 
         # read once): each server session commits as it starts and at pgpool's SELECT version(), each
         # client's logout at pgpool's reset (DISCARD ALL), pgbench's first connection's too (up to
         # 3 x 9 at 8 clients: 30 to 39 seen, loaded or not; 5 at 2 clients, whose sessions a child's
-        # cached connection may serve), and autovacuum once or twice per table it processed in
-        # the database (the tests' earlier schemas are there: 89 such commits took a loaded CI run's
-        # step 5% over)
+        # cached connection may serve), and autovacuum's: 1.5 to 2.8 per table it vacuumed or
+        # analyzed (measured; its counts move when a table is done, its commits as it goes)
         ((tps, tps_db),) = sql(store, "SELECT tps, tps_db FROM steps WHERE step_id = ?", sid)
         pg = dict(sql(store, "SELECT name, delta FROM step_pg_stat_database WHERE step_id = ?", sid))
         tables = pg.get("autovacuum_count", 0) + pg.get("autoanalyze_count", 0)
         extra = tps_db * txns / tps - txns  # type: ignore[operator]
-        assert clients <= extra <= 3 * (clients + 1) + 2 * tables + 5 + 0.005 * txns, \
+        assert clients <= extra <= 3 * (clients + 1) + 3 * tables + 5 + 0.005 * txns, \
             (clients, extra, tables, txns)
         cpu = sql(store, "SELECT count(*) FROM os_samples WHERE step_id = ? AND pooler_cpu_pct IS NOT NULL", sid)
         assert cpu[0][0] >= 2
