@@ -81,6 +81,32 @@ def listen_queue(port: int) -> int | None:
     return None
 
 
+def orphaned_shm(creators: set[int]) -> list[int]:
+    """The ids of SysV shared memory segments one of `creators` made and nothing holds any more
+    (/proc/sysvipc/shm: key shmid perms size cpid lpid nattch ...)."""
+    out: list[int] = []
+    with contextlib.suppress(OSError), open("/proc/sysvipc/shm") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            with contextlib.suppress(IndexError, ValueError):
+                if int(fields[4]) in creators and int(fields[6]) == 0:
+                    out.append(int(fields[1]))
+    return out
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (reparented ones included), from /proc."""
+    out: list[int] = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+                    out.append(int(d))
+    return out
+
+
 def descendants(pid: int) -> list[int]:
     """`pid` and every live process below it, from /proc."""
     children: dict[int, list[int]] = {}
