@@ -124,6 +124,9 @@ def test_pgpool_main_killed_mid_step_leaves_no_child(server: EmbeddedCluster, tm
     assert steps == [(1, "completed", 0), (2, "completed", 0)], (steps, r.err)
     assert r.code == 0, r.err
     assert _in_group(killed[0]) == [], "the children of the killed pgpool were left running"
+    # and its shared memory, which only its own shutdown would have removed, is gone too
+    shm = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    assert [ln for ln in shm if int(ln.split()[4]) == killed[0]] == [], "the killed pgpool's shared memory was left"
     assert pgknee_processes() == [] and _pgpool_groups() == []
 
 
