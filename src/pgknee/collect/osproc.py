@@ -94,29 +94,29 @@ def orphaned_shm(creators: set[int]) -> list[int]:
     return out
 
 
-def group_members(pgid: int) -> list[int]:
-    """The live processes of process group `pgid` (reparented ones included), from /proc."""
-    out: list[int] = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                with open(f"/proc/{d}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
-                    out.append(int(d))
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    """`pid` and every live process below it, from /proc."""
-    children: dict[int, list[int]] = {}
+def _live_processes() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of every live process, from /proc (zombies left out)."""
+    out: list[tuple[int, int, int]] = []
     for d in os.listdir("/proc"):
         if d.isdigit():
             with contextlib.suppress(OSError, IndexError, ValueError):
                 with open(f"/proc/{d}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 if fields[0] not in ("Z", "X"):
-                    children.setdefault(int(fields[1]), []).append(int(d))
+                    out.append((int(d), int(fields[1]), int(fields[2])))
+    return out
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (reparented ones included)."""
+    return [pid for pid, _, group in _live_processes() if group == pgid]
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every live process below it."""
+    children: dict[int, list[int]] = {}
+    for child, parent, _ in _live_processes():
+        children.setdefault(parent, []).append(child)
     out = [pid]
     for p in out:  # grows as it goes: breadth first
         out.extend(children.get(p, ()))
