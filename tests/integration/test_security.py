@@ -388,6 +388,8 @@ def _children() -> dict[int, tuple[str, dict[str, str], int]]:
             uid = int((entry / "status").read_text().split("Uid:")[1].split()[0])
         except (OSError, IndexError, ValueError):
             continue
+        if not env:  # it exited between the reads: the kernel gives an empty environ once its memory is gone
+            continue
         if RUN_TMP + "/pgknee-" in cmd or cmd.startswith("postgres: "):
             out[int(entry.name)] = (cmd, env, uid)
     return out
