@@ -161,7 +161,7 @@ def _collection_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--log-sampling-rate", metavar="FRACTION", type=float,
                    help="fraction of transactions pgbench logs for latency (default: chosen per step so that "
                         "some 10,000 are logged, no more than a tenth while that keeps 5,000, enough for p99 "
-                        "within about 5%%; 1 logs all)")
+                        "within about 6%% (4%% at 10,000); 1 logs all)")
     c.add_argument("--pre", metavar="DURATION",
                    help="the longest wait before pgbench starts in each step for the server to be quiet: "
                                  "the last step's backends gone, no immediate checkpoint running; measured, "
