@@ -34,6 +34,7 @@ def _in_group(pgid: int) -> list[int]:
     return [int(x) for x in out.split()]
 
 
+@pytest.mark.slow  # two poolers' sweeps interleaved: 30 s (make slow)
 def test_pgpool_beside_pgbouncer_interleaved(server: EmbeddedCluster, tmp_path: Path) -> None:
     store, js = tmp_path / "p.db", tmp_path / "p.json"
     # a database of its own, whose commits pg_stat_database counts apart from autovacuum's visits to

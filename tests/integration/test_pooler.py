@@ -31,6 +31,7 @@ from .conftest import (
 )
 
 
+@pytest.mark.slow  # a sweep direct and through pgbouncer: 27 s (make slow)
 def test_direct_vs_pooled_transaction_mode(server: EmbeddedCluster, tmp_path: Path) -> None:
     before = tmp_pgknee_dirs()
     store, js = tmp_path / "p.db", tmp_path / "p.json"

@@ -47,6 +47,7 @@ def _bench_started(store: Path, seq: int) -> bool:
     return False
 
 
+@pytest.mark.slow  # three 8 s repetitions and a forced checkpoint: 30 s (make slow)
 def test_a_checkpoint_in_the_middle_of_one_step_is_flagged_there_only(quiet_server: EmbeddedCluster,
                                                                        tmp_path: Path) -> None:
     store = tmp_path / "ckpt.db"
