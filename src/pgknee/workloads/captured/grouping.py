@@ -6,8 +6,10 @@ The evidence, strongest first:
    while it idles in its transaction (query_id, pg_stat_statements' queryid). Statements seen in
    the same transaction (twice at least, or once when few were seen) are joined; each group is
    ordered by where its statements were seen in their transactions.
-2. without such samples (compute_query_id off): the statements whose calls over the window match
-   BEGIN's within 10% make one transaction, in the capture's order.
+2. without such samples (compute_query_id off), or when no sampled transaction showed two of its
+   statements (transactions much shorter than the sampler's interval): the statements whose calls
+   over the window match BEGIN's within 10% make one transaction, those the samples saw ordered by
+   how far into their transactions they were seen, the others after them in the capture's order.
 BEGIN's calls bound the transactions of every group. A statement that also ran outside its group
 keeps a script of its own for the rest of its calls.
 
@@ -19,6 +21,7 @@ idle_in_transaction_time per BEGIN)."""
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,17 +51,52 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
     seqs = [([queryids[q] for q in t.statements if q in queryids], t.samples) for t in seen if t.explicit]
     seqs = [(s, n) for s, n in seqs if s]
     if seqs:
-        outside = {queryids[q] for t in seen if not t.explicit for q in t.statements if q in queryids}
+        outside = {queryids[q] for t in seen if t.autocommit and not t.explicit for q in t.statements if q in queryids}
         groups, how = _from_samples(calls, seqs, begins)
-        return _joined_by_calls(groups, calls, outside), how
+        groups = _joined_by_calls(groups, calls, outside)
+        if groups or begins is None:
+            return groups, how
+        # each sampled transaction showed one statement: they run for much less than the sampler's
+        # interval, and the calls are the evidence left
+        fast = _by_calls(calls, begins, outside, _offsets(seen, queryids))
+        if fast is None:
+            return [], how
+        return [fast], (f"{how}; none showed two statements (transactions much shorter than the sampler's "
+                        "interval): by calls, the statements whose calls match BEGIN's")
     if begins is None:
         return [], "no sampled transaction showed its statements, and BEGIN is not counted: replayed in autocommit"
-    members = tuple(sid for sid, n in calls.items() if abs(n - begins) <= CALLS_MATCH * begins)
-    if not members:
+    g = _by_calls(calls, begins, set(), {})
+    if g is None:
         return [], (f"BEGIN ran {begins} times, but no sampled transaction showed its statements (query_id) and "
                     "no statement's calls match BEGIN's: replayed in autocommit (group them in the manifest)")
-    return [Group(members, begins, 0, f"calls within {CALLS_MATCH:.0%} of BEGIN's {begins}")], \
-        "by calls: the statements whose calls match BEGIN's (no sampled transaction showed its statements)"
+    return [g], "by calls: the statements whose calls match BEGIN's (no sampled transaction showed its statements)"
+
+
+def _by_calls(calls: dict[str, int], begins: int, outside: set[str], offsets: dict[str, float]) -> Group | None:
+    """One transaction of the statements whose calls match BEGIN's within 10%, unless a sample saw
+    it run in autocommit: those seen inside a transaction first, by how far into it they were seen,
+    then the others in the capture's order."""
+    members = [sid for sid, n in calls.items() if abs(n - begins) <= CALLS_MATCH * begins and sid not in outside]
+    if not members:
+        return None
+    ordered = sorted(members, key=lambda sid: (sid not in offsets, offsets.get(sid, 0.0)))
+    evidence = f"calls within {CALLS_MATCH:.0%} of BEGIN's {begins}"
+    if offsets:
+        seen = [sid for sid in ordered if sid in offsets]
+        evidence += (f"; {', '.join(seen) or 'none'} seen inside BEGIN ... COMMIT, never two in one sample: "
+                     "their order is only suggested by how far in each was seen (edit it if you know it)")
+    return Group(tuple(ordered), begins, 0, evidence)
+
+
+def _offsets(seen: Sequence[tx.Transaction], queryids: dict[int, str]) -> dict[str, float]:
+    """How far into its transaction each statement was first seen (s, the median over the sampled
+    transactions inside BEGIN ... COMMIT, so that a client's stall in one does not move it): the
+    order of statements seen one at a time."""
+    at: dict[str, list[float]] = defaultdict(list)
+    for t in seen:
+        if t.explicit and t.statements and t.statements[0] in queryids:
+            at[queryids[t.statements[0]]].append(max(0.0, t.first_seen - t.start))
+    return {sid: statistics.median(v) for sid, v in at.items()}
 
 
 def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],

@@ -55,6 +55,11 @@ class Transaction:
     statements: list[int] = field(default_factory=list)  # query_ids in the order first seen
     end: float | None = None
     exact: bool = False
+    # first seen running a statement that began its transaction (query_start == xact_start): an
+    # autocommit statement (or BEGIN). A statement later in a BEGIN ... COMMIT starts after its
+    # transaction; under the extended protocol an autocommit one may too (Bind begins it), so only
+    # equality is evidence
+    autocommit: bool = False
 
     @property
     def duration_s(self) -> float:
@@ -94,6 +99,7 @@ class _Tracker:
             t = None
         if t is None:
             t = self.open[s.pid] = Transaction(s.pid, s.xact_start, at, at)
+            t.autocommit = s.state == "active" and (s.query_start is None or abs(s.query_start - s.xact_start) < 1e-6)
         t.last_seen = at
         t.samples += 1
         t.idle_samples += s.state in IDLE_IN_TX
