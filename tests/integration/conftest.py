@@ -169,6 +169,13 @@ def pgknee_processes() -> list[str]:
     return [ln for ln in out.splitlines() if f"{RUN_TMP}/pgknee-" in ln and "ps -eo" not in ln]
 
 
+def shm_created_by(pids: set[int]) -> list[str]:
+    """SysV shared memory segments created by one of `pids`, read from the kernel's own table
+    (/proc/sysvipc/shm; columns: key shmid perms size cpid ...), not through pgknee."""
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return [ln for ln in lines if int(ln.split()[4]) in pids]
+
+
 def tmp_pgknee_dirs() -> set[str]:
     return {p.name for p in Path(RUN_TMP).glob("pgknee-*")}
 

@@ -23,7 +23,7 @@ from pgknee.pooler.pgpool import ManagedPgpool, PgpoolSettings, PgpoolSnapshot, 
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import EmbeddedCluster, free_port, server_user
 
-from .conftest import APP_PASSWORD, RUN_TMP, superuser, wait_for
+from .conftest import APP_PASSWORD, RUN_TMP, shm_created_by, superuser, wait_for
 
 SCRIPT = "\\set id random(1, 100)\nSELECT total FROM userdata.orders WHERE id = :id;\n"
 
@@ -63,13 +63,6 @@ def _alive(pid: int, start: str | None) -> bool:
     return registry.is_alive(pid, start)
 
 
-def _shm_of(pids: set[int]) -> list[str]:
-    """SysV shared memory segments created by one of `pids` (pgpool's is the size of its query
-    cache's bookkeeping; a SIGKILL would leave it)."""
-    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
-    return [ln for ln in lines if int(ln.split()[4]) in pids]  # columns: key shmid perms size cpid ...
-
-
 def test_pgbench_through_a_managed_pgpool(server: EmbeddedCluster) -> None:
     pool = _managed(_app(server), pool_size=4, max_clients=4)
     pool.start()
@@ -107,7 +100,7 @@ def test_pgbench_through_a_managed_pgpool(server: EmbeddedCluster) -> None:
         pool.close()
     assert not any(_alive(p, s) for p, s in starts.items()), "a pgpool process outlived close()"
     assert not pool.dir.exists() and not pool.alive()
-    assert _shm_of(set(pids)) == []  # its fast shutdown removed its shared memory
+    assert shm_created_by(set(pids)) == []  # its fast shutdown removed its shared memory
     assert wait_for(lambda: _server_connections(server, "app") == 0, 10)
 
 
@@ -120,12 +113,12 @@ def test_a_killed_pgpool_leaves_no_shared_memory(server: EmbeddedCluster) -> Non
     try:
         main, *_ = all_pids = pool.pids()  # the main process first, then those below it
         pids = set(all_pids)
-        assert _shm_of(pids), "pgpool made no SysV shared memory: nothing to test"
+        assert shm_created_by(pids), "pgpool made no SysV shared memory: nothing to test"
         os.kill(main, signal.SIGKILL)
         assert wait_for(lambda: not pool.alive(), 10)
     finally:
         pool.close()
-    assert _shm_of(pids) == []
+    assert shm_created_by(pids) == []
 
 
 def test_a_trusted_server_is_refused(server: EmbeddedCluster) -> None:

@@ -13,7 +13,19 @@ import pytest
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_ENV, QUICK, RUN_TMP, SCALE, dsn_of, in_bench_phase, pgknee, pgknee_processes, sql, superuser
+from .conftest import (
+    APP_ENV,
+    QUICK,
+    RUN_TMP,
+    SCALE,
+    dsn_of,
+    in_bench_phase,
+    pgknee,
+    pgknee_processes,
+    shm_created_by,
+    sql,
+    superuser,
+)
 
 # runs through pgpool-II do not change with the server's major (make matrix leaves them out to stay
 # inside CI's 30 minutes); tests/integration/test_pgpool.py, which logs in through it, runs on each
@@ -126,8 +138,7 @@ def test_pgpool_main_killed_mid_step_leaves_no_child(server: EmbeddedCluster, tm
     assert r.code == 0, r.err
     assert _in_group(killed[0]) == [], "the children of the killed pgpool were left running"
     # and its shared memory, which only its own shutdown would have removed, is gone too
-    shm = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
-    assert [ln for ln in shm if int(ln.split()[4]) == killed[0]] == [], "the killed pgpool's shared memory was left"
+    assert shm_created_by({killed[0]}) == [], "the killed pgpool's shared memory was left"
     assert pgknee_processes() == [] and _pgpool_groups() == []
 
 
