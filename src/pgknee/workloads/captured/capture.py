@@ -35,6 +35,7 @@ class _Source:
     conn: psycopg.Connection[Any]
     tables: dict[str, str | None]  # as written -> schema.table, None: not visible
     stats: dict[tuple[str, str], gen.ColumnStats | None]
+    sequences: set[str] = dataclasses.field(default_factory=set)  # schema.name of the sequences read as relations
 
 
 def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None],
@@ -240,6 +241,10 @@ def _statement(src: _Source, sid: str, query: str, figures: tuple[int, float, in
     tables = [_table(src, s, t) for s, t in parsed.tables]
     if not tables or all(t.split(".")[0] in SYSTEM for t in tables):
         raise gen.CannotDraw("it reads no table of the application (only the catalogues, or none)")
+    if all(t in src.sequences or t.split(".")[0] in SYSTEM for t in tables):
+        # pg_dump before 18 reads each sequence so (SELECT last_value, is_called FROM s), once per dump
+        raise gen.CannotDraw(f"it reads the state of sequence {', '.join(t for t in tables if t in src.sequences)} "
+                             "as a relation, as pg_dump and monitoring tools do (an application calls nextval())")
     params: list[Param] = []
     lines: list[str] = []
     placeholders: dict[int, str] = {}
@@ -265,6 +270,8 @@ def _table(src: _Source, schema: str, name: str) -> str:
         row = src.conn.execute(queries.text("captured_table"), (written,)).fetchone()
         # an extension's relation (pg_stat_statements' view, the capture's own reads) is not the application's
         src.tables[written] = None if row is None else f"pg_catalog.{row[1]}" if row[2] else f"{row[0]}.{row[1]}"
+        if row is not None and row[3] and not row[2]:
+            src.sequences.add(f"{row[0]}.{row[1]}")
     found = src.tables[written]
     if found is None:
         raise gen.CannotDraw(f"table {written} is not visible to the capturing role on its search_path "
