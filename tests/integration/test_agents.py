@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+import pytest
 
 from pgknee.targets.local import EmbeddedCluster
 
@@ -33,6 +34,7 @@ def _raw_latencies(logs: Path, step_id: int) -> np.ndarray:
     return np.array(values, dtype=np.float64) / 1000.0
 
 
+@pytest.mark.slow  # two agents in network namespaces and their coordinator: 17 s (make slow)
 def test_two_agents_in_namespaces_share_a_run_merged_as_one(lab: Lab, tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()

@@ -150,6 +150,7 @@ def _rounded(value: object) -> object:
     return value
 
 
+@pytest.mark.slow  # a run, then every read command on its store: 15 s (make slow)
 def test_a_run_on_a_postgresql_store_is_read_by_every_read_command(server: EmbeddedCluster, pgstore: str,
                                                                      tmp_path: Path) -> None:
     env = {**APP_ENV, "PGKNEE_STORE_DSN": pgstore}

@@ -328,6 +328,7 @@ print(n)
                             stdout=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow  # three variants, one with a restart, under attack: 20 s (make slow)
 @pytest.mark.skipif(not AS_ROOT, reason="the attack is on root's writes")
 def test_root_never_writes_through_a_link_the_server_user_planted(tmp_path: Path) -> None:
     victim = tmp_path / "victim"  # root's file, which the postgres user must never get written or given
