@@ -210,6 +210,11 @@ def test_the_replay_holds_its_transactions_as_the_application(observed: Observed
 def _replay_against_the_application(observed: Observed, tmp_path: Path) -> None:
     store = tmp_path / "replay.db"
     clients = "8,32,96,192"
+    # refused for its writes: that one line, not the pace it would have replayed before it
+    refused = pgknee("run", "--dsn", _dsn(observed.copy), "--workload", str(observed.capture), "--clients", "8",
+                     "--store", str(store), env=ENV)
+    assert refused.code == 2 and refused.err.strip().splitlines() == [refused.err.strip()], refused.err
+    assert "--allow-writes" in refused.err and not store.exists(), refused.err
     r = pgknee("run", "--dsn", _dsn(observed.copy), "--workload", str(observed.capture), "--allow-writes",
                "--clients", clients, "--duration", "8s", "--store", str(store), "--no-waits", *QUICK, env=ENV)
     assert r.code == 0, r.err

@@ -218,6 +218,8 @@ def _run_command(args: argparse.Namespace) -> int:
 
     plan, extend, source, only = _plan(args)
     if args.dry_run:
+        if getattr(args, "pace_note", None):
+            print(f"pgknee: {args.pace_note}", file=sys.stderr)
         for line in dry_run(plan, preflight(plan), os.cpu_count() or 1):
             print(line)
         if plan.until_answer:
@@ -259,9 +261,8 @@ def fresh_plan(args: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
     from pgknee.cli.run_plan import as_observed, plan_from_args
 
     plan, source = plan_from_args(args)
-    plan, paced = as_observed(plan)
-    if paced:
-        print(f"pgknee: {paced}", file=sys.stderr)
+    # said once the run starts, after preflight's refusals: a refused run gets one line, not two
+    plan, args.pace_note = as_observed(plan)
     if plan.until_answer:
         plan = _answer_range(args, plan, source)
     return plan, source
@@ -277,13 +278,13 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
     from pgknee.run import Sweep
 
     ui = make_ui(args.quiet, plan.budget_s or plan.estimated_seconds())
-    note = password_note(plan, sys.argv)
+    notes = [n for n in (getattr(args, "pace_note", None), password_note(plan, sys.argv)) if n]
     sweep = Sweep(plan, store, ui, prepared, argv=["pgknee", *redacted_argv(sys.argv[1:])], extend=extend,
                   agents=agent_plan(args, plan),
                   extra_env=extra_env, only=only, answer=_answer(args))
     try:
         with ui:
-            if note:
+            for note in notes:
                 ui.say(note)
             return sweep.run()
     except Interrupted:
