@@ -114,7 +114,7 @@ def table(ref: Outcome, ada: Outcome, c: Comparison) -> list[str]:
     lines = [row("", "reference", "until-answer"),
              row("wall time", f"{ref.wall_s:,.0f} s", f"{ada.wall_s:,.0f} s"),
              row("steps", str(ref.steps), str(ada.steps)),
-             row("recommended [interval]", _answer_text(ref), _answer_text(ada)),
+             row("recommended [95% interval]", _answer_text(ref), _answer_text(ada)),
              row("peak TPS (measured)", f"{ref.peak_tps:,.0f} at c{ref.peak_at}",
                  f"{ada.peak_tps:,.0f} at c{ada.peak_at}"),
              row("modelled peak TPS", f"{ref.modelled_peak:,.0f}" if ref.modelled_peak else "-",
@@ -141,7 +141,7 @@ def outcome(store: Path, wall_s: float) -> Outcome:
     rec = recommend(view)
     best = max((g for g in view.groups if g.tps is not None), key=lambda g: g.tps.value if g.tps else 0.0)
     return Outcome(wall_s=wall_s, steps=view.steps_done, verdict=rec.verdict, connections=rec.connections,
-                   interval=rec.counts_interval or rec.interval,
+                   interval=rec.counts_interval,
                    peak_tps=best.tps.value if best.tps else 0.0, peak_at=best.clients,
                    modelled_peak=rec.fit.params.peak_x if rec.fit is not None and rec.fit.identified else None,
                    stopped=view.data.env.get(Env.UNTIL_ANSWER_STOPPED))

@@ -164,7 +164,7 @@ def test_json_output(sweep: tuple[Path, Path, CliResult]) -> None:
     store, js, _ = sweep
     d = json.loads(js.read_text())
     assert d["run_id"] == _run_id(store)
-    assert d["format_version"] == 1
+    assert d["format_version"] == 2
     assert [(s["clients"], s["rep"]) for s in d["steps"]] == [(2, 1), (2, 2), (4, 1), (4, 2)]
     s = d["steps"][0]
     assert set(s["latency_ms"]) >= {"avg", "stddev", "p50", "p95", "p99", "max"}

@@ -54,50 +54,50 @@ ENTRIES = (
     Entry("A count with its interval: throughput levels off", "corpus:make-demo-a", "direct",
           "`make demo`'s direct variant on a fresh clone: the e-wallet, 2..32 clients, 10 s, one repetition, "
           "the embedded server on this project's 2-CPU machine.",
-          ("**▶ the headline**: the count (8), the counts plausible noise would have picked instead (4..16), the "
-           "verdict's evidence (the plateau's level and the first saturated resource) and what would narrow it.",
-           "**model**: the Universal Scalability Law fitted to the five medians; R² says how well it follows "
-           "them; each parameter has its bootstrap interval. σ (contention) far from zero and no peak identified: "
-           "the model sees a ceiling (5,112 TPS), not a peak.",
+          ("**▶ the headline**: the count, its 95% interval (the measured counts the same rule picks on 95% of "
+           "copies of the sweep moved by the noise the run measured), the verdict's evidence (the plateau's "
+           "level and the first saturated resource) and what would narrow it.",
+           "**model**: the Universal Scalability Law fitted to the counts; R² says how well it follows them; each "
+           "parameter has its bootstrap interval; where it reaches 95% of its peak or ceiling is an opinion, "
+           "printed beside the answer, not the answer. **noise per repetition**: what the run measured, and how.",
            "**knee (Kneedle)**: a published second opinion on where the curve bends; **rule of thumb**: (cores x "
            "2) + spindles with the server's CPUs and where pgknee read them; **checks**: each step's "
            "cross-checks (pgbench's TPS against the server's commits, Little's law, sampled against counted "
            "active time, the client's CPU), how many passed.",
-           "**Why**: the evidence in the order it was weighed: the curve's shape against the noise allowance, "
-           "the saturated resources, the second opinions and whether they agree, then the figures (TPS, "
+           "**Why**: the evidence in the order it was weighed: the noise, any step out of line, the curve's "
+           "shape, the saturated resources, the second opinions and whether they agree, then the figures (TPS, "
            "latency, the top wait event, the CPU, pgbench's own load)."),
           "use 8. The interval spans three measured counts because one repetition cannot tell 4, 8 and 16 "
-          "apart on a plateau: `pgknee run --extend RUN --clients 6,12 --reps 3` narrows it in the same run."),
-    Entry("A peak the model places", "corpus:tpcb-2-64", "base",
+          "apart on a plateau: `pgknee run --extend RUN --clients 5,11 --reps 3` narrows it in the same run."),
+    Entry("A peak", "corpus:tpcb-2-64", "base",
           "`pgknee run --workload tpcb --clients 2,4,8,16,32,64 --duration 10s` here: TPC-B at scale 1, every "
           "transaction updating the one branch row.",
-          ("the model identifies a peak (N* with its interval) because throughput falls after it: a coherency "
-           "cost (κ) the sessions queueing on one row lock pay.",
-           "the headline's count is the first *measured* count past where the model crosses 95% of its peak; "
-           "the interval in brackets is the model's own, from its bootstrap.",
+          ("throughput falls beyond the noise after its best: the sessions queue on one row lock.",
+           "the headline's count is the smallest measured count reaching 95% of the level around the peak; the "
+           "counts proposed split the brackets around it.",
            "the Why lines name the wait class above the CPUs (Lock) from the count where it was."),
           "use 4; to see whether 3 serves as well, `pgknee run --extend RUN --clients 3`."),
-    Entry("A measured peak, not modelled", "curve:a measured peak", "base",
+    Entry("A peak or a level: one repetition cannot tell", "curve:a measured peak", "base",
           "A synthetic sweep (a real one did not come out this way here): 2,000 / 3,900 / 5,000 / 4,300 / "
           "4,400 TPS at 2..32 clients, the CPU saturated from 8.",
-          ("the throughput fell beyond the noise past 8, yet the model's peak is not identified (five counts, "
-           "one repetition): the answer is read against the measured best, and says \"for now\".",
-           "the counts to measure next are around the best, never beyond it."),
-          "`pgknee run --extend RUN --clients 6,10,12 --reps 3`."),
+          ("16 and 32 are 12-14% below 8, but five counts of one repetition scatter by as much around any smooth "
+           "curve: whether it peaks or levels off is within the noise, and the count is 8 either way.",
+           "the counts to measure next split the brackets around the answer, never beyond it."),
+          "`pgknee run --extend RUN --clients 5,11 --reps 3`."),
     Entry("Saturated: an answer for now", "corpus:ewallet-reference-1-8", "base",
           "The e-wallet here, every count 1..8, three repetitions of 30 s: the CPU saturated from 3 clients, yet "
           "8 still 14% above 4 (group commit: one WAL flush serves more commits).",
-          ("the best measured is the top count and a resource is saturated: an answer \"for now\", the smallest "
-           "count within 95% of the best (7), and nothing upward is proposed but one doubling to see where the "
+          ("the curve still grows (or may: within the noise) and a resource is saturated: an answer \"for now\", "
+           "read against the best so far, and nothing upward is proposed but one doubling to see where the "
            "growth ends.",
            "the Why lines show the saturated CPU and the wait event that grew (LWLock:WALWrite)."),
           "`pgknee run --extend RUN --clients 10,12,16`; this project's reference sweep did, and the answer "
-          "became 8 (docs/reading-the-answer.md, ewallet-reference-1-32)."),
+          "became 7 or 8 (docs/reading-the-answer.md, ewallet-reference-1-32)."),
     Entry("Peak not reached", "curve:still growing", "base",
           "A synthetic sweep (a 2-CPU machine cannot make one): each doubling of 2..32 clients still buys 70-90% "
           "more, nothing busy.",
-          ("no count: throughput still grows beyond the noise and no resource is near its limit, so the sweep "
-           "stopped too early; this is the only verdict that proposes larger counts.",),
+          ("no count: throughput still grows beyond the noise and no sampled resource is near its limit, so the "
+           "sweep stopped too early; this is the only verdict that proposes larger counts.",),
           "`pgknee run --extend RUN --clients 64,128,256,512` (or `pgknee run --until-answer`)."),
     Entry("Withheld: the server's CPUs unknown", "corpus:ewallet-reference-1-8", "base",
           "The saturated sweep above, read as pgknee reads a managed server's (its CPUs unknown, its CPU not "

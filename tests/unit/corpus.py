@@ -1,21 +1,27 @@
 """The verdict corpus: real sweeps kept as the analysis reads them (a RunData, one variant or
-more, as JSON in tests/data/verdicts/), each with the verdict a DBA would give and why. The tests
-(test_verdicts.py) load them with no server and no store and pin pgknee's answer to the DBA's.
+more, as JSON in tests/data/verdicts/), each with the counts a DBA accepts, judged from the curve
+by the rule of docs/reading-the-answer.md ("How the real sweeps are judged") and never from
+pgknee's answer: `judge` below reads only the stored steps and OS samples, with none of pgknee's
+analysis. The tests (test_verdicts.py) load them with no server and no store and assert that
+pgknee's answer lies in the judged range.
 
 Adding a real run to it (from the store the run went to):
 
     .venv/bin/python tests/unit/corpus.py add STORE RUN NAME --variant V [--variant V2] \\
-        --why "what a DBA reads in it" --command "the pgknee run line" --dba V=levels-off:8-16 ...
+        --why "what a DBA reads in it" --command "the pgknee run line"
 
-writes tests/data/verdicts/NAME.json with the run's figures and the verdicts pgknee gives now,
-to be read, checked against the DBA's reading and kept (a change of answer then shows in a diff);
-`corpus.py docs` prints the section of docs/reading-the-answer.md that shows them."""
+writes tests/data/verdicts/NAME.json with the run's figures and the judged range of each variant;
+`corpus.py judge` writes every entry's range again (after a change of the rule, never of pgknee);
+`corpus.py docs` prints the section of docs/reading-the-answer.md that shows them, with pgknee's
+headline of today beside each: a snapshot, checked to match the code, not the evidence."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import math
+import statistics
 import sys
 import types
 import typing
@@ -25,7 +31,7 @@ from typing import Any
 from pgknee.types import RunData
 
 DIR = Path(__file__).resolve().parent.parent / "data" / "verdicts"
-LEFT_OUT = ("commands", "progress", "statement_mix")  # nothing the recommendation reads
+LEFT_OUT = ("commands", "statement_mix")  # nothing the recommendation reads
 ROWS = "__rows__"
 
 
@@ -109,24 +115,74 @@ def _only(data: RunData, variants: list[str]) -> RunData:
     return RunData(**out)
 
 
-def add(store: str, run: str, name: str, variants: list[str], why: str, command: str,
-        dba: dict[str, dict[str, Any]]) -> Path:
-    from pgknee.analyze.recommend import recommend
-    from pgknee.analyze.run import build
+def _rows(doc: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    table = doc["run"].get(key) or {ROWS: [], "values": []}
+    return [dict(zip(table[ROWS], v, strict=True)) for v in table["values"]]
+
+
+def judge(doc: dict[str, Any], variant: str) -> dict[str, Any]:
+    """The counts a DBA accepts for one variant, by the rule of docs/reading-the-answer.md, from
+    the stored steps alone: each count's median TPS (a managed pool caps the count at its size and
+    reserve); still growing when the last doubling (from the best count at or below half the
+    largest) gains more than 5.3%: no count, unless the CPU was saturated (mean busy 80% or more at
+    some count), then the count for now, read against the best; else the smallest count reaching
+    95% of the best median. The range: from the smallest count reaching (95% - d) of the best to
+    the smallest reaching (95% + d), at most one measured count above the rule's, d the noise a
+    DBA sees (5% with one repetition; half the median spread (max - min) / median of the counts'
+    repetitions, at least 2.5%, with several)."""
+    by: dict[int, list[float]] = {}
+    for r in _rows(doc, "steps") if isinstance(doc["run"]["steps"], dict) else doc["run"]["steps"]:
+        if r["variant"] == variant and r["status"] == "completed" and r["tps"]:
+            n = r["clients"]
+            if r.get("pooler_kind") == "managed" and r.get("pool_size"):
+                n = min(n, r["pool_size"] + (r.get("pool_reserve") or 0))
+            by.setdefault(n, []).append(r["tps"])
+    counts = sorted(by)
+    med = [statistics.median(by[n]) for n in counts]
+    best = max(med)
+    top = len(counts) - 1
+    lower = [i for i in range(top) if counts[i] <= counts[top] / 2] or list(range(top))
+    ref = max(lower, key=lambda i: med[i])
+    growth = (med[top] / med[ref]) ** (1 / math.log2(counts[top] / counts[ref])) - 1
+    spreads = [(max(x) - min(x)) / statistics.median(x) for x in by.values() if len(x) > 1]
+    d = max(statistics.median(spreads) / 2, 0.025) if spreads else 0.05
+    busy = _cpu_saturated(doc, variant)
+    if growth > 0.0526 and not busy:
+        return {"counts": None, "how": f"still grows {100 * growth:+.1f}% a doubling and no CPU was saturated"}
+
+    def first(f: float) -> int:
+        return next(c for c, m in zip(counts, med, strict=True) if m >= min(f, 1.0) * best)
+
+    rule = first(0.95)
+    above = counts[min(counts.index(rule) + 1, top)]
+    lo, hi = first(0.95 - d), max(min(first(0.95 + d), above), rule)
+    why = (f"still grows {100 * growth:+.1f}% a doubling with the CPU saturated: for now, " if growth > 0.0526
+           else f"{100 * growth:+.1f}% a doubling at the top: ")
+    return {"counts": [lo, hi], "how": f"{why}95% of the best ({best:,.0f} TPS) is first reached at {rule}; the "
+                                       f"noise a DBA sees, ±{100 * d:.1f}%, takes {lo}..{hi}"}
+
+
+def _cpu_saturated(doc: dict[str, Any], variant: str) -> bool:
+    """Some count's OS samples (this machine's, or the server's own) busy 80% or more on average."""
+    steps = {r["step_id"] for r in _rows(doc, "steps") if r["variant"] == variant}
+    for key in ("os", "server_os"):
+        for step_id, samples in (doc["run"].get(key) or {}).items():
+            if int(step_id) in steps and samples and isinstance(samples, dict):
+                rows = [dict(zip(samples[ROWS], v, strict=True)) for v in samples["values"]]
+                if rows and statistics.fmean(100.0 - x["cpu_idle"] for x in rows) >= 80.0:
+                    return True
+    return False
+
+
+def add(store: str, run: str, name: str, variants: list[str], why: str, command: str) -> Path:
     from pgknee.store.db import Store
     from pgknee.store.load import load_run
 
     data = _only(load_run(Store(store, create=False), run), variants)
-    view = build(data)
-    expect = {}
-    for v in variants:
-        r = recommend(view, v)
-        expect[v] = {"verdict": r.verdict, "connections": r.connections,
-                     "counts_interval": list(r.counts_interval) if r.counts_interval else None,
-                     "headline": r.headline()}
     run_doc = {k: v for k, v in encode(data).items() if k not in LEFT_OUT}
     doc = {"name": name, "source": f"run {data.run.run_id} ({data.run.created_at[:10]}, this project's 2-CPU machine)",
-           "command": command, "why": why, "dba": dba, "expect": expect, "run": run_doc}
+           "command": command, "why": why, "variants": variants, "run": run_doc}
+    doc["dba"] = {v: judge(doc, v) for v in variants}
     DIR.mkdir(parents=True, exist_ok=True)
     path = DIR / f"{name}.json"
     path.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -135,42 +191,48 @@ def add(store: str, run: str, name: str, variants: list[str], why: str, command:
 
 def markdown() -> str:
     """The real sweeps' section of docs/reading-the-answer.md: each entry's command, what a DBA reads
-    in it, and pgknee's headline for each variant (the tests check that the page has each)."""
+    in it and the counts the rule accepts (the evidence), then pgknee's headline of today for each
+    variant (a snapshot: the tests check it is what pgknee prints, and that its count is in range)."""
+    from pgknee.analyze.recommend import recommend
+    from pgknee.analyze.run import build
+
     out = []
     for name in names():
-        doc, _ = load(name)
-        out += [f"### {name}", "", f"`{doc['command']}` — {doc['source']}.", ""]
-        for e in doc["expect"].values():
-            out += [f"> {e['headline']}", ""]
-        dba = "; ".join(f"{v}: {d['verdict'].replace('|', ' or ')}"
-                        + (" {}..{}".format(*d["counts"]) if d.get("counts") else "") for v, d in doc["dba"].items())
-        out += [f"*A DBA's reading*: {doc['why']} ({dba})", ""]
+        doc, data = load(name)
+        view = build(data)
+        out += [f"### {name}", "", f"`{doc['command']}` — {doc['source']}. {doc['why']}", ""]
+        for v in doc["variants"]:
+            dba = doc["dba"][v]
+            accepted = "no count" if dba["counts"] is None else "{}..{}".format(*dba["counts"])
+            out += [f"*The rule*, {v}: {accepted} ({dba['how']}).", "",
+                    f"> {recommend(view, v).headline()}", ""]
     return "\n".join(out)
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("add", help="add a stored run's variants to the corpus")
+    a = sub.add_parser("add", help="add a stored run's variants to the corpus, judged")
     a.add_argument("store")
     a.add_argument("run")
     a.add_argument("name")
     a.add_argument("--variant", action="append", required=True)
     a.add_argument("--why", required=True)
     a.add_argument("--command", required=True)
-    a.add_argument("--dba", action="append", required=True, metavar="VARIANT=VERDICT[:LO-HI]",
-                   help="the verdict a DBA gives each variant, and the counts they would accept")
+    sub.add_parser("judge", help="judge every entry again by the rule (after a change of the rule)")
     sub.add_parser("docs", help="print the real sweeps' section of docs/reading-the-answer.md")
     args = p.parse_args(argv)
     if args.cmd == "docs":
         print(markdown())
         return 0
-    dba: dict[str, dict[str, Any]] = {}
-    for item in args.dba:
-        variant, _, rest = item.rpartition("=")  # a variant may hold "=", a verdict never
-        verdict, _, span = rest.partition(":")
-        dba[variant] = {"verdict": verdict, "counts": [int(x) for x in span.split("-")] if span else None}
-    path = add(args.store, args.run, args.name, args.variant, args.why, args.command, dba)
+    if args.cmd == "judge":
+        for name in names():
+            path = DIR / f"{name}.json"
+            doc = json.loads(path.read_text())
+            doc["dba"] = {v: judge(doc, v) for v in doc["variants"]}
+            path.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+        return 0
+    path = add(args.store, args.run, args.name, args.variant, args.why, args.command)
     print(f"wrote {path} ({path.stat().st_size // 1024} KB)")
     return 0
 

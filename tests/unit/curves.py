@@ -72,9 +72,8 @@ def sample(cpu: float, client: float, pooler: float | None) -> OsSample:
 CURVES: dict[str, Curve] = {
     "a peak": Curve(
         {1: [980.0], 2: [1890.0], 4: [3350.0], 8: [4700.0], 16: [4900.0], 32: [3900.0], 64: [2500.0]},
-        "recommended", (8, 16),
-        "throughput peaks at 16 and falls by half at 64: coherency costs (κ) a model places; 95% of the peak is "
-        "reached between 8 and 16"),
+        "peaks", (8, 16),
+        "throughput peaks at 16 and falls by half at 64; 95% of the peak (4,655) is reached at 8 (4,700)"),
     "a plateau": Curve(
         {2: [2000.0], 4: [3700.0], 8: [4600.0], 16: [4800.0], 32: [4820.0], 64: [4790.0]}, "levels-off", (8, 16),
         "flat from 8 within a few %: throughput levels off, a count of 8 reaches 95% of it and more only queue",
@@ -84,9 +83,9 @@ CURVES: dict[str, Curve] = {
         "every doubling still buys 70-90% more and no resource is busy: the sweep stopped too early"),
     "a noisy plateau": Curve(
         {2: [2300.0, 2200.0, 2400.0], 4: [4400.0, 3900.0, 4600.0], 8: [4600.0, 5100.0, 4300.0],
-         16: [5200.0, 4700.0, 5300.0], 32: [5000.0, 5300.0, 4800.0]}, ("levels-off", "recommended"), (4, 16),
+         16: [5200.0, 4700.0, 5300.0], 32: [5000.0, 5300.0, 4800.0]}, ("levels-off", "peaks"), (4, 16),
         "three repetitions spread by 10-15%: the level is plain from 4 or 8, which of them noise decides; the "
-        "model may read the dip at 32 as a shallow peak, and either reading gives a count in 4..16",
+        "dip at 32 may read as a shallow peak, and either reading gives a count in 4..16",
         cpu={4: 92.0, 8: 96.0, 16: 97.0, 32: 97.0}),
     "client-bound": Curve(
         {2: [2000.0], 4: [3500.0], 8: [4000.0], 16: [4100.0], 32: [4150.0]}, "withheld", None,
@@ -115,9 +114,9 @@ CURVES: dict[str, Curve] = {
         "upward is worth measuring on a saturated CPU",
         cpu={4: 93.0, 8: 97.0, 16: 98.0, 32: 98.0}),
     "a measured peak": Curve(
-        {2: [2000.0], 4: [3900.0], 8: [5000.0], 16: [4300.0], 32: [4400.0]}, "measured-peak", (8, 8),
-        "throughput peaks at 8 and is 14% lower at 16 and 32, beyond the noise, with five counts of one repetition "
-        "the model cannot place: the answer is read against the measured best", cpu={8: 95.0, 16: 97.0, 32: 97.0}),
+        {2: [2000.0], 4: [3900.0], 8: [5000.0], 16: [4300.0], 32: [4400.0]}, ("peaks", "levels-off"), (8, 8),
+        "throughput peaks at 8 and is 12-14% lower at 16 and 32; five counts of one repetition measure their noise "
+        "poorly, so a peak or a level, but 8 either way: 4 is at 78% of it", cpu={8: 95.0, 16: 97.0, 32: 97.0}),
     "a managed server, still growing": Curve(
         {2: [2600.0], 4: [4400.0], 8: [4600.0], 16: [5000.0], 32: [5600.0]}, "not-identified", None,
         "a managed server whose CPUs its provider keeps to itself: 32 still buys 12% over 16, and nothing says "

@@ -48,7 +48,7 @@ def test_twelve_instances_direct_and_through_pgbouncer(db: Path, capsys: pytest.
     assert d["database_connections"] == 16  # the recommendation: the smallest count reaching 95% of the peak
     assert d["direct"] == {"per_instance": 2, "total": 24, "fits": True}  # ceil(16 / 12) = 2, 12 x 2
     assert d["max_connections"] == 100 and d["superuser_reserved_connections"] == 3
-    # reserve: the interval's upper bound (14.x, rounded up 15) less 16 is below ceil(10% of 16) = 2
+    # reserve: the 95% interval's upper bound (16) less 16 is below ceil(10% of 16) = 2
     assert d["pgbouncer"] == {"pool_mode": "transaction", "default_pool_size": 16, "reserve_pool_size": 2,
                               "reserve_pool_timeout": 5, "max_db_connections": 18, "max_client_conn": 60}
     assert d["through_pgbouncer"] == {"app_pool_per_instance": 4, "fits": True}  # 2 x ceil(16/12); 1.25 x 12 x 4
@@ -59,7 +59,7 @@ def test_twelve_instances_direct_and_through_pgbouncer(db: Path, capsys: pytest.
         "pgx": {"direct": {"MaxConns": 2}, "pgbouncer": {"MaxConns": 4}}}
     # the tables went to standard error, the arithmetic line by line with them
     assert "per instance ceil(16 / 12) = 2 (rounded up), so 12 x 2 = 24 connections, 8 more than N" in err
-    assert "min(max(15 - 16, 2), 4) = 2" in err and "max_db_connections = N + reserve = 16 + 2 = 18" in err
+    assert "min(max(16 - 16, 2), 4) = 2" in err and "max_db_connections = N + reserve = 16 + 2 = 18" in err
     assert "[pgbouncer]\npool_mode = transaction\ndefault_pool_size = 16\n" in err
     assert "max_client_conn = ceil(1.25 x 12 instances x 4) = 60" in err
 
@@ -110,12 +110,12 @@ def test_a_pooled_variant_deploys_its_pool_not_its_clients() -> None:
     view = build(make_run_data(steps=steps, scripts={}, failures={}, pgdb={}, os={}, waits={}, waits_bg={},
                                snaps={}, env={"setting.max_connections": "20",
                                               "setting.superuser_reserved_connections": "3"}))
-    r = Recommendation(variant="pooled", verdict="recommended", connections=16, interval=(9.0, 12.3), modelled_n=10.0,
-                       fit=None, knee=None, heuristic=4, cores=2, spindles=0, fraction=0.95, p99_target_ms=None,
+    r = Recommendation(variant="pooled", verdict="peaks", connections=16, counts_interval=(10, 13), fit=None,
+                       knee=None, heuristic=4, cores=2, spindles=0, fraction=0.95, p99_target_ms=None,
                        concurrency="pool size")
     d = deployment(view, r, 4, pgbouncer=True, app_pools=("pgx",))
     assert (d.n, d.per_instance, d.direct_total) == (10, 3, 12)  # ceil(10 / 4) = 3
-    # reserve: ceil(12.3) - 10 = 3, kept between ceil(1.0) = 1 and ceil(2.0) = 2
+    # reserve: 13 - 10 = 3, kept between ceil(1.0) = 1 and ceil(2.0) = 2
     assert d.pgbouncer["pool_mode"] == "session" and d.pgbouncer["reserve_pool_size"] == 2
     assert d.pgbouncer["max_db_connections"] == 12 and d.pgbouncer["max_client_conn"] == 30  # 1.25 x 4 x 6
     assert d.fits(12) is True and d.fits(13) is False  # 12 + 3 + 5 = 20 of max_connections 20

@@ -39,7 +39,7 @@ def test_json_to_standard_output_and_tables_to_standard_error(
     rc = cli.main([*argv, "--store", str(path), "--json", "-"])
     out, err = capsys.readouterr()
     doc = json.loads(out)  # nothing else on standard output
-    assert rc == 0 and doc["format_version"] == 1 and doc[key] and err.strip()
+    assert rc == 0 and doc["format_version"] == 2 and doc[key] and err.strip()
 
 
 def test_runs_and_waits_json_hold_the_stored_figures(golden: tuple[Path, str, str],

@@ -122,8 +122,8 @@ def test_how_many_processes_with_the_same_server_connections() -> None:
     assert answer.variant == "pooled:transaction:pool×processes=16:processes=1,2,4 at 256 clients"
     assert answer.connections == 2 and answer.measured == (1, 2, 4) and answer.measured_best == 4
     assert answer.headline().startswith(
-        "pooled:transaction:pool×processes=16:processes=1,2,4 at 256 clients: run 2 pgbouncer processes (2..4) — the "
-        "fewest reaching 95% of the best (16,000 TPS with 4)")
+        "pooled:transaction:pool×processes=16:processes=1,2,4 at 256 clients: run 2 pgbouncer processes "
+        "(95% interval 2..4) — the fewest reaching 95% of the best (16,000 TPS with 4)")
     assert ("by processes: 1 process: 12,000 TPS, the busiest at 97% of a core (pooler-bound); 2 processes: 15,800 "
             "TPS, the busiest at 70% of a core") in answer.reasons[0]
     assert len(answer.reasons) == 1  # nothing to say about server connections: they were the same

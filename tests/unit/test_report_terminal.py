@@ -127,7 +127,7 @@ def test_wait_table_empty_and_capped() -> None:
 
 def test_run_json(run_data: RunData) -> None:
     doc = json.loads(dumps(run_json(build(run_data))))
-    assert doc["format_version"] == 1 and doc["run_id"] == "20250101-000000-abcd"
+    assert doc["format_version"] == 2 and doc["run_id"] == "20250101-000000-abcd"
     assert [g["clients"] for g in doc["summary"]] == [2, 8]
     assert doc["summary"][1]["tps"] == {"median": 200.0, "min": 180.0, "max": 220.0, "n": 2}
     assert doc["summary"][1]["noisy"] is True

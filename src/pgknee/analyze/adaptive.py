@@ -9,29 +9,29 @@ so about 6 to 12% apart; hi is always on it. "One step" around a count is its gr
 Where it starts. A coarse geometric sweep: lo, 2 lo, 4 lo, .. below hi, and hi.
 
 What it chooses next (one count per round, `per_round` to take more):
-* the region that can move the answer: the grid counts covering the recommendation's interval
-  (the bootstrap fits' spread of the modelled count reaching the fraction of the peak), the grid
-  neighbours of the recommended count, and the counts between which the measured p99 crosses the
-  latency target. Without an interval (peak not identified) it is the top of the range, between
-  the two largest counts of the coarse sweep, where a peak or a plateau would show, and the knee's
+* a step out of line with its neighbours (analyze/curve.py): measured again first, as a repetition;
+* the region that can move the answer: the grid counts inside the recommendation's 95% interval,
+  the grid neighbours of the recommended count, the counts between the best measured and its
+  neighbours (the peak, or the plateau's level, lies there), and the counts between which the
+  measured p99 crosses the latency target. Without a count (peak not reached) it is the top of the range, between the
+  two largest counts of the coarse sweep, where a peak or a plateau would show, and the knee's
   neighbours; with one, being next to the knee is a role (below) of a count already in it;
-* in that region, the count not measured yet where the bootstrap fits disagree most: the width
-  of their 95% band of predicted TPS there, relative to its median, counted once more for every
-  role the count has (inside the interval, next to the recommended count, the knee, the p99
-  crossing);
+* in that region, the count not measured yet where the model's bootstrap fits disagree most: the
+  width of their 95% band of predicted TPS there, relative to its median, counted once more for
+  every role the count has (inside the interval, next to the recommended count, beside the best,
+  the knee, the p99 crossing);
 * when every count in the region is measured: one more repetition at the count in the region
   with the fewest repetitions (the widest band among those), up to `max_reps` (not when the peak
-  is not identified: repetitions inside the range show no peak beyond it).
+  is not reached: repetitions inside the range show no peak beyond it).
 
 When it stops (the first that holds):
-* "answer known": the answer is known to one grid step: the interval, rounded up to the grid
-  (the grid counts from the first at or above its low end to the first at or above its high
-  end), holds at most two adjacent counts, and the recommended (measured) count is one of them
-  or a grid neighbour of them; and the evidence is there: the grid neighbours of the answer
+* "answer known": the answer is known to one grid step: its 95% interval holds at most two
+  adjacent grid counts, the recommended count among them, the curve levelling off or peaking
+  (settled, not "for now"); and the evidence is there: the grid neighbours of the answer
   measured, five counts in all, the recommended count measured twice (until then these are the
   counts it measures next);
 * "no answer possible": the recommendation is withheld (the client set the pace), open loop,
-  or the range is too small for a model (fewer than three grid counts);
+  or the range is too small for a curve (fewer than three grid counts);
 * "budget spent": the caller can afford no further step (`affordable` batches left);
 * "no better step to take": every count of the region is measured `max_reps` times (the
   interval is as narrow as this noise allows), or the peak lies beyond the range.
@@ -91,26 +91,21 @@ def neighbours(n: float, g: Sequence[int]) -> tuple[int, int]:
     return below, above
 
 
-def answer_counts(interval: tuple[float, float], g: Sequence[int]) -> tuple[int, ...]:
-    """The grid counts the answer can be, given the model's interval [a, b] of the count that
-    reaches the fraction of the peak: the smallest grid count at or above a, .., the one at or
-    above b."""
-    a, b = interval
-    first = min((x for x in g if x >= a), default=g[-1])
-    last = min((x for x in g if x >= b), default=g[-1])
-    return tuple(x for x in g if first <= x <= last)
+def answer_counts(span: tuple[int, int], g: Sequence[int]) -> tuple[int, ...]:
+    """The grid counts inside the answer's 95% interval lo..hi."""
+    lo, hi = span
+    return tuple(x for x in g if lo <= x <= hi)
 
 
 def within_one_step(rec: Recommendation, g: Sequence[int]) -> bool:
-    """The answer is known to one step: the interval rounds to at most two adjacent counts of the
-    grid, and the recommended (measured) count is one of them or next to them."""
-    if rec.verdict not in ("recommended", "levels-off") or rec.connections is None or rec.interval is None:
+    """The answer is known to one step: its 95% interval holds at most two adjacent grid counts,
+    the recommended one among them, on a curve that levels off or peaks (not 'for now')."""
+    if rec.verdict not in ("peaks", "levels-off") or not rec.settled or rec.connections is None:
         return False
-    counts = answer_counts(rec.interval, g)
-    if len(counts) > 2:
+    if rec.counts_interval is None:
         return False
-    below, above = neighbours(counts[0], g)[0], neighbours(counts[-1], g)[1]
-    return below <= rec.connections <= above
+    counts = answer_counts(rec.counts_interval, g)
+    return len(counts) <= 2 and rec.connections in counts
 
 
 @dataclass(frozen=True)
@@ -169,16 +164,21 @@ def next_step(view: RunView, variant: str, s: Settings, *, affordable: int) -> N
         return _afford(Next(tuple(first), "coarse sweep: " + ", ".join(map(str, first)) + " clients"), affordable)
     rec = recommend(view, variant, fraction=s.fraction, p99_target_ms=s.p99_target_ms)
     if within_one_step(rec, g):
-        assert rec.interval is not None and rec.connections is not None
+        assert rec.counts_interval is not None and rec.connections is not None
         gaps = _evidence_gaps(rec, g, done, s)
         if gaps:
             return _afford(Next(tuple(c for c, _ in gaps[:s.per_round]), "; ".join(w for _, w in gaps[:s.per_round]),
                                 None, rec), affordable)
-        counts = "..".join(map(str, answer_counts(rec.interval, g)))
-        return Next((), f"answer known: recommended {rec.connections}, interval [{rec.interval[0]:.1f}, "
-                        f"{rec.interval[1]:.1f}] within one step (the answer is {counts})", ANSWER_KNOWN, rec)
+        counts = "..".join(map(str, answer_counts(rec.counts_interval, g)))
+        return Next((), f"answer known: recommended {rec.connections}, its 95% interval {counts} within one step",
+                    ANSWER_KNOWN, rec)
     if rec.verdict in ("withheld", "open-loop", "not-enough-data"):
         return Next((), f"no answer possible: {rec.headline()}", NO_ANSWER, rec)
+    again = [c for c in rec.outliers if c in g and done.get(c, 0) + s.batch <= s.max_reps]
+    if again:  # a step out of line: measured again before anything is read from where it is
+        return _afford(Next(tuple(again[:s.per_round]), "; ".join(
+            f"one more repetition at {c}: out of line with its neighbours" for c in again[:s.per_round]), None, rec),
+            affordable)
     region = _region(view, variant, rec, g, s)
     chosen = _choose(rec, region, done, s)
     if not chosen.counts:
@@ -190,9 +190,9 @@ def _evidence_gaps(rec: Recommendation, g: Sequence[int], done: dict[int, int], 
     """What an answer the model knows to one step still needs before it is called known: the grid
     neighbours of the answer measured, MIN_COUNTS counts in all (a fit of three parameters to
     four points is sure of itself on no evidence), the recommended count measured twice."""
-    assert rec.interval is not None and rec.connections is not None
+    assert rec.counts_interval is not None and rec.connections is not None
     n = rec.connections
-    counts = answer_counts(rec.interval, g)
+    counts = answer_counts(rec.counts_interval, g)
     lo, hi = neighbours(min(counts[0], n), g)[0], neighbours(max(counts[-1], n), g)[1]
     near = sorted((c for c in g if c not in done), key=lambda c: (abs(c - n), c))
     out = [(c, f"{c} clients: next to the answer ({'..'.join(map(str, counts))}), not measured yet")
@@ -222,27 +222,36 @@ def _region(view: RunView, variant: str, rec: Recommendation, g: Sequence[int], 
             if role and role not in roles[c]:
                 roles[c].append(role)
 
-    if rec.interval is not None and rec.verdict in ("recommended", "levels-off", "saturated", "no-count-meets-target"):
-        a, b = rec.interval
-        lo_edge, hi_edge = neighbours(a, g)[0], neighbours(b, g)[1]
-        add([c for c in g if lo_edge <= c <= hi_edge and a <= c <= b], f"inside the interval [{a:.1f}, {b:.1f}]")
-        add([c for c in g if lo_edge <= c <= hi_edge], "")
-    elif rec.measured_best is not None:  # a peak measured, not modelled: around it
-        add(list(neighbours(rec.measured_best, g)), f"next to the best measured, at {rec.measured_best}")
-    else:  # no interval: the top of the range, where a peak or a plateau would show
+    if rec.counts_interval is not None and rec.connections is not None:
+        a, b = rec.counts_interval
+        add([c for c in g if a <= c <= b], f"inside the 95% interval {a}..{b}")
+    else:  # no count: the top of the range, where a peak or a plateau would show
         top = coarse(s.lo, s.hi)[-2:][0]
         add([c for c in g if c >= top], "the top of the range, where the peak would show")
+    if rec.answered and rec.measured_best is not None:  # beside the best: where the level (or the peak) lies
+        for side in _beside(view, variant, rec.measured_best):
+            lo, hi = sorted((rec.measured_best, side))
+            add([c for c in g if lo < c < hi], f"between the best measured, at {rec.measured_best}, and {side}")
     if rec.connections is not None:
         add(list(neighbours(rec.connections, g)), f"next to the recommended {rec.connections}")
     if rec.knee is not None:  # where the curve bends: a role inside the region, the region itself without one
         knee_role = f"next to the knee at {rec.knee}"
-        near = [c for c in neighbours(rec.knee, g) if c in roles or rec.interval is None]
+        near = [c for c in neighbours(rec.knee, g) if c in roles or rec.counts_interval is None]
         add(near, knee_role)
     crossing = _p99_crossing(view, variant, s.p99_target_ms)
     if crossing is not None:
         add([c for c in g if crossing[0] <= c <= crossing[1]],
             f"where p99 crosses {s.p99_target_ms:g} ms ({crossing[0]}..{crossing[1]})")
     return roles
+
+
+def _beside(view: RunView, variant: str, best: int) -> list[int]:
+    """The measured counts on each side of the best."""
+    counts = sorted({g.clients for g in view.groups if g.variant == variant and g.tps is not None})
+    if best not in counts:
+        return []
+    i = counts.index(best)
+    return [counts[j] for j in (i - 1, i + 1) if 0 <= j < len(counts)]
 
 
 def _p99_crossing(view: RunView, variant: str, target: float | None) -> tuple[int, int] | None:
@@ -276,9 +285,9 @@ def _choose(rec: Recommendation, region: dict[int, list[str]], done: dict[int, i
     elif rec.verdict == "no-count-meets-target":
         why = (f"no count measured meets both {s.fraction:.0%} of the peak and the p99 target, and every count "
                f"where it could is measured {s.max_reps} times")
-    elif rec.interval is not None:
-        why = (f"every count around the answer is measured {s.max_reps} times; the interval "
-               f"[{rec.interval[0]:.1f}, {rec.interval[1]:.1f}] is as narrow as this noise allows")
+    elif rec.counts_interval is not None:
+        why = (f"every count around the answer is measured {s.max_reps} times; its 95% interval "
+               f"{rec.counts_interval[0]}..{rec.counts_interval[1]} is as narrow as this noise allows")
     else:
         why = f"every count that could move the answer is measured {s.max_reps} times ({rec.verdict})"
     return Next((), f"no better step to take: {why}", NO_BETTER_STEP, rec)

@@ -28,7 +28,7 @@ CLIENT_MARGIN = 1.25  # max_client_conn: the apps' pools with a quarter more (re
 class Deployment:
     variant: str
     n: int  # the database-side concurrency recommended
-    interval: tuple[float, float] | None
+    interval: tuple[int, int] | None  # the recommendation's 95% interval
     instances: int
     per_instance: int  # apps straight to the database
     direct_total: int
@@ -77,12 +77,12 @@ def deployment(view: RunView, r: Recommendation, instances: int, *, other: int =
                         "give the number of application processes (pods, servers) that connect")
     n = database_n(view, r)
     per = math.ceil(n / instances)
-    d = Deployment(r.variant, n, r.interval, instances, per, per * instances, _int_setting(view, "max_connections"),
+    d = Deployment(r.variant, n, r.counts_interval, instances, per, per * instances,
+                   _int_setting(view, "max_connections"),
                    _int_setting(view, "superuser_reserved_connections") or 0, other)
     lines = [f"database concurrency N = {n}" + (" (the pool size of the recommended count)"
                                                 if r.concurrency == "pool size" else " (the recommended count)")
-             + (f"; the model crosses {r.fraction:.0%} of its peak at {r.interval[0]:.1f}..{r.interval[1]:.1f} "
-                "(95% interval)" if r.interval else ""),
+             + (f"; {r.span_text()}" if r.counts_interval else ""),
              f"apps straight to the database: per instance ceil({n} / {instances}) = {per} (rounded up), "
              f"so {instances} x {per} = {per * instances} connections"
              + (f", {per * instances - n} more than N (rounded down: {instances} x {n // instances} = "
@@ -114,7 +114,7 @@ def _with_pgbouncer(d: Deployment, view: RunView, r: Recommendation) -> tuple[De
     modes = {s.pool_mode for g in view.groups if g.variant == r.variant for s in g.steps
              if s.pool_mode and s.pooler_kind == "managed"}  # pgbouncer's own mode, not pgpool-II's sessions
     mode = sorted(modes)[0] if len(modes) == 1 else "transaction"
-    upper = math.ceil(r.interval[1]) if r.interval else n
+    upper = r.counts_interval[1] if r.counts_interval else n
     low, high = math.ceil(0.1 * n), math.ceil(0.2 * n)  # at least 1: ceil of a positive N
     reserve = min(max(upper - n, low), high)
     app_side = APP_QUEUE_FACTOR * d.per_instance
@@ -127,7 +127,7 @@ def _with_pgbouncer(d: Deployment, view: RunView, r: Recommendation) -> tuple[De
                                                  "mode would pin one server connection per app connection)"),
              f"pgbouncer default_pool_size = N = {n} (per database/user pair: one application user on one "
              "database gets one pool; more pairs, more pools, bounded together by max_db_connections)",
-             f"pgbouncer reserve_pool_size = the interval's upper bound rounded up less N, kept between ceil(10% "
+             f"pgbouncer reserve_pool_size = the 95% interval's upper bound less N, kept between ceil(10% "
              f"of N) and ceil(20% of N): min(max({upper} - {n}, {low}), {high}) = {reserve} (opened only after a "
              "client waited reserve_pool_timeout)",
              f"pgbouncer max_db_connections = N + reserve = {n} + {reserve} = {n + reserve} (the most the "

@@ -13,8 +13,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from pgknee.analyze.answer import Recommendation
+from pgknee.analyze.curve import copies, middle
+from pgknee.analyze.noise import measure
 from pgknee.analyze.records import Group, RunView
-from pgknee.analyze.saturation import count_interval, noise_draws
 from pgknee.keys import CheckId, CheckStatus
 
 _PROCESSES = re.compile(r"(^|:)\s*processes\s*=\s*(\d+)\s*(?=:|$)")
@@ -91,7 +92,7 @@ def recommend_processes(view: RunView, family: str, members: Sequence[tuple[int,
     if not all(by_n.values()):
         return None
     bound = {n for n, g in at.items() if _bound(g)}
-    noise = max(g.noise_pct for g in at.values())
+    noise = measure(by_n, None, max(g.noise_pct for g in at.values()))
     # the same pool in each process: more processes, more server connections, and throughput that
     # says as much about those as about the processes; only the pooler's cores can answer then
     pools = {n: g.steps[0].pool_size or 0 for n, g in at.items()}
@@ -107,13 +108,13 @@ def recommend_processes(view: RunView, family: str, members: Sequence[tuple[int,
                                measured=tuple(sorted(by_n)), family=True, fit=None, knee=None, checks={},
                                repetitions=min(len(x) for x in by_n.values()),
                                reasons=_reasons(at, clients, bound) + (() if same_connections else _confounded(pools)),
-                               connections=None, interval=None, modelled_n=None, counts_interval=None,
+                               connections=None, modelled_n=None, counts_interval=None,
                                level_tps=statistics.median(by_n[best_n]), measured_best=best_n, saturated=(),
                                next_counts=(), pooler_bound="")
     chosen = rule(by_n)
     if chosen is None:
         return dataclasses.replace(base, verdict="not-identified", next_counts=(2 * max(by_n),))
-    span = count_interval([rule(d) for d in noise_draws(by_n, noise)]) or (chosen, chosen)
+    span = middle([c for d in copies(by_n, noise) if (c := rule(d)) is not None]) or (chosen, chosen)
     if not same_connections:  # not read against the best throughput (the reasons say why)
         base = dataclasses.replace(base, level_tps=None, measured_best=None)
     return dataclasses.replace(base, verdict="levels-off", connections=chosen,

@@ -1,19 +1,17 @@
 """The pool size to use, from a sweep of pool sizes (--variant 'pooled:transaction:pool=2,4,8,16'):
 the variants that differ only in their pool size are read together, at the largest client count
 they all measured (where the pool caps the server's connections most), as one curve of
-throughput by pool size, and the same evidence as for a count of connections decides
-(analyze/saturation.py). Pure."""
+throughput by pool size, read as a count of connections is (analyze/curve.py). Pure."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import statistics
 from collections.abc import Mapping, Sequence
 
 from pgknee.analyze.answer import Recommendation
+from pgknee.analyze.curve import interval, read
 from pgknee.analyze.records import Group, RunView
-from pgknee.analyze.saturation import count_interval, noise_draws, shape_of, shape_reason
 
 _POOL = re.compile(r"(^|:)\s*pool\s*=\s*(\d+)\s*(?=:|$)")
 
@@ -47,44 +45,30 @@ def recommend_pool(view: RunView, family: str, members: Sequence[tuple[int, str]
     clients = max(common)
     at = {pool: groups[v][clients] for pool, v in members}
     by_pool = {pool: [float(s.tps) for s in g.done if s.tps] for pool, g in at.items()}
-    latency: dict[int, float] = {}  # the clients are the same at every pool: no Little's law line
-    noise = max(g.noise_pct for g in at.values())
-    sh = shape_of(by_pool, latency, noise)
+    reading = read(by_pool, None, max(g.noise_pct for g in at.values()))
     label = f"{family} at {clients} clients"
-    shape_line = tuple(filter(None, [shape_reason(sh, "pooled server connections")]))
-    base = dataclasses.replace(template, variant=label, concurrency="pool size", measured=sh.counts, family=True,
+    base = dataclasses.replace(template, variant=label, concurrency="pool size", measured=reading.counts, family=True,
                                repetitions=min(len(x) for x in by_pool.values()), fit=None, knee=None,
-                               reasons=_reasons(sh.counts, at, clients), checks={}, connections=None, interval=None,
-                               modelled_n=None, counts_interval=None, level_tps=None, measured_best=None,
-                               saturated=(), next_counts=())  # nothing of the member variant's own answer
-    if sh.grows:
-        return dataclasses.replace(base, verdict="not-identified", next_counts=(2 * sh.counts[-1], 4 * sh.counts[-1]),
-                                   reasons=(*shape_line, *base.reasons))
-    level = sh.level if sh.levels_off else sh.best
-    verdict = "levels-off" if sh.levels_off else "measured-peak"
-
-    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
-        s = shape_of(d, latency, noise)
-        return _smallest_pool(at, d, template.fraction * (s.level if sh.levels_off else s.best),
-                              template.p99_target_ms)
-
-    chosen = rule(by_pool)
+                               reasons=(*reading.lines("pooled server connections"), *_reasons(reading.counts, at,
+                                                                                                clients)),
+                               checks={}, connections=None, modelled_n=None, modelled_interval=None,
+                               counts_interval=None, level_tps=reading.level, best_tps=reading.tps_at(reading.best),
+                               measured_best=reading.best,
+                               saturated=(), next_counts=(), noise_pct=100 * reading.noise.sd,
+                               noise_source=reading.noise.source, outliers=reading.outliers)
+    if reading.shape == "grows":
+        return dataclasses.replace(base, verdict="not-identified",
+                                   next_counts=(2 * reading.counts[-1], 4 * reading.counts[-1]))
+    allowed = ({p for p, g in at.items() if g.p99 is not None and g.p99.value <= template.p99_target_ms}
+               if template.p99_target_ms is not None else None)
+    chosen = reading.count(template.fraction, allowed)
     if chosen is None:
         return dataclasses.replace(base, verdict="no-count-meets-target")
-    span = count_interval([rule(d) for d in noise_draws(by_pool, noise)]) or (chosen, chosen)
-    return dataclasses.replace(base, verdict=verdict, connections=chosen, level_tps=level, measured_best=sh.best_n,
-                               counts_interval=(min(span[0], chosen), max(span[1], chosen)),
-                               reasons=(*shape_line, *base.reasons))
-
-
-def _smallest_pool(at: Mapping[int, Group], by_pool: Mapping[int, Sequence[float]], target: float,
-                   p99_target_ms: float | None) -> int | None:
-    for pool in sorted(by_pool):
-        g = at[pool]
-        if statistics.median(by_pool[pool]) >= target and (
-                p99_target_ms is None or (g.p99 is not None and g.p99.value <= p99_target_ms)):
-            return pool
-    return None
+    span, growing = interval(reading, template.fraction, allowed)
+    span = (min(span[0], chosen), max(span[1], chosen)) if span else (chosen, chosen)
+    return dataclasses.replace(base, verdict="peaks" if reading.shape == "peaks" else "levels-off",
+                               connections=chosen, counts_interval=span, settled=reading.shape != "unsettled",
+                               growing_share=growing)
 
 
 def _reasons(pools: Sequence[int], at: Mapping[int, Group], clients: int) -> tuple[str, ...]:

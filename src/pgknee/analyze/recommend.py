@@ -1,56 +1,48 @@
 """From a sweep to an answer: how many connections, how sure, and why. Pure.
 
-The evidence of one variant (analyze/saturation.py) decides, in this order:
+The evidence of one variant decides, in this order:
 
 1. the client set the pace (pgbench's threads busy, sessions waiting on the client): withheld;
    a pooler process near a full core (pooler-bound) at a count: that count and those above it are
    the pooler's ceiling, not the server's, and are left out of the curve (withheld when fewer than
    three counts are left);
-2. the measured throughput levels off (flat within the run's noise allowance over the last
-   doubling of the count): the smallest measured count reaching a fraction (95%) of the plateau
-   and within the p99 target, if given;
-3. the Universal Scalability Law, fitted to the throughput by database-side concurrency (a pool
-   caps it), places a peak, or a ceiling (strong contention) reached inside the sweep: the smallest
-   measured count reaching the fraction of it;
-4. the throughput fell beyond the noise after its best: read against the measured best;
-5. a resource was saturated (the server's CPU, Average Active Sessions on one wait class above
-   its CPUs) while throughput still grew beyond the noise: an answer for now,
-   read against the measured best, with the repetitions and counts between that would settle it;
-6. otherwise the peak is not reached, and the counts to run next go upward; unless nothing could
-   be seen of the server's saturation (its CPUs unknown, its CPU not sampled: a managed server
-   without --server-cpus), when the answer is withheld until its CPUs are given.
+2. the measured curve, read as a whole against the noise the run itself shows (analyze/curve.py,
+   analyze/noise.py): a step out of line with its neighbours is left out; the curve still grows,
+   levels off or peaks;
+3. it levels off or peaks: the smallest measured count reaching the fraction (95%) of the level
+   of its plateau or peak, within the p99 target when one is set; "for now" when the last
+   doubling's growth is beyond what the fraction leaves but within the noise;
+4. it still grows and a resource was saturated (the server's CPU, Average Active Sessions on one
+   wait class or all together above its CPUs): an answer for now, read against the best so far;
+5. it still grows and nothing sampled was saturated: the peak is not reached, and the counts to
+   run next go upward; withheld when nothing could be seen of the server's saturation (its CPUs
+   unknown and its CPU not sampled: a managed server without --server-cpus).
 
-Every answer carries the measured counts plausible noise would have picked (noise_draws: the
-same rule on the curve moved by the run's noise), and the second opinions (Kneedle's knee, the
-model) with whether they agree. Reasons are built from the run's own evidence."""
+Every answer carries its 95% interval (the counts the rule picks on copies of the curve moved by
+the measured noise), the counts to measure next (those that split the brackets around the answer
+and the peak, and each step out of line again), and the second opinions (Kneedle's knee, the
+Universal Scalability Law), with whether they agree. Reasons are built from the run's own evidence."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from pgknee.analyze.answer import ANSWERED, Recommendation
-from pgknee.analyze.machine import Machine, machine_of, server_reasons, server_unseen, system_reasons
+from pgknee.analyze.curve import Reading, between, interval, read
+from pgknee.analyze.machine import Machine, machine_of, server_reasons, server_row, server_unseen, system_reasons
 from pgknee.analyze.network import network_reasons
+from pgknee.analyze.noise import Noise, parts
 from pgknee.analyze.poolprocs import families as process_families
 from pgknee.analyze.poolprocs import pooler_bound, recommend_processes
 from pgknee.analyze.poolsize import families, recommend_pool
 from pgknee.analyze.records import Group, RunView
-from pgknee.analyze.saturation import (
-    Saturation,
-    Shape,
-    count_interval,
-    kneedle,
-    noise_draws,
-    saturated,
-    shape_of,
-    shape_reason,
-)
+from pgknee.analyze.saturation import Saturation, kneedle, saturated
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching, smallest_n_reaching_each
 from pgknee.analyze.waits import total_aas
 from pgknee.keys import CheckId, CheckStatus
@@ -111,7 +103,7 @@ def _client_bound(groups: Sequence[Group]) -> str | None:
     return None
 
 
-def _reasons(groups: Sequence[Group], rec_n: int | None, cores: Machine, fraction: float = 0.95) -> list[str]:
+def _reasons(groups: Sequence[Group], cores: Machine) -> list[str]:
     out: list[str] = []
     pts = [(g.clients, g.tps.value) for g in groups if g.tps]
     if len(pts) >= 2:
@@ -157,9 +149,6 @@ def _reasons(groups: Sequence[Group], rec_n: int | None, cores: Machine, fractio
         share, g = max(client, key=lambda x: x[0])
         out.append(f"pgbench used at most {share:.0f}% of its threads' capacity (at {g.clients} clients): "
                    + ("the client was not the bottleneck" if share < 85 else "the client neared its limit"))
-    if rec_n is not None:
-        out.append(f"beyond {rec_n} connections the model gains at most the last {100 * (1 - fraction):.0f}% of "
-                   "the peak")
     return [*out, *network_reasons(groups)]  # a network hop, unlike a saturated client, withholds nothing
 
 
@@ -174,8 +163,8 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     cores = dataclasses.replace(cores, server_evidence=tuple(server_reasons(view, groups, cores.server)))
     pooled = any(g.steps[0].pooler_kind == "managed" for g in groups)
     n = cores.server.n
-    start = Recommendation(variant=v, verdict="not-enough-data", connections=None, interval=None, modelled_n=None,
-                           fit=None, knee=None, heuristic=n * 2 + spindles if n is not None else None, cores=n,
+    start = Recommendation(variant=v, verdict="not-enough-data", connections=None, fit=None, knee=None,
+                           heuristic=n * 2 + spindles if n is not None else None, cores=n,
                            spindles=spindles, fraction=fraction, p99_target_ms=p99_target_ms,
                            checks=_check_counts(groups), concurrency="pool size" if pooled else "clients",
                            cores_source=cores.server.source,
@@ -184,11 +173,11 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     for g in groups:
         by_n.setdefault(concurrency_of(g), []).extend(float(s.tps) for s in g.done if s.tps)
     if any(s.rate for g in groups for s in g.steps):
-        return dataclasses.replace(start, verdict="open-loop", reasons=tuple(_reasons(groups, None, cores)),
+        return dataclasses.replace(start, verdict="open-loop", reasons=tuple(_reasons(groups, cores)),
                                    measured=tuple(sorted(by_n)))
     why = (bound[1],) if bound else ()  # from the first pooler-bound count on, the curve is the pooler's
     if len(by_n) < 3:
-        return dataclasses.replace(start, reasons=(*why, *_reasons(groups, None, cores)), measured=tuple(sorted(by_n)),
+        return dataclasses.replace(start, reasons=(*why, *_reasons(groups, cores)), measured=tuple(sorted(by_n)),
                                    verdict="withheld" if why else start.verdict, pooler_bound="".join(why))
     r = _below_the_sweep(_decide(start, groups, by_n, cores, view))
     if bound is None:
@@ -219,47 +208,132 @@ def _check_counts(groups: Sequence[Group]) -> dict[CheckId, tuple[int, int]]:
     return checks
 
 
-def _decide(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]],
-                    cores: Machine, view: RunView) -> Recommendation:
-    """Withheld when the client set the pace; else the evidence decides (module docstring):
-    a curve that levels off, a peak the model places, a peak measured, a saturated resource
-    while throughput still grows, or throughput still growing with nothing saturated."""
+def _progress(view: RunView, groups: Sequence[Group]) -> dict[int, list[list[float]]]:
+    """Each completed repetition's per-second TPS (pgbench's progress), by database-side concurrency."""
+    out: dict[int, list[list[float]]] = {}
+    for g in groups:
+        for s in g.done:
+            points = view.data.progress.get(s.step_id)
+            if points:
+                out.setdefault(concurrency_of(g), []).append([tps for _, tps in points])
+    return out
+
+
+def _others(view: RunView, variant: str) -> list[Noise]:
+    """The noise sources of the run's other variants (three counts or more), to pool with this one's."""
+    out = []
+    for v in view.variants():
+        groups = [g for g in view.groups if g.variant == v and g.tps is not None]
+        if v == variant or len({concurrency_of(g) for g in groups}) < 3:
+            continue
+        by_n: dict[int, list[float]] = {}
+        for g in groups:
+            by_n.setdefault(concurrency_of(g), []).extend(float(s.tps) for s in g.done if s.tps)
+        out.append(parts(by_n, _progress(view, groups)))
+    return out
+
+
+def _decide(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
+            view: RunView) -> Recommendation:
+    """Withheld when the client set the pace; else the curve read as a whole decides (module
+    docstring): it levels off or peaks, it still grows with a resource saturated, or it still
+    grows with nothing saturated."""
     client = _client_bound(groups)
     f = fit(sorted(by_n.items()))
-    ev = _evidence(view, groups, by_n, cores, f, start.fraction)
+    reading = read(by_n, _progress(view, groups), max(g.noise_pct for g in groups), _others(view, start.variant))
+    ev = _Evidence(reading, tuple(saturated(view, groups, cores)), f,
+                   kneedle(list(zip(reading.kept, [reading.tps_at(c) for c in reading.kept], strict=True))),
+                   start.fraction)
     if client is not None:
-        return dataclasses.replace(start, verdict="withheld", reasons=(client, *_reasons(groups, None, cores)),
+        return dataclasses.replace(start, verdict="withheld", reasons=(client, *_reasons(groups, cores)),
                                    fit=f, knee=ev.knee)
-    # the model sees a plateau: strong contention (σ) bounds the throughput at λ/σ, reached inside the range
-    plateau = (not f.identified and math.isfinite(f.peak_x.hi) and f.sigma.lo > 0.05
-               and smallest_n_reaching(f.params, start.fraction, f.max_n) is not None)
-    if f.identified:
-        return _modelled(start, groups, by_n, cores, ev, False)
-    if ev.shape.levels_off:
-        return _levels_off(start, groups, by_n, cores, ev)
-    if plateau:
-        return _modelled(start, groups, by_n, cores, ev, True)
-    seen = _measured_peak(start, groups, by_n) if ev.shape.declines else None
-    if seen is not None:
-        return dataclasses.replace(seen, fit=f, knee=ev.knee, saturated=ev.lines(),
-                                   reasons=(*seen.reasons, *ev.opinions(seen), *_reasons(groups, None, cores)))
-    if ev.saturations:
-        return _saturated(start, groups, by_n, cores, ev)
+    modelled = ev.modelled()
+    base = dataclasses.replace(start, fit=f, knee=ev.knee, measured=reading.counts, measured_best=reading.best,
+                               level_tps=reading.level, best_tps=reading.tps_at(reading.best), saturated=ev.lines(),
+                               noise_pct=100 * reading.noise.sd,
+                               noise_source=reading.noise.source, outliers=reading.outliers,
+                               modelled_n=modelled[0] if modelled else None,
+                               modelled_interval=modelled[1] if modelled else None)
+    allowed = _allowed(groups, start.p99_target_ms)
+    if reading.shape in ("grows", "unsettled") and ev.saturations:  # more connections meet a saturated resource
+        return _saturated(dataclasses.replace(base, settled=reading.shape == "grows"), groups, ev, cores, allowed)
+    if reading.shape == "grows" or (reading.shape == "unsettled" and server_unseen(view, groups, cores)):
+        # unsettled with nothing seen of the server: whether it grows or saturates, unknown
+        return _growing(dataclasses.replace(base, settled=reading.shape == "grows"), groups, ev, cores, view)
+    chosen = reading.count(start.fraction, allowed)
+    if chosen is None:  # only a p99 target the user set leaves no count
+        return dataclasses.replace(base, verdict="no-count-meets-target",
+                                   target_missed=_target_missed(groups, by_n, reading.level, start.fraction,
+                                                                start.p99_target_ms),
+                                   reasons=(*ev.evidence(), *_reasons(groups, cores)))
+    span, growing = interval(reading, start.fraction, allowed)
+    span = (min(span[0], chosen), max(span[1], chosen)) if span else (chosen, chosen)
+    r = dataclasses.replace(base, verdict="peaks" if reading.shape == "peaks" else "levels-off", connections=chosen,
+                            counts_interval=span, settled=reading.shape != "unsettled", growing_share=growing,
+                            next_counts=_next(reading, chosen, span))
+    return dataclasses.replace(r, reasons=(*ev.evidence(), *ev.opinions(r), *_reasons(groups, cores)))
+
+
+def _allowed(groups: Sequence[Group], p99_target_ms: float | None) -> set[int] | None:
+    """The database-side concurrencies with a count whose p99 is within the target; None without one."""
+    if p99_target_ms is None:
+        return None
+    return {concurrency_of(g) for g in groups if g.p99 is not None and g.p99.value <= p99_target_ms}
+
+
+def _next(r: Reading, chosen: int, span: tuple[int, int]) -> tuple[int, ...]:
+    """The counts to measure next: each step out of line again; one doubling more when the growth
+    is not settled; those splitting the brackets inside the interval, the one below the answer
+    (would fewer serve?) and the one beside the peak (where between them is it?)."""
+    kept = r.kept
+    i = kept.index(chosen)
+    brackets = set(between(r.counts, *span))
+    if i > 0:
+        brackets |= set(between(r.counts, kept[i - 1], chosen))
+    if r.shape == "peaks" and r.best in kept:
+        j = kept.index(r.best)
+        side = [kept[k] for k in (j - 1, j + 1) if 0 <= k < len(kept)]
+        if side:
+            higher = max(side, key=r.tps_at)
+            brackets |= set(between(r.counts, min(higher, r.best), max(higher, r.best)))
+    upward = (2 * r.counts[-1],) if r.shape == "unsettled" else ()
+    return (*r.outliers, *upward, *sorted(brackets))[:4]
+
+
+def _growing(base: Recommendation, groups: Sequence[Group], ev: _Evidence, cores: Machine,
+             view: RunView) -> Recommendation:
+    """Throughput still grows beyond the noise and no sampled resource saturated: peak not
+    reached, unless nothing of the server could be seen (withheld until it can)."""
     unseen = server_unseen(view, groups, cores)
-    return dataclasses.replace(start, verdict="not-identified", fit=f, knee=ev.knee, server_unseen=unseen,
-                               reasons=(*filter(None, [shape_reason(ev.shape)]),
-                                        *([f"whether the server saturated cannot be seen: {unseen}"]
-                                          if unseen else []),
-                                        *_reasons(groups, None, cores)),
-                               next_counts=tuple(next_counts([g.clients for g in groups], cores.server.n)))
+    unsampled = _unsampled(view, groups, cores)
+    return dataclasses.replace(
+        base, verdict="not-identified", server_unseen=unseen, unsampled=unsampled,
+        reasons=(*ev.evidence(), *([f"whether the server saturated cannot be seen: {unseen}"] if unseen else []),
+                 *([f"whether a resource saturated is unknown: {unsampled}"] if unsampled and not unseen else []),
+                 *_reasons(groups, cores)),
+        next_counts=(*base.outliers, *next_counts(list(base.measured), cores.server.n)))
+
+
+def _unsampled(view: RunView, groups: Sequence[Group], m: Machine) -> str:
+    """What left the server's saturation unseen on a run that sampled neither its CPU nor its
+    wait events against known CPUs; '' when something was sampled."""
+    cpu = any(g.system.peak_cpu is not None for g in groups) if m.local else False
+    cpu = cpu or any(server_row(view.data, g) is not None for g in groups)
+    waits = any(g.snapshots for g in groups) and m.server.n is not None
+    if cpu or waits:
+        return ""
+    missing = ["the CPU was not sampled (--os-interval 0)" if m.local or not cpu else ""]
+    missing.append("no wait profile was taken (--sample-interval 0)" if not any(g.snapshots for g in groups)
+                   else "the server's CPUs are unknown, so no wait class could be read against them")
+    return " and ".join(x for x in missing if x)
 
 
 @dataclass(frozen=True)
 class _Evidence:
-    """What the sweep shows of one variant: the measured curve, the saturated resources, the
-    model's fit, Kneedle's knee."""
+    """What the sweep shows of one variant: the curve read, the saturated resources, the model's
+    fit, Kneedle's knee."""
 
-    shape: Shape
+    reading: Reading
     saturations: tuple[Saturation, ...]
     fit: Fit
     knee: int | None
@@ -269,20 +343,31 @@ class _Evidence:
         """Each saturated resource, short (the headline's; the reasons have the details)."""
         return tuple(s.short() for s in self.saturations)
 
-    def model_count(self, counts: Sequence[int]) -> tuple[float, int] | None:
-        """Where the model crosses the fraction of its peak (or ceiling), and the first measured
-        count at or above it."""
-        n = smallest_n_reaching(self.fit.params, self.fraction, 2.0 * self.fit.max_n)
-        if n is None or (not self.fit.identified and not math.isfinite(self.fit.peak_x.hi)):
+    def evidence(self) -> tuple[str, ...]:
+        """The reading (the noise, the steps out of line, the shape), then each saturated resource."""
+        return (*self.reading.lines(), *(s.line() for s in self.saturations))
+
+    def modelled(self) -> tuple[float, tuple[float, float] | None] | None:
+        """Where the model crosses the fraction of its peak (or of a ceiling reached inside the
+        sweep), with its bootstrap's 95% interval; None when it places neither."""
+        f = self.fit
+        if not f.identified and not (math.isfinite(f.peak_x.hi) and f.sigma.lo > 0.05):
             return None
-        return n, min((c for c in counts if c >= n), default=counts[-1])
+        ceiling = 2.0 * f.max_n
+        n = smallest_n_reaching(f.params, self.fraction, ceiling)
+        if n is None:
+            return None
+        each = smallest_n_reaching_each(f.samples, self.fraction, ceiling)
+        draws = each[np.isfinite(each)]
+        span = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if draws.size else None
+        return n, span
 
     def opinions(self, r: Recommendation) -> tuple[str, ...]:
-        """Where the methods agree with the answer or not: an opinion agrees when it falls inside
-        the answer's count interval, or one measured step from the answer."""
+        """Where the second opinions agree with the answer or not: inside its interval, or one
+        measured step from it."""
         if r.connections is None:
             return ()
-        counts = self.shape.counts
+        counts = self.reading.counts
         lo, hi = r.counts_interval or (r.connections, r.connections)
         i = counts.index(r.connections) if r.connections in counts else 0
         near = set(counts[max(i - 1, 0):i + 2]) | {c for c in counts if lo <= c <= hi}
@@ -296,167 +381,40 @@ class _Evidence:
                        f"it {agrees(self.knee)} with {r.connections}")
         else:
             out.append("Kneedle (Satopää et al. 2011) detects no knee in the measured curve")
-        m = self.model_count(counts)
-        if m is not None:
-            what = "peak" if self.fit.identified else "ceiling"
-            out.append(f"the scalability model reaches {self.fraction:.0%} of its modelled {what} at {m[0]:.1f} "
-                       f"(the first count measured past it: {m[1]}): it {agrees(m[1])}")
+        f = self.fit
+        if r.modelled_n is not None:
+            what = "peak" if f.identified else "ceiling"
+            first = min((c for c in counts if c >= r.modelled_n), default=counts[-1])
+            span = (f" (its 95% interval {r.modelled_interval[0]:.1f}..{r.modelled_interval[1]:.1f})"
+                    if r.modelled_interval else "")
+            out.append(f"the scalability model (USL) reaches {self.fraction:.0%} of its modelled {what} at "
+                       f"{r.modelled_n:.1f}{span}, the first count measured past it {first}: it {agrees(first)}")
         else:
-            out.append("the scalability model places neither a peak nor a ceiling (σ "
-                       f"{self.fit.params.sigma:.2f} [{self.fit.sigma.lo:.2f}..{self.fit.sigma.hi:.2f}])")
+            out.append("the scalability model (USL) places neither a peak nor a ceiling (σ "
+                       f"{f.params.sigma:.2f} [{f.sigma.lo:.2f}..{f.sigma.hi:.2f}])")
         return tuple(out)
 
 
-def _evidence(view: RunView, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
-              f: Fit, fraction: float) -> _Evidence:
-    latency: dict[int, float] = {}
-    for g in sorted(groups, key=lambda g: g.clients):
-        if g.lat_avg is not None:
-            latency.setdefault(concurrency_of(g), g.lat_avg.value)
-    sh = shape_of(by_n, latency, max(g.noise_pct for g in groups))
-    return _Evidence(sh, tuple(saturated(view, groups, cores)), f, kneedle(list(zip(sh.counts, sh.tps, strict=True))),
-                     fraction)
-
-
-def _rule_interval(by_n: Mapping[int, Sequence[float]], noise_pct: float,
-                   rule: Callable[[Mapping[int, Sequence[float]]], int | None]) -> tuple[int, int] | None:
-    """The counts `rule` picks on the measured curve moved by plausible noise (noise_draws)."""
-    return count_interval([rule(d) for d in noise_draws(by_n, noise_pct)])
-
-
-def _between(counts: Sequence[int], lo: int, hi: int) -> tuple[int, ...]:
-    """Counts to measure between the measured ones from lo to hi (the next measured count on each
-    side when lo and hi are one count): the midpoints not measured yet."""
-    i, j = counts.index(lo) if lo in counts else 0, counts.index(hi) if hi in counts else len(counts) - 1
-    if i == j:
-        i, j = max(i - 1, 0), min(j + 1, len(counts) - 1)
-    span = counts[i:j + 1]
-    return tuple(m for a, b in zip(span, span[1:], strict=False) if (m := (a + b) // 2) not in counts and a < m < b)
-
-
-def _levels_off(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
-                ev: _Evidence) -> Recommendation:
-    """The measured curve levels off: the smallest measured count reaching the fraction of the
-    plateau's throughput, its interval from the same rule on noisy copies of the curve."""
-    sh, fraction, p99 = ev.shape, start.fraction, start.p99_target_ms
-
-    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
-        return _smallest_reaching(groups, d, fraction * shape_of(d, {}, sh.noise_pct).level, p99)
-
-    chosen = rule(by_n)
-    base = dataclasses.replace(start, fit=ev.fit, knee=ev.knee, level_tps=sh.level, saturated=ev.lines(),
-                               measured=sh.counts)
-    if chosen is None:
-        return dataclasses.replace(base, verdict="no-count-meets-target",
-                                   target_missed=_target_missed(groups, by_n, sh.level, fraction, p99),
-                                   reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
-    span = _rule_interval(by_n, sh.noise_pct, rule) or (chosen, chosen)
-    span = (min(span[0], chosen), max(span[1], chosen))
-    r = dataclasses.replace(base, verdict="levels-off", connections=chosen, counts_interval=span,
-                            interval=(float(span[0]), float(span[1])), next_counts=_between(sh.counts, *span))
-    return dataclasses.replace(r, reasons=(*_evidence_lines(ev), *ev.opinions(r), *_reasons(groups, None, cores)))
-
-
-def _evidence_lines(ev: _Evidence) -> tuple[str, ...]:
-    """The curve's shape, then each saturated resource."""
-    return (*filter(None, [shape_reason(ev.shape)]), *(s.line() for s in ev.saturations))
-
-
-def _modelled(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
-              ev: _Evidence, plateau: bool) -> Recommendation:
-    """The model places a peak (or a ceiling reached inside the sweep): the smallest measured count
-    reaching the fraction of it within the p99 target; its interval from the bootstrap fits."""
-    f, fraction = ev.fit, start.fraction
-    ceiling = 2.0 * f.max_n
-    each = smallest_n_reaching_each(f.samples, fraction, ceiling)
-    draws = each[np.isfinite(each)]
-    interval = ((float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if draws.size else None)
-    chosen = _smallest_reaching(groups, by_n, fraction * f.params.peak_x, start.p99_target_ms)
-    reasons = _reasons(groups, chosen, cores, fraction)
-    if plateau:
-        reasons.insert(0, f"throughput levels off rather than peaks: contention σ {f.params.sigma:.2f} "
-                          f"[{f.sigma.lo:.2f}..{f.sigma.hi:.2f}] bounds it near {f.params.peak_x:,.0f} TPS, and the "
-                          "sweep shows no decline, so the count is read against that bound")
-    counts = ev.shape.counts
-    span = None
-    if interval is not None and chosen is not None:
-        lo, hi = (min((c for c in counts if c >= x), default=counts[-1]) for x in interval)
-        span = (min(lo, chosen), max(hi, chosen))
-    r = dataclasses.replace(start, verdict="recommended" if chosen is not None else "no-count-meets-target",
-                            fit=f, knee=ev.knee, connections=chosen, interval=interval, counts_interval=span,
-                            modelled_n=smallest_n_reaching(f.params, fraction, ceiling), saturated=ev.lines(),
-                            measured=counts, level_tps=f.params.peak_x,
-                            next_counts=_between(counts, *span) if span else (),
-                            target_missed="" if chosen is not None else _target_missed(
-                                groups, by_n, f.params.peak_x, fraction, start.p99_target_ms))
-    return dataclasses.replace(r, reasons=(*_evidence_lines(ev), *ev.opinions(r), *reasons))
-
-
-def _saturated(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list[float]], cores: Machine,
-               ev: _Evidence) -> Recommendation:
+def _saturated(base: Recommendation, groups: Sequence[Group], ev: _Evidence, cores: Machine,
+               allowed: set[int] | None) -> Recommendation:
     """A resource saturated while throughput still grew beyond the noise: an answer for now, read
-    against the best measured, never counts upward."""
-    sh, fraction, p99 = ev.shape, start.fraction, start.p99_target_ms
-
-    rule = _reaching_the_best(groups, fraction, p99)
-    chosen = rule(by_n)
-    base = dataclasses.replace(start, fit=ev.fit, knee=ev.knee, measured_best=sh.best_n, level_tps=sh.best,
-                               saturated=ev.lines(), measured=sh.counts)
+    against the best so far, never counts upward but one doubling once repetitions confirm it."""
+    r = ev.reading
+    chosen = r.count(base.fraction, allowed, for_now=True)
     if chosen is None:
         return dataclasses.replace(base, verdict="no-count-meets-target",
-                                   target_missed=_target_missed(groups, by_n, sh.best, fraction, p99),
-                                   reasons=(*_evidence_lines(ev), *_reasons(groups, None, cores)))
-    span = _rule_interval(by_n, sh.noise_pct, rule) or (chosen, chosen)
-    span = (min(span[0], chosen), max(span[1], chosen))
-    between = _between(sh.counts, span[0], sh.counts[-1])
+                                   target_missed=_target_missed(groups, {c: [r.tps_at(c)] for c in r.counts},
+                                                                r.level, base.fraction, base.p99_target_ms),
+                                   reasons=(*ev.evidence(), *_reasons(groups, cores)))
+    span, _ = interval(r, base.fraction, allowed, for_now=True)
+    span = (min(span[0], chosen), max(span[1], chosen)) if span else (chosen, chosen)
+    inside = between(r.counts, span[0], r.counts[-1])
     # every count between measured, and the growth beyond the noise over several repetitions: one doubling
     # more shows where it ends (never the 4-doubling climb of a curve with nothing saturated)
-    settled = not between and start.repetitions >= 3
-    r = dataclasses.replace(base, verdict="saturated", connections=chosen, counts_interval=span,
-                            interval=(float(span[0]), float(span[1])),
-                            next_counts=(2 * sh.counts[-1],) if settled else between)
-    return dataclasses.replace(r, reasons=(*_evidence_lines(ev), *ev.opinions(r), *_reasons(groups, None, cores)))
-
-
-def _measured_peak(start: Recommendation, groups: Sequence[Group],
-                   by_n: dict[int, list[float]]) -> Recommendation | None:
-    """A peak the measurements show though the model cannot place it (few counts, one repetition
-    each): the highest median throughput inside the sweep, the largest count below it by more than
-    the run's noise allowance. The answer is then read against the measured best, not a model,
-    and the counts around the best are proposed to narrow it."""
-    med = sorted((n, float(statistics.median(x))) for n, x in by_n.items() if x)
-    top = max(range(len(med)), key=lambda i: med[i][1])
-    noise = max(g.noise_pct for g in groups)
-    (best_n, best), (last_n, last) = med[top], med[-1]
-    if top == len(med) - 1 or 100 * (1 - last / best) <= noise:
-        return None
-
-    rule = _reaching_the_best(groups, start.fraction, start.p99_target_ms)
-
-    chosen = rule(by_n)
-    if chosen is None:
-        return dataclasses.replace(start, verdict="no-count-meets-target", measured_best=best_n,
-                                   target_missed=_target_missed(groups, by_n, best, start.fraction,
-                                                                start.p99_target_ms))
-    counts = sorted(by_n)
-    lo, hi = counts[max(top - 1, 0)], counts[top + 1]
-    between = sorted({(lo + best_n) // 2, (best_n + hi) // 2, (best_n + (best_n + hi) // 2) // 2} - set(counts))
-    why = (f"the measured throughput peaked at {best_n} ({best:,.0f} TPS) and was {100 * (1 - last / best):.0f}% "
-           f"lower at {last_n}, more than the {noise:.0f}% noise allowance; the scalability model fitted to "
-           f"{len(counts)} counts does not place that peak, so the answer is read against the measured best")
-    span = _rule_interval(by_n, noise, rule) or (chosen, chosen)
-    return dataclasses.replace(start, verdict="measured-peak", connections=chosen, measured_best=best_n,
-                               next_counts=tuple(c for c in between if lo < c < hi), reasons=(why,),
-                               counts_interval=(min(span[0], chosen), max(span[1], chosen)), level_tps=best,
-                               measured=tuple(counts))
-
-def _reaching_the_best(groups: Sequence[Group], fraction: float, p99_target_ms: float | None
-                       ) -> Callable[[Mapping[int, Sequence[float]]], int | None]:
-    """The rule read against the best measured: the smallest count whose median TPS reaches the
-    fraction of the highest median (measured-peak, saturated; noise_draws apply it to copies)."""
-    def rule(d: Mapping[int, Sequence[float]]) -> int | None:
-        return _smallest_reaching(groups, d, fraction * max(statistics.median(x) for x in d.values()), p99_target_ms)
-    return rule
+    settled = not inside and base.repetitions >= 3
+    out = dataclasses.replace(base, verdict="saturated", connections=chosen, counts_interval=span,
+                              next_counts=(*r.outliers, *((2 * r.counts[-1],) if settled else inside)))
+    return dataclasses.replace(out, reasons=(*ev.evidence(), *ev.opinions(out), *_reasons(groups, cores)))
 
 
 def _target_missed(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]], peak_tps: float,
@@ -484,14 +442,3 @@ def _target_missed(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]],
             out.append(f"no count had p99 under {p99_target_ms:g} ms (the lowest: {p99:.1f} ms at "
                        f"{low.clients} clients)")
     return "; ".join(out)
-
-
-def _smallest_reaching(groups: Sequence[Group], by_n: Mapping[int, Sequence[float]], target_tps: float,
-                       p99_target_ms: float | None) -> int | None:
-    """The smallest client count whose median TPS reaches the target with its p99 under the
-    p99 target, if any."""
-    for g in sorted(groups, key=lambda g: g.clients):
-        tps = statistics.median(by_n[concurrency_of(g)])
-        if tps >= target_tps and (p99_target_ms is None or (g.p99 is not None and g.p99.value <= p99_target_ms)):
-            return g.clients
-    return None

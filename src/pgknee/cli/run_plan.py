@@ -163,9 +163,10 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     if args.clients:
         clients = parse_clients(args.clients)
     else:
-        proposals = [r.next_counts for v in view.variants() if (r := recommend(view, v)).next_counts
-                     and r.verdict in ("not-identified", "measured-peak", "levels-off", "saturated", "recommended")]
-        if not proposals:
+        known = set(run.plan.get("clients", ()))  # a step out of line is measured again by repetitions, not here
+        proposals = [[c for c in r.next_counts if c not in known] for v in view.variants()
+                     if (r := recommend(view, v)).verdict in ("not-identified", "peaks", "levels-off", "saturated")]
+        if not any(proposals):
             raise UserError(f"run {run.run_id} already shows its peak (see pgknee recommend {run.run_id})",
                             "give --clients to extend it anyway")
         clients = tuple(sorted({c for p in proposals for c in p}))

@@ -155,16 +155,16 @@ def scalability(view: RunView, rec: Recommendation) -> Chart | None:
 
 
 def _answer_marks(ax: Any, rec: Recommendation) -> None:
-    """The answer on the scalability chart: the count, the counts noise would have picked, and the
-    level it was read against (a plateau, or the best measured)."""
+    """The answer on the scalability chart: the count, its 95% interval, and the level it was read
+    against (the plateau's, or the peak's)."""
     if rec.connections is None:
         return
     ax.axvline(rec.connections, color="#2ca02c", linewidth=2.2, label=f"recommended: {rec.connections}")
     if rec.counts_interval is not None and rec.counts_interval[0] != rec.counts_interval[1]:
         ax.axvspan(*rec.counts_interval, color="#2ca02c", alpha=0.10,
-                   label="what noise would have picked: {}..{}".format(*rec.counts_interval))
-    if rec.level_tps is not None and rec.verdict in ("levels-off", "measured-peak", "saturated"):
-        what = "plateau" if rec.verdict == "levels-off" else "best measured"
+                   label="95% interval: {}..{}".format(*rec.counts_interval))
+    if rec.level_tps is not None and rec.verdict in ("levels-off", "peaks", "saturated"):
+        what = {"levels-off": "plateau", "peaks": "peak"}.get(rec.verdict, "best so far")
         ax.axhline(rec.level_tps, color="#2ca02c", linestyle="--", linewidth=1,
                    label=f"{what} {rec.level_tps:,.0f} TPS ({rec.fraction:.0%}: {rec.fraction * rec.level_tps:,.0f})")
 

@@ -19,7 +19,7 @@ from pgknee.report.serverside import group_server_json, step_server_json
 from pgknee.samples import WaitSampling
 from pgknee.types import RunData, StepRecord
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the recommendation's interval is counts_interval alone, verdict 'peaks'
 
 
 def _spread(f: Spread | None) -> dict[str, float] | None:

@@ -154,7 +154,10 @@ def recommendation_items(r: Recommendation) -> list[RenderableType]:
             t.add_row("modelled peak TPS" if f.identified else "modelled ceiling TPS",
                       f"{p.peak_x:,.0f} [{f.peak_x.lo:,.0f}..{f.peak_x.hi:,.0f}]")
         if r.modelled_n is not None:
-            t.add_row(f"model reaches {r.fraction:.0%} at", f"{r.modelled_n:.1f}")
+            span = f" [{r.modelled_interval[0]:.1f}..{r.modelled_interval[1]:.1f}]" if r.modelled_interval else ""
+            t.add_row(f"model reaches {r.fraction:.0%} at", f"{r.modelled_n:.1f}{span} (an opinion, not the answer)")
+    if r.noise_pct is not None:
+        t.add_row("noise per repetition", f"{r.noise_pct:.1f}% ({r.noise_source})")
     if r.knee is not None:
         t.add_row("knee of the measured curve (Kneedle)", str(r.knee))
     t.add_row("rule of thumb (cores x 2) + spindles", rule_of_thumb(r))
