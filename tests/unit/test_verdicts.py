@@ -134,7 +134,8 @@ def test_a_sweep_of_pool_sizes_answers_the_pool_size() -> None:
     recs = recommend_all(build(_pool_sweep({2: 2500.0, 4: 4400.0, 8: 4700.0, 16: 4650.0})))
     pool = recs[-1]
     assert pool.family and pool.variant == "pooled:transaction:pool=2,4,8,16 at 32 clients"
-    assert pool.verdict == "levels-off" and pool.connections in (4, 8) and pool.counts_interval == (4, 8)
+    assert pool.verdict == "levels-off" and pool.connections in (4, 8)
+    assert pool.counts_interval is not None and pool.counts_interval[0] <= 4 and pool.counts_interval[1] >= 8
     assert pool.reasons[2].startswith("at 32 clients through pgbouncer, by pool size: pool 2: 2,500 TPS")
     assert pool.headline() in DOCS.read_text(), f"docs/reading-the-answer.md lacks: {pool.headline()}"
     # each pool on its own: the pool caps the concurrency, two counts measured, no count of its own

@@ -15,9 +15,10 @@ A throughput curve against connections rises, may level off and may fall, in tha
   and beyond the noise (two-sided t test at 5%); beyond the fraction but within the noise, it is
   unsettled: levelling off for now.
 * **decline**: the largest count below the best beyond the noise (one-sided t test at 1%).
-* **the plateau**: the counts not below the best beyond the noise (one-sided at 10%); its level
-  is their mean, weighted by their repetitions (not the best alone: the highest of noisy values
-  is biased up).
+* **the plateau**: the widest run of counts around the best that one level explains within the
+  noise (_plateau); its level is the higher end of the line fitted to them, weighted by their
+  repetitions: their mean on a flat plateau, its top on a slow rise the noise hides (not the best
+  alone: the highest of noisy values is biased up).
 * **the count**: the smallest count, not out of line, reaching the fraction of the plateau's
   level (and within the p99 target, when one is set). A peak between two measured counts is
   answered by the one that serves best; the counts to measure next split the brackets.
@@ -45,7 +46,6 @@ DIP_P = 0.99  # a step out of line: below both neighbours, one-sided at 1% (the 
 # leave the noise few degrees of freedom, and Student's t would then see no step out of line at all)
 GROWS_P = 0.975  # growth beyond the noise: two-sided at 5%
 DECLINE_P = 0.99  # decline beyond the noise: one-sided at 1%
-PLATEAU_P = 0.95  # the plateau: a neighbour joins unless below the plateau's mean beyond the noise, one-sided at 5%
 NORMAL_DIP = float(stats.norm.ppf(DIP_P))
 MIN_DIP = 0.05  # and at least 5% below: a noise measured with one degree of freedom may be tiny by chance
 _MEDIAN_VAR = {1: 1.0, 2: 0.5, 3: 0.449, 4: 0.343, 5: 0.287}  # var of a median of k normals, in sigma^2
@@ -192,8 +192,10 @@ def _plateau(counts: np.ndarray, ys: np.ndarray, var: np.ndarray, sd: np.ndarray
     repetitions) within the 1% point of its chi-square distribution, no trend (the slope of ln TPS
     on log2 of the count, two-sided at 5%) and no cap (a peak's curvature, the square term of a
     quadratic in log2 of the count, one-sided at 2.5%), no count in it fallen below the best beyond
-    the noise; the closest fit among equally wide runs. The level is their weighted mean: on a
-    plateau, of every count on it; around a peak, of those too close to tell from it."""
+    the noise; the closest fit among equally wide runs. The level is the higher end of the line
+    fitted to them (weighted by repetitions): their mean on a flat plateau, its top on a slow rise
+    within the noise (the mean of a rise would put the answer too low); around a peak, the mean of
+    the counts too close to tell from it."""
     rows, k = np.arange(len(ys)), ys.shape[1]
     w, x = 1.0 / var, np.log2(counts.astype(float))
     gap = ys[rows, best][:, None] - ys
@@ -214,24 +216,27 @@ def _plateau(counts: np.ndarray, ys: np.ndarray, var: np.ndarray, sd: np.ndarray
 
 def _one_level(x: np.ndarray, ys: np.ndarray, w: np.ndarray, sd: np.ndarray, noise: Noise
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For a run of counts (log2 `x`, weights `w`) and each row of `ys`: the weighted mean, the
-    scatter about it (over sd^2), and whether one level explains the run (module docstring)."""
+    """For a run of counts (log2 `x`, weights `w`) and each row of `ys`: its level (the higher end
+    of its weighted line), the scatter about the mean (over sd^2), and whether one level explains
+    the run (module docstring)."""
     m = len(x)
     sw = w.sum()
     mean = ys @ w / sw
     chi = ((ys - mean[:, None]) ** 2) @ w / (sd * sd)
     ok = chi <= noise.homogeneous(m)
+    level = mean
     if m >= 3:
         xc = x - (w @ x) / sw
         sxx = float(w @ (xc * xc))
         slope = (ys * (w * xc)) @ np.ones(m) / sxx
         ok &= np.abs(slope) <= noise.quantile(0.975) * sd / math.sqrt(sxx)
+        level = mean + np.maximum(slope * xc[-1], slope * xc[0])  # the line's higher end: a slow rise's top
     if m >= 4:  # a quadratic leaves m - 3 degrees of freedom: its square term says whether the run is a cap
         design = np.column_stack([np.ones(m), xc, xc * xc])
         inverse = np.linalg.pinv(design.T @ (design * w[:, None]))
         square = (ys * w) @ design @ inverse[:, 2]
         ok &= square >= -noise.quantile(0.975) * sd * math.sqrt(max(float(inverse[2, 2]), 0.0))
-    return mean, chi, ok
+    return level, chi, ok
 
 
 def _dips(counts: Sequence[int], values: Mapping[int, Sequence[float]],

@@ -98,10 +98,11 @@ def add_deploy_options(p: Any) -> None:
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("recommend", help="the connection count to use, with its interval and the reasons",
-                       description="Per variant: the verdict read from the sweep's evidence (its curve against the "
-                                   "noise, saturated resources, the scalability model, Kneedle), the count with the "
-                                   "counts noise could have picked, and why; docs/reading-the-answer.md reads each "
-                                   "kind of answer.")
+                       description="Per variant: the verdict read from the sweep's evidence (its whole curve "
+                                   "against the noise the run measured, saturated resources, and as second opinions "
+                                   "the scalability model and Kneedle), the count with its 95% interval (the counts "
+                                   "the same rule picks on 95% of copies of the sweep moved by that noise), and why; "
+                                   "docs/reading-the-answer.md reads each kind of answer.")
     p.add_argument("run_id", metavar="RUN_ID", help="a run id, a unique prefix of one, or 'last'")
     p.add_argument("--variant", metavar="VARIANT", help="the variant to recommend for (default: each of them)")
     add_recommend_options(p)
