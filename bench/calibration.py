@@ -36,7 +36,8 @@ datasets), and the 20 star-join sweeps of tvondra/postgres-archaeology (bench/da
 alone (one repetition, its first 20 seconds) and the three together, against the rule on the
 three runs' medians.
 
-    PYTHONPATH=src .venv/bin/python bench/calibration.py [--draws 4] [--seed 1] [--jobs 2] [--json PATH]
+    PYTHONPATH=src .venv/bin/python bench/calibration.py [--draws 6] [--seed 1] [--jobs 2] [--json PATH]
+    PYTHONPATH=src .venv/bin/python bench/calibration.py --from PATH     # print a saved run's figures again
     PYTHONPATH=src .venv/bin/python bench/calibration.py extract CLONE   # bench/data/archaeology.json again
 """
 
@@ -365,7 +366,8 @@ def extract(clone: Path) -> None:
 
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--draws", type=int, default=4, help="sweeps per family, grid, noise and repetitions")
+    p.add_argument("--draws", type=int, default=6, help="sweeps per family, grid, noise and repetitions")
+    p.add_argument("--from", dest="saved", type=Path, help="print the figures of a run saved with --json")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--json", type=Path, help="write every sweep's figures here")
@@ -373,25 +375,37 @@ def main(argv: Sequence[str]) -> int:
         extract(Path(argv[1]))
         return 0
     args = p.parse_args(argv)
+    if args.saved:
+        doc = json.loads(args.saved.read_text())
+        print("\n".join(report(doc["generated"], doc["published"], doc.get("header", ""))))
+        return 0
     t0 = time.monotonic()
     all_cases = list(cases(args.draws, args.seed))
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(run_case, all_cases, chunksize=16))
     pub = published()
-    print(f"# {len(rows)} generated sweeps and {len(pub)} published ones, {time.monotonic() - t0:.0f} s "
-          f"(seed {args.seed}, {args.draws} draws)\n")
-    for line in ("## The targets", "", *(f"- {x}" for x in targets(rows)), "",
-                 "## By family and noise (1, 3 and 5 repetitions)", "", *table(rows, ("family", "noise")), "",
-                 "## By noise and repetitions", "", *table(rows, ("noise", "reps")), "", "## Published sweeps", "",
-                 " | ".join(("sweep", "how", "right count", "pgknee", "95% interval", "scored")),
-                 " | ".join(["---"] * 6),
-                 *(" | ".join((r["sweep"], r["how"], str(r["right"] or "grows"),
-                               f"{r['verdict']} {r['connections'] or ''}", "..".join(map(str, r["interval"] or ())),
-                               r["category"])) for r in pub)):
-        print(line)
+    header = (f"# {len(rows)} generated sweeps and {len(pub)} published ones, {time.monotonic() - t0:.0f} s "
+              f"(seed {args.seed}, {args.draws} draws)")
+    print("\n".join(report(rows, pub, header)))
     if args.json:
-        args.json.write_text(json.dumps({"generated": rows, "published": pub}, indent=1))
+        args.json.write_text(json.dumps({"header": header, "generated": rows, "published": pub}, indent=1))
     return 0
+
+
+def report(rows: Sequence[Mapping[str, Any]], pub: Sequence[Mapping[str, Any]], header: str) -> list[str]:
+    """What the bench prints: the targets, the tables, the published sweeps summed up, then each."""
+    groups: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in pub:
+        src = r["sweep"].split(" ")[0] if r["sweep"].startswith("archaeology") else r["sweep"].split(" on ")[0]
+        groups[f"{src}, {'one run' if 'alone' in r['how'] else r['how']}"][r["category"]] += 1
+    summary = [f"- {k}: " + ", ".join(f"{v} {c}" for c, v in sorted(cat.items())) for k, cat in groups.items()]
+    return [header, "", "## The targets", "", *(f"- {x}" for x in targets(rows)), "",
+            "## By family and noise (1, 3 and 5 repetitions)", "", *table(rows, ("family", "noise")), "",
+            "## By noise and repetitions", "", *table(rows, ("noise", "reps")), "", "## Published sweeps", "",
+            *summary, "", " | ".join(("sweep", "how", "right count", "pgknee", "95% interval", "scored")),
+            " | ".join(["---"] * 6),
+            *(" | ".join((r["sweep"], r["how"], str(r["right"] or "grows"), f"{r['verdict']} {r['connections'] or ''}",
+                          "..".join(map(str, r["interval"] or ())), r["category"])) for r in pub)]
 
 
 if __name__ == "__main__":

@@ -53,12 +53,16 @@ def test_one_repetition_measures_its_noise_from_the_scatter_around_a_smooth_curv
 
 
 def test_per_second_figures_give_a_floor_corrected_for_their_autocorrelation() -> None:
-    """AR(1) seconds (lag-one correlation 0.5) whose mean has a 1% standard error: the estimate
-    finds about that, where the naive sd / sqrt(n) would say 0.58% (sqrt(3) too small)."""
+    """AR(1) seconds (lag-one correlation 0.5) whose mean has a 1% standard error: the floor finds
+    about that, where the naive sd / sqrt(n) would say 0.58% (sqrt(3) too small). Alone it measures
+    nothing between steps: three counts of one repetition keep the assumed noise, the floor said."""
     rng = np.random.default_rng(3)
     series = {n: [cal.per_second(1000.0, 0.01, 60, rng) for _ in range(5)] for n in (2, 4, 8)}
     n = measure({2: [1000.0], 4: [2000.0], 8: [2500.0]}, series)
-    assert n.source == "per-second" and 0.007 < n.within < 0.014
+    assert n.within is not None and 0.007 < n.within < 0.014
+    assert n.source == "assumed" and n.sd == 0.05 and "a floor of 1." in n.text()
+    loud = {c: [cal.per_second(1000.0, 0.08, 60, rng) for _ in range(5)] for c in (2, 4, 8)}
+    assert measure({2: [1000.0], 4: [2000.0], 8: [2500.0]}, loud).sd > 0.05  # never below the floor
 
 
 def test_without_anything_to_measure_it_from_the_noise_is_assumed_and_said_so() -> None:

@@ -230,7 +230,8 @@ def _one_level(x: np.ndarray, ys: np.ndarray, w: np.ndarray, sd: np.ndarray, noi
         sxx = float(w @ (xc * xc))
         slope = (ys * (w * xc)) @ np.ones(m) / sxx
         ok &= np.abs(slope) <= noise.quantile(0.975) * sd / math.sqrt(sxx)
-        level = mean + np.maximum(slope * xc[-1], slope * xc[0])  # the line's higher end: a slow rise's top
+        # the line's higher end (a slow rise's top), never above the highest of the run
+        level = np.minimum(mean + np.maximum(slope * xc[-1], slope * xc[0]), ys.max(axis=1))
     if m >= 4:  # a quadratic leaves m - 3 degrees of freedom: its square term says whether the run is a cap
         design = np.column_stack([np.ones(m), xc, xc * xc])
         inverse = np.linalg.pinv(design.T @ (design * w[:, None]))

@@ -6,10 +6,11 @@ Three sources, each a DBA would read:
   logarithm of TPS about each count's mean); over three counts or more, their median variance,
   so that a repetition out of line at one count does not make the whole run noisy;
 * **the scatter of the counts around a smooth curve**: one repetition per count still shows noise,
-  as the jagged line a smooth throughput curve is not. The smooth curve is the Universal
-  Scalability Law fitted to the counts' medians (analyze/usl.py); the scatter is the residuals'
-  variance with k - 3 degrees of freedom (three parameters fitted to k counts). A curve the model
-  cannot follow reads as noisier than it is: the error is on the safe side (a wider interval);
+  as the jagged line a smooth throughput curve is not. The smooth curve is the closest of the
+  Universal Scalability Law, a parabola and a broken line on the log-log scale (_scatter), fitted to
+  the counts at half the best throughput or more; the scatter is the residuals' variance with k - p
+  degrees of freedom (p parameters fitted to k counts), pooled over the run's variants. A curve none
+  of them can follow reads as noisier than it is: the error is on the safe side (a wider interval);
 * **each step's per-second throughput** (pgbench's progress): the standard error of the step's
   mean, corrected for the autocorrelation of a closed loop's per-second figures (the effective
   number of seconds, n(1 - r)/(1 + r), r the lag-one autocorrelation pooled over the steps). It
@@ -18,12 +19,12 @@ Three sources, each a DBA would read:
   this figure. So it is a floor, never the estimate.
 
 The estimate: the repetitions alone when they carry at least as many degrees of freedom as the
-scatter; else both, pooled by their degrees of freedom; never below the per-second floor (nor
-below FLOOR). With none of the three (three counts, one repetition, no progress) the noise is
-assumed: the run's noise allowance (--noise-threshold) taken as two standard deviations, and said
-so. The degrees of freedom travel with the estimate: a test or an interval built on it uses
-Student's t, and draws of the noise (draws) vary it as its estimate would (a scaled inverse
-chi-square)."""
+scatter; else both, pooled by their degrees of freedom (the scatter needs two, over the variants);
+never below the per-second floor (nor below FLOOR). With neither (one repetition of too few counts)
+the noise is assumed: the run's noise allowance (--noise-threshold) taken as two standard
+deviations, or the per-second floor if higher, and said so. The degrees of freedom travel with
+the estimate: a test or an interval built on it uses Student's t, and draws of the noise (draws)
+vary it as its estimate would (a scaled inverse chi-square)."""
 
 from __future__ import annotations
 
@@ -49,9 +50,10 @@ class Noise:
 
     sd: float
     dof: float
-    source: str  # 'repetitions', 'scatter', 'repetitions and scatter', 'per-second', 'assumed'
+    source: str  # 'repetitions', 'scatter', 'repetitions and scatter', 'assumed'
     repetitions: tuple[float, float] | None = None  # (sd, dof) from the repetitions
     scatter: tuple[float, float] | None = None  # (sd, dof) from the counts around the smooth curve
+    scatter_all: tuple[float, float] | None = None  # the same with two degrees of freedom at least (parts)
     within: float | None = None  # the per-second floor: the standard error of one step's mean
     variants: int = 1  # the run's variants it was pooled over
 
@@ -79,13 +81,9 @@ class Noise:
         pct = f"{100 * self.sd:.1f}%"
         floor = f"; each step's per-second throughput puts a floor of {100 * self.within:.1f}%" if self.within else ""
         if self.source == "assumed":
-            return (f"noise {pct} per repetition, assumed (the noise allowance as two standard deviations): one "
-                    "repetition of too few counts for their scatter, and no per-second figures, cannot measure it; "
-                    "repetitions (--reps 3) would")
-        if self.source == "per-second":
-            return (f"noise {pct} per repetition, from each step's per-second throughput alone (too few counts for "
-                    "their scatter): a floor, since what changes between steps is not in it; repetitions (--reps 3) "
-                    "would measure it")
+            return (f"noise {pct} per repetition, assumed (the noise allowance as two standard deviations{floor}): "
+                    "one repetition of too few counts for their scatter cannot measure it; repetitions (--reps 3) "
+                    "would")
         parts = []
         if self.repetitions is not None and "repetitions" in self.source:
             parts.append(f"the repetitions ({_dof(self.repetitions[1])})")
@@ -106,27 +104,31 @@ def measure(by_n: Mapping[int, Sequence[float]], progress: Mapping[int, Sequence
     repetition's per-second TPS by count (empty where none was kept); `leave_out`: counts left out
     (steps out of line with their neighbours); `others`: the run's other variants' noise, pooled
     with this one's (the noise is the machine's and the server's more than a variant's);
-    `min_dof`: the fewest degrees of freedom a smooth curve's scatter may have (one, for the search
-    for a step out of line, which asks a larger step of it too: analyze/curve.py)."""
+    `min_dof`: the fewest degrees of freedom the scatter, pooled over the variants, may have (one,
+    for the search for a step out of line, which asks a larger step of it too: analyze/curve.py)."""
     skip = set(leave_out)
     data = {n: [float(v) for v in x if v and v > 0] for n, x in by_n.items() if n not in skip}
     data = {n: x for n, x in data.items() if x}
-    own = parts(data, {n: p for n, p in (progress or {}).items() if n not in skip}, min_dof)
-    return combine([own, *others], allowance_pct)
+    own = parts(data, {n: p for n, p in (progress or {}).items() if n not in skip})
+    return combine([own, *others], allowance_pct, min_dof)
 
 
-def parts(data: Mapping[int, Sequence[float]], progress: Mapping[int, Sequence[Sequence[float]]],
-          min_dof: int = 2) -> Noise:
-    """One variant's three sources, not yet combined (combine does)."""
-    return Noise(0.0, 0.0, "parts", _repetitions(data), _scatter(data, min_dof), _within(progress))
+def parts(data: Mapping[int, Sequence[float]], progress: Mapping[int, Sequence[Sequence[float]]]) -> Noise:
+    """One variant's three sources, not yet combined (combine does; a scatter of one degree of
+    freedom counts only pooled with others)."""
+    return Noise(0.0, 0.0, "parts", repetitions=_repetitions(data), scatter=_scatter(data),
+                 scatter_all=_scatter(data, 2), within=_within(progress))
 
 
-def combine(noises: Sequence[Noise], allowance_pct: float = 10.0) -> Noise:
+def combine(noises: Sequence[Noise], allowance_pct: float = 10.0, min_dof: int = 2) -> Noise:
     """The estimate from the sources of one or more variants: each source pooled over them by its
-    degrees of freedom; the repetitions alone when they carry at least as many as the scatter,
-    else both pooled; never below the per-second floor."""
+    degrees of freedom (the scatter only with `min_dof` or more in all: with one, an estimate could
+    be a tenth of the truth or ten times it); the repetitions alone when they carry at least as many
+    as the scatter, else both pooled; never below the per-second floor."""
     reps = _pool([n.repetitions for n in noises])
     scatter = _pool([n.scatter for n in noises])
+    if scatter is None or scatter[1] < min_dof:  # one degree of freedom each and alone: those with two or more
+        scatter = _pool([n.scatter_all for n in noises])
     floors = [n.within for n in noises if n.within is not None]
     within = math.sqrt(statistics.fmean(w * w for w in floors)) if floors else None
     if reps is not None and (scatter is None or reps[1] >= scatter[1]):
@@ -135,11 +137,10 @@ def combine(noises: Sequence[Noise], allowance_pct: float = 10.0) -> Noise:
         (sd, dof), source = _pool([reps, scatter]) or reps, "repetitions and scatter"
     elif scatter is not None:
         sd, dof, source = scatter[0], scatter[1], "scatter"
-    elif within is not None:
-        return Noise(max(within, FLOOR), math.inf, "per-second", None, None, within)
-    else:
-        return Noise(allowance_pct / 200.0, math.inf, "assumed")
-    return Noise(max(sd, within or 0.0, FLOOR), dof, source, reps, scatter, within, len(noises))
+    else:  # nothing measures it: the allowance, never below what the seconds show
+        return Noise(max(allowance_pct / 200.0, within or 0.0), math.inf, "assumed", within=within)
+    return Noise(max(sd, within or 0.0, FLOOR), dof, source, repetitions=reps, scatter=scatter, within=within,
+                 variants=len(noises))
 
 
 def _pool(estimates: Sequence[tuple[float, float] | None]) -> tuple[float, float] | None:
@@ -169,27 +170,30 @@ def _repetitions(data: Mapping[int, Sequence[float]]) -> tuple[float, float] | N
     return math.sqrt(statistics.median(variances) / scale), max(2.0 / 3.0 * dof, 1.0)
 
 
-def _scatter(data: Mapping[int, Sequence[float]], min_dof: int = 2) -> tuple[float, float] | None:
+def _scatter(data: Mapping[int, Sequence[float]], min_dof: int = 1) -> tuple[float, float] | None:
     """The counts' medians around a smooth curve: the standard deviation of one repetition (a
     median of k repetitions counts k times) and its degrees of freedom. The smooth curve is the
-    closer of two, both fitted to ln TPS: the scalability model (three parameters, k - 3 degrees
-    of freedom), which follows a gradual bend, and a broken line on the log-log scale (a rise, then
-    a plateau or a fall from one measured count on: four, k - 4), which follows the sharp knee of
-    a saturated CPU. Only the counts at half the best throughput or more are read when five or
-    more are (where every answer is; the first steps of the rise are where both curves miss most).
-    Fewer than `min_dof` degrees of freedom: None (with one, the estimate could be a tenth of the
-    truth or ten times it)."""
+    closest (per degree of freedom) of three, all fitted to ln TPS: the scalability model (three
+    parameters, k - 3 degrees of freedom), which follows a gradual bend; a parabola on the log-log
+    scale (three, k - 3), which also follows a first step that more than doubles; and a broken line
+    on the log-log scale (a rise, then a plateau or a fall from one measured count on: four, k - 4),
+    which follows the sharp knee of a saturated CPU. Only the counts at half the best throughput or
+    more are read when they leave `min_dof` degrees of freedom (where every answer is; the first
+    steps of the rise, a cold first step among them, are where the curves miss most). Each smooth
+    is tried with `min_dof` degrees of freedom or more; None when none can be."""
     counts = sorted(data)
     med = {n: float(statistics.median(data[n])) for n in counts}
-    upper = [n for n in counts if med[n] >= 0.5 * max(med.values())]
-    counts = upper if len(upper) >= 3 + min_dof else counts
+    high = [n for n in counts if med[n] >= 0.5 * max(med.values())]
+    counts = high if len(high) >= 3 + min_dof else counts
     if len(counts) < 3 + min_dof:
         return None
     y = np.log(np.array([med[n] for n in counts]))
     weight = np.array([len(data[n]) for n in counts], dtype=float)
-    fits = [(_usl_log(np.asarray(counts, dtype=float), y, weight), len(counts) - 3)]
-    if len(counts) >= 4 + min_dof:
-        fits.append((_broken_line(np.log2(np.asarray(counts, dtype=float)), y, weight), len(counts) - 4))
+    x = np.log2(np.asarray(counts, dtype=float))
+    fits = [(_usl_log(np.asarray(counts, dtype=float), y, weight), len(counts) - 3),
+            (_polynomial(x, y, weight, 2), len(counts) - 3)]
+    if len(counts) - 4 >= min_dof:
+        fits.append((_broken_line(x, y, weight), len(counts) - 4))
     ss, dof = min(fits, key=lambda f: f[0] / f[1])
     return math.sqrt(ss / dof), float(dof)
 
@@ -209,6 +213,14 @@ def _usl_log(n: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
         return float(min(np.sum(r.fun ** 2), np.sum(resid(np.array([p.lam, p.sigma, p.kappa])) ** 2)))
     except ValueError:
         return float(np.sum(resid(np.array([p.lam, p.sigma, p.kappa])) ** 2))
+
+
+def _polynomial(x: np.ndarray, y: np.ndarray, w: np.ndarray, degree: int) -> float:
+    """The weighted residual sum of squares of a polynomial in log2 of the count (a parabola on the
+    log-log scale bends as a rise into a plateau does, and follows a first step that more than
+    doubles, which the scalability model cannot: a cold first step, say)."""
+    coef = np.polynomial.polynomial.polyfit(x, y, degree, w=np.sqrt(w))
+    return float(np.sum(w * (y - np.polynomial.polynomial.polyval(x, coef)) ** 2))
 
 
 def _broken_line(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:

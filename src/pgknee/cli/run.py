@@ -384,10 +384,9 @@ def _answer_options(p: argparse.ArgumentParser) -> None:
     a = p.add_argument_group("adaptive sweep")
     a.add_argument("--until-answer", action="store_true", default=None,
                    help="choose the client counts as the run goes, until the recommendation is known to one step: "
-                        "a coarse sweep (1, 2, 4, ..), then the counts that narrow its interval most; --clients N or "
-                        "LOW:HIGH:STEP gives the range (default 1 to 4x the server's CPUs); --p99-target and "
-                        "--min-fraction "
-                        "say what the answer is")
+                        "a coarse sweep (1, 2, 4, ..), then the counts that narrow its 95%% interval most; "
+                        "--clients N or LOW:HIGH:STEP gives the range (default 1 to 4x the server's CPUs); "
+                        "--p99-target and --min-fraction say what the answer is")
     a.add_argument("--budget", metavar="DURATION",
                    help="with --until-answer: the whole run's wall time, setup included (e.g. 20m); a step that "
                         "would not end within it is not started")
