@@ -152,7 +152,7 @@ def markdown() -> str:
            "section carries the same lines, with the scalability chart after the headline (see "
            "[Reports](report.md)). [Reading the answer](reading-the-answer.md) says how pgknee decides.", "",
            "![The top of a report: the headline, then the chart it came from: the measured medians, the model, the "
-           "answer, the counts noise could have picked, the plateau](screenshots/report-top.png)", ""]
+           "answer, its 95% interval, the plateau](screenshots/report-top.png)", ""]
     for e in ENTRIES:
         out += [f"## {e.title}", "", e.what, "", f"`{e.command}`:", "", "```text", output(e), "```", ""]
         out += [f"- {x}" for x in e.reading]

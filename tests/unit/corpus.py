@@ -62,7 +62,7 @@ def decode(hint: Any, value: Any) -> Any:
     if value is None or hint is Any:
         return value
     if origin in (typing.Union, types.UnionType):
-        return decode(next(a for a in args if a is not type(None)), value)
+        return decode(_member(args, value), value)
     if hasattr(hint, "of_items"):  # kept as its name/value rows
         return hint.of_items(value)
     if dataclasses.is_dataclass(hint):
@@ -73,6 +73,17 @@ def decode(hint: Any, value: Any) -> Any:
     if hint in (int, float, str, bool):
         return hint(value)
     return value
+
+
+def _member(args: tuple[Any, ...], value: Any) -> Any:
+    """The member of a union a JSON value is: the record whose fields are the object's keys (the
+    server's records are of several kinds in one list), else the first that is not None."""
+    kinds = [a for a in args if a is not type(None)]
+    if isinstance(value, dict):
+        for a in kinds:
+            if dataclasses.is_dataclass(a) and {f.name for f in dataclasses.fields(a)} == set(value):
+                return a
+    return kinds[0]
 
 
 def _decode_collection(origin: Any, args: tuple[Any, ...], value: Any) -> Any:
@@ -131,9 +142,11 @@ def judge(doc: dict[str, Any], variant: str) -> dict[str, Any]:
     DBA sees (5% with one repetition; half the median spread (max - min) / median of the counts'
     repetitions, at least 2.5%, with several)."""
     by: dict[int, list[float]] = {}
+    reps: dict[int, list[float]] = {}  # the repetitions of each client count, for the noise a DBA sees
     for r in _rows(doc, "steps") if isinstance(doc["run"]["steps"], dict) else doc["run"]["steps"]:
         if r["variant"] == variant and r["status"] == "completed" and r["tps"]:
             n = r["clients"]
+            reps.setdefault(n, []).append(r["tps"])
             if r.get("pooler_kind") == "managed" and r.get("pool_size"):
                 n = min(n, r["pool_size"] + (r.get("pool_reserve") or 0))
             by.setdefault(n, []).append(r["tps"])
@@ -144,7 +157,7 @@ def judge(doc: dict[str, Any], variant: str) -> dict[str, Any]:
     lower = [i for i in range(top) if counts[i] <= counts[top] / 2] or list(range(top))
     ref = max(lower, key=lambda i: med[i])
     growth = (med[top] / med[ref]) ** (1 / math.log2(counts[top] / counts[ref])) - 1
-    spreads = [(max(x) - min(x)) / statistics.median(x) for x in by.values() if len(x) > 1]
+    spreads = [(max(x) - min(x)) / statistics.median(x) for x in reps.values() if len(x) > 1]
     d = max(statistics.median(spreads) / 2, 0.025) if spreads else 0.05
     busy = _cpu_saturated(doc, variant)
     if growth > 0.0526 and not busy:
