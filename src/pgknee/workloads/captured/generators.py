@@ -1,21 +1,34 @@
 """A parameter's values, drawn like the column's own: pg_stats' most common values at their
 frequencies, the rest uniformly over a histogram bucket chosen uniformly (each bucket holds the
 same share of the other rows), written in pgbench's script language. Numbers are drawn by
-pgbench itself; any other type is a quoted literal picked from a list by an index pgbench draws
-(pgbench's variables hold numbers only). Pure: no server."""
+pgbench itself; so are dates, times with their day and intervals, as numbers (seconds since the
+epoch, days since 2000-01-01, seconds) turned back into their type in the statement
+(to_timestamp, a date plus days, make_interval): their text holds colons, which pgbench would take
+for its variables. Any other type is a quoted literal picked from a list by an index pgbench
+draws (pgbench's variables hold numbers only). Pure: no server."""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 
 INTEGERS = frozenset({"smallint", "integer", "bigint"})
 FLOATS = frozenset({"numeric", "real", "double precision"})
 SCALE = 1_000_000  # the MCVs' cumulative frequencies in millionths
 NEXT = " \\\n    "  # a meta-command continued on the next line (pgbench: backslash-return)
 # a type name as format_type writes it, and nothing else, becomes part of the script
-TYPE_NAME = re.compile(r"[a-z][a-z ]{0,40}(\(\d{1,4}(,\d{1,4})?\))?(\[\])?")
+TYPE_NAME = re.compile(r"[a-z][a-z ]{0,40}(\(\d{1,6}(,\d{1,6})?\))?(\[\])?")
+# temporal types drawn as numbers: (the number's unit, the statement's expression of it)
+TEMPORAL = {
+    "timestamp with time zone": ("seconds since the epoch", "to_timestamp({})"),
+    "timestamp without time zone": ("seconds since the epoch", "(to_timestamp({}) AT TIME ZONE 'UTC')"),
+    "date": ("days since 2000-01-01", "(DATE '2000-01-01' + {})"),
+    "interval": ("seconds", "make_interval(secs => {})"),
+}
+DAY_ZERO = date(2000, 1, 1)
+INTERVAL = re.compile(r"(?:(-?\d+) days? ?)?(?:(-)?(\d+):(\d\d):(\d\d(?:\.\d+)?))?")
 # pgbench replaces ':name' in a statement even inside a quoted literal; control characters stay out
 UNSAFE = re.compile(r"[\x00-\x1f\x7f]|:[A-Za-z0-9_]")
 
@@ -46,8 +59,12 @@ def quote_literal(value: str) -> str:
     """A value as an SQL string literal that reads the same whatever the target's
     standard_conforming_strings: with a backslash in it, an escape string (E'...', backslashes
     doubled), where a plain literal would let a backslash end it early under the setting's off."""
-    if UNSAFE.search(value):
-        raise CannotDraw(f"the value {value[:20]!r} holds a character pgknee cannot pass safely in a pgbench script")
+    bad = UNSAFE.search(value)
+    if bad:
+        what = (f"{bad.group()!r}, which pgbench would read as one of its variables" if bad.group().startswith(":")
+                else f"the control character U+{ord(bad.group()):04X}")
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        raise CannotDraw(f"the value {shown!r} holds {what}: pgknee cannot pass it in a pgbench script")
     if "\\" in value:
         return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
     return "'" + value.replace("'", "''") + "'"
@@ -60,6 +77,8 @@ def draw(var: str, st: ColumnStats) -> Drawn:
                          "(run ANALYZE on the source, or grant SELECT on the table to the capturing role)")
     if base_type(st.type) in INTEGERS | FLOATS:
         return _numeric(var, st)
+    if base_type(st.type) in TEMPORAL:
+        return _temporal(var, st)
     return _listed(var, st)
 
 
@@ -96,7 +115,9 @@ def _numeric(var: str, st: ColumnStats) -> Drawn:
     bounds = [_number(v, integer) for v in st.histogram]
     lines = [f"\\set {var}_r random(1, {SCALE})"]
     rest = mcv[-1] if mcv else "0"
-    if len(bounds) >= 2:
+    if len(bounds) == 2:  # one bucket: no case to choose it by
+        rest = _within(bounds[0], bounds[1], integer)
+    elif len(bounds) > 2:
         lines.append(f"\\set {var}_b random(0, {len(bounds) - 2})")
         picks = [f"when :{var}_b = {i} then {_within(lo, hi, integer)}" for i, (lo, hi)
                  in enumerate(zip(bounds, bounds[1:], strict=False))]
@@ -107,6 +128,43 @@ def _numeric(var: str, st: ColumnStats) -> Drawn:
     else:
         lines.append(f"\\set {var} {rest}")
     return Drawn(tuple(lines), f":{var}")
+
+
+def _temporal(var: str, st: ColumnStats) -> Drawn:
+    """A date, a time with its day or an interval, drawn as a number and turned back in the statement."""
+    kind = base_type(st.type)
+    to_number = {"date": _days, "interval": _seconds_of_interval}.get(kind, _epoch)
+    as_numbers = replace(st, type="integer" if kind == "date" else "double precision",
+                         mcv=tuple(to_number(v) for v in st.mcv), histogram=tuple(to_number(v) for v in st.histogram))
+    drawn = _numeric(var, as_numbers)
+    return Drawn(drawn.lines, TEMPORAL[kind][1].format(drawn.placeholder))
+
+
+def _epoch(text: str) -> str:
+    try:
+        t = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise CannotDraw(f"the statistics value {text[:40]!r} is not a time pgknee can read (ISO, as DateStyle "
+                         "ISO writes it)") from None
+    return repr((t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp())
+
+
+def _days(text: str) -> str:
+    try:
+        return str((date.fromisoformat(text.strip()) - DAY_ZERO).days)
+    except ValueError:
+        raise CannotDraw(f"the statistics value {text[:40]!r} is not a date pgknee can read") from None
+
+
+def _seconds_of_interval(text: str) -> str:
+    """'3 days 04:05:06.5', '00:05:00', '-1 days' (IntervalStyle postgres, without months) -> seconds."""
+    m = INTERVAL.fullmatch(text.strip())
+    if m is None or not any(m.groups()):
+        raise CannotDraw(f"the statistics value {text[:40]!r} is not an interval pgknee can read (days and "
+                         "hours only, IntervalStyle postgres)")
+    days, neg, h, mi, sec = m.groups()
+    clock = int(h or 0) * 3600 + int(mi or 0) * 60 + float(sec or 0)
+    return repr(int(days or 0) * 86400 + (-clock if neg else clock))
 
 
 def _within(lo: str, hi: str, integer: bool) -> str:
