@@ -72,3 +72,22 @@ def test_script_errors_are_reported_with_file_and_line_before_anything_runs(tmp_
     r = pgknee("run", "--workload", "custom", "--script", str(gset), "--variant", "pipeline",
                "--store", str(tmp_path / "x.db"), cwd=tmp_path)
     assert r.code == 2 and "g.sql:1: \\gset reads a result" in r.err
+
+
+def test_a_run_whose_every_step_failed_says_so_first_and_exits_non_zero(server: EmbeddedCluster,
+                                                                       tmp_path: Path) -> None:
+    """Issue 39: a replay whose every INSERT collided (its reads ran) ended 'completed (0/1 steps)'
+    with exit code 0. Here one transaction in 500 divides by zero: pgbench aborts that client and
+    fails each step, yet hundreds committed first, so no step ends the run. The first line says the
+    run measured nothing, the exit code is pgbench's (4), and the run is kept with each reason."""
+    script = tmp_path / "rarely_fails.sql"
+    script.write_text("\\set r random(1, 500)\n\\if :r = 1\nSELECT 1 / 0;\n\\else\nSELECT 1;\n\\endif\n")
+    store = tmp_path / "f.db"
+    r = pgknee("run", "--dsn", dsn_of(server), "--workload", "custom", "--script", str(script), "--clients", "2,4",
+               "--duration", "2s", "--store", str(store), "--no-waits", *QUICK, env=APP_ENV, cwd=tmp_path)
+    assert r.code == 4, (r.code, r.err[-500:])
+    first = next(line for line in r.err.splitlines() if line.startswith("pgknee: "))
+    assert first.startswith("pgknee: run ") and "measured nothing: its 2 steps failed" in first, first
+    assert "division by zero" in first
+    statuses = [s for (s,) in sql(store, "SELECT status FROM steps")]
+    assert len(statuses) == 2 and "completed" not in statuses

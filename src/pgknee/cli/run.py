@@ -16,7 +16,7 @@ from pgknee.cli.agent import add_agent_options, agent_plan
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
 from pgknee.cli.recommend import add_recommend_options
 from pgknee.dsn import TARGETS
-from pgknee.errors import Interrupted, PgkneeError
+from pgknee.errors import DriverError, Interrupted, PgkneeError
 from pgknee.plan import PROTOCOLS
 from pgknee.rules import SUMMARIES
 
@@ -235,8 +235,22 @@ def _run_command(args: argparse.Namespace) -> int:
     prepared = preflight(plan)
     store = store or Store(args.store)
     run_id = _sweep(args, plan, store, prepared, extend, plan_file_env(source) if source else {}, new_store, only)
+    nothing = _nothing_measured(store, run_id)
+    if nothing:  # said first, before the tables; the run is kept, and the exit code is pgbench's
+        print(f"pgknee: {nothing}", file=sys.stderr)
     _results(args, store, run_id)
-    return 0
+    return DriverError.exit_code if nothing else 0
+
+
+def _nothing_measured(store: Store, run_id: str) -> str:
+    """'' when some step of the run completed; else what failed, for the line said first."""
+    steps = store.steps(run_id)
+    if not steps or any(s.status == "completed" for s in steps):
+        return ""
+    reasons = [s.status_reason for s in steps if s.status_reason]
+    first = f" (the first: {reasons[0]})" if reasons else ""
+    return (f"run {run_id} measured nothing: its {len(steps)} step{'s' if len(steps) > 1 else ''} failed{first}; "
+            f"'pgknee show {run_id}' has each step's reason")
 
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile | None,
