@@ -135,6 +135,16 @@ def test_statements_seen_together_make_one_transaction_in_their_order() -> None:
     assert "31 showed" in how and "470 of the 470" in how
 
 
+def test_the_order_is_what_the_samples_ran_pair_by_pair() -> None:
+    """Issue 39: the order entry's INSERT came first and the SELECT ... FOR UPDATE after the UPDATE it
+    guards. Each sampled transaction shows a stretch of A B C D: C D often, A B often, B C twice.
+    Where each was seen on average puts C (mostly first of its pair) before B; the pairs do not."""
+    seen = [_seen(i, float(i), [3, 4]) for i in range(10)] + [_seen(20 + i, 20.0 + i, [1, 2]) for i in range(10)]
+    seen += [_seen(40, 40.0, [2, 3]), _seen(41, 41.0, [2, 3])]
+    groups, _ = grouping.group({"A": 100, "B": 100, "C": 100, "D": 100}, {1: "A", 2: "B", 3: "C", 4: "D"}, seen, 100)
+    assert [g.statements for g in groups] == [("A", "B", "C", "D")]
+
+
 def test_a_statement_the_samples_missed_joins_by_its_calls() -> None:
     """The last statement before COMMIT runs for microseconds with no idle after it inside the
     transaction: the samples rarely see it there. Its calls, as many as the group's transactions,
@@ -145,6 +155,36 @@ def test_a_statement_the_samples_missed_joins_by_its_calls() -> None:
                                {1: "s01", 2: "s02", 3: "s03", 4: "s04"}, seen, begins=978)
     (g,) = groups
     assert g.statements == ("s01", "s02", "s03") and "s03 by its calls (975" in g.evidence
+
+
+def test_two_transaction_types_as_frequent_are_not_merged() -> None:
+    """Issue 39: the order entry (45%) and the payment (43%) merged into one script. Orders seen
+    together (s01 s02) and payments (s03 s04), 200 each, and twice, by chance, an order's statement
+    with a payment's: a sliver of the transactions either was seen in, not a transaction. A statement
+    the samples never saw joins by its calls only the type they match clearly: s05, with the
+    payments' calls exactly, joins them; s06, between the two, stays apart."""
+    seen = [_seen(i, float(i), [1, 2]) for i in range(200)] + [_seen(300 + i, 300.0 + i, [3, 4]) for i in range(200)]
+    seen += [_seen(600, 600.0, [2, 3]), _seen(601, 601.0, [2, 3])]
+    calls = {"s01": 4725, "s02": 4725, "s03": 4601, "s04": 4601, "s05": 4601, "s06": 4663}
+    groups, _ = grouping.group(calls, {1: "s01", 2: "s02", 3: "s03", 4: "s04", 5: "s05", 6: "s06"}, seen, None)
+    assert sorted(g.statements for g in groups) == [("s01", "s02"), ("s03", "s04", "s05")]
+
+
+def test_without_begin_a_group_whose_every_statement_repeats_is_told_by_the_counters() -> None:
+    """Issue 39: a delivery runs each of its statements once per district, ten times a transaction:
+    its statements' calls (3,300) are ten times its transactions. BEGIN not counted (prepared), the
+    counters saw 8,130 explicit transactions where the groups' calls say 11,100: the group the
+    samples saw least against its count (the delivery) takes their share, and no other."""
+    groups = [grouping.Group(("n1", "n2"), 4000, 50, "orders"), grouping.Group(("p1", "p2"), 3800, 40, "payments"),
+              grouping.Group(("d1", "d2"), 3300, 9, "deliveries")]
+    qids = {1: "n1", 2: "n2", 3: "p1", 4: "p2", 5: "d1", 6: "d2"}
+    seen = ([_seen(i, float(i), [1, 2]) for i in range(40)] + [_seen(100 + i, 100.0 + i, [3, 4]) for i in range(36)]
+            + [_seen(200 + i, 200.0 + i, [5, 6]) for i in range(4)])
+    got = grouping.counted(groups, seen, qids, 0.005, 8130.0)
+    # the deliveries take the samples' word: 4 of the 80 sampled transactions, of the counters' 8,130
+    assert [g.transactions for g in got[:2]] == [4000, 3800] and got[2].transactions == round(4 / 80 * 8130)
+    assert "repeating within each" in got[2].evidence
+    assert grouping.counted(groups, seen, qids, 0.005, 11100.0) == groups  # the counters agree: nothing repeats
 
 
 def test_the_groups_hold_no_more_transactions_than_begin_opened() -> None:
@@ -158,6 +198,17 @@ def test_the_groups_hold_no_more_transactions_than_begin_opened() -> None:
     # BEGIN not counted (track_utility off): the samples alone, bounded by the calls
     groups, how = grouping.group({"s01": 90, "s02": 95, "s03": 99}, {1: "s01", 2: "s02", 3: "s03"}, seen[:30], None)
     assert [g.transactions for g in groups] == [90] and "BEGIN not counted" in how
+
+
+def test_a_prepared_begin_counted_once_is_not_taken_for_no_transactions() -> None:
+    """pgbench -M prepared (and a driver's server-side statements) prepare BEGIN once per session:
+    pg_stat_statements counts it then, 2 calls for 2 clients however many transactions ran (checked
+    on PostgreSQL 15: 100 transactions, BEGIN 2 calls; 100 under -M extended and simple). Fewer
+    BEGINs than the transactions the samples saw inside one: the samples decide, as if uncounted."""
+    seen = [_seen(i, float(i), [1, 2, 3]) for i in range(30)]
+    groups, how = grouping.group({"s01": 400, "s02": 400, "s03": 410}, {1: "s01", 2: "s02", 3: "s03"}, seen, 2)
+    assert [(g.statements, g.transactions) for g in groups] == [(("s01", "s02", "s03"), 400)]
+    assert "BEGIN counted 2 times but 30 transactions were sampled" in how
 
 
 def test_transactions_too_short_to_be_seen_twice_are_grouped_by_their_calls() -> None:
@@ -264,3 +315,17 @@ def test_the_replay_is_checked_against_the_application_step_by_step() -> None:
     terms = application_terms(env, 16)
     assert "40.0 ms per transaction, 90% of it idle" in terms[0]
     assert "fewer than the 50 sessions it keeps open now (12 busy at p99)" in terms[1]
+
+
+def test_the_client_s_own_turnaround_is_not_slept_twice() -> None:
+    """Issue 39: an order entry run by pgbench idled 8.5 ms per transaction over 26 gaps between its
+    statements (0.33 ms each: pgbench turning around on a loaded machine); the replay slept that
+    too, on top of its own pgbench's turnaround, and held its transactions 48 ms against 13. The
+    idle per gap up to 1 ms is the client's own, left out of each sleep; beyond it the
+    application's work (the test application's 20 ms between statements) is slept, less 1 ms."""
+    fast = [8.5] * len(grouping.POINTS)
+    assert grouping.turnaround_us(fast, 26) == round(8.5 / 26 * 1000)
+    assert grouping.sleep_lines(fast, 26, grouping.turnaround_us(fast, 26))[2] == \
+        "\\set pgknee_gap_us greatest(0, :pgknee_idle_us / 26 - 327)"
+    working = [40.0] * len(grouping.POINTS)
+    assert grouping.turnaround_us(working, 2) == 1000

@@ -218,8 +218,9 @@ def _run_command(args: argparse.Namespace) -> int:
 
     plan, extend, source, only = _plan(args)
     if args.dry_run:
-        if getattr(args, "pace_note", None):
-            print(f"pgknee: {args.pace_note}", file=sys.stderr)
+        for note in (getattr(args, "coverage_note", None), getattr(args, "pace_note", None)):
+            if note:
+                print(f"pgknee: {note}", file=sys.stderr)
         for line in dry_run(plan, preflight(plan), os.cpu_count() or 1):
             print(line)
         if plan.until_answer:
@@ -272,11 +273,12 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile | 
 def fresh_plan(args: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
     """The plan of a new run from its flags (a plan file's or a scenario's with the flags on top),
     with every check `pgknee run` makes before it starts (k8s render makes the same)."""
-    from pgknee.cli.run_plan import as_observed, plan_from_args
+    from pgknee.cli.run_plan import as_observed, coverage_note, plan_from_args
 
     plan, source = plan_from_args(args)
     # said once the run starts, after preflight's refusals: a refused run gets one line, not two
     plan, args.pace_note = as_observed(plan)
+    args.coverage_note = coverage_note(plan)
     if plan.until_answer:
         plan = _answer_range(args, plan, source)
     return plan, source
@@ -292,7 +294,8 @@ def _sweep(args: argparse.Namespace, plan: Plan, store: Store, prepared: Prepare
     from pgknee.run import Sweep
 
     ui = make_ui(args.quiet, plan.budget_s or plan.estimated_seconds())
-    notes = [n for n in (getattr(args, "pace_note", None), password_note(plan, sys.argv)) if n]
+    notes = [n for n in (getattr(args, "coverage_note", None), getattr(args, "pace_note", None),
+                         password_note(plan, sys.argv)) if n]
     sweep = Sweep(plan, store, ui, prepared, argv=["pgknee", *redacted_argv(sys.argv[1:])], extend=extend,
                   agents=agent_plan(args, plan),
                   extra_env=extra_env, only=only, answer=_answer(args))

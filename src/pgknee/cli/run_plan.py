@@ -101,6 +101,30 @@ def as_observed(plan: Plan) -> tuple[Plan, str | None]:
                    f"rate={o.transactions_per_s:g} its arrival rate (open loop)")
 
 
+COVERED_ENOUGH = 0.90  # a replay covering less of the application's database time says so before it starts
+
+
+def coverage_note(plan: Plan) -> str | None:
+    """A captured workload: the share of the application's database time its scripts replay,
+    said first; under 90%, what the rest is (the statements left out, with why)."""
+    from pgknee.workloads.captured.manifest import load
+
+    if plan.workload.name != "captured":
+        return None
+    m = load(plan.workload.path)
+    scripted = {x for sc in m.scripts for x in sc.statements}
+    covered = sum(s.share_time for s in m.statements if s.id in scripted)
+    line = (f"the replay covers {covered:.0%} of the application's database time ({len(scripted)} scripted "
+            f"statement{'s' if len(scripted) != 1 else ''})")
+    if covered >= COVERED_ENOUGH:
+        return line
+    left = sorted(m.skipped, key=lambda x: -x.calls)[:3]
+    why = "; ".join(f"{x.query[:60]!r} ({x.calls:,} calls): {x.reason}" for x in left)
+    return (f"note: {line}, under {COVERED_ENOUGH:.0%}: the answer is for that part of it"
+            + (f"; left out, the most called: {why}" if why else "; the rest was beyond --top")
+            + " ('pgknee workload show' lists them all)")
+
+
 def password_note(plan: Plan, argv: list[str]) -> str | None:
     """A DSN given on the command line with its password in it: other users of this machine can
     read it in the process list."""

@@ -208,7 +208,8 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     facts.add(_wait_for_quiet(s))
     if _warm_up(s, spec, step_id, run, env, step_dir, facts) and pooled is not None:
         _close_pool(s, pooled)
-    run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec))
+    # the workload's variables as the target stands after the warm-up (a replay's fresh keys above its rows)
+    run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec), defines=_defines(s, spec.clients))
     s.writer.add_command(step_id, "bench", run.argv())
     if s.mix is not None:
         s.mix.begin()
@@ -283,6 +284,16 @@ def _wait_for_quiet(s: RunSession) -> QuietWait | None:
                      (q.spread_checkpoint and not q.checkpointing) or None)
 
 
+def _defines(s: RunSession, clients: int) -> tuple[tuple[str, str], ...]:
+    """The workload's pgbench variables, read now on the statistics session (a captured replay's
+    fresh keys start above the highest its tables hold)."""
+    try:
+        return tuple(sorted(s.prepared.workload.defines(s.reader.conn, clients).items()))
+    except psycopg.OperationalError:
+        s.reader.reconnect()
+        return tuple(sorted(s.prepared.workload.defines(s.reader.conn, clients).items()))
+
+
 def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: dict[str, str], step_dir: Path,
              facts: FactsDraft) -> bool:
     """The unmeasured run before the bench: the plan's warm-up, or a short probe when the log's
@@ -294,7 +305,7 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
     if not seconds:
         return False
     s.collectors.set_phase("warmup")
-    warm = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
+    warm = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], dict(_defines(s, spec.clients)),
                        clients=spec.clients, threads=run.threads, seconds=seconds, log_prefix=None, progress=probe)
     s.writer.add_command(step_id, "warmup", warm.argv())
     if s.fleet is not None:  # the agents warm up as they will run: together

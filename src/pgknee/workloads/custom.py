@@ -38,7 +38,7 @@ class Custom:
     def sources(self) -> list[ScriptSource]:
         return list(self._sources)
 
-    def defines(self) -> dict[str, str]:
+    def defines(self, conn: psycopg.Connection[Any] | None = None, clients: int = 1) -> dict[str, str]:
         return {}
 
     def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:

@@ -72,7 +72,7 @@ class PgbenchBuiltin:
         text = (resources.files(__package__) / "pgbench" / f"{name}.sql").read_text()
         return [ScriptSource(name, f"{name}.sql", text.replace("{{schema}}", self.schema), 1)]
 
-    def defines(self) -> dict[str, str]:
+    def defines(self, conn: psycopg.Connection[Any] | None = None, clients: int = 1) -> dict[str, str]:
         return {"scale": str(self.scale)}
 
     def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:

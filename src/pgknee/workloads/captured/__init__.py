@@ -6,11 +6,13 @@ captured table."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from pgknee.errors import UserError
 from pgknee.plan import WorkloadSpec
@@ -18,6 +20,17 @@ from pgknee.types import CapturedStatement
 from pgknee.workloads import queries
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 from pgknee.workloads.captured.manifest import Manifest, load
+
+FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ 1$", re.MULTILINE)  # a fresh key's counter (keys.py)
+
+
+def _highest(conn: psycopg.Connection[Any], column: str) -> int:
+    """The highest value of schema.table.column on the target (0 when empty)."""
+    schema, table, name = column.split(".", 2)
+    q = sql.SQL(queries.text("captured_highest_key")).format(column=sql.Identifier(name),
+                                                               table=sql.Identifier(schema, table))
+    row = conn.execute(q).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
 
 
 def _warn_unanalysed(conn: psycopg.Connection[Any], tables: list[str], say: Callable[[str], None]) -> None:
@@ -106,8 +119,28 @@ class Captured:
     def sources(self) -> list[ScriptSource]:
         return list(self._sources)
 
-    def defines(self) -> dict[str, str]:
-        return {}
+    def defines(self, conn: psycopg.Connection[Any] | None = None, clients: int = 1) -> dict[str, str]:
+        """Each fresh key's variables (keys.py): above the highest value the target holds now, read on
+        `conn` (a read of the application's table, between pgbench's runs); without one (the scripts
+        parsed, a dry run) from 1. pgbench gives every client its own counter, from 0."""
+        from pgknee.workloads.captured.generators import CannotDraw
+        from pgknee.workloads.captured.keys import fresh_defines  # (its capture's parser is not the replay's)
+
+        out: dict[str, str] = {}
+        for var, column, type_name in self._fresh():
+            highest = 0 if conn is None else _highest(conn, column)
+            try:
+                out.update(fresh_defines(var, highest, type_name, clients))
+            except CannotDraw as e:
+                raise UserError(f"the replay cannot insert: {e}", f"replay on a copy with fewer rows in "
+                                f"{column.rsplit('.', 1)[0]}, or give the script weight 0") from None
+        return out
+
+    def _fresh(self) -> list[tuple[str, str, str]]:
+        """The fresh keys the weighted scripts use: (pgbench variable, schema.table.column, type)."""
+        used = {m.group(1) for src in self._sources for m in FRESH_COUNTER.finditer(src.text)}
+        return [(f"{s.id}_p{p.n}", p.column, p.type) for s in self.manifest.statements for p in s.params
+                if p.use == "fresh" and f"{s.id}_p{p.n}_seq" in used]
 
     def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:
         return {}

@@ -9,7 +9,6 @@ import dataclasses
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -19,23 +18,16 @@ from pgknee.errors import TargetError, UserError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
-from pgknee.workloads.captured import grouping, observe, sqlmap
+from pgknee.workloads.captured import grouping, observe, sqlmap, txscript
 from pgknee.workloads.captured import transactions as tx
+from pgknee.workloads.captured.keys import fresh_keys
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
+from pgknee.workloads.captured.source import Source, find_table, foreign_keys, param_types, placed, stats, unique_keys
 
 ORDERS = {"time": "total_exec_time", "calls": "calls"}
 MAX_WEIGHT = 10_000  # the most frequent script's weight; the others in proportion (at least 1)
-LIMIT_VALUE = "10"  # a LIMIT's value is not in the statistics: this one, to edit in the script
-DELTA_VALUE = "1"  # an amount added to a column: its distribution is not in the statistics either
+DELTA_VALUE = "1"  # an amount added to a column: its distribution is not in the statistics
 SYSTEM = ("pg_catalog", "information_schema")
-
-
-@dataclass
-class _Source:
-    conn: psycopg.Connection[Any]
-    tables: dict[str, str | None]  # as written -> schema.table, None: not visible
-    stats: dict[tuple[str, str], gen.ColumnStats | None]
-    sequences: set[str] = dataclasses.field(default_factory=set)  # schema.name of the sequences read as relations
 
 
 def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None],
@@ -58,8 +50,9 @@ def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None],
         with conn.transaction():
             entries = _observed_entries(watched, order_by) if watched is not None else \
                 _entries(conn, version, order_by)
-            src = _Source(conn, {}, {})
+            src = Source(conn, {}, {})
             manifest, texts = _build(src, entries, top, order_by)
+            shape = _shape(src, manifest["statements"], manifest["tables"])
             database = str(_one(conn, queries.text("captured_current_database")))
             sysid = _system_identifier(conn)
     except psycopg.Error as e:
@@ -67,7 +60,7 @@ def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None],
     finally:
         conn.close()
     if watched is not None:
-        manifest = _transactions(manifest, texts, watched)
+        manifest = _transactions(manifest, texts, watched, shape)
     else:
         manifest["grouping"] = ("not observed: each statement replays in autocommit, and the time the application "
                                 "holds a connection inside its transactions is unknown (capture with --observe 60s "
@@ -108,24 +101,68 @@ def _observed_entries(w: observe.Watched, order_by: str) -> list[tuple[str, int,
     return sorted(rows, key=lambda r: (-r[2], r[0]))
 
 
-def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Watched) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """What the transactions' scripts need of the source's catalogue: the foreign keys' linked
+    columns, and each INSERT's table's unique-key columns."""
+
+    links: dict[str, str]
+    parents: dict[str, set[str]]  # a table -> the tables its foreign keys reference
+    keys: dict[str, frozenset[str]]  # statement id -> its INSERT's unique-key columns (schema.table.column)
+    writes: dict[str, str]  # statement id -> the table its INSERT, UPDATE or DELETE writes
+    locks: dict[str, frozenset[str]]  # statement id -> the tables its SELECT ... FOR UPDATE locks
+
+
+def _shape(src: Source, statements: list[Statement], tables: list[str]) -> _Shape:
+    keys: dict[str, frozenset[str]] = {}
+    writes: dict[str, str] = {}
+    locks: dict[str, frozenset[str]] = {}
+    for s in statements:
+        parsed = sqlmap.parse(s.query)
+        if parsed.inserts_into or parsed.changes:
+            written = parsed.inserts_into or parsed.changes
+            writes[s.id] = find_table(src, *(written.split(".", 1) if "." in written else ("", written)))
+        if parsed.inserts_into:
+            keys[s.id] = frozenset(f"{writes[s.id]}.{c}" for _, cols, _ in unique_keys(src, writes[s.id]) for c in cols)
+        if parsed.locks:
+            locks[s.id] = frozenset(s.tables)
+    pairs = foreign_keys(src, tables) if tables else []
+    parents: dict[str, set[str]] = {}
+    for child, parent in pairs:
+        parents.setdefault(child.rsplit(".", 1)[0], set()).add(parent.rsplit(".", 1)[0])
+    return _Shape(txscript.links_of(pairs), parents, keys, writes, locks)
+
+
+def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Watched, shape: _Shape
+                  ) -> dict[str, Any]:
     """The observation into the manifest; the statements grouped into the application's
     transactions, each a script that holds its transaction open as the application did."""
     statements: list[Statement] = manifest["statements"]
+    by_id = {s.id: s for s in statements}
     by_text = {s.query: s.queryid for s in w.statements}
     queryids = {by_text[s.query]: s.id for s in statements if s.query in by_text}
     groups, how = grouping.group({s.id: s.calls for s in statements}, queryids, w.transactions, w.begins)
     obs = w.observation
+    if w.begins is None or w.begins < sum(1 for t in w.transactions if t.explicit):  # BEGIN not counted as it ran
+        inside = {queryids[q] for t in w.transactions if t.explicit for q in t.statements if q in queryids}
+        grouped = {sid for g in groups for sid in g.statements}
+        alone = sum(s.calls for s in statements if s.id not in grouped and s.id not in inside)  # in autocommit
+        groups = grouping.counted(groups, w.transactions, queryids, obs.interval_s,
+                                  max(0.0, obs.transactions_per_s * obs.window_s - alone))
     explicit = [(t.idle_s, wt) for t, wt in tx.weights(w.transactions, obs.interval_s) if t.explicit]
-    points = grouping.idle_points(explicit, obs.explicit_idle_mean_ms)
+    ordered = [txscript.ordered([_part(by_id[sid], texts[f"{sid}.sql"], g, shape) for sid in g.statements],
+                                shape.parents) for g in groups]
+    idle = _idle_per_transaction(obs, groups, ordered)
     in_group: dict[str, int] = {}
     scripts: list[tuple[ScriptEntry, int]] = []
-    for i, g in enumerate(groups, 1):
+    for i, (g, parts) in enumerate(zip(groups, ordered, strict=True), 1):
         name = f"t{i:02d}"
-        texts[f"{name}.sql"] = _transaction_text(name, g, [texts[f"{sid}.sql"] for sid in g.statements], points)
+        g = dataclasses.replace(g, statements=tuple(p.sid for p in parts))
+        points = grouping.idle_points(explicit, idle[i - 1])
+        texts[f"{name}.sql"] = txscript.text(name, g, parts, shape.links, points)
         scripts.append((ScriptEntry(name, f"{name}.sql", 0, list(g.statements), g.evidence, points), g.transactions))
-        for sid in g.statements:
-            in_group[sid] = in_group.get(sid, 0) + g.transactions
+        for part in parts:
+            in_group[part.sid] = in_group.get(part.sid, 0) + round(max(1.0, part.repeat) * g.transactions)
     for s in statements:  # what a statement ran outside its transaction, in autocommit
         rest = s.calls - in_group.get(s.id, 0)
         if rest > grouping.CALLS_MATCH * s.calls:
@@ -136,27 +173,25 @@ def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Wa
     return manifest
 
 
-def _transaction_text(name: str, g: grouping.Group, parts: list[str], points: list[float]) -> str:
-    """One transaction's script: every statement's pgbench variables, then BEGIN, the statements with the
-    application's idle time split between them, COMMIT."""
-    split = [_pieces(p) for p in parts]
-    sets = [m for metas, _ in split for m in metas]
-    sql = [q for _, q in split]
-    gaps = max(1, len(sql) - 1)
-    body: list[str] = ["BEGIN;"]
-    for i, line in enumerate(sql):
-        if len(sql) == 1 and points:
-            body.append("\\sleep :pgknee_gap_us us")
-        body.append(line)
-        if i < len(sql) - 1 and points:
-            body.append("\\sleep :pgknee_gap_us us")
-    body.append("COMMIT;")
-    mean = grouping.mean_of(points)
-    head = [f"-- pgknee captured transaction {name}: {', '.join(g.statements)} in one transaction ({g.evidence})",
-            f"-- idle inside it, drawn per transaction: about {mean:.1f} ms (p50 {points[5]:.1f}, p90 "
-            f"{points[9]:.1f}, p99 {points[10]:.1f}), split over {gaps} sleep(s)" if points else
-            "-- no idle time inside it was observed"]
-    return "\n".join([*head, *sets, *(grouping.sleep_lines(points, gaps) if points else []), *body, ""])
+def _idle_per_transaction(obs: Any, groups: list[grouping.Group], parts: list[list[txscript.Part]]
+                          ) -> list[float | None]:
+    """Each group's idle per transaction (ms): the counters' idle in transaction over the window,
+    shared by the groups' transactions in proportion to their gaps between statements (a client
+    idles between every two: an order of 40 statements idled 26 ms where a payment of 7 idled 5;
+    one share for all held the payment's warehouse lock twice as long). None: not counted."""
+    total = obs.counters.get("idle_in_transaction_time")
+    if total is None and obs.explicit_idle_mean_ms is not None:
+        total = obs.explicit_idle_mean_ms * obs.explicit_per_s * obs.window_s
+    gaps = [txscript.gaps(p) for p in parts]
+    weight = sum(g.transactions * n for g, n in zip(groups, gaps, strict=True))
+    return [total * n / weight if total is not None and weight > 0 else None for n in gaps]
+
+
+def _part(s: Statement, script: str, g: grouping.Group, shape: _Shape) -> txscript.Part:
+    metas, sql = _pieces(script)
+    return txscript.Part(s.id, tuple(metas), sql, tuple(s.params), s.calls / max(1, g.transactions),
+                         shape.keys.get(s.id, frozenset()), s.id in shape.keys, shape.writes.get(s.id, ""),
+                         shape.locks.get(s.id, frozenset()))
 
 
 def _pieces(script: str) -> tuple[list[str], str]:
@@ -193,7 +228,7 @@ def _system_identifier(conn: psycopg.Connection[Any]) -> str:
         return ""
 
 
-def _build(src: _Source, entries: list[tuple[str, int, float, int]], top: int,
+def _build(src: Source, entries: list[tuple[str, int, float, int]], top: int,
            order_by: str) -> tuple[dict[str, Any], dict[str, str]]:
     calls_all = sum(e[1] for e in entries) or 1
     time_all = sum(e[2] for e in entries) or 1.0
@@ -227,7 +262,7 @@ def _shown(query: str) -> str:
     return "(text not kept: a statement pgknee does not replay may hold literal values)"
 
 
-def _statement(src: _Source, sid: str, query: str, figures: tuple[int, float, int],
+def _statement(src: Source, sid: str, query: str, figures: tuple[int, float, int],
                totals: tuple[int, float]) -> tuple[Statement, str]:
     calls, total, rows = figures
     if query == "<insufficient privilege>":
@@ -238,23 +273,28 @@ def _statement(src: _Source, sid: str, query: str, figures: tuple[int, float, in
                              "statements (see BEGIN's calls against the statements')")
     if parsed.kind == "skip":
         raise gen.CannotDraw(parsed.reason)
-    tables = [_table(src, s, t) for s, t in parsed.tables]
+    tables = [find_table(src, s, t) for s, t in parsed.tables]
     if not tables or all(t.split(".")[0] in SYSTEM for t in tables):
         raise gen.CannotDraw("it reads no table of the application (only the catalogues, or none)")
     if all(t in src.sequences or t.split(".")[0] in SYSTEM for t in tables):
         # pg_dump before 18 reads each sequence so (SELECT last_value, is_called FROM s), once per dump
         raise gen.CannotDraw(f"it reads the state of sequence {', '.join(t for t in tables if t in src.sequences)} "
                              "as a relation, as pg_dump and monitoring tools do (an application calls nextval())")
-    params: list[Param] = []
+    fresh = fresh_keys(src, sid, parsed) if parsed.inserts_into else {}
+    each = {n: fresh[n] if n in fresh else _typed(src, sid, query, n, use) if _untied(src, query, n, use)
+            else _param(src, sid, n, use, rows / max(calls, 1)) for n, use in sorted(parsed.params.items())}
+    after = _ranges(src, sid, parsed, each)
+    params = [p for p, _ in each.values()]
     lines: list[str] = []
-    placeholders: dict[int, str] = {}
-    for n in sorted(parsed.params):
-        p, drawn = _param(src, sid, n, parsed.params[n])
-        params.append(p)
-        lines += drawn.lines
-        placeholders[n] = drawn.placeholder
+    for n, (_, d) in each.items():
+        if n not in after:  # a range's upper bound comes after its lower, which it is drawn from
+            lines += [*d.lines, *(ln for u, lo in after.items() if lo == n for ln in each[u][1].lines)]
+    placeholders = {n: d.placeholder for n, (_, d) in each.items()}
     sql = re.sub(r"\$(\d+)(?!\d)", lambda m: placeholders.get(int(m.group(1)), m.group(0)), query)
-    replayed = re.sub(r":s\d+_p\d+", "$1", sql)
+    # as the target's pg_stat_statements will show it: a constant given for a parameter is a parameter again
+    constant = {q.n for q in params if q.use == "typed" and "(" not in placeholders[q.n]}
+    replayed = re.sub(r":s\d+_p\d+", "$1", re.sub(r"\$(\d+)(?!\d)", lambda m: "$1" if int(m.group(1)) in constant
+                                                   else placeholders.get(int(m.group(1)), m.group(0)), query))
     st = Statement(sid, query, parsed.kind, calls, round(total, 3), round(total / max(calls, 1), 4), rows,
                    round(calls / totals[0], 6), round(total / totals[1], 6), tables,
                    sqlmap.statement_fingerprint(replayed), params)
@@ -264,34 +304,19 @@ def _statement(src: _Source, sid: str, query: str, figures: tuple[int, float, in
     return st, "\n".join([*head, *lines, sql.rstrip().rstrip(";") + ";", ""])
 
 
-def _table(src: _Source, schema: str, name: str) -> str:
-    written = f"{schema}.{name}" if schema else name
-    if written not in src.tables:
-        row = src.conn.execute(queries.text("captured_table"), (written,)).fetchone()
-        # an extension's relation (pg_stat_statements' view, the capture's own reads) is not the application's
-        src.tables[written] = None if row is None else f"pg_catalog.{row[1]}" if row[2] else f"{row[0]}.{row[1]}"
-        if row is not None and row[3] and not row[2]:
-            src.sequences.add(f"{row[0]}.{row[1]}")
-    found = src.tables[written]
-    if found is None:
-        raise gen.CannotDraw(f"table {written} is not visible to the capturing role on its search_path "
-                             "(set the role's search_path like the application's)")
-    return found
-
-
-def _param(src: _Source, sid: str, n: int, use: sqlmap.ParamUse) -> tuple[Param, gen.Drawn]:
+def _param(src: Source, sid: str, n: int, use: sqlmap.ParamUse, rows_per_call: float
+           ) -> tuple[Param, gen.Drawn]:
     var = f"{sid}_p{n}"
-    if use.kind in ("limit", "delta"):
-        value = LIMIT_VALUE if use.kind == "limit" else DELTA_VALUE
-        why = "a LIMIT" if use.kind == "limit" else f"an amount added to {use.column}"
-        return (Param(n, use.kind, use.column, "", f"{value}: {why} is not in the statistics (edit the script)"),
-                gen.Drawn((f"\\set {var} {value}",), f":{var}"))
-    if use.kind != "column":
-        raise gen.CannotDraw(f"${n} is not compared with a column, set into one or a LIMIT: pgknee cannot "
-                             "tell its values")
+    if use.kind in ("limit", "offset", "delta"):
+        return _unseen(var, n, use, rows_per_call)
+    if use.kind == "position":  # INSERT INTO t VALUES (...): the table's column at that place
+        use = placed(src, n, use)
+    if use.kind not in ("column", "expression"):
+        raise gen.CannotDraw(f"${n} is not compared with a column, set into one or a LIMIT: pgknee cannot tell "
+                             "its values")
     for t in use.tables:
-        table = _table(src, *(t.split(".", 1) if "." in t else ("", t)))
-        st = _stats(src, table, use.column)
+        table = find_table(src, *(t.split(".", 1) if "." in t else ("", t)))
+        st = stats(src, table, use.column)
         if st is None:
             continue
         try:
@@ -300,18 +325,91 @@ def _param(src: _Source, sid: str, n: int, use: sqlmap.ParamUse) -> tuple[Param,
             raise gen.CannotDraw(f"${n} ({table}.{use.column}): {e}") from None
         how = (f"{len(st.mcv)} common values ({sum(st.mcf):.0%} of rows), then "
                f"{max(0, len(st.histogram) - 1)} histogram buckets")
-        return Param(n, "column", f"{table}.{use.column}", st.type, how, list(st.mcv[:10]),
+        if use.kind == "expression":
+            how = (f"inside an expression compared with {use.column}: drawn from that column's statistics, the "
+                   f"nearest evidence ({how}; edit the script if the application's values differ)")
+        return Param(n, use.kind, f"{table}.{use.column}", st.type, how, list(st.mcv[:10]),
                      [round(f, 5) for f in st.mcf[:10]]), drawn
     raise gen.CannotDraw(f"${n}: column {use.column} not found in {', '.join(use.tables)}")
 
 
-def _stats(src: _Source, table: str, column: str) -> gen.ColumnStats | None:
-    key = (table, column)
-    if key not in src.stats:
-        schema, name = table.split(".", 1)
-        row = src.conn.execute(queries.text("captured_column_stats"), {
-            "schema": schema, "table": name, "qualified": f'"{schema}"."{name}"', "column": column}).fetchone()
-        src.stats[key] = None if row is None else gen.ColumnStats(
-            str(row[0]), float(row[1] or 0), float(row[2] or 0), tuple(row[3] or ()), tuple(row[4] or ()),
-            tuple(row[5] or ()))
-    return src.stats[key]
+def _ranges(src: Source, sid: str, parsed: sqlmap.Parsed, each: dict[int, tuple[Param, gen.Drawn]]) -> dict[int, int]:
+    """A range on one column (`col >= $4 AND col < $3`, BETWEEN): its upper bound drawn from its
+    lower (generators.upper_bound), in place in `each`; upper -> lower, the upper's line after it."""
+    out: dict[int, int] = {}
+    for column in {u.column for u in parsed.params.values() if u.side}:
+        sides = {u.side: n for n, u in parsed.params.items() if u.column == column and u.side and u.kind == "column"}
+        lo, hi = sides.get("lower"), sides.get("upper")
+        if lo is None or hi is None or each[lo][0].use != "column":
+            continue
+        table = each[lo][0].column.rsplit(".", 1)[0]
+        st = stats(src, table, column)
+        if st is None:
+            continue
+        try:
+            drawn, step = gen.upper_bound(f"{sid}_p{hi}", f"{sid}_p{lo}", st)
+        except gen.CannotDraw:
+            continue  # drawn apart, as each alone
+        why = (f"the range's upper bound: ${lo} + {step} (one histogram bucket; the width the application asks is "
+               "not in the statistics: edit the script)")
+        each[hi] = (dataclasses.replace(each[hi][0], drawn=why, mcv=[], mcf=[]), drawn)
+        out[hi] = lo
+    return out
+
+
+# a value of its type for a parameter nothing ties to a column (a constant pg_stat_statements normalised, a
+# value only computed with): its SQL, said in the script
+BY_TYPE = {**dict.fromkeys(gen.INTEGERS | gen.FLOATS, "1"), "boolean": "true", "text": "'x'",
+           "character varying": "'x'", "character": "'x'", "date": "current_date", "uuid": "gen_random_uuid()",
+           "timestamp with time zone": "now()", "timestamp without time zone": "localtimestamp",
+           "interval": "interval '0'", "json": "'{}'", "jsonb": "'{}'", "bytea": "''::bytea"}
+
+
+def _untied(src: Source, query: str, n: int, use: sqlmap.ParamUse) -> bool:
+    """Nothing ties `$n` to a column's values: not compared with one, or inside an expression whose
+    column is of another type than the server infers for `$n` (`c_last = name_of($1)`)."""
+    if use.kind == "unknown":
+        return True
+    if use.kind != "expression":
+        return False
+    types = param_types(src, query)
+    table = next(iter(use.tables), "")
+    found = find_table(src, *(table.split(".", 1) if "." in table else ("", table))) if table else ""
+    st = stats(src, found, use.column) if found else None
+    return n <= len(types) and st is not None and gen.base_type(types[n - 1]) != gen.base_type(st.type)
+
+
+def _typed(src: Source, sid: str, query: str, n: int, use: sqlmap.ParamUse) -> tuple[Param, gen.Drawn]:
+    """A parameter nothing ties to a column: a value of the type the server infers for it. A number
+    inside an expression compared with a column (`c_last = name_of($1)`) picks rows: drawn from
+    0..999, so that it does not pick the same ones each time; any other is 1 (a CASE's constant, a
+    length: 999 in `substr(x, 1, $2)` overflowed a varchar(500))."""
+    types = param_types(src, query)
+    kind = gen.base_type(types[n - 1]) if n <= len(types) else ""
+    if kind not in BY_TYPE:
+        raise gen.CannotDraw(f"${n} is not compared with a column or set into one, and its type "
+                             f"({kind or 'unknown: the server could not prepare the statement'}) has no value "
+                             "pgknee would choose for it")
+    var = f"{sid}_p{n}"
+    picks = use.kind == "expression" and kind in gen.INTEGERS | gen.FLOATS
+    drawn = gen.Drawn((f"\\set {var} random(0, 999)",), f":{var}") if picks else gen.Drawn((), BY_TYPE[kind])
+    value = "0..999" if drawn.lines else BY_TYPE[kind]
+    why = (f"{value}: a value of its type ({kind}); nothing ties it to a column's values (a constant "
+           "pg_stat_statements replaced, or a value computed with), so no statistics say more: edit the script")
+    return Param(n, "typed", "", kind, why), drawn
+
+
+def _unseen(var: str, n: int, use: sqlmap.ParamUse, rows_per_call: float) -> tuple[Param, gen.Drawn]:
+    """A value no statistics hold: a LIMIT is the rows each call returned on average (a LIMIT the
+    rows do not reach shows as fewer: the same rows come back), an OFFSET 0, an amount added to a
+    column 1; each said in the script, to edit there."""
+    if use.kind == "limit":
+        value, why = str(max(1, round(rows_per_call))), (f"a LIMIT: the {rows_per_call:.1f} rows each call "
+                                                          "returned, on average, as the application saw them")
+    elif use.kind == "offset":
+        value, why = "0", "an OFFSET is not in the statistics (edit the script)"
+    else:
+        value, why = DELTA_VALUE, f"an amount added to {use.column} is not in the statistics (edit the script)"
+    return Param(n, use.kind, use.column, "", f"{value}: {why}"), gen.Drawn((f"\\set {var} {value}",), f":{var}")
+
+

@@ -23,12 +23,16 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pgknee.workloads.captured import transactions as tx
 
 CALLS_MATCH = 0.10
+LINK_SHARE = 0.03  # of the sampled transactions either statement was seen in, at least, to join them
+TURNAROUND_MS = 1.0  # a client's time between two statements of its transaction, at most, taken for its own
+SAME_CALLS = 0.02  # statements that run once in every transaction of a type: calls this close
+REPEATED = 0.6  # a group whose sampled share says fewer transactions than this of its fewest calls repeats them all
 # the idle time's quantile function in the script: these points (per cent), linear between them
 POINTS = (0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 99, 100)
 
@@ -46,6 +50,13 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
     """The transactions of several statements (or of one with the application's work inside),
     and how they were found, in words. `calls`: each captured statement's calls over the window;
     `begins`: BEGIN's (None: pg_stat_statements does not count utility statements)."""
+    sampled = sum(1 for t in seen if t.explicit)
+    if begins is not None and begins < sampled:
+        # a prepared BEGIN (pgbench -M prepared, a driver's server-side statements) is counted once, when
+        # it is prepared, not each time it runs: fewer than the samples saw
+        groups, how = group(calls, queryids, seen, None)
+        return groups, (f"BEGIN counted {begins} times but {sampled} transactions were sampled inside BEGIN ... "
+                        f"COMMIT (a prepared BEGIN is counted when it is prepared, not when it runs): {how}")
     if begins is not None and begins <= 0:
         return [], "no BEGIN in the window: every statement runs in autocommit, as replayed"
     seqs = [([queryids[q] for q in t.statements if q in queryids], t.samples) for t in seen if t.explicit]
@@ -110,18 +121,23 @@ def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],
         if len(s) == 1 and samples >= 2:
             alone[s[0]] += 1
     together: dict[tuple[str, str], int] = defaultdict(int)
+    before: dict[tuple[str, str], int] = defaultdict(int)  # (a, b): sampled transactions that ran a before b
     positions: dict[str, list[float]] = defaultdict(list)
     for s in seqs:
         for i, sid in enumerate(s):
             positions[sid].append(i / max(1, len(s) - 1))
             for other in s[i + 1:]:
                 together[tuple(sorted((sid, other)))] += 1  # type: ignore[index]
+                before[sid, other] += 1
     least = 1 if len(seqs) < 20 else 2
+    appear = {sid: sum(1 for s in seqs if sid in s) for sid in positions}
+    # a pair seen together in a sliver of the transactions either was seen in is chance, not a transaction
+    edges = [(a, b) for (a, b), n in together.items() if n >= max(least, LINK_SHARE * min(appear[a], appear[b]))]
     groups = []
-    for members in _components(list(positions), [pair for pair, n in together.items() if n >= least]):
-        ordered = tuple(sorted(members, key=lambda m: (sum(positions[m]) / len(positions[m]), m)))
+    for members in _components(list(positions), edges):
+        ordered = _in_order(members, before, positions)
         n_seen = sum(1 for s in seqs if set(s) & set(members))
-        n = min([*([begins] if begins is not None else []), *(calls.get(m, 0) for m in ordered)])
+        n = min([*([begins] if begins is not None else []), _every_time(calls.get(m, 0) for m in ordered)])
         if len(ordered) == 1 and alone.get(ordered[0], 0) < least:
             continue  # no evidence it runs alone in its transaction
         if n > 0:
@@ -135,19 +151,49 @@ def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],
                     f"the groups hold {grouped} of {opened} in the window")
 
 
+def _every_time(counts: Iterable[int]) -> int:
+    """A transaction type's count from its statements' calls: the value most of them share within
+    2% (those that run once in every transaction; a branch runs fewer times, a loop more), the
+    larger on a tie; the fewest when no two agree (nothing says which runs every time)."""
+    values = sorted(counts)
+    if not values:
+        return 0
+    share = {v: sum(1 for x in values if abs(x - v) <= SAME_CALLS * v) for v in values}
+    best = max(values, key=lambda v: (share[v], v))
+    if share[best] < 2:
+        return values[0]
+    return max(x for x in values if abs(x - best) <= SAME_CALLS * best)
+
+
+def _in_order(members: list[str], before: dict[tuple[str, str], int],
+              positions: dict[str, list[float]]) -> tuple[str, ...]:
+    """A group's statements in the order the sampled transactions ran them: each next the one with
+    the fewest left that ran before it more often than after it (pair by pair: a topological order
+    of what the samples say), ties by where in their transactions they were seen."""
+    left, out = set(members), []
+    while left:
+        m = min(left, key=lambda m: (sum(1 for o in left if before[o, m] > before[m, o]),
+                                     sum(positions[m]) / len(positions[m]), m))
+        out.append(m)
+        left.remove(m)
+    return tuple(out)
+
+
 def _joined_by_calls(groups: list[Group], calls: dict[str, int], outside: set[str]) -> list[Group]:
     """A statement the samples never saw with the others (the last before COMMIT runs for well under
     a sample's interval, and no idle follows it inside the transaction) joins the group whose
-    transactions its calls match within 10%, unless a sample saw it run in autocommit; it runs last."""
+    transactions its calls match within 10%, unless a sample saw it run in autocommit, or two groups
+    match alike (two transaction types as frequent as each other: the calls cannot tell); it runs last."""
     grouped = {sid for g in groups for sid in g.statements}
     out = list(groups)
     for sid, n in sorted(calls.items()):
         if sid in grouped or sid in outside:
             continue
-        fits = [i for i, g in enumerate(out) if abs(n - g.transactions) <= CALLS_MATCH * g.transactions]
-        if not fits:
-            continue
-        i = min(fits, key=lambda k: abs(n - out[k].transactions))
+        fits = sorted((abs(n - g.transactions), i) for i, g in enumerate(out)
+                      if abs(n - g.transactions) <= CALLS_MATCH * g.transactions)
+        if not fits or (len(fits) > 1 and fits[1][0] <= 2 * fits[0][0] + 0.01 * n):
+            continue  # no group, or two alike: the calls cannot tell which (it stays apart)
+        i = fits[0][1]
         g = out[i]
         out[i] = dataclasses.replace(g, statements=(*g.statements, sid),
                                      evidence=f"{g.evidence}; {sid} by its calls ({n}, as the transactions)")
@@ -165,6 +211,40 @@ def _within(groups: list[Group], begins: int | None) -> list[Group]:
     shared = [dataclasses.replace(g, transactions=min(g.transactions, round(begins * max(1, g.seen_together) / seen)))
               for g in groups]
     return sorted((g for g in shared if g.transactions > 0), key=lambda g: -g.transactions)
+
+
+def counted(groups: list[Group], seen: Sequence[tx.Transaction], queryids: dict[int, str], interval_s: float,
+            explicit: float) -> list[Group]:
+    """BEGIN not counted: a group's transactions are what most of its statements' calls share
+    (_every_time), unless every one of them repeats within the transaction (a delivery's ten
+    districts). The counters tell that: the groups would hold more transactions than the
+    `explicit` ones they saw (all, less the statements the samples saw run in autocommit). The
+    group the samples saw least against its count takes what they say (its share of the sampled
+    transactions, weighed by their chance to be sampled, of the counters'), and the next, while
+    the excess lasts."""
+    share: dict[int, float] = defaultdict(float)
+    for t, w in tx.weights([t for t in seen if t.explicit], interval_s):
+        ids = {queryids[q] for q in t.statements if q in queryids}
+        overlap = {i: len(ids & set(g.statements)) for i, g in enumerate(groups)}
+        if ids and max(overlap.values(), default=0) > 0:  # the group it shares most statements with
+            share[max(overlap, key=lambda i: (overlap[i], -len(groups[i].statements)))] += w
+    total = sum(share.values())
+    out = list(groups)
+    excess = sum(g.transactions for g in out) - explicit
+    if total <= 0 or excess <= CALLS_MATCH * explicit:
+        return out
+    for i in sorted(range(len(out)), key=lambda i: share[i] / total * explicit / max(1, out[i].transactions)):
+        g = out[i]
+        estimate = share[i] / total * explicit
+        if excess <= CALLS_MATCH * explicit or estimate >= REPEATED * g.transactions:
+            break
+        n = max(1, round(estimate))
+        excess -= g.transactions - n
+        out[i] = dataclasses.replace(g, transactions=n, evidence=(
+            f"{g.evidence}; {n} transactions, its statements repeating within each: the groups held more "
+            f"transactions than the {round(explicit)} the counters saw, and the samples saw this one least "
+            f"({share[i] / total:.0%} of the sampled transactions)"))
+    return out
 
 
 def _components(nodes: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
@@ -204,9 +284,10 @@ def mean_of(points_ms: Sequence[float]) -> float:
                for i in range(len(POINTS) - 1)) / 100
 
 
-def sleep_lines(points_ms: Sequence[float], gaps: int) -> list[str]:
+def sleep_lines(points_ms: Sequence[float], gaps: int, turnaround_us: int = 0) -> list[str]:
     """pgbench lines that draw the transaction's idle time from the quantile function through
-    `points_ms` and split it over `gaps` sleeps (:pgknee_gap_us each)."""
+    `points_ms` and split it over `gaps` sleeps (:pgknee_gap_us each), each less `turnaround_us`:
+    the client's own time between two statements, which the replay's pgbench spends as well."""
     us = [max(0, round(p * 1000)) for p in points_ms]
     arms = []
     for (p0, v0), (p1, v1) in zip(zip(POINTS, us, strict=True), zip(POINTS[1:], us[1:], strict=True), strict=False):
@@ -214,4 +295,16 @@ def sleep_lines(points_ms: Sequence[float], gaps: int) -> list[str]:
         arms.append(f"when :pgknee_u < {hi} then {v0} + ({v1 - v0}) * (:pgknee_u - {lo}) / {hi - lo}")
     return ["\\set pgknee_u random(0, 999)",
             f"\\set pgknee_idle_us case {' '.join(arms)} else {us[-1]} end",
-            f"\\set pgknee_gap_us :pgknee_idle_us / {max(1, gaps)}"]
+            f"\\set pgknee_gap_us :pgknee_idle_us / {max(1, gaps)}" if turnaround_us <= 0 else
+            f"\\set pgknee_gap_us greatest(0, :pgknee_idle_us / {max(1, gaps)} - {turnaround_us})"]
+
+
+def turnaround_us(points_ms: Sequence[float], gaps: int) -> int:
+    """The client's own time between two statements of a transaction, in the idle the server saw:
+    the mean idle per gap, up to TURNAROUND_MS. A client that runs its statements back to back
+    (pgbench, a batch) idles only that long, and the replay's pgbench spends it too: sleeping it
+    again would hold the transaction twice as long (an order entry run by pgbench idled 0.33 ms
+    between statements on a loaded 2-CPU machine; replayed with that slept too, it ran at 160 TPS
+    against 530). Idle beyond it is the application's own work, slept."""
+    per_gap_ms = mean_of(points_ms) / max(1, gaps)
+    return round(min(per_gap_ms, TURNAROUND_MS) * 1000)

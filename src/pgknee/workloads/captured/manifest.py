@@ -21,7 +21,8 @@ KINDS = ("read", "write")
 @dataclass(frozen=True)
 class Param:
     n: int
-    use: str  # column | delta | limit
+    use: str  # column | expression (inside one compared with it) | fresh | default (a key) | delta | limit | offset
+    #   | typed (nothing ties it to a column: a value of its type)
     column: str = ""  # schema.table.column
     type: str = ""
     drawn: str = ""  # how its values are drawn, in words

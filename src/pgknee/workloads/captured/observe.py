@@ -38,7 +38,8 @@ MIN_WINDOW_S = 1.0
 MIN_EXACT = 20  # transactions seen to end exactly, for percentiles of those alone
 # faster than the run's sampler: a transaction is grouped only by what two samples inside it show,
 # and the application's are tens of milliseconds long
-INTERVAL_S = 0.02
+INTERVAL_S = 0.005  # a 5 ms transaction's statements are seen together now and then
+COST_READS = 16  # the interval doubles when the median of this many reads takes more than a third of it
 
 
 @dataclass(frozen=True)
@@ -105,11 +106,13 @@ def watch(conn: psycopg.Connection[Any], window_s: float, interval_s: float, ver
     samples: list[tx.Sample] = []
     t0 = time.monotonic()
     next_at = t0
+    recent: list[float] = []
     while (waited := time.monotonic() - t0) < window_s:
         t1 = time.perf_counter()
         samples.append(timed(_sample))
-        if time.perf_counter() - t1 > interval_s / 2 and interval_s < 1.0:
-            interval_s = min(1.0, interval_s * 2)  # the read costs the server more than it should: slower
+        recent = [*recent[-(COST_READS - 1):], time.perf_counter() - t1]
+        if len(recent) == COST_READS and statistics.median(recent) > interval_s / 3 and interval_s < 1.0:
+            interval_s, recent = min(1.0, interval_s * 2), []  # the reads cost the server more than they should
         progress(waited)
         next_at += interval_s
         time.sleep(max(0.0, next_at - time.monotonic()))

@@ -4,6 +4,7 @@ no server; a statement it cannot read comes back with the reason."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,11 +21,16 @@ ARITHMETIC = frozenset({"+", "-"})
 @dataclass(frozen=True)
 class ParamUse:
     """What `$n` stands for: a value of a column ('column'), an amount added to a column
-    ('delta': its distribution is not in the statistics), or a LIMIT/OFFSET ('limit')."""
+    ('delta': its distribution is not in the statistics), a LIMIT ('limit') or an OFFSET
+    ('offset'), the value of an INSERT without a column list ('position': `column` holds its
+    place among the table's columns, from 0), or a value inside an expression compared with a
+    column ('expression': drawn from that column's statistics, said so)."""
 
     kind: str
     column: str = ""
     tables: tuple[str, ...] = ()  # the tables the column may belong to (one when qualified or alone)
+    inserted: bool = False  # a value of an INSERT's VALUES list, as it is (a key may have to be fresh)
+    side: str = ""  # a bound of a range on the column: 'lower' (col > $n, BETWEEN's first) or 'upper'
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,9 @@ class Parsed:
     reason: str = ""  # why it was skipped
     tables: tuple[tuple[str, str], ...] = ()  # (schema or '', name)
     params: dict[int, ParamUse] = field(default_factory=dict)
+    inserts_into: str = ""  # an INSERT's table, as written
+    changes: str = ""  # an UPDATE's or a DELETE's table, as written
+    locks: bool = False  # a SELECT ... FOR UPDATE / FOR SHARE (of its tables)
 
 
 def statement_fingerprint(text: str) -> str:
@@ -67,7 +76,10 @@ def parse(text: str) -> Parsed:
     for n, parents in nodes:
         if isinstance(n, ast.ParamRef) and n.number is not None:
             params[n.number] = _use(n, parents, tables, aliases)
-    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params)
+    into = _name(stmt.relation) if isinstance(stmt, ast.InsertStmt) else ""
+    changes = _name(stmt.relation) if isinstance(stmt, ast.UpdateStmt | ast.DeleteStmt) else ""
+    locks = isinstance(stmt, ast.SelectStmt) and bool(stmt.lockingClause)
+    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, into, changes, locks)
 
 
 def _walk(node: Any, parents: tuple[Any, ...]) -> Iterator[tuple[Any, tuple[Any, ...]]]:
@@ -97,26 +109,59 @@ def _tables(nodes: list[tuple[Any, tuple[Any, ...]]]) -> tuple[list[tuple[str, s
 def _use(p: ast.ParamRef, parents: tuple[Any, ...], tables: list[tuple[str, str]],
          aliases: dict[str, tuple[str, str]]) -> ParamUse:
     up: Any = parents[-1] if parents else None
-    n: Any
-    for n in reversed(parents):  # the nearest statement: INSERT's column list, UPDATE's SET, a LIMIT
-        if isinstance(n, ast.SelectStmt) and p in (n.limitCount, n.limitOffset):
-            return ParamUse("limit")
-        if isinstance(n, ast.InsertStmt) and n.cols and n.selectStmt is not None:
-            for row in getattr(n.selectStmt, "valuesLists", None) or ():
-                at = next((i for i, x in enumerate(row) if x is p), None)
-                if at is not None and at < len(n.cols):
-                    return ParamUse("column", str(n.cols[at].name), (_name(n.relation),))
-        if isinstance(n, ast.UpdateStmt) and isinstance(up, ast.ResTarget) and up.val is p:
-            return ParamUse("column", str(up.name), (_name(n.relation),))
+    for n in reversed(parents):  # the nearest statement: INSERT's values, UPDATE's SET, a LIMIT
+        found = _in_statement(p, n, up)
+        if found is not None:
+            return found
     if isinstance(up, ast.A_Expr):
         other = up.lexpr if up.lexpr is not p else up.rexpr
         op = up.name[-1].sval if up.name else ""
         compared = op in COMPARISONS or op == "BETWEEN" or getattr(up.kind, "name", "") == "AEXPR_IN"
         if isinstance(other, ast.ColumnRef) and compared:
-            return _column(other, "column", tables, aliases)
+            return dataclasses.replace(_column(other, "column", tables, aliases), side=_side(p, up, op))
         if isinstance(other, ast.ColumnRef) and op in ARITHMETIC:
             return _column(other, "delta", tables, aliases)
+    return _in_expression(p, parents, tables, aliases)
+
+
+def _side(p: ast.ParamRef, up: Any, op: str) -> str:
+    """Which bound of a range on the column `p` is: col >= $n and col < $m, BETWEEN $n AND $m."""
+    if op == "BETWEEN":
+        bounds = up.rexpr if isinstance(up.rexpr, tuple | list) else ()
+        return "lower" if bounds and bounds[0] is p else "upper" if len(bounds) > 1 and bounds[1] is p else ""
+    if op not in ("<", "<=", ">", ">="):
+        return ""
+    below = op in ("<", "<=")  # col < $n: $n bounds it from above
+    return ("upper" if below else "lower") if up.rexpr is p else ("lower" if below else "upper")
+
+
+def _in_expression(p: ast.ParamRef, parents: tuple[Any, ...], tables: list[tuple[str, str]],
+                   aliases: dict[str, tuple[str, str]]) -> ParamUse:
+    """A `$n` inside an expression compared with a column (`region = $1 % $2`): its values are the
+    column's own, as far as anything says ('expression', drawn from that column); else unknown."""
+    for n in reversed(parents):
+        if isinstance(n, ast.A_Expr) and n.name and n.name[-1].sval in COMPARISONS:
+            for side, other in ((n.lexpr, n.rexpr), (n.rexpr, n.lexpr)):
+                if isinstance(other, ast.ColumnRef) and any(x is p for x, _ in _walk(side, ())):
+                    return _column(other, "expression", tables, aliases)
     return ParamUse("unknown")
+
+
+def _in_statement(p: ast.ParamRef, n: Any, up: Any) -> ParamUse | None:
+    """What the statement `n` makes of `p`: a LIMIT or an OFFSET, an INSERT's value (by its column
+    list, or by its place when there is none), UPDATE's SET; None when it says nothing of it."""
+    if isinstance(n, ast.SelectStmt) and p in (n.limitCount, n.limitOffset):
+        return ParamUse("limit" if p is n.limitCount else "offset")
+    if isinstance(n, ast.InsertStmt) and n.selectStmt is not None:
+        for row in getattr(n.selectStmt, "valuesLists", None) or ():
+            at = next((i for i, x in enumerate(row) if x is p), None)
+            if at is not None and n.cols and at < len(n.cols):
+                return ParamUse("column", str(n.cols[at].name), (_name(n.relation),), inserted=True)
+            if at is not None and not n.cols:  # INSERT INTO t VALUES (...): the table's columns in order
+                return ParamUse("position", str(at), (_name(n.relation),), inserted=True)
+    if isinstance(n, ast.UpdateStmt) and isinstance(up, ast.ResTarget) and up.val is p:
+        return ParamUse("column", str(up.name), (_name(n.relation),))
+    return None
 
 
 def _name(rv: Any) -> str:

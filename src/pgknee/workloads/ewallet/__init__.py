@@ -102,7 +102,7 @@ class EWallet:
     def sources(self) -> list[ScriptSource]:
         return [ScriptSource(name, f"{name}.sql", self._render(_sql(name)), weight) for name, weight in SCRIPTS]
 
-    def defines(self) -> dict[str, str]:
+    def defines(self, conn: psycopg.Connection[Any] | None = None, clients: int = 1) -> dict[str, str]:
         return {"n_users": str(self.users)}
 
     def table_sizes(self, conn: psycopg.Connection[Any]) -> dict[str, int]:

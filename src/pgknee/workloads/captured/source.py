@@ -1,0 +1,94 @@
+"""The capture's source, read: the tables a statement names (on the capturing role's search_path),
+a parameter's column (its type and pg_stats), an INSERT's columns by place and its unique keys,
+the foreign keys between the captured tables. Catalogue and statistics reads only, in the
+capture's read-only transaction, each remembered for the capture."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from pgknee.workloads import queries
+from pgknee.workloads.captured import generators as gen
+from pgknee.workloads.captured import sqlmap
+
+
+@dataclass
+class Source:
+    conn: psycopg.Connection[Any]
+    tables: dict[str, str | None]  # as written -> schema.table, None: not visible
+    stats: dict[tuple[str, str], gen.ColumnStats | None]
+    sequences: set[str] = dataclasses.field(default_factory=set)  # schema.name of the sequences read as relations
+    types: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # a statement's parameters' types
+
+
+def find_table(src: Source, schema: str, name: str) -> str:
+    written = f"{schema}.{name}" if schema else name
+    if written not in src.tables:
+        row = src.conn.execute(queries.text("captured_table"), (written,)).fetchone()
+        # an extension's relation (pg_stat_statements' view, the capture's own reads) is not the application's
+        src.tables[written] = None if row is None else f"pg_catalog.{row[1]}" if row[2] else f"{row[0]}.{row[1]}"
+        if row is not None and row[3] and not row[2]:
+            src.sequences.add(f"{row[0]}.{row[1]}")
+    found = src.tables[written]
+    if found is None:
+        raise gen.CannotDraw(f"table {written} is not visible to the capturing role on its search_path "
+                             "(set the role's search_path like the application's)")
+    return found
+
+
+def placed(src: Source, n: int, use: sqlmap.ParamUse) -> sqlmap.ParamUse:
+    """An INSERT's value without a column list: the table's column at its place."""
+    table = find_table(src, *(use.tables[0].split(".", 1) if "." in use.tables[0] else ("", use.tables[0])))
+    schema, name = table.split(".", 1)
+    row = src.conn.execute(queries.text("captured_column_at"), {"qualified": f'"{schema}"."{name}"',
+                                                               "place": int(use.column)}).fetchone()
+    if row is None:
+        raise gen.CannotDraw(f"${n}: {table} has no column at place {int(use.column) + 1}")
+    return sqlmap.ParamUse("column", str(row[0]), (table,), inserted=True)
+
+
+def stats(src: Source, table: str, column: str) -> gen.ColumnStats | None:
+    key = (table, column)
+    if key not in src.stats:
+        schema, name = table.split(".", 1)
+        row = src.conn.execute(queries.text("captured_column_stats"), {
+            "schema": schema, "table": name, "qualified": f'"{schema}"."{name}"', "column": column}).fetchone()
+        src.stats[key] = None if row is None else gen.ColumnStats(
+            str(row[0]), float(row[1] or 0), float(row[2] or 0), tuple(row[3] or ()), tuple(row[4] or ()),
+            tuple(row[5] or ()))
+    return src.stats[key]
+
+
+def unique_keys(src: Source, table: str) -> list[tuple[bool, list[str], list[bool]]]:
+    """Each unique key of the table (the primary key first): its columns, and whether each has a default."""
+    schema, name = table.split(".", 1)
+    rows = src.conn.execute(queries.text("captured_unique_keys"), {"qualified": f'"{schema}"."{name}"'}).fetchall()
+    return [(bool(p), list(c), list(d)) for p, c, d in rows]
+
+
+def foreign_keys(src: Source, tables: list[str]) -> list[tuple[str, str]]:
+    """Each column a foreign key among the tables links (schema.table.column of the referencing
+    column, and of the one it references), pair by pair."""
+    rows = src.conn.execute(queries.text("captured_foreign_keys"), {"tables": tables}).fetchall()
+    return [(str(a), str(b)) for a, b in rows]
+
+
+def param_types(src: Source, query: str) -> list[str]:
+    """Each `$n`'s type as the server infers it: the statement prepared (never run: the capture's
+    transaction is read-only, and a statement is checked for that when it runs, not when it is
+    prepared) and its parameter types read back; [] when the server cannot prepare it."""
+    if query not in src.types:
+        try:
+            with src.conn.transaction():  # a savepoint: a statement the server refuses leaves the capture's alone
+                src.conn.execute(sql.SQL("PREPARE pgknee_capture_types AS {}").format(sql.SQL(query)))
+                row = src.conn.execute(queries.text("captured_param_types")).fetchone()
+                src.conn.execute("DEALLOCATE pgknee_capture_types")
+            src.types[query] = [str(t) for t in (row[0] if row else [])]
+        except psycopg.Error:
+            src.types[query] = []
+    return src.types[query]

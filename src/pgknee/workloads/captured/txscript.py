@@ -1,0 +1,250 @@
+"""One transaction's pgbench script, built from its statements' own scripts (capture.py) as the
+application runs it. Pure.
+
+- A statement run k times in each transaction (calls over the group's transactions) repeats:
+  statements that repeat alike in a row make one block (an order's lines: the item read, the
+  stock locked and updated, the line inserted), unrolled under \\if, its passes drawn per
+  transaction uniformly around k (the observed mean; the spread is not observed).
+- Values that must agree are kept the same. Columns are linked when they are one column or a
+  foreign key joins them (order_line.ol_o_id to orders.o_id). A parameter on a column linked to
+  one an earlier statement of the transaction set or compared takes that statement's value: the
+  customer read, then updated; the order inserted, then its lines. A block's pass links within
+  itself first (the item read is the stock row locked). A fresh key (keys.py) takes only a key
+  inserted earlier in the transaction (the order's id, in its lines), never a value read: the
+  row it inserts is new. Two parameters of one statement on one column (a range) keep their own
+  values.
+- An INSERT in a block whose unique key's other columns are all the transaction's values (the
+  order's lines) sets the rest of that key, an integer column nothing else sets, to the pass:
+  1, 2, ... (the line number).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pgknee.workloads.captured import grouping
+from pgknee.workloads.captured.generators import INTEGERS, base_type
+from pgknee.workloads.captured.manifest import Param
+
+AGREEING = frozenset({"column", "fresh", "expression"})
+ALIKE = 0.25  # statements whose repeats per transaction differ by less make one block
+OPTIONAL = 0.9  # a statement run in fewer of the transactions than this runs in that share of them
+MAX_PASSES = 64
+
+
+@dataclass(frozen=True)
+class Part:
+    """A statement of the transaction: its own script's meta-commands and SQL, its parameters,
+    how many times it runs per transaction, and (an INSERT) its table's unique-key columns."""
+
+    sid: str
+    metas: tuple[str, ...]
+    sql: str
+    params: tuple[Param, ...]
+    repeat: float = 1.0
+    keys: frozenset[str] = frozenset()  # schema.table.column of the unique keys, for an INSERT
+    inserts: bool = False
+    table: str = ""  # the table an INSERT, UPDATE or DELETE writes (schema.table)
+    locked: frozenset[str] = frozenset()  # the tables a SELECT ... FOR UPDATE locks rows of
+
+
+@dataclass
+class _Scope:
+    bound: dict[str, str] = field(default_factory=dict)  # a class of linked columns -> the variable holding it
+    fresh: set[str] = field(default_factory=set)  # the classes bound to a key inserted in this transaction
+    ascending: set[str] = field(default_factory=set)  # a block's rows it locks: their keys rise pass by pass
+    said: list[str] = field(default_factory=list)
+
+
+def links_of(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Each linked column's class (union-find over the foreign keys' column pairs)."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        parent[root(a)] = root(b)
+    return {c: root(c) for c in list(parent)}
+
+
+def ordered(parts: Sequence[Part], parents: dict[str, set[str]]) -> list[Part]:
+    """The samples' order, where it breaks what must come first moved: a row inserted before the
+    rows that reference it (the order before its lines: a foreign key), a row locked (SELECT ...
+    FOR UPDATE) before it is updated or deleted. Moves the earlier one to just before the later."""
+    out = list(parts)
+
+    def first(a: Part, b: Part) -> bool:
+        if a.inserts and b.inserts and a.table in parents.get(b.table, set()):
+            return True
+        return bool(b.table) and not b.inserts and b.table in a.locked
+
+    for _ in range(len(out) ** 2):
+        bad = next(((i, j) for i in range(len(out)) for j in range(i + 1, len(out)) if first(out[j], out[i])), None)
+        if bad is None:
+            break
+        i, j = bad
+        out.insert(i, out.pop(j))
+    return out
+
+
+def blocks(parts: Sequence[Part]) -> list[tuple[float, list[Part]]]:
+    """The statements in order, those that repeat alike in a row together (passes, statements), and
+    so those that run in only some transactions alike in a row (their share, statements)."""
+    out: list[tuple[float, list[Part]]] = []
+    for p in parts:
+        k = p.repeat if p.repeat >= 1.5 or p.repeat < OPTIONAL else 1.0
+        if out and k != 1 and out[-1][0] != 1 and (k > 1) == (out[-1][0] > 1) \
+                and abs(k - out[-1][0]) <= ALIKE * out[-1][0]:
+            prev_k, members = out[-1]
+            out[-1] = ((prev_k * len(members) + k) / (len(members) + 1), [*members, p])
+        else:
+            out.append((k, [p]))
+    return out
+
+
+def text(name: str, g: grouping.Group, parts: Sequence[Part], links: dict[str, str], points: Sequence[float]) -> str:
+    """The transaction's script: BEGIN, its statements (blocks unrolled) with the application's idle
+    time split between them, COMMIT; the values drawn before each statement that needs them."""
+    outer = _Scope()
+    body: list[str] = ["BEGIN;"]
+    units = blocks(parts)
+    slots = sum(k * len(members) for k, members in units)
+    gaps = gaps_of(units)
+    head: list[str] = []
+    for b, (k, members) in enumerate(units):
+        if k == 1:
+            body += _statement(members[0], outer, links, None, bool(points))
+        elif k < 1:
+            _sometimes(f"{name}_o{b + 1}", k, members, outer, links, bool(points), head, body)
+        else:
+            _repeated(f"{name}_b{b + 1}", k, members, outer, links, bool(points), head, body)
+    while points and slots > 1.5 and body[-1].startswith("\\sleep"):
+        body.pop()  # the idle time lies between the statements (one alone: before COMMIT)
+    body.append("COMMIT;")
+    mean, turn = grouping.mean_of(points), grouping.turnaround_us(points, gaps)
+    lines = [f"-- pgknee captured transaction {name}: {', '.join(g.statements)} in one transaction ({g.evidence})",
+             f"-- idle inside it, drawn per transaction: about {mean:.1f} ms (p50 {points[5]:.1f}, p90 "
+             f"{points[9]:.1f}, p99 {points[10]:.1f}), split over about {gaps} sleep(s), each less "
+             f"{turn / 1000:.2f} ms: the client's own time between two statements, which pgbench spends too"
+             if points else "-- no idle time inside it was observed",
+             *(f"-- {s}" for s in dict.fromkeys(outer.said))]
+    sleeps = grouping.sleep_lines(points, gaps, turn) if points else []
+    return "\n".join([*lines, *head, *sleeps, *body, ""])
+
+
+def _sometimes(var: str, k: float, members: list[Part], outer: _Scope, links: dict[str, str], sleeps: bool,
+               head: list[str], body: list[str]) -> None:
+    """Statements run in a share k of the transactions: under one draw per transaction."""
+    head.append(f"\\set {var} random(1, 1000)")
+    outer.said.append(f"{', '.join(m.sid for m in members)} in {k:.0%} of the transactions")
+    body.append(f"\\if :{var} <= {max(1, round(k * 1000))}")
+    inner = _Scope(dict(outer.bound), set(outer.fresh))  # what they bind is not there when they do not run
+    for m in members:
+        body += _statement(m, inner, links, None, sleeps)
+    body.append("\\endif")
+    outer.said += inner.said
+
+
+def _repeated(var: str, k: float, members: list[Part], outer: _Scope, links: dict[str, str], sleeps: bool,
+              head: list[str], body: list[str]) -> None:
+    """A block run k times per transaction: unrolled, its passes drawn per transaction."""
+    lo, hi = _passes(k)
+    head.append(f"\\set {var}_n random({lo}, {hi})")
+    outer.said.append(f"{', '.join(m.sid for m in members)} {k:.1f} times per transaction: a block of "
+                      f"{lo}..{hi} passes")
+    locked = {links.get(q.column, q.column) for m in members if m.locked or (m.table and not m.inserts)
+              for q in m.params if q.use in AGREEING and q.column} - set(outer.bound)
+    if locked:
+        outer.said.append("the rows the block locks are locked in the order of their keys, pass by pass (each "
+                          "pass's key from its slice of the column's range), as an application that does not "
+                          "deadlock must (edit the script if yours does otherwise)")
+    for i in range(1, hi + 1):
+        # each pass draws its own, agreeing within itself
+        inner = _Scope(dict(outer.bound), set(outer.fresh), locked)
+        if i > lo:
+            body.append(f"\\if :{var}_n >= {i}")
+        body.append(f"\\set {var}_i {i}")
+        for m in members:
+            body += _statement(m, inner, links, f"{var}_i", sleeps)
+        if i > lo:
+            body.append("\\endif")
+        if i == 1:
+            outer.said += inner.said
+
+
+def gaps(parts: Sequence[Part]) -> int:
+    """The gaps between a transaction's statements, as run on average (a block's passes counted)."""
+    return gaps_of(blocks(parts))
+
+
+def gaps_of(units: Sequence[tuple[float, list[Part]]]) -> int:
+    return max(1, round(sum(k * len(members) for k, members in units)) - 1)
+
+
+def _passes(k: float) -> tuple[int, int]:
+    """A block's passes per transaction, uniform with mean about k: from half of it to 1.5 times."""
+    lo = max(1, round(k / 2))
+    return lo, min(MAX_PASSES, max(lo, round(2 * k) - lo))
+
+
+def _statement(p: Part, scope: _Scope, links: dict[str, str], pass_var: str | None, sleeps: bool) -> list[str]:
+    """A statement's lines in the transaction: its own draws but those it takes from earlier ones."""
+    sql, drop, rising = p.sql, set(), []
+    columns = [q.column for q in p.params if q.use in AGREEING and q.column]
+    for q in p.params:
+        var = f"{p.sid}_p{q.n}"
+        if q.use not in AGREEING or not q.column or columns.count(q.column) > 1:
+            continue  # not a column's value, or a bound of a range on it: drawn as it is
+        cls = links.get(q.column, q.column)
+        bound = scope.bound.get(cls)
+        if bound is not None and (q.use != "fresh" or cls in scope.fresh):
+            sql = _put(sql, var, bound)
+            drop.add(var)
+            scope.said.append(f"{p.sid}'s {q.column.rsplit('.', 1)[-1]} is the value {bound} an earlier statement "
+                              "used: linked columns agree within a transaction")
+        elif pass_var and p.inserts and q.use == "column" and q.column in p.keys and base_type(q.type) in INTEGERS \
+                and _rest_bound(p, q, scope, links):
+            sql = _put(sql, var, pass_var)
+            drop.add(var)
+            scope.said.append(f"{q.column} is the block's pass (1, 2, ...): the rest of its key is the transaction's")
+        else:
+            scope.bound[cls] = var
+            if q.use == "fresh":
+                scope.fresh.add(cls)
+            elif cls in scope.ascending and pass_var:
+                sliced = _sliced(var, p.metas, pass_var)
+                if sliced:
+                    drop.add(var)  # its own draw gives way to its pass's slice
+                    rising.append(sliced)
+    metas = [m for m in p.metas if not any(m.startswith((f"\\set {v} ", f"\\set {v}_")) for v in drop)]
+    return [*metas, *rising, sql, *(["\\sleep :pgknee_gap_us us"] if sleeps else [])]
+
+
+def _sliced(var: str, metas: Sequence[str], pass_var: str) -> str:
+    """A key a block locks, pass by pass in the order of the keys: pass i of n draws uniformly from
+    the i-th of n equal slices of the range its column's statistics span (its own draw's bounds),
+    so the keys rise without crowding the top ('' when its draw is not of integers)."""
+    mine = " ".join(m for m in metas if m.startswith(f"\\set {var} "))  # not its helpers' (_r, _b) draws
+    bounds = [int(x) for pair in re.findall(r"random\((-?\d+), (-?\d+)\)", mine) for x in pair]
+    bounds += [int(x) for x in re.findall(r"then \(?(-?\d+)\)?(?=\s|$)", mine)]
+    if not bounds:
+        return ""
+    lo, span, n = min(bounds), max(bounds) - min(bounds) + 1, pass_var.removesuffix("_i") + "_n"
+    return (f"\\set {var} {lo} + (:{pass_var} - 1) * {span} / :{n} + random(0, greatest(0, {span} / :{n} - 1))")
+
+
+def _rest_bound(p: Part, q: Param, scope: _Scope, links: dict[str, str]) -> bool:
+    """The INSERT's other parameters on its key columns all take the transaction's values."""
+    others = [x for x in p.params if x is not q and x.column in p.keys]
+    return bool(others) and all(links.get(x.column, x.column) in scope.bound for x in others)
+
+
+def _put(sql: str, var: str, other: str) -> str:
+    return re.sub(rf":{re.escape(var)}(?!\w)", f":{other}", sql)
