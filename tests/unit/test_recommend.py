@@ -150,3 +150,29 @@ def test_a_peak_between_neighbouring_counts_has_no_count_between_to_propose() ->
     r = recommend(build(data))
     assert r.verdict == "peaks" and r.connections == 2 and r.next_counts == ()
     assert r.headline().startswith("base: use 2 connections (95% interval: 2 alone) — throughput peaks at 2 (1,900")
+
+
+def test_a_replay_unlike_its_application_at_its_fewest_clients_gives_no_count() -> None:
+    """Issue 39: the order entry replayed at 131 TPS against the application's 1,249, holding its
+    transactions 60.5 ms against 6.17; pgknee's own check said so, and the count came anyway. A
+    replay of an observed capture that misses the application's hold at its fewest clients (below
+    any knee, where it must hold as the application did) replays another workload: withheld."""
+    from pgknee.keys import observed
+    from pgknee.serverstats import DatabaseStep
+    from pgknee.types import ReplayedStatement
+
+    data = _sweep([1, 2, 4, 8, 12, 16, 24, 32, 48, 64])
+    env = {**data.env, observed("hold_ms"): "6.17", observed("idle_share"): "0.5",
+           observed("statements_per_transaction"): "1.0"}
+    fewest = [s for s in data.steps if s.clients == 1]
+    like = {s.step_id: DatabaseStep(active_time=3.1 * s.transactions, idle_in_transaction_time=3.1 * s.transactions)
+            for s in data.steps}
+    calls = [ReplayedStatement(s.step_id, "s01", s.transactions, 1.0) for s in data.steps]
+    held = recommend(build(dataclasses.replace(data, env=env, pgdb=like, statement_mix=([], calls))))
+    assert held.verdict == "peaks" and held.connections == 16  # 6.2 ms a transaction, as the application
+    unlike = {**like, **{s.step_id: DatabaseStep(active_time=30.0 * s.transactions,
+                                                 idle_in_transaction_time=30.5 * s.transactions) for s in fewest}}
+    r = recommend(build(dataclasses.replace(data, env=env, pgdb=unlike, statement_mix=([], calls))))
+    assert r.verdict == "withheld" and r.connections is None and not r.answered
+    assert "at its fewest clients (1) its hold missed the application's (hold 60.5 ms against 6.2" in r.headline()
+    assert "the count would be another workload's (16)" in r.headline()

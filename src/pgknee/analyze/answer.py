@@ -68,6 +68,7 @@ class Recommendation:
     modelled_n: float | None = None  # the model's own N reaching the fraction of its peak (an opinion)
     modelled_interval: tuple[float, float] | None = None  # its bootstrap's 95% interval
     unsampled: str = ""  # what of the server's saturation was not sampled (peak not reached says so)
+    unlike: str = ""  # withheld: a replay that did not run as the application it replays (analyze/holdcheck.py)
 
     @property
     def answered(self) -> bool:
@@ -184,6 +185,8 @@ class Recommendation:
                     else "no sampled resource was saturated")
             return (f"{v}: peak not reached — throughput still grows beyond the noise and {seen}; run "
                     f"{', '.join(map(str, self.next_counts))} clients next (pgknee run --clients ...)")
+        if self.verdict == "withheld" and self.unlike:
+            return f"{v}: no recommendation — the replay did not run as the application: {self.unlike}"
         if self.verdict == "withheld" and self.pooler_bound:
             return f"{v}: no recommendation — {self.pooler_bound}"
         if self.verdict == "withheld":

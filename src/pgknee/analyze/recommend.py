@@ -35,6 +35,7 @@ import numpy as np
 
 from pgknee.analyze.answer import ANSWERED, Recommendation
 from pgknee.analyze.curve import Reading, between, interval, read
+from pgknee.analyze.holdcheck import hold_check
 from pgknee.analyze.machine import Machine, machine_of, server_reasons, server_row, server_unseen, system_reasons
 from pgknee.analyze.network import network_reasons
 from pgknee.analyze.noise import Noise, parts
@@ -179,12 +180,35 @@ def recommend(view: RunView, variant: str | None = None, *, fraction: float = 0.
     if len(by_n) < 3:
         return dataclasses.replace(start, reasons=(*why, *_reasons(groups, cores)), measured=tuple(sorted(by_n)),
                                    verdict="withheld" if why else start.verdict, pooler_bound="".join(why))
-    r = _below_the_sweep(_decide(start, groups, by_n, cores, view))
+    r = _unlike_the_application(view, _below_the_sweep(_decide(start, groups, by_n, cores, view)))
     if bound is None:
         return r
     # never 'run more clients next' past a pooler-bound count: more clients meet the same pooler
     below = tuple(c for c in r.next_counts if c < bound[0])
     return dataclasses.replace(r, reasons=(bound[1], *r.reasons), next_counts=below, pooler_bound=bound[1])
+
+
+def _unlike_the_application(view: RunView, r: Recommendation) -> Recommendation:
+    """A replay of an observed capture that misses the application's hold, idle share or statements
+    per transaction at its fewest clients (below any knee, where it must match) replays another
+    workload: its count is withheld, with what missed and what to do."""
+    check = hold_check(view.data.env, view.data.steps, view.data.pgdb, view.data.statement_mix[1])
+    if check is None or not check.rows or not r.answered:
+        return r
+    fewest = min(row.clients for row in check.rows)
+    rows = [row for row in check.rows if row.clients == fewest]
+    if any(row.within for row in rows):
+        return r
+    row, c = rows[0], check.captured
+    spt = (f", {row.statements_per_transaction:.1f} statements per transaction against "
+           f"{c.statements_per_transaction:.1f}" if row.statements_per_transaction is not None
+           and c.statements_per_transaction is not None else "")
+    why = (f"at its fewest clients ({fewest}) its {', '.join(row.misses)} missed the application's (hold "
+           f"{row.hold_ms or 0:.1f} ms against {c.hold_ms:.1f}{spt}): the count would be another workload's "
+           f"({r.connections}); 'pgknee workload mix' shows each figure: edit the scripts 'pgknee workload show' "
+           "lists (their grouping, their values), or capture again with a longer --observe")
+    return dataclasses.replace(r, verdict="withheld", connections=None, counts_interval=None, unlike=why,
+                               reasons=(why, *r.reasons))
 
 
 def _below_the_sweep(r: Recommendation) -> Recommendation:
