@@ -374,3 +374,13 @@ def test_a_row_is_locked_before_it_is_updated_and_inserted_before_what_reference
     assert "INSERT INTO oe.new_order (no_o_id) VALUES (:s12_p1);" in script  # the order just inserted
     assert "\\set t01_o5 random(1, 1000)" in script and "\\if :t01_o5 <= 100" in script
     assert _pgbench_parses(tmp_path, (), script.replace("BEGIN;", "").replace("COMMIT;", "")) == ""
+
+
+def test_a_key_s_even_histogram_is_one_range_and_a_skewed_one_keeps_its_buckets() -> None:
+    """A primary key's pg_stats: 100 buckets of 30 ids each. Drawn as one range, not a case of a
+    hundred arms pgbench compares one by one for every value; buckets of unequal widths (the
+    values crowd somewhere) keep their case, each as likely."""
+    ids = gen.ColumnStats("integer", 0.0, -1, (), (), tuple(str(1 + 30 * i) for i in range(101)))
+    assert gen.draw("k", ids).lines == ("\\set k random(1, 3001)",)
+    skew = gen.ColumnStats("integer", 0.0, -1, (), (), ("1", "2", "4", "8", "1000"))
+    assert "case when :k_b = 0" in " ".join(gen.draw("k", skew).lines)

@@ -138,8 +138,8 @@ def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],
         ordered = _in_order(members, before, positions)
         n_seen = sum(1 for s in seqs if set(s) & set(members))
         n = min([*([begins] if begins is not None else []), _every_time(calls.get(m, 0) for m in ordered)])
-        if len(ordered) == 1 and alone.get(ordered[0], 0) < least:
-            continue  # no evidence it runs alone in its transaction
+        if len(ordered) == 1 and alone.get(ordered[0], 0) < max(least, LINK_SHARE * appear[ordered[0]]):
+            continue  # no evidence it runs alone in its transaction (two samples inside one statement say little)
         if n > 0:
             groups.append(Group(ordered, n, n_seen, f"seen together in {n_seen} sampled transactions"
                                 if len(ordered) > 1 else f"seen alone inside BEGIN ... COMMIT, sampled twice or more, "
@@ -235,6 +235,8 @@ def counted(groups: list[Group], seen: Sequence[tx.Transaction], queryids: dict[
         return out
     for i in sorted(range(len(out)), key=lambda i: share[i] / total * explicit / max(1, out[i].transactions)):
         g = out[i]
+        if len(g.statements) < 2:
+            continue  # one statement repeating alone in its transaction: nothing says so
         estimate = share[i] / total * explicit
         if excess <= CALLS_MATCH * explicit or estimate >= REPEATED * g.transactions:
             break
