@@ -162,7 +162,7 @@ def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Wa
         texts[f"{name}.sql"] = txscript.text(name, g, parts, shape.links, points)
         scripts.append((ScriptEntry(name, f"{name}.sql", 0, list(g.statements), g.evidence, points), g.transactions))
         for part in parts:
-            in_group[part.sid] = in_group.get(part.sid, 0) + round(max(1.0, part.repeat) * g.transactions)
+            in_group[part.sid] = in_group.get(part.sid, 0) + round(txscript.runs(part) * g.transactions)
     for s in statements:  # what a statement ran outside its transaction, in autocommit
         rest = s.calls - in_group.get(s.id, 0)
         if rest > grouping.CALLS_MATCH * s.calls:

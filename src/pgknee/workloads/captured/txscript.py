@@ -94,12 +94,19 @@ def ordered(parts: Sequence[Part], parents: dict[str, set[str]]) -> list[Part]:
     return out
 
 
+def runs(p: Part) -> float:
+    """How many times the script runs the statement per transaction, on average: its repeats when
+    it repeats (1.5 or more) or runs in some of them only, else once (the rest of its calls, run
+    outside the transaction, keep a script of their own)."""
+    return p.repeat if p.repeat >= 1.5 or p.repeat < OPTIONAL else 1.0
+
+
 def blocks(parts: Sequence[Part]) -> list[tuple[float, list[Part]]]:
     """The statements in order, those that repeat alike in a row together (passes, statements), and
     so those that run in only some transactions alike in a row (their share, statements)."""
     out: list[tuple[float, list[Part]]] = []
     for p in parts:
-        k = p.repeat if p.repeat >= 1.5 or p.repeat < OPTIONAL else 1.0
+        k = runs(p)
         if out and k != 1 and out[-1][0] != 1 and (k > 1) == (out[-1][0] > 1) \
                 and abs(k - out[-1][0]) <= ALIKE * out[-1][0]:
             prev_k, members = out[-1]
