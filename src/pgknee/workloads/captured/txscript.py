@@ -16,6 +16,14 @@ application runs it. Pure.
 - An INSERT in a block whose unique key's other columns are all the transaction's values (the
   order's lines) sets the rest of that key, an integer column nothing else sets, to the pass:
   1, 2, ... (the line number).
+- A statement run in a share of the transactions only (a bad credit's) runs under one draw per
+  transaction, in that share; what it binds is not taken by the statements after it.
+- The rows a block locks or updates are locked in the order of their keys: pass i of n draws from
+  the i-th of n slices of the column's range (random orders deadlock).
+- The samples' order gives way where it must (ordered): a row locked before it is updated, a
+  parent inserted before its child.
+- The idle inside the transaction is split over its gaps, each less the client's own turnaround
+  (grouping.turnaround_us).
 """
 
 from __future__ import annotations
