@@ -82,8 +82,13 @@ def test_pgpool_beside_pgbouncer_interleaved(server: EmbeddedCluster, tmp_path: 
         # own and none waits; the server connections are the busy children's and one more: pgbench's
         # first connection (it reads the server's settings before its clients connect) left its
         # server connection cached in a child
-        full = [x for x in samples if x[0] == clients]
-        assert len(full) >= 0.7 * len(samples) and max(x[0] for x in samples) == clients, samples
+        at = [i for i, x in enumerate(samples) if x[0] == clients]
+        assert at, samples
+        # from the first sample with every client on to the last: a loaded machine's pgbench took 1.5 s of
+        # a 4 s bench to connect its 8 clients through pgpool-II (make slow beside the captured applications)
+        running = samples[at[0]:at[-1] + 1]
+        full = [x for x in running if x[0] == clients]
+        assert len(full) >= 0.7 * len(running) and len(full) >= len(samples) / 3, samples
         assert all(w == 0 and clients <= sv <= clients + 1 for _a, w, sv in full), (clients, full)
         # the server's commits over the bench window, pgknee's own statistics reads taken out, against
         # pgbench's transactions: pgpool started again after the warm-up, so its cached connections'
