@@ -268,8 +268,12 @@ def _sweep_the_application(observed: Observed, store: Path, clients: str) -> Non
 
 
 def _alike(tps: list[list[float]]) -> bool:
-    """Replay and application within 15% at every count below the largest."""
-    return all(abs(a - b) <= 0.15 * b for a, b in list(zip(*tps, strict=True))[:-1])
+    """Replay and application within 15% at every count below the largest where the application has
+    not levelled off (under 80% of its best): there both saturate the two CPUs, and what each
+    transaction costs pgbench, not the hold, sets the throughput (a clean clone's make slow: 1,286
+    against 1,091 at 96 clients, the application's best 1,091; 3% apart at 8 and 32)."""
+    top = max(tps[1])
+    return all(abs(a - b) <= 0.15 * b for a, b in list(zip(*tps, strict=True))[:-1] if b < 0.8 * top)
 
 
 def test_bad_observation_windows_and_sources_get_one_line_and_no_directory(server: EmbeddedCluster,

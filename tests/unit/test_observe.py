@@ -321,11 +321,11 @@ def test_the_client_s_own_turnaround_is_not_slept_twice() -> None:
     """Issue 39: an order entry run by pgbench idled 8.5 ms per transaction over 26 gaps between its
     statements (0.33 ms each: pgbench turning around on a loaded machine); the replay slept that
     too, on top of its own pgbench's turnaround, and held its transactions 48 ms against 13. The
-    idle per gap up to 1 ms is the client's own, left out of each sleep; beyond it the
-    application's work (the test application's 20 ms between statements) is slept, less 1 ms."""
+    idle per gap up to 0.5 ms is the client's own, left out of each sleep; beyond it the
+    application's work (the test application's 20 ms between statements) is slept, less 0.5 ms."""
     fast = [8.5] * len(grouping.POINTS)
     assert grouping.turnaround_us(fast, 26) == round(8.5 / 26 * 1000)
     assert grouping.sleep_lines(fast, 26, grouping.turnaround_us(fast, 26))[2] == \
         "\\set pgknee_gap_us greatest(0, :pgknee_idle_us / 26 - 327)"
     working = [40.0] * len(grouping.POINTS)
-    assert grouping.turnaround_us(working, 2) == 1000
+    assert grouping.turnaround_us(working, 2) == 500

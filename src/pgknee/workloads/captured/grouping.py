@@ -30,7 +30,8 @@ from pgknee.workloads.captured import transactions as tx
 
 CALLS_MATCH = 0.10
 LINK_SHARE = 0.03  # of the sampled transactions either statement was seen in, at least, to join them
-TURNAROUND_MS = 1.0  # a client's time between two statements of its transaction, at most, taken for its own
+TURNAROUND_MS = 0.5  # a client's time between two statements of its transaction, at most, taken for its own
+# (pgbench on a loaded 2-CPU machine: 0.33 ms; more would cut into an application's own work)
 SAME_CALLS = 0.02  # statements that run once in every transaction of a type: calls this close
 REPEATED = 0.6  # a group whose sampled share says fewer transactions than this of its fewest calls repeats them all
 # the idle time's quantile function in the script: these points (per cent), linear between them
