@@ -23,34 +23,17 @@ import threading
 import tomllib
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from pgknee.driver.pgbench import find_pgbench
-from pgknee.targets.local import EmbeddedCluster, find_bindir
+from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import CliResult, pgknee
-from .test_captured import _dump_tools
+from .test_captured import ENV, PW, _cluster, _conn, _dump_tools  # compute_query_id's auto: on with the extension
 
 APPS = Path(__file__).resolve().parent.parent / "data" / "apps"
-PW = "pw-apps"
-ENV = {"PGPASSWORD": PW}
 CLIENTS = 8
 APP_SECONDS = 24
-
-
-def _cluster(base: str) -> EmbeddedCluster:
-    c = EmbeddedCluster(find_bindir(), {"shared_preload_libraries": "pg_stat_statements", "max_connections": "40",
-                                        "compute_query_id": "on"}, base_dir=base)
-    c.start()
-    c.create_database()
-    with _conn(c) as conn:
-        conn.execute(f"ALTER ROLE pgknee PASSWORD '{PW}'")
-    return c
-
-
-def _conn(c: EmbeddedCluster) -> psycopg.Connection[tuple[object, ...]]:
-    return psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee", autocommit=True)
 
 
 def _scripts(app: Path) -> list[str]:

@@ -135,7 +135,7 @@ def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],
     # a pair seen together in a sliver of the transactions either was seen in is chance, not a transaction
     edges = [(a, b) for (a, b), n in together.items() if n >= max(least, LINK_SHARE * min(appear[a], appear[b]))]
     groups = []
-    for members in _components(list(positions), edges):
+    for members in components(list(positions), edges):
         ordered = _in_order(members, before, positions)
         n_seen = sum(1 for s in seqs if set(s) & set(members))
         n = min([*([begins] if begins is not None else []), _every_time(calls.get(m, 0) for m in ordered)])
@@ -250,7 +250,7 @@ def counted(groups: list[Group], seen: Sequence[tx.Transaction], queryids: dict[
     return out
 
 
-def _components(nodes: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
+def components(nodes: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
     """The connected parts of a graph (union-find)."""
     parent = {n: n for n in nodes}
 

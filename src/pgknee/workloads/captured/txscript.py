@@ -67,19 +67,10 @@ class _Scope:
 
 
 def links_of(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
-    """Each linked column's class (union-find over the foreign keys' column pairs)."""
-    parent: dict[str, str] = {}
-
-    def root(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in pairs:
-        parent[root(a)] = root(b)
-    return {c: root(c) for c in list(parent)}
+    """Each linked column's class: the columns the foreign keys' column pairs connect, one name
+    standing for them all."""
+    columns = list(dict.fromkeys(c for pair in pairs for c in pair))
+    return {c: part[0] for part in grouping.components(columns, list(pairs)) for c in part}
 
 
 def ordered(parts: Sequence[Part], parents: dict[str, set[str]]) -> list[Part]:
