@@ -138,6 +138,9 @@ class StepFact(StrEnum):
     WARMUP_TRANSACTIONS = "warmup.transactions"  # the unmeasured run's (warm-up or probe), in the workload's books
     LOG_TRANSACTIONS = "log.transactions"  # how many successful ones the latency figures come from
     BENCH_SECONDS = "bench.seconds"  # pgbench's measured window (a --duration auto step's actual length)
+    # pgknee's own statements in the benchmark database over the bench (its statistics reads and
+    # samplers), each a commit there: pg_stat_database's xact_commit less these is the workload's
+    OWN_COMMITS = "own.commits"
     STEADY_WARMUP_S = "steady.warmup_s"  # leading seconds MSER-5 cut as warm-up
     STEADY_TPS = "steady.tps"  # mean TPS after the warm-up
     STEADY_HALFWIDTH_PCT = "steady.halfwidth_pct"  # its 95% interval's half-width, % of the mean

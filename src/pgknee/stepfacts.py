@@ -160,14 +160,16 @@ class Warmup(_Record):
 @dataclass(frozen=True, slots=True)
 class Measured(_Record):
     """The measured window: pgbench's (a --duration auto step's actual length), the share of
-    transactions its log kept for the latency, and how many successful ones that gave."""
+    transactions its log kept for the latency, how many successful ones that gave, and pgknee's
+    own commits in the benchmark database meanwhile (pg_stat_database counts them too)."""
 
     NAMES: ClassVar[tuple[str, ...]] = (StepFact.BENCH_SECONDS, StepFact.LOG_SAMPLING_RATE,
-                                        StepFact.LOG_TRANSACTIONS)
+                                        StepFact.LOG_TRANSACTIONS, StepFact.OWN_COMMITS)
 
     bench_seconds: float
     log_sampling_rate: float
     log_transactions: int | None = None
+    own_commits: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

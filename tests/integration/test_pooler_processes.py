@@ -43,8 +43,14 @@ def test_one_and_two_pgbouncer_processes_at_64_and_256_clients(server: EmbeddedC
         total = float(facts["delta.total_xact_count"])
         commits = sql(store, "SELECT delta FROM step_pg_stat_database WHERE step_id = ? AND name = 'xact_commit'",
                       sid)[0][0]
-        # the processes' transactions, summed, are the server's commits (the pool's own few aside)
-        assert abs(total - commits) / commits < 0.02, (variant, clients, total, commits)  # type: ignore[operator]
+        own = sql(store, "SELECT value FROM step_facts WHERE step_id = ? AND name = 'own.commits'", sid)[0][0]
+        # pgknee's statistics reads and samplers: about 13 a second here (0.1 s sampling), never 60
+        assert 0 < own < 60 * 4, own  # type: ignore[operator]
+        # the processes' transactions, summed, are the server's commits less pgknee's own, but for
+        # a few run beside the workload's transactions (18-40 a step here, with 8 or 16 server
+        # connections; pgbench's scale query one of them): a count, not a share of the step
+        work = commits - own  # type: ignore[operator]
+        assert 0 <= work - total <= 0.005 * work + 4 * 8 * n + 8, (variant, clients, total, commits, own)
         assert abs(total - txns) / txns < 0.02  # type: ignore[operator]
         cpu = sql(store, "SELECT process, count(*), avg(cpu_user_pct), avg(cpu_system_pct), max(sv_active) "
                          "FROM pooler_process_samples WHERE step_id = ? AND _phase = 'bench' "

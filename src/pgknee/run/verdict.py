@@ -94,7 +94,8 @@ def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float,
     """How the step's figures were got: the log's sampling rate and size, the measured window,
     and the steady-state judgement of pgbench's progress (MSER-5 warm-up, the interval)."""
     out: list[Measured | Steadiness | AutoDuration] = [
-        Measured(window, x.run.log_sampling_rate, m.latency.count if m is not None and m.latency is not None else None)]
+        Measured(window, x.run.log_sampling_rate, m.latency.count if m is not None and m.latency is not None else None,
+                 x.own_commits)]
     target = plan.steady_pct / 100 if plan.steady_pct is not None else None
     judged = steadiness([p.tps for p in x.execution.progress], target=target) if x.execution.progress else None
     if judged is not None and judged.steady:
