@@ -170,6 +170,29 @@ def test_two_transaction_types_as_frequent_are_not_merged() -> None:
     assert sorted(g.statements for g in groups) == [("s01", "s02"), ("s03", "s04", "s05")]
 
 
+def test_a_statement_seen_only_inside_begin_commit_keeps_its_own_transaction() -> None:
+    """Issue 39: a social network's transactions are BEGIN, one or two SELECTs of 0.2 ms, COMMIT; a
+    5 ms sampler sees each with one statement, idle in its transaction. Replayed in autocommit they
+    skipped BEGIN's and COMMIT's round trips and ran 18-39% faster than the application. A
+    statement seen there often enough (twice, of 40), and never in autocommit, is its own
+    transaction; one seen there once, or seen in autocommit, stays in autocommit."""
+    seen = [_seen(i, float(i), [1], samples=1) for i in range(36)] + [_seen(50, 50.0, [2], samples=1)]
+    seen += [_seen(60 + i, 60.0 + i, [3], samples=1) for i in range(3)]
+    seen.append(tx.Transaction(77, 200.0, 200.0, 200.0, 1, 0, [3], 200.001, True, True))  # s03 in autocommit
+    groups, how = grouping.group({"s01": 90000, "s02": 700, "s03": 1000}, {1: "s01", 2: "s02", 3: "s03"}, seen, None)
+    assert [(g.statements, g.transactions) for g in groups] == [(("s01",), 90000)]
+    assert "a transaction of its own as far as the samples tell" in groups[0].evidence
+    assert "1 statement(s) seen only inside BEGIN ... COMMIT" in how
+    # counted BEGIN bounds them as it bounds every group
+    groups, _ = grouping.group({"s01": 90000, "s02": 700, "s03": 1000}, {1: "s01", 2: "s02", 3: "s03"}, seen, 60000)
+    assert [(g.statements, g.transactions) for g in groups] == [(("s01",), 60000)]
+    # split from its company, it may count more transactions than the application ran: no evidence
+    # that another group repeats its statements (an order entry's payment was taken for one that did)
+    pay = grouping.Group(("p1", "p2"), 4300, 40, "payments")
+    counted = grouping.counted([pay, *groups], seen, {1: "s01", 2: "s02", 3: "s03"}, 0.005, 4400)
+    assert [g.transactions for g in counted] == [4300, 60000]
+
+
 def test_without_begin_a_group_whose_every_statement_repeats_is_told_by_the_counters() -> None:
     """Issue 39: a delivery runs each of its statements once per district, ten times a transaction:
     its statements' calls (3,300) are ten times its transactions. BEGIN not counted (prepared), the
@@ -320,12 +343,36 @@ def test_the_replay_is_checked_against_the_application_step_by_step() -> None:
 def test_the_client_s_own_turnaround_is_not_slept_twice() -> None:
     """Issue 39: an order entry run by pgbench idled 8.5 ms per transaction over 26 gaps between its
     statements (0.33 ms each: pgbench turning around on a loaded machine); the replay slept that
-    too, on top of its own pgbench's turnaround, and held its transactions 48 ms against 13. The
-    idle per gap up to 0.5 ms is the client's own, left out of each sleep; beyond it the
-    application's work (the test application's 20 ms between statements) is slept, less 0.5 ms."""
+    too, on top of its own pgbench's turnaround, and held its transactions 48 ms against 13; with
+    the mean taken out but the spread slept, 307-370 TPS against 455-527. 0.5 ms a gap is the
+    client's own, left out of each sleep whatever the mean: beyond it the application's work (the
+    test application's 20 ms between statements) is slept, less 0.5 ms."""
     fast = [8.5] * len(grouping.POINTS)
-    assert grouping.turnaround_us(fast, 26) == round(8.5 / 26 * 1000)
+    assert grouping.turnaround_us(fast, 26) == 500
     assert grouping.sleep_lines(fast, 26, grouping.turnaround_us(fast, 26))[2] == \
-        "\\set pgknee_gap_us greatest(0, :pgknee_idle_us / 26 - 327)"
+        "\\set pgknee_gap_us greatest(0, :pgknee_idle_us / 26 - 500)"
+    assert grouping.turnaround_us([0.0] * len(grouping.POINTS), 26) == 0  # nothing idle, nothing slept
     working = [40.0] * len(grouping.POINTS)
     assert grouping.turnaround_us(working, 2) == 500
+
+
+def test_the_pace_between_transactions_leaves_the_client_s_turnaround_out(tmp_path: Path) -> None:
+    """Issue 39: pgbench running a social network back to back was seen 0.29 ms between its
+    transactions (its own turnaround on a loaded 2-CPU machine); replayed as think time on top of
+    the replay's own, 8,537 TPS against 10,729. Up to 0.5 ms is the client's own: no pause; an
+    application's 17 ms between transactions is replayed as 16.5."""
+    from pgknee.cli.run_plan import as_observed
+    from pgknee.plan.model import Plan, WorkloadSpec
+
+    st = Statement("s01", "SELECT 1 FROM t WHERE id = $1", "read", 10, 1.0, 0.1, 10, 1.0, 1.0, ["public.t"], "f")
+    for seen, replayed in ((0.29, 0.0), (17.0, 16.5)):
+        obs = _observation()
+        obs = Observation(**{**{f: getattr(obs, f) for f in obs.__dataclass_fields__}, "think_ms": seen})
+        m = Manifest("host=x", "db", "", 170000, "2026-11-26T00:00:00Z", "time", 30, ["public.t"], [st],
+                     [ScriptEntry("s01", "s01.sql", 10000, ["s01"], "", [])], [], obs, "by the sampled transactions")
+        where = tmp_path / str(seen)
+        where.mkdir()
+        (where / "workload.toml").write_bytes(m.to_toml())
+        plan, said = as_observed(Plan(workload=WorkloadSpec(name="captured", path=str(where))))
+        assert [v.think_ms for v in plan.variants] == [replayed]
+        assert said is not None and ("back to back" in said) == (replayed == 0.0), said

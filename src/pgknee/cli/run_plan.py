@@ -80,10 +80,12 @@ def _target_dsn(target: str, dsn_given: bool) -> dict[str, str]:
 
 def as_observed(plan: Plan) -> tuple[Plan, str | None]:
     """A workload captured with --observe is replayed at the application's pace: each client
-    pauses between its transactions as the application's sessions did (think, a closed loop), unless
+    pauses between its transactions as the application's sessions did (think, a closed loop), less
+    the client's own turnaround (grouping.TURNAROUND_MS: the replay's pgbench spends it too), unless
     a variant sets its own pace (think= or rate=). Returns the plan and what to tell the user."""
     import dataclasses
 
+    from pgknee.workloads.captured.grouping import TURNAROUND_MS
     from pgknee.workloads.captured.manifest import load
 
     if plan.workload.name != "captured" or any(v.think_ms or v.rate for v in plan.variants):
@@ -91,14 +93,21 @@ def as_observed(plan: Plan) -> tuple[Plan, str | None]:
     o = load(plan.workload.path).observed
     if o is None or o.think_ms is None or o.think_ms < 0.001:
         return plan, None
-    think = round(min(o.think_ms, 60_000.0), 3)
+    seen = round(min(o.think_ms, 60_000.0), 3)
+    think = round(seen - TURNAROUND_MS, 3)
+    if think < 0.001:
+        return plan, (f"the application's sessions ran their transactions back to back ({seen:g} ms between two, "
+                      f"no more than a client's own turnaround, which the replay's pgbench spends too): replayed "
+                      f"without a pause; --variant think=... sets one, --variant rate={o.transactions_per_s:g} "
+                      f"the application's arrival rate (open loop)")
     try:
         paced = dataclasses.replace(plan, variants=tuple(dataclasses.replace(v, think_ms=think) for v in plan.variants))
     except UserError as e:
-        return plan, f"note: the application's {think:g} ms between transactions is not replayed: {e.message}"
+        return plan, f"note: the application's {seen:g} ms between transactions is not replayed: {e.message}"
     return paced, (f"replaying the application's pace as observed: {think:g} ms between a client's transactions "
-                   f"(think; its sessions worked in a closed loop); --variant think=... sets another, --variant "
-                   f"rate={o.transactions_per_s:g} its arrival rate (open loop)")
+                   f"({seen:g} ms seen, less {TURNAROUND_MS:g} ms of the client's own turnaround, which the "
+                   f"replay's pgbench spends too; its sessions worked in a closed loop); --variant think=... sets "
+                   f"another, --variant rate={o.transactions_per_s:g} its arrival rate (open loop)")
 
 
 COVERED_ENOUGH = 0.90  # a replay covering less of the application's database time says so before it starts

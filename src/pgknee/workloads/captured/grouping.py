@@ -30,7 +30,9 @@ from pgknee.workloads.captured import transactions as tx
 
 CALLS_MATCH = 0.10
 LINK_SHARE = 0.03  # of the sampled transactions either statement was seen in, at least, to join them
-TURNAROUND_MS = 0.5  # a client's time between two statements of its transaction, at most, taken for its own
+# a client's own time between two statements of its transaction, or between two transactions, on
+# a loaded machine (pgbench's 0.29-0.38 ms on 2 CPUs): not slept again by the replay, whose pgbench spends it
+TURNAROUND_MS = 0.5
 # (pgbench on a loaded 2-CPU machine: 0.33 ms; more would cut into an application's own work)
 SAME_CALLS = 0.02  # statements that run once in every transaction of a type: calls this close
 REPEATED = 0.6  # a group whose sampled share says fewer transactions than this of its fewest calls repeats them all
@@ -44,6 +46,9 @@ class Group:
     transactions: int  # over the window
     seen_together: int  # sampled transactions that ran two or more of them
     evidence: str
+    # seen only alone inside BEGIN ... COMMIT: its own transaction as far as the samples tell, which
+    # may split one the sampler was too slow to see whole (more transactions than the application ran)
+    alone: bool = False
 
 
 def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Transaction],
@@ -67,14 +72,15 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
         groups, how = _from_samples(calls, seqs, begins)
         groups = _joined_by_calls(groups, calls, outside)
         if groups or begins is None:
-            return groups, how
+            return _alone_inside(groups, calls, [s for s, _ in seqs], outside, begins, how)
         # each sampled transaction showed one statement: they run for much less than the sampler's
         # interval, and the calls are the evidence left
         fast = _by_calls(calls, begins, outside, _offsets(seen, queryids))
         if fast is None:
-            return [], how
-        return [fast], (f"{how}; none showed two statements (transactions much shorter than the sampler's "
-                        "interval): by calls, the statements whose calls match BEGIN's")
+            return _alone_inside([], calls, [s for s, _ in seqs], outside, begins, how)
+        return _alone_inside([fast], calls, [s for s, _ in seqs], outside, begins, (
+            f"{how}; none showed two statements (transactions much shorter than the sampler's "
+            "interval): by calls, the statements whose calls match BEGIN's"))
     if begins is None:
         return [], "no sampled transaction showed its statements, and BEGIN is not counted: replayed in autocommit"
     g = _by_calls(calls, begins, set(), {})
@@ -82,6 +88,32 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
         return [], (f"BEGIN ran {begins} times, but no sampled transaction showed its statements (query_id) and "
                     "no statement's calls match BEGIN's: replayed in autocommit (group them in the manifest)")
     return [g], "by calls: the statements whose calls match BEGIN's (no sampled transaction showed its statements)"
+
+
+def _alone_inside(groups: list[Group], calls: dict[str, int], seqs: list[list[str]], outside: set[str],
+                  begins: int | None, how: str) -> tuple[list[Group], str]:
+    """A statement the samples saw inside BEGIN ... COMMIT but never with another, and never in
+    autocommit, that no group took: its own transaction, BEGIN and COMMIT replayed around it (in
+    autocommit it would skip their round trips and its snapshot's life: a social network's
+    one-statement transactions replayed 18-39% faster than the application). It may have company
+    the samples missed (a transaction much shorter than their interval): the evidence says so."""
+    grouped = {sid for g in groups for sid in g.statements}
+    inside: dict[str, int] = defaultdict(int)
+    for s in seqs:
+        for sid in set(s):
+            inside[sid] += 1
+    least = 1 if len(seqs) < 20 else 2
+    said = ("never with another statement nor in autocommit: a transaction of its own as far as the samples "
+            "tell (a transaction much shorter than their interval may hide its company: join them in the "
+            "manifest if you know it)")
+    alone = [Group((sid,), calls[sid], n, f"seen inside BEGIN ... COMMIT in {n} sampled transactions, {said}", True)
+             for sid, n in sorted(inside.items()) if sid not in grouped and sid not in outside and n >= least
+             and calls.get(sid, 0) > 0]
+    if not alone:
+        return groups, how
+    return _within([*groups, *alone], begins), (f"{how}; {len(alone)} statement(s) seen only inside BEGIN ... "
+                                                "COMMIT, never with another, replayed each in a transaction of "
+                                                "its own")
 
 
 def _by_calls(calls: dict[str, int], begins: int, outside: set[str], offsets: dict[str, float]) -> Group | None:
@@ -107,7 +139,8 @@ def _offsets(seen: Sequence[tx.Transaction], queryids: dict[int, str]) -> dict[s
     at: dict[str, list[float]] = defaultdict(list)
     for t in seen:
         if t.explicit and t.statements and t.statements[0] in queryids:
-            at[queryids[t.statements[0]]].append(max(0.0, t.first_seen - t.start))
+            first = t.statements[0]  # its own start when the sample read it, else when the sample saw it
+            at[queryids[first]].append(max(0.0, t.offsets.get(first, t.first_seen - t.start)))
     return {sid: statistics.median(v) for sid, v in at.items()}
 
 
@@ -231,7 +264,9 @@ def counted(groups: list[Group], seen: Sequence[tx.Transaction], queryids: dict[
             share[max(overlap, key=lambda i: (overlap[i], -len(groups[i].statements)))] += w
     total = sum(share.values())
     out = list(groups)
-    excess = sum(g.transactions for g in out) - explicit
+    # a statement seen only alone may be one of several of a transaction too short to be seen whole:
+    # its count is no evidence that another group's statements repeat
+    excess = sum(g.transactions for g in out if not g.alone) - explicit
     if total <= 0 or excess <= CALLS_MATCH * explicit:
         return out
     for i in sorted(range(len(out)), key=lambda i: share[i] / total * explicit / max(1, out[i].transactions)):
@@ -304,10 +339,11 @@ def sleep_lines(points_ms: Sequence[float], gaps: int, turnaround_us: int = 0) -
 
 def turnaround_us(points_ms: Sequence[float], gaps: int) -> int:
     """The client's own time between two statements of a transaction, in the idle the server saw:
-    the mean idle per gap, up to TURNAROUND_MS. A client that runs its statements back to back
-    (pgbench, a batch) idles only that long, and the replay's pgbench spends it too: sleeping it
-    again would hold the transaction twice as long (an order entry run by pgbench idled 0.33 ms
-    between statements on a loaded 2-CPU machine; replayed with that slept too, it ran at 160 TPS
-    against 530). Idle beyond it is the application's own work, slept."""
-    per_gap_ms = mean_of(points_ms) / max(1, gaps)
-    return round(min(per_gap_ms, TURNAROUND_MS) * 1000)
+    TURNAROUND_MS a gap, whatever the mean (0 when no idle was seen). A client that runs its
+    statements back to back (pgbench, a batch) idles only its turnaround and its waits for a CPU,
+    and the replay's pgbench spends both too: sleeping them again holds the transaction longer
+    (an order entry run by pgbench idled 0.33 ms between statements on a loaded 2-CPU machine;
+    replayed with that slept too, it ran at 160 TPS against 530; with the mean taken out of each
+    draw but its spread slept, 307-370 against 455-527, the spread being those waits as well).
+    Idle beyond it is the application's own work, slept."""
+    return round(TURNAROUND_MS * 1000) if gaps > 0 and mean_of(points_ms) > 0 else 0

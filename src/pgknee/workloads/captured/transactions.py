@@ -60,6 +60,9 @@ class Transaction:
     # transaction; under the extended protocol an autocommit one may too (Bind begins it), so only
     # equality is evidence
     autocommit: bool = False
+    # each statement's start, s after its transaction's (query_start - xact_start), as first seen: the
+    # first after BEGIN starts a turnaround in, a later one after the statements before it
+    offsets: dict[int, float] = field(default_factory=dict)
 
     @property
     def duration_s(self) -> float:
@@ -105,6 +108,8 @@ class _Tracker:
         t.idle_samples += s.state in IDLE_IN_TX
         if s.query_id is not None and s.query_id not in t.statements:
             t.statements.append(s.query_id)
+            if s.query_start is not None:
+                t.offsets[s.query_id] = max(0.0, s.query_start - s.xact_start)
 
 
     def _ended_idle(self, t: Transaction, at: float, s: SessionSeen) -> None:
