@@ -5,10 +5,13 @@ trip, and the replay's check against the application."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
+from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 from builders import step
 
@@ -191,6 +194,100 @@ def test_a_statement_seen_only_inside_begin_commit_keeps_its_own_transaction() -
     pay = grouping.Group(("p1", "p2"), 4300, 40, "payments")
     counted = grouping.counted([pay, *groups], seen, {1: "s01", 2: "s02", 3: "s03"}, 0.005, 4400)
     assert [g.transactions for g in counted] == [4300, 60000]
+
+
+def _moves(windows: int, shares: dict[str, float], members: dict[str, dict[int, float]], seed: int) -> list[dict[int, int]]:
+    """pg_stat_statements' calls read every window, cumulative: each window's transactions (the
+    application's rate drifting up and down) drawn among the types by their shares, each type's
+    statements run once per transaction, or in a share of them (a branch)."""
+    rng = random.Random(seed)
+    total: dict[int, int] = defaultdict(int)
+    out = [dict(total)]
+    for w in range(windows):
+        n = int(400 * (1 + 0.3 * math.sin(w / 7)))
+        for _ in range(n):
+            kind = rng.choices(list(shares), weights=list(shares.values()))[0]
+            for q, p in members[kind].items():
+                total[q] += 1 if rng.random() < p else 0
+        out.append(dict(total))
+    return out
+
+
+def test_statements_whose_calls_move_together_are_one_transaction() -> None:
+    """Issue 39: transactions of under a millisecond (an order entry's order status and stock
+    level, 4% each; a social network's) are seen one statement at a time, and two types as
+    frequent have the same calls. Read every 100 ms, one type's statements move together window by
+    window, a branch (60% of a payment) more weakly, two types apart do not: the two-statement
+    type joins, the branch joins the payment the samples found, the one-statement types stay
+    apart, and no two types merge."""
+    qids = {1: "a1", 2: "a2", 3: "b1", 4: "b2", 5: "b3", 6: "c1", 7: "d1", 8: "d2", 9: "e1", 10: "b4"}
+    shares = {"A": 0.45, "B": 0.43, "C": 0.04, "D": 0.04, "E": 0.04}
+    members = {"A": {1: 1.0, 2: 1.0}, "B": {3: 1.0, 4: 1.0, 5: 0.6, 10: 0.1}, "C": {6: 1.0}, "D": {7: 1.0, 8: 1.0},
+               "E": {9: 1.0}}
+    moves = _moves(150, shares, members, 7)
+    calls = {sid: moves[-1][q] for q, sid in qids.items()}
+    seen = [_seen(i, float(i), [1, 2]) for i in range(60)] + [_seen(100 + i, 100.0 + i, [3, 4]) for i in range(60)]
+    # the short ones, one statement a sample, each where it starts in its transaction
+    for i, (q, at_ms) in enumerate([(6, 0.3), (7, 0.3), (8, 1.9), (9, 0.2), (5, 2.0), (10, 2.5)] * 4):
+        t = _seen(300 + i, 300.0 + i, [q], samples=1)
+        t.offsets[q] = at_ms / 1000
+        seen.append(t)
+    groups, how = grouping.group(calls, qids, seen, None, moves)
+    by = {g.statements: g for g in groups}
+    # a branch in 10% of B's transactions moves too little to be told from chance in this mix: apart
+    assert set(by) == {("a1", "a2"), ("b1", "b2", "b3"), ("d1", "d2"), ("c1",), ("e1",), ("b4",)}, by
+    # the 60% branch by its difference's spread: (1 - 0.6) / (1 + 0.6) = 0.25
+    evidence = by["b1", "b2", "b3"].evidence
+    spread = float(evidence.split("b3 (spread ")[1].split(")")[0])
+    assert 0.15 < spread < 0.35, evidence
+    assert "calls moving together window by window" in by["d1", "d2"].evidence
+    assert by["d1", "d2"].transactions == calls["d1"] and by["c1",].alone and by["e1",].alone
+    assert "joined by how their calls moved over 150 windows of 100 ms" in how
+    # without the reads, as before: the samples' groups, the rest each alone
+    groups, _ = grouping.group(calls, qids, seen, None)
+    assert {g.statements for g in groups} == {("a1", "a2"), ("b1", "b2"), ("b3",), ("b4",), ("c1",), ("d1",),
+                                              ("d2",), ("e1",)}
+
+
+def test_a_branch_of_two_statements_joins_the_type_it_follows() -> None:
+    """Issue 39: an order entry's bad credit (two statements in 10% of the payments) moved as one
+    group of its own (its statements together, spread 0.00) and followed the payments at 0.48 once
+    the rate was out: the payments' branch, not a type. A group as short that follows nothing (a
+    stock level, 0.15) stays a type; so does one that follows two groups alike."""
+    sids = ["p1", "p2", "x1", "x2", "s1", "s2", "n1", "n2"]
+    at = {sid: i for i, sid in enumerate(sids)}
+    c = np.eye(len(sids))
+    for a, b, r in [("x1", "p1", 0.48), ("x1", "p2", 0.47), ("x2", "p1", 0.5), ("x2", "p2", 0.46),
+                    ("s1", "p1", 0.15), ("s2", "p2", 0.12), ("s1", "n1", 0.1), ("x1", "n1", 0.05)]:
+        c[at[a], at[b]] = c[at[b], at[a]] = r
+    groups = [grouping.Group(("p1", "p2"), 4000, 40, "payments"), grouping.Group(("n1", "n2"), 4200, 50, "orders"),
+              grouping.Group(("x1", "x2"), 400, 0, "moved", moved=True),
+              grouping.Group(("s1", "s2"), 380, 0, "moved", moved=True)]
+    out = grouping._branch_blocks(list(groups), c, at, {"p1": 0.001, "p2": 0.002, "x1": 0.003}, 180)
+    assert [g.statements for g in out] == [("p1", "p2", "x1", "x2"), ("n1", "n2"), ("s1", "s2")]
+    assert "x1 (correlation 0.48)" in out[0].evidence
+    for a, b in [("x1", "n1"), ("x1", "n2"), ("x2", "n1"), ("x2", "n2")]:
+        c[at[a], at[b]] = c[at[b], at[a]] = 0.45  # follows the orders as closely: which is not known
+    assert [g.statements for g in grouping._branch_blocks(list(groups), c, at, {}, 180)] == \
+        [g.statements for g in groups]
+
+
+def test_an_application_of_one_short_type_is_one_transaction() -> None:
+    """Issue 39: a voting service runs one 3 ms transaction of four statements (its insert one of
+    two, 39% and 60%). Nothing moves apart from the application's rate, so correlation once the
+    rate is out reads nothing; the differences between its statements' calls are still steadier
+    than two independent types' could be: one transaction, the branches in it."""
+    qids = {1: "v1", 2: "v2", 3: "v3", 4: "v4", 5: "v5"}
+    moves = _moves(150, {"V": 1.0}, {"V": {1: 1.0, 2: 0.99, 3: 0.99, 4: 0.39, 5: 0.6}}, 3)
+    calls = {sid: moves[-1][q] for q, sid in qids.items()}
+    seen = []
+    for i, (q, at_ms) in enumerate([(1, 0.2), (2, 0.8), (3, 1.4), (4, 2.0), (5, 2.0)] * 6):
+        t = _seen(i, float(i), [q], samples=1)
+        t.offsets[q] = at_ms / 1000
+        seen.append(t)
+    (g,), how = grouping.group(calls, qids, seen, None, moves)
+    assert g.statements[:3] == ("v1", "v2", "v3") and set(g.statements[3:]) == {"v4", "v5"}, g
+    assert g.transactions == calls["v1"] and "5 statement(s) the samples did not group" in how
 
 
 def test_without_begin_a_group_whose_every_statement_repeats_is_told_by_the_counters() -> None:

@@ -141,7 +141,7 @@ def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Wa
     by_id = {s.id: s for s in statements}
     by_text = {s.query: s.queryid for s in w.statements}
     queryids = {by_text[s.query]: s.id for s in statements if s.query in by_text}
-    groups, how = grouping.group({s.id: s.calls for s in statements}, queryids, w.transactions, w.begins)
+    groups, how = grouping.group({s.id: s.calls for s in statements}, queryids, w.transactions, w.begins, w.moves)
     obs = w.observation
     if w.begins is None or w.begins < sum(1 for t in w.transactions if t.explicit):  # BEGIN not counted as it ran
         inside = {queryids[q] for t in w.transactions if t.explicit for q in t.statements if q in queryids}

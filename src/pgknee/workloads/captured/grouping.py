@@ -6,7 +6,10 @@ The evidence, strongest first:
    while it idles in its transaction (query_id, pg_stat_statements' queryid). Statements seen in
    the same transaction (twice at least, or once when few were seen) are joined; each group is
    ordered by where its statements were seen in their transactions.
-2. without such samples (compute_query_id off), or when no sampled transaction showed two of its
+2. how the statements' calls move, read every MOVES_S: what the samples did not group (a
+   transaction much shorter than their interval shows one statement a sample) joins what it moves
+   with, window by window, once the application's rate is taken out (_moving_together).
+3. without such samples (compute_query_id off), or when no sampled transaction showed two of its
    statements (transactions much shorter than the sampler's interval): the statements whose calls
    over the window match BEGIN's within 10% make one transaction, those the samples saw ordered by
    how far into their transactions they were seen, the others after them in the capture's order.
@@ -21,14 +24,28 @@ idle_in_transaction_time per BEGIN)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from pgknee.workloads.captured import transactions as tx
 
 CALLS_MATCH = 0.10
+# pg_stat_statements' calls read every MOVES_S through the observation: statements whose calls move
+# together window by window run in one transaction (an order entry's, a social network's: types
+# at 1% of the transactions told apart at 0.98 against 0.02; a branch run in 10% of them: 0.48)
+MOVES_S = 0.1
+MOVING_WINDOWS = 30  # fewer windows tell nothing
+MOVING_CALLS = 30  # over the window, for a statement's movement to be read
+MOVING_JOIN = 0.8  # correlation that makes two statements one transaction
+# or their difference's spread, as a share of two independent types' (_spread_ratio), below this
+# (an application of one type: nothing moves apart from it, and correlation has nothing to read)
+MOVING_SAME = 0.6
+MOVING_BRANCH = 0.3  # and one run in a share of a group's transactions (at least 4 standard errors)
 LINK_SHARE = 0.03  # of the sampled transactions either statement was seen in, at least, to join them
 # a client's own time between two statements of its transaction, or between two transactions, on
 # a loaded machine (pgbench's 0.29-0.38 ms on 2 CPUs): not slept again by the replay, whose pgbench spends it
@@ -49,18 +66,22 @@ class Group:
     # seen only alone inside BEGIN ... COMMIT: its own transaction as far as the samples tell, which
     # may split one the sampler was too slow to see whole (more transactions than the application ran)
     alone: bool = False
+    # found by how its statements' calls moved (transactions too short for the samples): its count is
+    # its statements' calls, and the samples, which rarely saw it, say nothing of repeats
+    moved: bool = False
 
 
 def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Transaction],
-          begins: int | None) -> tuple[list[Group], str]:
+          begins: int | None, moves: Sequence[dict[int, int]] = ()) -> tuple[list[Group], str]:
     """The transactions of several statements (or of one with the application's work inside),
     and how they were found, in words. `calls`: each captured statement's calls over the window;
-    `begins`: BEGIN's (None: pg_stat_statements does not count utility statements)."""
+    `begins`: BEGIN's (None: pg_stat_statements does not count utility statements); `moves`:
+    pg_stat_statements' calls by queryid, read every MOVES_S through the window."""
     sampled = sum(1 for t in seen if t.explicit)
     if begins is not None and begins < sampled:
         # a prepared BEGIN (pgbench -M prepared, a driver's server-side statements) is counted once, when
         # it is prepared, not each time it runs: fewer than the samples saw
-        groups, how = group(calls, queryids, seen, None)
+        groups, how = group(calls, queryids, seen, None, moves)
         return groups, (f"BEGIN counted {begins} times but {sampled} transactions were sampled inside BEGIN ... "
                         f"COMMIT (a prepared BEGIN is counted when it is prepared, not when it runs): {how}")
     if begins is not None and begins <= 0:
@@ -70,7 +91,9 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
     if seqs:
         outside = {queryids[q] for t in seen if t.autocommit and not t.explicit for q in t.statements if q in queryids}
         groups, how = _from_samples(calls, seqs, begins)
-        groups = _joined_by_calls(groups, calls, outside)
+        series = _series(moves, queryids)
+        groups, how = _moving_together(groups, calls, series, outside, _starts(seen, queryids), how)
+        groups = _joined_by_calls(groups, calls, outside | set(series))
         if groups or begins is None:
             return _alone_inside(groups, calls, [s for s, _ in seqs], outside, begins, how)
         # each sampled transaction showed one statement: they run for much less than the sampler's
@@ -88,6 +111,187 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
         return [], (f"BEGIN ran {begins} times, but no sampled transaction showed its statements (query_id) and "
                     "no statement's calls match BEGIN's: replayed in autocommit (group them in the manifest)")
     return [g], "by calls: the statements whose calls match BEGIN's (no sampled transaction showed its statements)"
+
+
+def _series(moves: Sequence[dict[int, int]], queryids: dict[int, str]) -> dict[str, list[int]]:
+    """Each captured statement's calls window by window (the change between two reads), for those
+    with calls enough to move (MOVING_CALLS over the window)."""
+    if len(moves) < MOVING_WINDOWS + 1:
+        return {}
+    out = {sid: [b.get(q, 0) - a.get(q, 0) for a, b in zip(moves, moves[1:], strict=False)]
+           for q, sid in queryids.items()}
+    return {sid: d for sid, d in out.items() if sum(d) >= MOVING_CALLS and min(d) >= 0}
+
+
+def _correlations(series: dict[str, list[int]]) -> tuple[list[str], np.ndarray]:
+    """The correlation of each two statements' calls window by window, once what moves them all
+    (the application's rate, rising and falling) is taken out: each series less its least-squares
+    line on the windows' total. One transaction type's statements move together (its
+    transactions in a window, or a share of them for a branch); two types apart, however alike
+    their shares, are drawn independently."""
+    sids = sorted(series)
+    d = np.array([series[sid] for sid in sids], dtype=float)
+    total = d.sum(axis=0)
+    x = np.vstack([total, np.ones_like(total)]).T
+    coef, *_ = np.linalg.lstsq(x, d.T, rcond=None)
+    r = d - (x @ coef).T
+    sd = r.std(axis=1)
+    ok = sd > 1e-9
+    c = np.zeros((len(sids), len(sids)))
+    if ok.sum() >= 2:
+        c[np.ix_(ok, ok)] = np.corrcoef(r[ok])
+    return sids, np.nan_to_num(c)
+
+
+def _spread_ratio(series: dict[str, list[int]], sids: list[str]) -> np.ndarray:
+    """For each two statements, how steady their calls' difference is, window by window: the
+    variance of y - c x (c = their calls' ratio) over what it would be for two types drawn
+    independently (their mean calls, y + c² x, as when each transaction picks its type at
+    random). About 1 for two types, whatever drives the rate (it cancels in the difference); near
+    0 for one type's statements (a transaction split by a window's edge the only difference);
+    (1 - p) / (1 + p) for a branch run in a share p of its type's transactions."""
+    d = np.array([series[sid] for sid in sids], dtype=float)
+    mean = d.mean(axis=1)
+    out = np.ones((len(sids), len(sids)))
+    for i in range(len(sids)):
+        for j in range(i + 1, len(sids)):
+            if mean[i] <= 0 or mean[j] <= 0:
+                continue
+            c = mean[j] / mean[i]
+            out[i, j] = out[j, i] = float(np.var(d[j] - c * d[i], ddof=1) / (mean[j] + c * c * mean[i]))
+    return out
+
+
+def _moving_together(groups: list[Group], calls: dict[str, int], series: dict[str, list[int]],
+                     apart: set[str], starts: dict[str, float], how: str) -> tuple[list[Group], str]:
+    """Statements the samples did not group (transactions too short to be seen whole) joined by
+    how their calls move window by window: two that move together (correlation MOVING_JOIN or
+    more once the rate is out, or their difference as steady as one type's: _spread_ratio) are
+    one transaction, or one joins the group the samples found; what moves with one
+    group only, more weakly (a branch run in some of its transactions), joins it too. Groups the
+    samples found are never merged (one statement tied to two is left out), nor does a statement
+    seen in autocommit (`apart`) join. New groups and joiners are
+    ordered by where their statements start in their transactions (`starts`)."""
+    if len(series) < 2:
+        return groups, how
+    sids, c = _correlations(series)
+    spread = _spread_ratio(series, sids)
+    at = {sid: i for i, sid in enumerate(sids)}
+    n_windows = len(next(iter(series.values())))
+    # two types' ratio is 1 give or take sqrt(2 / windows): four of those below it at the least
+    same = min(MOVING_SAME, 1.0 - 4.0 * math.sqrt(2.0 / n_windows))
+
+    def together(a: str, b: str) -> bool:
+        return bool(c[at[a], at[b]] >= MOVING_JOIN or spread[at[a], at[b]] < same)
+
+    core = {sid: i for i, g in enumerate(groups) if len(g.statements) > 1 for sid in g.statements}
+    free = [sid for sid in sids if sid not in core and sid not in apart]
+    edges: list[tuple[str, str]] = []
+    for a in free:
+        strong = [b for b in sids if b != a and b not in apart and together(a, b)]
+        tied = {core[b] for b in strong if b in core}
+        edges += [(a, b) for b in strong if b not in core or len(tied) == 1]
+    parts = [p for p in components([*free, *{b for _, b in edges if b in core}], edges)]
+    out = list(groups)
+    joined: list[str] = []
+    for part in parts:
+        old = sorted({core[m] for m in part if m in core})
+        new = [m for m in part if m not in core]
+        if len(old) > 1:
+            continue  # tied to two groups the samples told apart: which one is not known
+        if old:
+            i = old[0]
+            out[i] = _joined(out[i], new, starts, [float(min(spread[at[m], at[x]] for x in part if x != m))
+                                                    for m in new], "spread")
+            joined += new
+        elif len(new) > 1:
+            members = tuple(sorted(new, key=lambda m: (m not in starts, starts.get(m, 0.0), m)))
+            n = _every_time(calls.get(m, 0) for m in members)
+            # each with the member it moves most steadily with (two branches of one choice move apart)
+            steady = [min(float(spread[at[a], at[b]]) for b in members if b != a) for a in members]
+            out.append(Group(members, n, 0, f"calls moving together window by window over {n_windows} windows of "
+                                             f"{MOVES_S * 1000:.0f} ms (each with another: their difference's "
+                                             f"spread {min(steady):.2f}-{max(steady):.2f} of two independent "
+                                             "types')", moved=True))
+            joined += new
+    joined += _branches(out, [sid for sid in free if sid not in joined], c, at, starts, n_windows)
+    out = _branch_blocks(out, c, at, starts, n_windows)
+    if not joined:
+        return groups, how
+    out = [g for g in out if len(g.statements) > 1 or g.statements[0] not in joined]  # alone no more
+    return out, (f"{how}; {len(joined)} statement(s) the samples did not group joined by how their calls moved "
+                 f"over {n_windows} windows of {MOVES_S * 1000:.0f} ms")
+
+
+def _branches(out: list[Group], free: list[str], c: np.ndarray, at: dict[str, int], starts: dict[str, float],
+              n_windows: int) -> list[str]:
+    """A branch (run in a share p of one type's transactions) follows that type's count, more
+    weakly than the type's statements follow each other: once the rate is out, it correlates with
+    that group's statements at MOVING_BRANCH at least, four standard errors above nothing, and
+    twice what it shows with any other group. Joined in `out`; their ids. (Taking the rate out
+    through the windows' total leaves a type's share of it in: a branch in 10% of a type's
+    transactions showed 0.48 in an order entry, but 0.03-0.16 in a mix of types of half the
+    statements each, where it stays apart. Better a branch apart than a type merged: asked to
+    follow the group against the other statements alone, an independent 4% type followed the
+    largest group as closely as such a branch.)"""
+    floor = max(MOVING_BRANCH, 4.0 / math.sqrt(n_windows))
+    joined = []
+    for sid in free:
+        scores = sorted(((float(np.mean([c[at[sid], at[m]] for m in g.statements if m in at])), i)
+                         for i, g in enumerate(out) if len(g.statements) > 1 and any(m in at for m in g.statements)),
+                        reverse=True)
+        if scores and scores[0][0] >= floor and (len(scores) < 2 or scores[1][0] < scores[0][0] / 2):
+            out[scores[0][1]] = _joined(out[scores[0][1]], [sid], starts, [scores[0][0]], "correlation")
+            joined.append(sid)
+    return joined
+
+
+def _branch_blocks(out: list[Group], c: np.ndarray, at: dict[str, int], starts: dict[str, float],
+                   n_windows: int) -> list[Group]:
+    """A group found by movement that follows one other group as a branch does (a payment's bad
+    credit: two statements in 10% of the payments, moving together, following the payments at
+    0.48) is that group's branch, not a type of its own: joined to it, by _branches' rule."""
+    floor = max(MOVING_BRANCH, 4.0 / math.sqrt(n_windows))
+    for k in [k for k, g in enumerate(out) if g.moved]:
+        mine = [at[m] for m in out[k].statements if m in at]
+        scores = sorted(((float(np.mean([c[a, at[m]] for a in mine for m in g.statements if m in at])), i)
+                         for i, g in enumerate(out) if i != k and len(g.statements) > 1
+                         and any(m in at for m in g.statements)), reverse=True)
+        if mine and scores and scores[0][0] >= floor and (len(scores) < 2 or scores[1][0] < scores[0][0] / 2) \
+                and out[scores[0][1]].transactions > out[k].transactions:
+            i = scores[0][1]
+            out[i] = _joined(out[i], list(out[k].statements), starts, [scores[0][0]] * len(out[k].statements),
+                             "correlation")
+            out[k] = dataclasses.replace(out[k], statements=())
+    return [g for g in out if g.statements]
+
+
+def _joined(g: Group, new: list[str], starts: dict[str, float], r: list[float], measure: str) -> Group:
+    """Group g with statements joined by their calls' movement, each placed after the last of its
+    statements that starts before it in their transactions (at the end when no start is known)."""
+    members = list(g.statements)
+    for sid in sorted(new, key=lambda m: starts.get(m, math.inf)):
+        known = [(i, starts[m]) for i, m in enumerate(members) if m in starts]
+        if sid not in starts or not known:
+            members.append(sid)
+            continue
+        before = [i for i, at in known if at <= starts[sid]]
+        members.insert(before[-1] + 1 if before else known[0][0], sid)
+    said = ", ".join(f"{sid} ({measure} {x:.2f})" for sid, x in zip(new, r, strict=True))
+    return dataclasses.replace(g, statements=tuple(members), evidence=f"{g.evidence}; {said} by how its calls moved "
+                                                                      "with the group's")
+
+
+def _starts(seen: Sequence[tx.Transaction], queryids: dict[int, str]) -> dict[str, float]:
+    """Where each statement starts in its transaction (s after it began, the median over the
+    sampled transactions inside BEGIN ... COMMIT that showed it)."""
+    at: dict[str, list[float]] = defaultdict(list)
+    for t in seen:
+        if t.explicit:
+            for q, off in t.offsets.items():
+                if q in queryids:
+                    at[queryids[q]].append(off)
+    return {sid: statistics.median(v) for sid, v in at.items()}
 
 
 def _alone_inside(groups: list[Group], calls: dict[str, int], seqs: list[list[str]], outside: set[str],
@@ -271,8 +475,8 @@ def counted(groups: list[Group], seen: Sequence[tx.Transaction], queryids: dict[
         return out
     for i in sorted(range(len(out)), key=lambda i: share[i] / total * explicit / max(1, out[i].transactions)):
         g = out[i]
-        if len(g.statements) < 2:
-            continue  # one statement repeating alone in its transaction: nothing says so
+        if len(g.statements) < 2 or g.moved:
+            continue  # one statement repeating alone in its transaction, or a type the samples hardly saw
         estimate = share[i] / total * explicit
         if excess <= CALLS_MATCH * explicit or estimate >= REPEATED * g.transactions:
             break

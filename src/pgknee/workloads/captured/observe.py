@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 
 from pgknee.workloads import queries
-from pgknee.workloads.captured import sqlmap
+from pgknee.workloads.captured import grouping, sqlmap
 from pgknee.workloads.captured import transactions as tx
 from pgknee.workloads.captured.manifest import Observation, Spread
 
@@ -61,6 +61,8 @@ class Watched:
     statements: list[StatementCounts]  # the application's, by their change over the window
     transactions: list[tx.Transaction]  # those the samples saw end
     begins: int | None  # BEGIN's (and START TRANSACTION's) calls in the window; None: not counted
+    # pg_stat_statements' calls by queryid, read every grouping.MOVES_S (which statements move together)
+    moves: tuple[dict[int, int], ...] = ()
 
 
 def _statements(conn: psycopg.Connection[Any]) -> dict[int, tuple[str, int, float, int]]:
@@ -73,6 +75,10 @@ def _database(conn: psycopg.Connection[Any]) -> dict[str, float]:
     names = ("xact_commit", "xact_rollback", "active_time", "idle_in_transaction_time", "sessions", "session_time",
              "at")
     return {k: float(v) for k, v in zip(names, row or (), strict=False) if v is not None}
+
+
+def _calls(conn: psycopg.Connection[Any]) -> dict[int, int]:
+    return {int(q): int(c) for q, c in conn.execute(queries.text("observe_calls")).fetchall() if q is not None}
 
 
 def _sample(conn: psycopg.Connection[Any]) -> tx.Sample:
@@ -104,10 +110,15 @@ def watch(conn: psycopg.Connection[Any], window_s: float, interval_s: float, ver
     own, own_s = 1, 0.0  # that read's own transaction committed after it read: in the window's counters
     before_st = timed(_statements)
     samples: list[tx.Sample] = []
+    moves: list[dict[int, int]] = []
     t0 = time.monotonic()
     next_at = t0
+    moved_at = t0 - grouping.MOVES_S
     recent: list[float] = []
     while (waited := time.monotonic() - t0) < window_s:
+        if time.monotonic() - moved_at >= grouping.MOVES_S * 0.999:
+            moved_at = time.monotonic()
+            moves.append(timed(_calls))
         t1 = time.perf_counter()
         samples.append(timed(_sample))
         recent = [*recent[-(COST_READS - 1):], time.perf_counter() - t1]
@@ -120,7 +131,8 @@ def watch(conn: psycopg.Connection[Any], window_s: float, interval_s: float, ver
     if version_num >= 150000:  # every statement of its own reported before the end read (at most 1 s late else)
         timed(lambda c: c.execute(queries.text("observe_flush")).fetchall())
     after_db = _database(conn)  # (its own transaction commits after this read: not counted)
-    w = summarise(before_db, after_db, before_st, after_st, samples, interval_s, own, own_s * 1000.0)
+    w = dataclasses.replace(summarise(before_db, after_db, before_st, after_st, samples, interval_s, own,
+                                      own_s * 1000.0), moves=tuple(moves))
     if utility:
         return w
     note = ("pg_stat_statements.track_utility is off: BEGIN's calls are not counted, so the transactions of "
