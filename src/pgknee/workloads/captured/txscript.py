@@ -24,9 +24,9 @@ application runs it. Pure.
   parent inserted before its child.
 - The idle inside the transaction is split over its gaps, each less the client's own turnaround
   (grouping.turnaround_us).
-- A statement run once per transaction draws its values before BEGIN (an application computes
-  its inputs before it begins; drawn inside, pgbench's work on them held a social network's
-  0.5 ms transactions 0.7 ms); a block's or a share's draw where it runs.
+- A statement run once per transaction draws its values before BEGIN, as an application computes
+  its inputs before it begins (the transaction holds only its statements and the idle between
+  them); a block's or a share's draws stay where they run.
 """
 
 from __future__ import annotations
