@@ -135,14 +135,15 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
 
         # every transaction type grouped as the application runs it: its statements in one script,
         # two types never in one (issue 39; the short ones by how their calls moved)
-        types: list[tuple[str, ...]] = {"orderentry": [("INSERT INTO orderentry.order_line", "d_next_o_id = d_next_o_id +"),
-                                ("w_ytd = w_ytd +", "INSERT INTO orderentry.history"),
-                                ("DELETE FROM orderentry.new_order", "ol_delivery_d = now()"),
-                                ("COUNT(DISTINCT (s_i_id))", "SELECT d_next_o_id FROM"),
-                                ("o_carrier_id, o_entry_d FROM", "ol_amount, ol_delivery_d FROM")],
-                 "social": [("social.followers WHERE f1", "social.user_profiles"),
-                            ("social.follows WHERE f1", "social.tweets WHERE uid IN")],
-                 "voter": [("voter.contestants", "COUNT(*) AS num_votes", "voter.area_code_state")]}[name]
+        types: list[tuple[str, ...]] = {
+            "orderentry": [("INSERT INTO orderentry.order_line", "d_next_o_id = d_next_o_id +"),
+                           ("w_ytd = w_ytd +", "INSERT INTO orderentry.history"),
+                           ("DELETE FROM orderentry.new_order", "ol_delivery_d = now()"),
+                           ("COUNT(DISTINCT (s_i_id))", "SELECT d_next_o_id FROM"),
+                           ("o_carrier_id, o_entry_d FROM", "ol_amount, ol_delivery_d FROM")],
+            "social": [("social.followers WHERE f1", "social.user_profiles"),
+                       ("social.follows WHERE f1", "social.tweets WHERE uid IN")],
+            "voter": [("voter.contestants", "COUNT(*) AS num_votes", "voter.area_code_state")]}[name]
         found = [holding(*needles) for needles in types]
         assert all(len(f) == len(n) and len(set(f)) == 1 for f, n in zip(found, types, strict=True)), found
         assert len({f[0] for f in found}) == len(types), found  # each its own

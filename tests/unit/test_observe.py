@@ -196,7 +196,8 @@ def test_a_statement_seen_only_inside_begin_commit_keeps_its_own_transaction() -
     assert [g.transactions for g in counted] == [4300, 60000]
 
 
-def _moves(windows: int, shares: dict[str, float], members: dict[str, dict[int, float]], seed: int) -> list[dict[int, int]]:
+def _moves(windows: int, shares: dict[str, float], members: dict[str, dict[int, float]],
+           seed: int) -> list[dict[int, int]]:
     """pg_stat_statements' calls read every window, cumulative: each window's transactions (the
     application's rate drifting up and down) drawn among the types by their shares, each type's
     statements run once per transaction, or in a share of them (a branch)."""
@@ -227,6 +228,8 @@ def test_statements_whose_calls_move_together_are_one_transaction() -> None:
     moves = _moves(150, shares, members, 7)
     calls = {sid: moves[-1][q] for q, sid in qids.items()}
     seen = [_seen(i, float(i), [1, 2]) for i in range(60)] + [_seen(100 + i, 100.0 + i, [3, 4]) for i in range(60)]
+    for t in seen[60:]:
+        t.offsets.update({3: 0.0002, 4: 0.001})  # where each starts in its transaction (query_start - xact_start)
     # the short ones, one statement a sample, each where it starts in its transaction
     for i, (q, at_ms) in enumerate([(6, 0.3), (7, 0.3), (8, 1.9), (9, 0.2), (5, 2.0), (10, 2.5)] * 4):
         t = _seen(300 + i, 300.0 + i, [q], samples=1)
@@ -473,3 +476,19 @@ def test_the_pace_between_transactions_leaves_the_client_s_turnaround_out(tmp_pa
         plan, said = as_observed(Plan(workload=WorkloadSpec(name="captured", path=str(where))))
         assert [v.think_ms for v in plan.variants] == [replayed]
         assert said is not None and ("back to back" in said) == (replayed == 0.0), said
+
+
+def test_the_spread_of_a_difference_tells_one_type_from_two() -> None:
+    """moves.spread_ratio against its theory, on simulated windows: two types drawn independently
+    about 1 (whatever moves the rate), one type's statements about 0, a branch in 60% of a type's
+    transactions (1 - 0.6) / (1 + 0.6) = 0.25."""
+    from pgknee.workloads.captured import moves as mv
+
+    qids = {1: "x1", 2: "x2", 3: "y1", 4: "xb"}
+    reads = _moves(400, {"X": 0.5, "Y": 0.5}, {"X": {1: 1.0, 2: 1.0, 4: 0.6}, "Y": {3: 1.0}}, 5)
+    series = mv.series_of(reads, qids)
+    sids = sorted(series)
+    r = mv.spread_ratio(series, sids)
+    at = {sid: i for i, sid in enumerate(sids)}
+    assert 0.8 < r[at["x1"], at["y1"]] < 1.2 and r[at["x1"], at["x2"]] < 0.01
+    assert 0.18 < r[at["x1"], at["xb"]] < 0.32

@@ -33,19 +33,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from pgknee.workloads.captured import transactions as tx
+from pgknee.workloads.captured.moves import (
+    MOVES_S,
+    MOVING_BRANCH,
+    MOVING_JOIN,
+    MOVING_SAME,
+    correlations,
+    series_of,
+    spread_ratio,
+)
 
 CALLS_MATCH = 0.10
-# pg_stat_statements' calls read every MOVES_S through the observation: statements whose calls move
-# together window by window run in one transaction (an order entry's, a social network's: types
-# at 1% of the transactions told apart at 0.98 against 0.02; a branch run in 10% of them: 0.48)
-MOVES_S = 0.1
-MOVING_WINDOWS = 30  # fewer windows tell nothing
-MOVING_CALLS = 30  # over the window, for a statement's movement to be read
-MOVING_JOIN = 0.8  # correlation that makes two statements one transaction
-# or their difference's spread, as a share of two independent types' (_spread_ratio), below this
-# (an application of one type: nothing moves apart from it, and correlation has nothing to read)
-MOVING_SAME = 0.6
-MOVING_BRANCH = 0.3  # and one run in a share of a group's transactions (at least 4 standard errors)
 LINK_SHARE = 0.03  # of the sampled transactions either statement was seen in, at least, to join them
 # a client's own time between two statements of its transaction, or between two transactions, on
 # a loaded machine (pgbench's 0.29-0.38 ms on 2 CPUs): not slept again by the replay, whose pgbench spends it
@@ -91,14 +89,14 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
     if seqs:
         outside = {queryids[q] for t in seen if t.autocommit and not t.explicit for q in t.statements if q in queryids}
         groups, how = _from_samples(calls, seqs, begins)
-        series = _series(moves, queryids)
+        series = series_of(moves, queryids)
         groups, how = _moving_together(groups, calls, series, outside, _starts(seen, queryids), how)
         groups = _joined_by_calls(groups, calls, outside | set(series))
         if groups or begins is None:
             return _alone_inside(groups, calls, [s for s, _ in seqs], outside, begins, how)
         # each sampled transaction showed one statement: they run for much less than the sampler's
         # interval, and the calls are the evidence left
-        fast = _by_calls(calls, begins, outside, _offsets(seen, queryids))
+        fast = _by_calls(calls, begins, outside, _starts(seen, queryids))
         if fast is None:
             return _alone_inside([], calls, [s for s, _ in seqs], outside, begins, how)
         return _alone_inside([fast], calls, [s for s, _ in seqs], outside, begins, (
@@ -113,60 +111,11 @@ def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Tra
     return [g], "by calls: the statements whose calls match BEGIN's (no sampled transaction showed its statements)"
 
 
-def _series(moves: Sequence[dict[int, int]], queryids: dict[int, str]) -> dict[str, list[int]]:
-    """Each captured statement's calls window by window (the change between two reads), for those
-    with calls enough to move (MOVING_CALLS over the window)."""
-    if len(moves) < MOVING_WINDOWS + 1:
-        return {}
-    out = {sid: [b.get(q, 0) - a.get(q, 0) for a, b in zip(moves, moves[1:], strict=False)]
-           for q, sid in queryids.items()}
-    return {sid: d for sid, d in out.items() if sum(d) >= MOVING_CALLS and min(d) >= 0}
-
-
-def _correlations(series: dict[str, list[int]]) -> tuple[list[str], np.ndarray]:
-    """The correlation of each two statements' calls window by window, once what moves them all
-    (the application's rate, rising and falling) is taken out: each series less its least-squares
-    line on the windows' total. One transaction type's statements move together (its
-    transactions in a window, or a share of them for a branch); two types apart, however alike
-    their shares, are drawn independently."""
-    sids = sorted(series)
-    d = np.array([series[sid] for sid in sids], dtype=float)
-    total = d.sum(axis=0)
-    x = np.vstack([total, np.ones_like(total)]).T
-    coef, *_ = np.linalg.lstsq(x, d.T, rcond=None)
-    r = d - (x @ coef).T
-    sd = r.std(axis=1)
-    ok = sd > 1e-9
-    c = np.zeros((len(sids), len(sids)))
-    if ok.sum() >= 2:
-        c[np.ix_(ok, ok)] = np.corrcoef(r[ok])
-    return sids, np.nan_to_num(c)
-
-
-def _spread_ratio(series: dict[str, list[int]], sids: list[str]) -> np.ndarray:
-    """For each two statements, how steady their calls' difference is, window by window: the
-    variance of y - c x (c = their calls' ratio) over what it would be for two types drawn
-    independently (their mean calls, y + c² x, as when each transaction picks its type at
-    random). About 1 for two types, whatever drives the rate (it cancels in the difference); near
-    0 for one type's statements (a transaction split by a window's edge the only difference);
-    (1 - p) / (1 + p) for a branch run in a share p of its type's transactions."""
-    d = np.array([series[sid] for sid in sids], dtype=float)
-    mean = d.mean(axis=1)
-    out = np.ones((len(sids), len(sids)))
-    for i in range(len(sids)):
-        for j in range(i + 1, len(sids)):
-            if mean[i] <= 0 or mean[j] <= 0:
-                continue
-            c = mean[j] / mean[i]
-            out[i, j] = out[j, i] = float(np.var(d[j] - c * d[i], ddof=1) / (mean[j] + c * c * mean[i]))
-    return out
-
-
 def _moving_together(groups: list[Group], calls: dict[str, int], series: dict[str, list[int]],
                      apart: set[str], starts: dict[str, float], how: str) -> tuple[list[Group], str]:
     """Statements the samples did not group (transactions too short to be seen whole) joined by
     how their calls move window by window: two that move together (correlation MOVING_JOIN or
-    more once the rate is out, or their difference as steady as one type's: _spread_ratio) are
+    more once the rate is out, or their difference as steady as one type's: moves.spread_ratio) are
     one transaction, or one joins the group the samples found; what moves with one
     group only, more weakly (a branch run in some of its transactions), joins it too. Groups the
     samples found are never merged (one statement tied to two is left out), nor does a statement
@@ -174,24 +123,13 @@ def _moving_together(groups: list[Group], calls: dict[str, int], series: dict[st
     ordered by where their statements start in their transactions (`starts`)."""
     if len(series) < 2:
         return groups, how
-    sids, c = _correlations(series)
-    spread = _spread_ratio(series, sids)
+    sids, c = correlations(series)
+    spread = spread_ratio(series, sids)
     at = {sid: i for i, sid in enumerate(sids)}
     n_windows = len(next(iter(series.values())))
-    # two types' ratio is 1 give or take sqrt(2 / windows): four of those below it at the least
-    same = min(MOVING_SAME, 1.0 - 4.0 * math.sqrt(2.0 / n_windows))
-
-    def together(a: str, b: str) -> bool:
-        return bool(c[at[a], at[b]] >= MOVING_JOIN or spread[at[a], at[b]] < same)
-
     core = {sid: i for i, g in enumerate(groups) if len(g.statements) > 1 for sid in g.statements}
     free = [sid for sid in sids if sid not in core and sid not in apart]
-    edges: list[tuple[str, str]] = []
-    for a in free:
-        strong = [b for b in sids if b != a and b not in apart and together(a, b)]
-        tied = {core[b] for b in strong if b in core}
-        edges += [(a, b) for b in strong if b not in core or len(tied) == 1]
-    parts = [p for p in components([*free, *{b for _, b in edges if b in core}], edges)]
+    parts = _moving_parts(sids, free, core, apart, c, spread, n_windows)
     out = list(groups)
     joined: list[str] = []
     for part in parts:
@@ -221,6 +159,22 @@ def _moving_together(groups: list[Group], calls: dict[str, int], series: dict[st
     out = [g for g in out if len(g.statements) > 1 or g.statements[0] not in joined]  # alone no more
     return out, (f"{how}; {len(joined)} statement(s) the samples did not group joined by how their calls moved "
                  f"over {n_windows} windows of {MOVES_S * 1000:.0f} ms")
+
+
+def _moving_parts(sids: list[str], free: list[str], core: dict[str, int], apart: set[str], c: np.ndarray,
+                  spread: np.ndarray, n_windows: int) -> list[list[str]]:
+    """The statements that move together: each free one with any statement it moves with (a
+    group's statement only when it moves with one group alone), connected."""
+    at = {sid: i for i, sid in enumerate(sids)}
+    # two types' ratio is 1 give or take sqrt(2 / windows): four of those below it at the least
+    same = min(MOVING_SAME, 1.0 - 4.0 * math.sqrt(2.0 / n_windows))
+    edges: list[tuple[str, str]] = []
+    for a in free:
+        strong = [b for b in sids if b != a and b not in apart
+                  and (c[at[a], at[b]] >= MOVING_JOIN or spread[at[a], at[b]] < same)]
+        tied = {core[b] for b in strong if b in core}
+        edges += [(a, b) for b in strong if b not in core or len(tied) == 1]
+    return components([*free, *{b for _, b in edges if b in core}], edges)
 
 
 def _branches(out: list[Group], free: list[str], c: np.ndarray, at: dict[str, int], starts: dict[str, float],
@@ -283,14 +237,16 @@ def _joined(g: Group, new: list[str], starts: dict[str, float], r: list[float], 
 
 
 def _starts(seen: Sequence[tx.Transaction], queryids: dict[int, str]) -> dict[str, float]:
-    """Where each statement starts in its transaction (s after it began, the median over the
-    sampled transactions inside BEGIN ... COMMIT that showed it)."""
+    """Where each statement starts in its transaction, s after it began: the median over the
+    sampled transactions inside BEGIN ... COMMIT that showed it (so that a client's stall in one
+    does not move it), its own start when the sample read it (query_start), else for the first
+    seen when the sample saw it: the order of statements seen one at a time."""
     at: dict[str, list[float]] = defaultdict(list)
     for t in seen:
-        if t.explicit:
-            for q, off in t.offsets.items():
-                if q in queryids:
-                    at[queryids[q]].append(off)
+        for i, q in enumerate(t.statements if t.explicit else ()):
+            off = t.offsets.get(q, max(0.0, t.first_seen - t.start) if i == 0 else None)
+            if q in queryids and off is not None:
+                at[queryids[q]].append(off)
     return {sid: statistics.median(v) for sid, v in at.items()}
 
 
@@ -334,18 +290,6 @@ def _by_calls(calls: dict[str, int], begins: int, outside: set[str], offsets: di
         evidence += (f"; {', '.join(seen) or 'none'} seen inside BEGIN ... COMMIT, never two in one sample: "
                      "their order is only suggested by how far in each was seen (edit it if you know it)")
     return Group(tuple(ordered), begins, 0, evidence)
-
-
-def _offsets(seen: Sequence[tx.Transaction], queryids: dict[int, str]) -> dict[str, float]:
-    """How far into its transaction each statement was first seen (s, the median over the sampled
-    transactions inside BEGIN ... COMMIT, so that a client's stall in one does not move it): the
-    order of statements seen one at a time."""
-    at: dict[str, list[float]] = defaultdict(list)
-    for t in seen:
-        if t.explicit and t.statements and t.statements[0] in queryids:
-            first = t.statements[0]  # its own start when the sample read it, else when the sample saw it
-            at[queryids[first]].append(max(0.0, t.offsets.get(first, t.first_seen - t.start)))
-    return {sid: statistics.median(v) for sid, v in at.items()}
 
 
 def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],

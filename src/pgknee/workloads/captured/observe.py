@@ -29,9 +29,10 @@ from typing import Any
 import psycopg
 
 from pgknee.workloads import queries
-from pgknee.workloads.captured import grouping, sqlmap
+from pgknee.workloads.captured import sqlmap
 from pgknee.workloads.captured import transactions as tx
 from pgknee.workloads.captured.manifest import Observation, Spread
+from pgknee.workloads.captured.moves import MOVES_S
 
 OWN_MARK = "pgknee:observe"
 MIN_WINDOW_S = 1.0
@@ -61,7 +62,7 @@ class Watched:
     statements: list[StatementCounts]  # the application's, by their change over the window
     transactions: list[tx.Transaction]  # those the samples saw end
     begins: int | None  # BEGIN's (and START TRANSACTION's) calls in the window; None: not counted
-    # pg_stat_statements' calls by queryid, read every grouping.MOVES_S (which statements move together)
+    # pg_stat_statements' calls by queryid, read every moves.MOVES_S (which statements move together)
     moves: tuple[dict[int, int], ...] = ()
 
 
@@ -112,11 +113,10 @@ def watch(conn: psycopg.Connection[Any], window_s: float, interval_s: float, ver
     samples: list[tx.Sample] = []
     moves: list[dict[int, int]] = []
     t0 = time.monotonic()
-    next_at = t0
-    moved_at = t0 - grouping.MOVES_S
+    next_at, moved_at = t0, t0 - MOVES_S  # the next sample's time; the last read of the calls'
     recent: list[float] = []
     while (waited := time.monotonic() - t0) < window_s:
-        if time.monotonic() - moved_at >= grouping.MOVES_S * 0.999:
+        if time.monotonic() - moved_at >= MOVES_S * 0.999:
             moved_at = time.monotonic()
             moves.append(timed(_calls))
         t1 = time.perf_counter()
