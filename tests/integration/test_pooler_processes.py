@@ -26,9 +26,11 @@ ONE, TWO = "pooled:transaction:pool=8:processes=1", "pooled:transaction:pool=8:p
 @pytest.mark.slow
 def test_one_and_two_pgbouncer_processes_at_64_and_256_clients(server: EmbeddedCluster, tmp_path: Path) -> None:
     store, js = tmp_path / "p.db", tmp_path / "p.json"
+    # 6 s steps: 256 clients through one process, each authenticated with SCRAM, spent a whole 4 s
+    # step connecting beside the applications' test on two CPUs (no transaction: the step fails)
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_procs", "--workload", "select-only",
                "--protocol", "extended", "--variant", "pooled:transaction:pool=8:processes=1,2",
-               "--clients", "64,256", "--duration", "4s", "--warmup", "2s", "--scale", "1",
+               "--clients", "64,256", "--duration", "6s", "--warmup", "2s", "--scale", "1",
                "--store", str(store), "--json", str(js), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     out = " ".join(r.out.split())  # as printed, wrapped to the terminal
@@ -45,7 +47,7 @@ def test_one_and_two_pgbouncer_processes_at_64_and_256_clients(server: EmbeddedC
                       sid)[0][0]
         own = sql(store, "SELECT value FROM step_facts WHERE step_id = ? AND name = 'own.commits'", sid)[0][0]
         # pgknee's statistics reads and samplers: about 13 a second here (0.1 s sampling), never 60
-        assert 0 < own < 60 * 4, own  # type: ignore[operator]
+        assert 0 < own < 60 * 6, own  # type: ignore[operator]
         # the processes' transactions, summed, are the server's commits less pgknee's own, but for
         # a few run beside the workload's transactions (18-40 a step here, with 8 or 16 server
         # connections; pgbench's scale query one of them): a count, not a share of the step

@@ -110,3 +110,23 @@ def test_names_no_record_reads_are_kept_as_they_were() -> None:
     assert back.of(Unread) == Unread((("quiet.checkpoint", 0.5), ("net.relay_died", -9.0)))
     assert dict(back.items()) == stored
     assert StepFacts.of_items({StepFact.QUIET_WAIT_S: 0.4}).of(Unread) is None
+
+
+def test_a_step_that_completed_no_transaction_does_not_count() -> None:
+    """256 clients through one pgbouncer process on a loaded 2-CPU machine connected for the whole
+    4 s step: pgbench exited 0 with no transaction, and the step was stored as completed. Whatever
+    the window, a step of no transaction is not a measurement; one of a transaction is."""
+    from pgknee.plan.model import Variant
+    from pgknee.run.schedule import StepSpec
+    from pgknee.run.verdict import _not_counted
+    from pgknee.types import PgbenchSummary, StepMeasurement
+
+    spec = StepSpec(3, Variant(), 256, 1)
+    none = StepMeasurement(0, 0, 0, 0, 0.0, None, ())
+    why = _not_counted(spec, 4, PgbenchSummary(transactions=0), none, 4.0, 0)
+    assert why == ("pgbench completed no transaction in the 4 s step (its 256 clients were still connecting, or "
+                   "waiting); lengthen --duration")
+    why = _not_counted(spec, 4, PgbenchSummary(transactions=0, conn_time_ms=3900.0, duration_s=4.0), none, 0.1, 0)
+    assert why is not None and "opening its 256 connections took 3.9 s" in why
+    assert _not_counted(spec, 4, PgbenchSummary(transactions=1), StepMeasurement(1, 0, 0, 0, 0.25, None, ()), 4.0,
+                        0) is None
