@@ -26,7 +26,7 @@ import pytest
 
 from pgknee.driver.pgbench import find_pgbench
 from pgknee.targets.local import EmbeddedCluster, find_bindir
-from pgknee.workloads.captured import grouping
+from pgknee.workloads.captured import pauses
 
 from .conftest import APP_ENV, QUICK, CliResult, dsn_of, pgknee, sql
 from .test_captured import APP, ENV, PW, _conn, _dsn, _dump_tools
@@ -184,7 +184,7 @@ def test_the_observation_matches_the_application(observed: Observed) -> None:
     # trips), as the application spent it: on a loaded machine pgbench sleeps longer than asked (make
     # matrix on 18: 52 ms drawn where 40 were asked), so against its own latency less its statements
     spent = app.pay_ms - THINK_MS - 3 * app.lookup_ms
-    assert "seen together" in tx["evidence"] and abs(grouping.mean_of(tx["idle_ms"]) - spent) < 8, (tx, app)
+    assert "seen together" in tx["evidence"] and abs(pauses.mean_of(tx["idle_ms"]) - spent) < 8, (tx, app)
     text = (observed.capture / tx["file"]).read_text()
     assert text.count("\\sleep :pgknee_gap_us us") == 2 and "BEGIN;" in text and "COMMIT;" in text
     alone = [s for s in scripts.values() if not s["idle_ms"]]

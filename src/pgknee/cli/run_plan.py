@@ -81,12 +81,12 @@ def _target_dsn(target: str, dsn_given: bool) -> dict[str, str]:
 def as_observed(plan: Plan) -> tuple[Plan, str | None]:
     """A workload captured with --observe is replayed at the application's pace: each client
     pauses between its transactions as the application's sessions did (think, a closed loop), less
-    the client's own turnaround (grouping.TURNAROUND_MS: the replay's pgbench spends it too), unless
+    the client's own turnaround (pauses.TURNAROUND_MS: the replay's pgbench spends it too), unless
     a variant sets its own pace (think= or rate=). Returns the plan and what to tell the user."""
     import dataclasses
 
-    from pgknee.workloads.captured.grouping import TURNAROUND_MS
     from pgknee.workloads.captured.manifest import load
+    from pgknee.workloads.captured.pauses import TURNAROUND_MS
 
     if plan.workload.name != "captured" or any(v.think_ms or v.rate for v in plan.variants):
         return plan, None

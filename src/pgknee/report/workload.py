@@ -88,7 +88,7 @@ def observed_tables(m: Manifest) -> list[Table]:
                  f"{o.own_statements} statements of pgknee's own taken out of the counters"
                  + "".join(f"; {n}" for n in o.notes))
     out = [t]
-    grouped = [sc for sc in m.scripts if len(sc.idle_ms) == 12]  # (grouping.POINTS: an edited list is not read)
+    grouped = [sc for sc in m.scripts if len(sc.idle_ms) == 12]  # (pauses.POINTS: an edited list is not read)
     if grouped:
         g = Table(title="Transactions replayed as the application holds them", box=box.SIMPLE_HEAD)
         for col in ("script", "statements", "weight", "idle inside, ms p50", "p90", "p99", "evidence"):

@@ -18,7 +18,7 @@ from pgknee.errors import TargetError, UserError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
-from pgknee.workloads.captured import grouping, observe, sqlmap, txscript
+from pgknee.workloads.captured import grouping, observe, pauses, sqlmap, txscript
 from pgknee.workloads.captured import transactions as tx
 from pgknee.workloads.captured.keys import fresh_keys
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
@@ -158,7 +158,7 @@ def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Wa
     for i, (g, parts) in enumerate(zip(groups, ordered, strict=True), 1):
         name = f"t{i:02d}"
         g = dataclasses.replace(g, statements=tuple(p.sid for p in parts))
-        points = grouping.idle_points(explicit, idle[i - 1])
+        points = pauses.idle_points(explicit, idle[i - 1])
         texts[f"{name}.sql"] = txscript.text(name, g, parts, shape.links, points)
         scripts.append((ScriptEntry(name, f"{name}.sql", 0, list(g.statements), g.evidence, points), g.transactions))
         for part in parts:

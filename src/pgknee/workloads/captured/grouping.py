@@ -1,5 +1,5 @@
 """Which captured statements run together in one transaction, from the evidence of an observation
-(pure), and the pgbench script that replays such a transaction as the application holds it.
+(pure); the pauses that hold it open are pauses.py's, its script txscript.py's.
 
 The evidence, strongest first:
 1. the sampled transactions: pg_stat_activity shows the statement a session runs, or ran last
@@ -15,11 +15,7 @@ The evidence, strongest first:
    how far into their transactions they were seen, the others after them in the capture's order.
 BEGIN's calls bound the transactions of every group. A statement that also ran outside its group
 keeps a script of its own for the rest of its calls.
-
-The replay holds each transaction open as the application did: pgbench sleeps between the
-statements, inside BEGIN ... COMMIT, for an idle time drawn per transaction from the observed
-distribution (its percentiles from the samples, scaled to the mean of pg_stat_database's
-idle_in_transaction_time per BEGIN)."""
+"""
 
 from __future__ import annotations
 
@@ -45,14 +41,8 @@ from pgknee.workloads.captured.moves import (
 
 CALLS_MATCH = 0.10
 LINK_SHARE = 0.03  # of the sampled transactions either statement was seen in, at least, to join them
-# a client's own time between two statements of its transaction, or between two transactions, on
-# a loaded machine (pgbench's 0.29-0.38 ms on 2 CPUs): not slept again by the replay, whose pgbench spends it
-TURNAROUND_MS = 0.5
-# (pgbench on a loaded 2-CPU machine: 0.33 ms; more would cut into an application's own work)
 SAME_CALLS = 0.02  # statements that run once in every transaction of a type: calls this close
 REPEATED = 0.6  # a group whose sampled share says fewer transactions than this of its fewest calls repeats them all
-# the idle time's quantile function in the script: these points (per cent), linear between them
-POINTS = (0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 99, 100)
 
 
 @dataclass(frozen=True)
@@ -153,6 +143,7 @@ def _moving_together(groups: list[Group], calls: dict[str, int], series: dict[st
                                              "types')", moved=True))
             joined += new
     joined += _branches(out, [sid for sid in free if sid not in joined], c, at, starts, n_windows)
+    joined += _complements(out, [sid for sid in free if sid not in joined], series, starts)
     out = _branch_blocks(out, c, at, starts, n_windows)
     if not joined:
         return groups, how
@@ -196,6 +187,39 @@ def _branches(out: list[Group], free: list[str], c: np.ndarray, at: dict[str, in
                         reverse=True)
         if scores and scores[0][0] >= floor and (len(scores) < 2 or scores[1][0] < scores[0][0] / 2):
             out[scores[0][1]] = _joined(out[scores[0][1]], [sid], starts, [scores[0][0]], "correlation")
+            joined.append(sid)
+    return joined
+
+
+def _complements(out: list[Group], free: list[str], series: dict[str, list[int]], starts: dict[str, float]
+                 ) -> list[str]:
+    """The other arm of a choice: a statement that, added to a group's branch, moves as the group's
+    transactions do (their sum's difference from its every-time statement as steady as one
+    type's, and half as spread as the branch's alone: an independent type added to a branch
+    spreads it more), is that branch's complement (a vote's INSERT of one kind or the other, 39% and 60%:
+    the rarer arm alone, (1 - p) / (1 + p) = 0.44, is too near chance over 120 windows). Joined
+    to the one group it completes; their ids."""
+    if not series:
+        return []
+    n_windows = len(next(iter(series.values())))
+    same = min(MOVING_SAME, 1.0 - 4.0 * math.sqrt(2.0 / n_windows))
+    joined = []
+    for sid in free:
+        fits: dict[int, float] = {}
+        for i, g in enumerate(out):
+            members = [m for m in g.statements if m in series]
+            if len(g.statements) < 2 or not members:
+                continue
+            every = min(members, key=lambda m: abs(sum(series[m]) - g.transactions))
+            for arm in (m for m in members if sum(series[m]) < 0.9 * sum(series[every])):
+                both = [a + b for a, b in zip(series[sid], series[arm], strict=True)]
+                alone = float(spread_ratio({"arm": series[arm], "every": series[every]}, ["arm", "every"])[0, 1])
+                ratio = float(spread_ratio({"both": both, "every": series[every]}, ["both", "every"])[0, 1])
+                if ratio < same and ratio < alone / 2:  # it completes the choice, not merely rides on the arm
+                    fits[i] = min(ratio, fits.get(i, ratio))
+        if len(fits) == 1:
+            ((i, ratio),) = fits.items()
+            out[i] = _joined(out[i], [sid], starts, [ratio], "the other arm of a branch: their sum's spread")
             joined.append(sid)
     return joined
 
@@ -449,49 +473,3 @@ def components(nodes: list[str], edges: list[tuple[str, str]]) -> list[list[str]
     for n in nodes:
         parts[root(n)].append(n)
     return list(parts.values())
-
-
-def idle_points(values: Sequence[tuple[float, float]], mean_ms: float | None) -> list[float]:
-    """The idle time per transaction (ms) at POINTS, from the sampled (idle s, weight) pairs,
-    scaled so that their mean is the counters' `mean_ms`; [] when nothing was seen."""
-    if not values:
-        return [round(mean_ms, 3)] * len(POINTS) if mean_ms else []
-    pts = [(tx.weighted_quantile(values, p / 100) or 0.0) * 1000.0 for p in POINTS]
-    sampled = tx.weighted_mean([(v * 1000.0, w) for v, w in values]) or 0.0
-    scale = mean_ms / sampled if mean_ms is not None and sampled > 0 else 1.0
-    return [round(p * scale, 3) for p in pts]
-
-
-def mean_of(points_ms: Sequence[float]) -> float:
-    """The mean of the quantile function through `points_ms` at POINTS (linear between them)."""
-    if len(points_ms) != len(POINTS):
-        return 0.0
-    return sum((points_ms[i] + points_ms[i + 1]) / 2 * (POINTS[i + 1] - POINTS[i])
-               for i in range(len(POINTS) - 1)) / 100
-
-
-def sleep_lines(points_ms: Sequence[float], gaps: int, turnaround_us: int = 0) -> list[str]:
-    """pgbench lines that draw the transaction's idle time from the quantile function through
-    `points_ms` and split it over `gaps` sleeps (:pgknee_gap_us each), each less `turnaround_us`:
-    the client's own time between two statements, which the replay's pgbench spends as well."""
-    us = [max(0, round(p * 1000)) for p in points_ms]
-    arms = []
-    for (p0, v0), (p1, v1) in zip(zip(POINTS, us, strict=True), zip(POINTS[1:], us[1:], strict=True), strict=False):
-        lo, hi = p0 * 10, p1 * 10  # per mille
-        arms.append(f"when :pgknee_u < {hi} then {v0} + ({v1 - v0}) * (:pgknee_u - {lo}) / {hi - lo}")
-    return ["\\set pgknee_u random(0, 999)",
-            f"\\set pgknee_idle_us case {' '.join(arms)} else {us[-1]} end",
-            f"\\set pgknee_gap_us :pgknee_idle_us / {max(1, gaps)}" if turnaround_us <= 0 else
-            f"\\set pgknee_gap_us greatest(0, :pgknee_idle_us / {max(1, gaps)} - {turnaround_us})"]
-
-
-def turnaround_us(points_ms: Sequence[float], gaps: int) -> int:
-    """The client's own time between two statements of a transaction, in the idle the server saw:
-    TURNAROUND_MS a gap, whatever the mean (0 when no idle was seen). A client that runs its
-    statements back to back (pgbench, a batch) idles only its turnaround and its waits for a CPU,
-    and the replay's pgbench spends both too: sleeping them again holds the transaction longer
-    (an order entry run by pgbench idled 0.33 ms between statements on a loaded 2-CPU machine;
-    replayed with that slept too, it ran at 160 TPS against 530; with the mean taken out of each
-    draw but its spread slept, 307-370 against 455-527, the spread being those waits as well).
-    Idle beyond it is the application's own work, slept."""
-    return round(TURNAROUND_MS * 1000) if gaps > 0 and mean_of(points_ms) > 0 else 0

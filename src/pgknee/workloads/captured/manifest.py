@@ -53,7 +53,7 @@ class ScriptEntry:
     weight: int
     statements: list[str]
     # a transaction of the application (grouping.py): how it was found, and the idle time inside
-    # it its script draws per transaction (ms, at grouping.POINTS per cent); empty in autocommit
+    # it its script draws per transaction (ms, at pauses.POINTS per cent); empty in autocommit
     evidence: str = ""
     idle_ms: list[float] = field(default_factory=list)
 

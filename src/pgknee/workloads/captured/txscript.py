@@ -23,7 +23,7 @@ application runs it. Pure.
 - The samples' order gives way where it must (ordered): a row locked before it is updated, a
   parent inserted before its child.
 - The idle inside the transaction is split over its gaps, each less the client's own turnaround
-  (grouping.turnaround_us).
+  (pauses.turnaround_us).
 - A statement run once per transaction draws its values before BEGIN, as an application computes
   its inputs before it begins (the transaction holds only its statements and the idle between
   them); a block's or a share's draws stay where they run.
@@ -35,7 +35,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pgknee.workloads.captured import grouping
+from pgknee.workloads.captured import grouping, pauses
 from pgknee.workloads.captured.generators import INTEGERS, base_type
 from pgknee.workloads.captured.manifest import Param
 
@@ -140,14 +140,14 @@ def text(name: str, g: grouping.Group, parts: Sequence[Part], links: dict[str, s
     while points and slots > 1.5 and body[-1].startswith("\\sleep"):
         body.pop()  # the idle time lies between the statements (one alone: before COMMIT)
     body.append("COMMIT;")
-    mean, turn = grouping.mean_of(points), grouping.turnaround_us(points, gaps)
+    mean, turn = pauses.mean_of(points), pauses.turnaround_us(points, gaps)
     lines = [f"-- pgknee captured transaction {name}: {', '.join(g.statements)} in one transaction ({g.evidence})",
              f"-- idle inside it, drawn per transaction: about {mean:.1f} ms (p50 {points[5]:.1f}, p90 "
              f"{points[9]:.1f}, p99 {points[10]:.1f}), split over about {gaps} sleep(s), each less "
              f"{turn / 1000:.2f} ms: the client's own time between two statements, which pgbench spends too"
              if points else "-- no idle time inside it was observed",
              *(f"-- {s}" for s in dict.fromkeys(outer.said))]
-    sleeps = grouping.sleep_lines(points, gaps, turn) if points else []
+    sleeps = pauses.sleep_lines(points, gaps, turn) if points else []
     return "\n".join([*lines, *head, *sleeps, *body, ""])
 
 
