@@ -196,6 +196,17 @@ def test_a_statement_seen_only_inside_begin_commit_keeps_its_own_transaction() -
     assert [g.transactions for g in counted] == [4300, 60000]
 
 
+def _one_at_a_time(sightings: list[tuple[int, float]], first_pid: int) -> list[tx.Transaction]:
+    """Transactions each sampled once inside BEGIN ... COMMIT showing one statement, started so many
+    ms into it (query_start - xact_start): too short for the samples to show two."""
+    out = []
+    for i, (q, at_ms) in enumerate(sightings):
+        t = _seen(first_pid + i, float(first_pid + i), [q], samples=1)
+        t.offsets[q] = at_ms / 1000
+        out.append(t)
+    return out
+
+
 def _moves(windows: int, shares: dict[str, float], members: dict[str, dict[int, float]],
            seed: int) -> list[dict[int, int]]:
     """pg_stat_statements' calls read every window, cumulative: each window's transactions (the
@@ -231,10 +242,7 @@ def test_statements_whose_calls_move_together_are_one_transaction() -> None:
     for t in seen[60:]:
         t.offsets.update({3: 0.0002, 4: 0.001})  # where each starts in its transaction (query_start - xact_start)
     # the short ones, one statement a sample, each where it starts in its transaction
-    for i, (q, at_ms) in enumerate([(6, 0.3), (7, 0.3), (8, 1.9), (9, 0.2), (5, 2.0), (10, 2.5)] * 4):
-        t = _seen(300 + i, 300.0 + i, [q], samples=1)
-        t.offsets[q] = at_ms / 1000
-        seen.append(t)
+    seen += _one_at_a_time([(6, 0.3), (7, 0.3), (8, 1.9), (9, 0.2), (5, 2.0), (10, 2.5)] * 4, 300)
     groups, how = grouping.group(calls, qids, seen, None, moves)
     by = {g.statements: g for g in groups}
     # a branch in 10% of B's transactions moves too little to be told from chance in this mix: apart
@@ -283,11 +291,7 @@ def test_an_application_of_one_short_type_is_one_transaction() -> None:
     qids = {1: "v1", 2: "v2", 3: "v3", 4: "v4", 5: "v5"}
     moves = _moves(150, {"V": 1.0}, {"V": {1: 1.0, 2: 0.99, 3: 0.99, 4: 0.39, 5: 0.6}}, 3)
     calls = {sid: moves[-1][q] for q, sid in qids.items()}
-    seen = []
-    for i, (q, at_ms) in enumerate([(1, 0.2), (2, 0.8), (3, 1.4), (4, 2.0), (5, 2.0)] * 6):
-        t = _seen(i, float(i), [q], samples=1)
-        t.offsets[q] = at_ms / 1000
-        seen.append(t)
+    seen = _one_at_a_time([(1, 0.2), (2, 0.8), (3, 1.4), (4, 2.0), (5, 2.0)] * 6, 0)
     (g,), how = grouping.group(calls, qids, seen, None, moves)
     assert g.statements[:3] == ("v1", "v2", "v3") and set(g.statements[3:]) == {"v4", "v5"}, g
     assert g.transactions == calls["v1"] and "5 statement(s) the samples did not group" in how
@@ -496,11 +500,7 @@ def test_the_other_arm_of_a_choice_joins_by_their_sum() -> None:
         reads.append(dict(total))
     qids = {1: "v1", 2: "v2", 3: "v3", 4: "v4", 5: "v5"}
     calls = {sid: reads[-1].get(q, 0) for q, sid in qids.items()}
-    seen = []
-    for i, (q, at_ms) in enumerate([(1, 0.2), (2, 0.8), (3, 1.4), (4, 2.0), (5, 2.0)] * 6):
-        t = _seen(i, float(i), [q], samples=1)
-        t.offsets[q] = at_ms / 1000
-        seen.append(t)
+    seen = _one_at_a_time([(1, 0.2), (2, 0.8), (3, 1.4), (4, 2.0), (5, 2.0)] * 6, 0)
     (g,), _ = grouping.group(calls, qids, seen, None, reads)
     assert g.statements[:3] == ("v1", "v2", "v3") and set(g.statements[3:]) == {"v4", "v5"}, g
     assert "v4 (the other arm of a branch: their sum's spread" in g.evidence, g.evidence
