@@ -319,11 +319,15 @@ def _param(src: Source, sid: str, n: int, use: sqlmap.ParamUse, rows_per_call: f
         st = stats(src, table, use.column)
         if st is None:
             continue
+        stats_type = st.type
+        st, via = _evidence(src, f"{table}.{use.column}", st)
+        if st is None:
+            return _unknown(n, var, f"{table}.{use.column}", stats_type, via)
         try:
             drawn = gen.draw(var, st)
         except gen.CannotDraw as e:
             raise gen.CannotDraw(f"${n} ({table}.{use.column}): {e}") from None
-        how = (f"{len(st.mcv)} common values ({sum(st.mcf):.0%} of rows), then "
+        how = (f"{via}{len(st.mcv)} common values ({sum(st.mcf):.0%} of rows), then "
                f"{max(0, len(st.histogram) - 1)} histogram buckets")
         if use.kind == "expression":
             how = (f"inside an expression compared with {use.column}: drawn from that column's statistics, the "
@@ -331,6 +335,36 @@ def _param(src: Source, sid: str, n: int, use: sqlmap.ParamUse, rows_per_call: f
         return Param(n, use.kind, f"{table}.{use.column}", st.type, how, list(st.mcv[:10]),
                      [round(f, 5) for f in st.mcf[:10]]), drawn
     raise gen.CannotDraw(f"${n}: column {use.column} not found in {', '.join(use.tables)}")
+
+
+def _evidence(src: Source, column: str, st: gen.ColumnStats) -> tuple[gen.ColumnStats | None, str]:
+    """The statistics a column's values are drawn from: its own; when it has none (its table empty
+    when last analysed: where an application inserts its new rows) those of the column a foreign key
+    says its values are among, said so; else None and why."""
+    if st.mcv or len(st.histogram) >= 2:
+        return st, ""
+    for child, parent in foreign_keys(src, [column.rsplit(".", 1)[0]]):
+        theirs = stats(src, *parent.rsplit(".", 1)) if child == column else None
+        if theirs is not None and (theirs.mcv or len(theirs.histogram) >= 2):
+            return dataclasses.replace(theirs, type=st.type), (
+                f"its column has no statistics (its table empty when analysed): from {parent}'s, which a "
+                "foreign key says its values are among: ")
+    return None, (f"pg_stats holds neither common values nor a histogram for {column} (its table empty or never "
+                  "analysed on the source) and no foreign key says where its values come from")
+
+
+def _unknown(n: int, var: str, column: str, type_: str, why: str) -> tuple[Param, gen.Drawn]:
+    """A column's value with no statistics to draw it from: a value of its type (a number spread
+    over a thousand, else BY_TYPE's), said so; CannotDraw for a type with none."""
+    kind = gen.base_type(type_)
+    if kind in gen.INTEGERS | gen.FLOATS:
+        drawn, value = gen.Drawn((f"\\set {var} random(0, 999)",), f":{var}"), "0..999"
+    elif kind in BY_TYPE:
+        drawn, value = gen.Drawn((), BY_TYPE[kind]), BY_TYPE[kind]
+    else:
+        raise gen.CannotDraw(f"${n}: {why}, and its type ({type_}) has no value pgknee would choose for it")
+    return Param(n, "typed", column, type_, f"{value}: {why}; a value of its type (ANALYZE the table on the source "
+                                             "and capture again, or edit the script)"), drawn
 
 
 def _ranges(src: Source, sid: str, parsed: sqlmap.Parsed, each: dict[int, tuple[Param, gen.Drawn]]) -> dict[int, int]:
