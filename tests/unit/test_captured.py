@@ -376,6 +376,31 @@ def test_a_row_is_locked_before_it_is_updated_and_inserted_before_what_reference
     assert _pgbench_parses(tmp_path, (), script.replace("BEGIN;", "").replace("COMMIT;", "")) == ""
 
 
+def test_the_two_arms_of_a_choice_run_under_one_draw(tmp_path: Path) -> None:
+    """Issue 39: a vote inserts its row one way or the other (60% and 39%, 1% neither). Drawn
+    apart, 23% of the replayed votes inserted twice and 24% not at all; under one draw never
+    both. Two statements in some of the transactions that are not one choice keep their draws."""
+    parts = [_part("v1", "SELECT 1 FROM c WHERE n = $1;", [("column", "v.c.n", "random(1, 6)")]),
+             _part("v4", "INSERT INTO v (p, s) VALUES ($1, 'XX');", [("column", "v.v.p", "random(1, 9)")],
+                   repeat=0.39),
+             _part("v5", "INSERT INTO v (p, s) VALUES ($1, $2);", [("column", "v.v.p", "random(1, 9)"),
+                                                                   ("column", "v.v.s", "random(1, 50)")],
+                   repeat=0.60),
+             _part("v6", "SELECT 1 FROM w WHERE n = $1;", [("column", "v.w.n", "random(1, 6)")], repeat=0.2)]
+    g = grouping.Group(("v1", "v4", "v5", "v6"), 100, 0, "moved", moved=True, choices=(("v5", "v4"),))
+    script = txscript.text("t01", g, parts, {}, [])
+    body = script[script.index("BEGIN;"):]
+    assert body.count("\\if ") == 2 and body.count("\\elif ") == 1 and body.count("\\endif") == 2, body
+    assert ("\\if :t01_o2 <= 390\n\\set v4_p1 random(1, 9)\nINSERT INTO v (p, s) VALUES (:v4_p1, 'XX');\n"
+            "\\elif :t01_o2 <= 990\n") in body
+    assert "\\if :t01_o4 <= 200\n\\set v6_p1 random(1, 6)\nSELECT 1 FROM w" in body  # not a choice: its own draw
+    assert "v4 in 39% of the transactions, or else v5 in 60%: one choice, never both" in script
+    assert _pgbench_parses(tmp_path, (), script.replace("BEGIN;", "").replace("COMMIT;", "")) == ""
+    # their shares adding to well over all the transactions: both run in some, each its own draw
+    over = txscript.text("t01", g, [parts[0], replace(parts[1], repeat=0.5), parts[2], parts[3]], {}, [])
+    assert "\\elif" not in over
+
+
 def test_a_key_s_even_histogram_is_one_range_and_a_skewed_one_keeps_its_buckets() -> None:
     """A primary key's pg_stats: 100 buckets of 30 ids each. Drawn as one range, not a case of a
     hundred arms pgbench compares one by one for every value; buckets of unequal widths (the

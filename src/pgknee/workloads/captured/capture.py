@@ -159,7 +159,7 @@ def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Wa
         name = f"t{i:02d}"
         g = dataclasses.replace(g, statements=tuple(p.sid for p in parts))
         points = pauses.idle_points(explicit, idle[i - 1])
-        texts[f"{name}.sql"] = txscript.text(name, g, parts, shape.links, points)
+        texts[f"{name}.sql"] = txscript.text(name, g, parts, shape.links, points, pauses.turnaround_ms(obs.think_ms))
         scripts.append((ScriptEntry(name, f"{name}.sql", 0, list(g.statements), g.evidence, points), g.transactions))
         for part in parts:
             in_group[part.sid] = in_group.get(part.sid, 0) + round(txscript.runs(part) * g.transactions)

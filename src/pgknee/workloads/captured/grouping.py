@@ -34,6 +34,7 @@ from pgknee.workloads.captured.moves import (
     MOVING_BRANCH,
     MOVING_JOIN,
     MOVING_SAME,
+    choices,
     correlations,
     series_of,
     spread_ratio,
@@ -57,6 +58,9 @@ class Group:
     # found by how its statements' calls moved (transactions too short for the samples): its count is
     # its statements' calls, and the samples, which rarely saw it, say nothing of repeats
     moved: bool = False
+    # the two arms of one choice (a vote inserted one way or the other), found by their sum: each
+    # transaction runs one of them at most, under one draw
+    choices: tuple[tuple[str, str], ...] = ()
 
 
 def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Transaction],
@@ -146,7 +150,8 @@ def _moving_together(groups: list[Group], calls: dict[str, int], series: dict[st
     joined += _complements(out, [sid for sid in free if sid not in joined], series, starts)
     out = _branch_blocks(out, c, at, starts, n_windows)
     if not joined:
-        return groups, how
+        return [dataclasses.replace(g, choices=choices(g.statements, g.transactions, series)) for g in groups], how
+    out = [dataclasses.replace(g, choices=choices(g.statements, g.transactions, series)) for g in out]
     out = [g for g in out if len(g.statements) > 1 or g.statements[0] not in joined]  # alone no more
     return out, (f"{how}; {len(joined)} statement(s) the samples did not group joined by how their calls moved "
                  f"over {n_windows} windows of {MOVES_S * 1000:.0f} ms")
@@ -205,7 +210,7 @@ def _complements(out: list[Group], free: list[str], series: dict[str, list[int]]
     same = min(MOVING_SAME, 1.0 - 4.0 * math.sqrt(2.0 / n_windows))
     joined = []
     for sid in free:
-        fits: dict[int, float] = {}
+        fits: dict[int, tuple[float, str]] = {}
         for i, g in enumerate(out):
             members = [m for m in g.statements if m in series]
             if len(g.statements) < 2 or not members:
@@ -216,10 +221,10 @@ def _complements(out: list[Group], free: list[str], series: dict[str, list[int]]
                 alone = float(spread_ratio({"arm": series[arm], "every": series[every]}, ["arm", "every"])[0, 1])
                 ratio = float(spread_ratio({"both": both, "every": series[every]}, ["both", "every"])[0, 1])
                 if ratio < same and ratio < alone / 2:  # it completes the choice, not merely rides on the arm
-                    fits[i] = min(ratio, fits.get(i, ratio))
+                    fits[i] = min((ratio, arm), fits.get(i, (ratio, arm)))
         if len(fits) == 1:
-            ((i, ratio),) = fits.items()
-            out[i] = _joined(out[i], [sid], starts, [ratio], "the other arm of a branch: their sum's spread")
+            ((i, (ratio, arm)),) = fits.items()
+            out[i] = _joined(out[i], [sid], starts, [ratio], f"the other arm of {arm}'s choice: their sum's spread")
             joined.append(sid)
     return joined
 

@@ -75,3 +75,34 @@ def spread_ratio(series: dict[str, list[int]], sids: list[str]) -> np.ndarray:
             c = mean[j] / mean[i]
             out[i, j] = out[j, i] = float(np.var(d[j] - c * d[i], ddof=1) / (mean[j] + c * c * mean[i]))
     return out
+
+
+def choices(statements: Sequence[str], transactions: int, series: dict[str, list[int]]) -> tuple[tuple[str, str], ...]:
+    """The two arms of a choice among a transaction type's statements (a vote inserted one way or
+    the other): two run in a share of its transactions each (under 90%), their shares together no
+    more than all of them (within 5%), and their sum moving as the type's every-time statement does
+    (spread_ratio under MOVING_SAME and under half of either arm's alone). Two independent branches
+    whose shares add to all of them would spread their sum as much as the rarer arm: a choice, about
+    0. Disjoint pairs, the steadiest first, each in the order the statements run."""
+    members = [m for m in statements if m in series and sum(series[m]) > 0]
+    if len(members) < 3 or transactions <= 0:
+        return ()
+    n_windows = len(series[members[0]])
+    same = min(MOVING_SAME, 1.0 - 4.0 * (2.0 / max(1, n_windows)) ** 0.5)
+    every = min(members, key=lambda m: abs(sum(series[m]) - transactions))
+    arms = [m for m in members if m != every and sum(series[m]) < 0.9 * sum(series[every])]
+    found: list[tuple[float, str, str]] = []
+    for i, a in enumerate(arms):
+        for b in arms[i + 1:]:
+            if sum(series[a]) + sum(series[b]) > 1.05 * sum(series[every]):
+                continue
+            both = [x + y for x, y in zip(series[a], series[b], strict=True)]
+            alone = spread_ratio({"a": series[a], "b": series[b], "e": series[every]}, ["a", "b", "e"])
+            ratio = float(spread_ratio({"s": both, "e": series[every]}, ["s", "e"])[0, 1])
+            if ratio < same and ratio < min(alone[0, 2], alone[1, 2]) / 2:
+                found.append((ratio, a, b))
+    out: list[tuple[str, str]] = []
+    for _, a, b in sorted(found):
+        if not {a, b} & {m for pair in out for m in pair}:
+            out.append((a, b))
+    return tuple(out)

@@ -35,28 +35,39 @@ def mean_of(points_ms: Sequence[float]) -> float:
                for i in range(len(POINTS) - 1)) / 100
 
 
-def sleep_lines(points_ms: Sequence[float], gaps: int, turnaround_us: int = 0) -> list[str]:
+def sleep_lines(points_ms: Sequence[float], gaps: int, slept: float = 1.0) -> list[str]:
     """pgbench lines that draw the transaction's idle time from the quantile function through
-    `points_ms` and split it over `gaps` sleeps (:pgknee_gap_us each), each less `turnaround_us`:
-    the client's own time between two statements, which the replay's pgbench spends as well."""
+    `points_ms` and split `slept` of it (a share: the rest is the client's own turnaround, which the
+    replay's pgbench spends as well) over `gaps` sleeps (:pgknee_gap_us each)."""
     us = [max(0, round(p * 1000)) for p in points_ms]
     arms = []
     for (p0, v0), (p1, v1) in zip(zip(POINTS, us, strict=True), zip(POINTS[1:], us[1:], strict=True), strict=False):
         lo, hi = p0 * 10, p1 * 10  # per mille
         arms.append(f"when :pgknee_u < {hi} then {v0} + ({v1 - v0}) * (:pgknee_u - {lo}) / {hi - lo}")
+    per_mille = min(1000, max(0, round(slept * 1000)))
     return ["\\set pgknee_u random(0, 999)",
             f"\\set pgknee_idle_us case {' '.join(arms)} else {us[-1]} end",
-            f"\\set pgknee_gap_us :pgknee_idle_us / {max(1, gaps)}" if turnaround_us <= 0 else
-            f"\\set pgknee_gap_us greatest(0, :pgknee_idle_us / {max(1, gaps)} - {turnaround_us})"]
+            f"\\set pgknee_gap_us :pgknee_idle_us / {max(1, gaps)}" if per_mille == 1000 else
+            f"\\set pgknee_gap_us :pgknee_idle_us * {per_mille} / {1000 * max(1, gaps)}"]
 
 
-def turnaround_us(points_ms: Sequence[float], gaps: int) -> int:
-    """The client's own time between two statements of a transaction, in the idle the server saw:
-    TURNAROUND_MS a gap, whatever the mean (0 when no idle was seen). A client that runs its
-    statements back to back (pgbench, a batch) idles only its turnaround and its waits for a CPU,
-    and the replay's pgbench spends both too: sleeping them again holds the transaction longer
-    (an order entry run by pgbench idled 0.33 ms between statements on a loaded 2-CPU machine;
-    replayed with that slept too, it ran at 160 TPS against 530; with the mean taken out of each
-    draw but its spread slept, 307-370 against 455-527, the spread being those waits as well).
-    Idle beyond it is the application's own work, slept."""
-    return round(TURNAROUND_MS * 1000) if gaps > 0 and mean_of(points_ms) > 0 else 0
+def turnaround_ms(think_ms: float | None) -> float:
+    """A client's own time between two statements: what the application's sessions were seen to
+    pause between two transactions when they ran them back to back (pgbench's 0.35-0.39 ms on 2
+    CPUs), TURNAROUND_MS at most (an application that works between its transactions)."""
+    return min(TURNAROUND_MS, think_ms) if think_ms is not None and think_ms > 0 else TURNAROUND_MS
+
+
+def share_slept(points_ms: Sequence[float], statements: float, turn_ms: float) -> float:
+    """The share of a transaction's idle time the replay sleeps: all of it less the client's own
+    turnarounds, one before each statement and one before COMMIT (statements + 1), which the
+    replay's pgbench spends too; the draws scaled by it, so that their mean is the rest and their
+    shape the application's. 0 when the turnarounds account for all of it: a client that runs
+    its statements back to back (pgbench, a batch) idles only its turnarounds and its waits for
+    a CPU, and sleeping any of that again holds the transaction longer (an order entry run by
+    pgbench idled 0.33 ms between statements on a loaded 2-CPU machine; replayed with that slept
+    too, it ran at 160 TPS against 530; with 0.5 ms taken out of each gap's draw but the rest
+    slept, 307-370 against 455-527; a social network's transactions of one statement idled 0.48
+    ms, two turnarounds of pgbench's, and held 14% longer replayed with the draws' tail slept)."""
+    mean = mean_of(points_ms)
+    return max(0.0, 1.0 - (statements + 1) * turn_ms / mean) if mean > 0 else 0.0

@@ -17,13 +17,15 @@ application runs it. Pure.
   order's lines) sets the rest of that key, an integer column nothing else sets, to the pass:
   1, 2, ... (the line number).
 - A statement run in a share of the transactions only (a bad credit's) runs under one draw per
-  transaction, in that share; what it binds is not taken by the statements after it.
+  transaction, in that share; what it binds is not taken by the statements after it. The two arms
+  of a choice (grouping found one by their sum: a vote inserted one way or the other) run under
+  one draw, \\if and \\elif, never both.
 - The rows a block locks or updates are locked in the order of their keys: pass i of n draws from
   the i-th of n slices of the column's range (random orders deadlock).
 - The samples' order gives way where it must (ordered): a row locked before it is updated, a
   parent inserted before its child.
-- The idle inside the transaction is split over its gaps, each less the client's own turnaround
-  (pauses.turnaround_us).
+- The idle inside the transaction, less the client's own turnarounds (pauses.share_slept), is
+  split over its gaps; none is slept when they account for all of it.
 - A statement run once per transaction draws its values before BEGIN, as an application computes
   its inputs before it begins (the transaction holds only its statements and the idle between
   them); a block's or a share's draws stay where they run.
@@ -103,14 +105,17 @@ def runs(p: Part) -> float:
     return p.repeat if p.repeat >= 1.5 or p.repeat < OPTIONAL else 1.0
 
 
-def blocks(parts: Sequence[Part]) -> list[tuple[float, list[Part]]]:
+def blocks(parts: Sequence[Part], choices: Sequence[tuple[str, str]] = ()) -> list[tuple[float, list[Part]]]:
     """The statements in order, those that repeat alike in a row together (passes, statements), and
-    so those that run in only some transactions alike in a row (their share, statements)."""
+    so those that run in only some transactions alike in a row (their share, statements), but
+    never the two arms of a choice."""
     out: list[tuple[float, list[Part]]] = []
+    arms = {frozenset(pair) for pair in choices}
     for p in parts:
         k = runs(p)
         if out and k != 1 and out[-1][0] != 1 and (k > 1) == (out[-1][0] > 1) \
-                and abs(k - out[-1][0]) <= ALIKE * out[-1][0]:
+                and abs(k - out[-1][0]) <= ALIKE * out[-1][0] \
+                and not any(frozenset((m.sid, p.sid)) in arms for m in out[-1][1]):
             prev_k, members = out[-1]
             out[-1] = ((prev_k * len(members) + k) / (len(members) + 1), [*members, p])
         else:
@@ -118,37 +123,52 @@ def blocks(parts: Sequence[Part]) -> list[tuple[float, list[Part]]]:
     return out
 
 
-def text(name: str, g: grouping.Group, parts: Sequence[Part], links: dict[str, str], points: Sequence[float]) -> str:
+def text(name: str, g: grouping.Group, parts: Sequence[Part], links: dict[str, str], points: Sequence[float],
+         turn_ms: float = pauses.TURNAROUND_MS) -> str:
     """The transaction's script: BEGIN, its statements (blocks unrolled) with the application's idle
-    time split between them, COMMIT; the values drawn before each statement that needs them."""
+    time, less the client's own turnarounds (`turn_ms` each), split between them, COMMIT; the
+    values drawn before each statement that needs them."""
     outer = _Scope()
     body: list[str] = ["BEGIN;"]
-    units = blocks(parts)
+    units = blocks(parts, g.choices)
     slots = sum(k * len(members) for k, members in units)
     gaps = gaps_of(units)
+    slept = pauses.share_slept(points, slots, turn_ms) if points else 0.0
+    sleeps = slept > 0
     head: list[str] = []
+    other = _other_arms(units, g.choices)
     for b, (k, members) in enumerate(units):
-        if k == 1:  # its draws before BEGIN, as an application computes its inputs before it begins
-            lines = _statement(members[0], outer, links, None, bool(points))
+        if b in other.values():
+            continue  # run as the other arm of an earlier unit's choice
+        if b in other:
+            _either(f"{name}_o{b + 1}", units[b], units[other[b]], outer, links, sleeps, head, body)
+        elif k == 1:  # its draws before BEGIN, as an application computes its inputs before it begins
+            lines = _statement(members[0], outer, links, None, sleeps)
             sql_at = next(i for i, line in enumerate(lines) if not line.startswith("\\"))
             head += lines[:sql_at]
             body += lines[sql_at:]
         elif k < 1:
-            _sometimes(f"{name}_o{b + 1}", k, members, outer, links, bool(points), head, body)
+            _sometimes(f"{name}_o{b + 1}", k, members, outer, links, sleeps, head, body)
         else:
-            _repeated(f"{name}_b{b + 1}", k, members, outer, links, bool(points), head, body)
-    while points and slots > 1.5 and body[-1].startswith("\\sleep"):
+            _repeated(f"{name}_b{b + 1}", k, members, outer, links, sleeps, head, body)
+    while sleeps and slots > 1.5 and body[-1].startswith("\\sleep"):
         body.pop()  # the idle time lies between the statements (one alone: before COMMIT)
     body.append("COMMIT;")
-    mean, turn = pauses.mean_of(points), pauses.turnaround_us(points, gaps)
     lines = [f"-- pgknee captured transaction {name}: {', '.join(g.statements)} in one transaction ({g.evidence})",
-             f"-- idle inside it, drawn per transaction: about {mean:.1f} ms (p50 {points[5]:.1f}, p90 "
-             f"{points[9]:.1f}, p99 {points[10]:.1f}), split over about {gaps} sleep(s), each less "
-             f"{turn / 1000:.2f} ms: the client's own time between two statements, which pgbench spends too"
-             if points else "-- no idle time inside it was observed",
-             *(f"-- {s}" for s in dict.fromkeys(outer.said))]
-    sleeps = pauses.sleep_lines(points, gaps, turn) if points else []
-    return "\n".join([*lines, *head, *sleeps, *body, ""])
+             _idle_said(points, slots, gaps, slept, turn_ms), *(f"-- {s}" for s in dict.fromkeys(outer.said))]
+    return "\n".join([*lines, *head, *(pauses.sleep_lines(points, gaps, slept) if sleeps else []), *body, ""])
+
+
+def _idle_said(points: Sequence[float], slots: float, gaps: int, slept: float, turn_ms: float) -> str:
+    if not points:
+        return "-- no idle time inside it was observed"
+    turns = (f"{slots + 1:.0f} turnarounds of {turn_ms:.2f} ms (one before each statement and COMMIT: the "
+             "client's own time between two statements, which pgbench spends too)")
+    seen = f"about {pauses.mean_of(points):.1f} ms (p50 {points[5]:.1f}, p90 {points[9]:.1f}, p99 {points[10]:.1f})"
+    if slept <= 0:
+        return f"-- idle inside it {seen}, no more than {turns}: not slept"
+    return (f"-- idle inside it, drawn per transaction: {seen}, {slept:.0%} of each draw slept over about "
+            f"{gaps} sleep(s); the rest is {turns}")
 
 
 def _sometimes(var: str, k: float, members: list[Part], outer: _Scope, links: dict[str, str], sleeps: bool,
@@ -162,6 +182,38 @@ def _sometimes(var: str, k: float, members: list[Part], outer: _Scope, links: di
         body += _statement(m, inner, links, None, sleeps)
     body.append("\\endif")
     outer.said += inner.said
+
+
+def _other_arms(units: Sequence[tuple[float, list[Part]]], choices: Sequence[tuple[str, str]]) -> dict[int, int]:
+    """The units that are the two arms of a choice, the first's index -> the second's: each run in
+    a share of the transactions, their shares together no more than all of them (within 5%)."""
+    at = {m.sid: b for b, (_, members) in enumerate(units) for m in members}
+    out: dict[int, int] = {}
+    for a, b in choices:
+        i, j = sorted((at.get(a, -1), at.get(b, -1)))
+        if i >= 0 and i != j and units[i][0] < 1 and units[j][0] < 1 and units[i][0] + units[j][0] <= 1.05 \
+                and not {i, j} & {*out, *out.values()}:
+            out[i] = j
+    return out
+
+
+def _either(var: str, first: tuple[float, list[Part]], second: tuple[float, list[Part]], outer: _Scope,
+            links: dict[str, str], sleeps: bool, head: list[str], body: list[str]) -> None:
+    """The two arms of a choice under one draw per transaction: the first in its share, the second
+    in its share of the rest, never both."""
+    (k1, one), (k2, two) = first, second
+    head.append(f"\\set {var} random(1, 1000)")
+    cut1 = max(1, round(k1 * 1000))
+    cut2 = min(1000, max(cut1 + 1, round((k1 + k2) * 1000)))
+    outer.said.append(f"{', '.join(m.sid for m in one)} in {k1:.0%} of the transactions, or else "
+                      f"{', '.join(m.sid for m in two)} in {k2:.0%}: one choice, never both")
+    for cond, (_, members) in ((f"\\if :{var} <= {cut1}", first), (f"\\elif :{var} <= {cut2}", second)):
+        body.append(cond)
+        inner = _Scope(dict(outer.bound), set(outer.fresh))  # what they bind is not there when they do not run
+        for m in members:
+            body += _statement(m, inner, links, None, sleeps)
+        outer.said += inner.said
+    body.append("\\endif")
 
 
 def _repeated(var: str, k: float, members: list[Part], outer: _Scope, links: dict[str, str], sleeps: bool,
