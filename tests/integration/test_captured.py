@@ -27,7 +27,11 @@ from pgknee.workloads.captured.manifest import Manifest, ScriptEntry, Statement
 from .conftest import APP_ENV, QUICK, dsn_of, pgknee, sql
 
 APP = Path(__file__).resolve().parent.parent / "data" / "capture_app"
-PRODUCTION = (("lookup", 50), ("history", 20), ("region", 10), ("pay", 15), ("order", 5))
+PRODUCTION = (("lookup", 50), ("history", 20), ("region", 10), ("pay", 15), ("order", 5), ("upsert", 5),
+              ("audit", 5), ("moved", 5))
+STARTS = {"lookup": "SELECT balance", "history": "SELECT id, amount", "region": "SELECT count(*)", "pay": "UPDATE",
+          "order": "INSERT INTO orders", "upsert": "INSERT INTO tallies", "audit": "INSERT INTO audit",
+          "moved": "WITH moved"}
 PW = "pw-capture"
 ENV = {"PGPASSWORD": PW}
 
@@ -127,7 +131,7 @@ def test_capture_then_replay_resembles_and_keeps_the_skew(clusters: tuple[Embedd
     m = _capture(source, tmp_path / "cap")
     stmts = m["statements"]
     assert {s["kind"] for s in stmts} == {"read", "write"}
-    assert len(stmts) == 5, m["skipped"]
+    assert len(stmts) == len(PRODUCTION), m["skipped"]
     seq = [k for k in m["skipped"] if k["query"].startswith("SELECT last_value, is_called FROM public.orders_id_seq")]
     assert len(seq) == 1 and seq[0]["calls"] >= 200 and "state of sequence public.orders_id_seq" in seq[0]["reason"]
 
@@ -136,10 +140,10 @@ def test_capture_then_replay_resembles_and_keeps_the_skew(clusters: tuple[Embedd
 
     # the capture holds the weights of the production mix (calls), within sampling noise
     total = sum(float(s["share_calls"]) for s in stmts)
-    for start, weight in (("SELECT balance", 50), ("SELECT id, amount", 20), ("SELECT count(*)", 10),
-                          ("UPDATE", 15), ("INSERT", 5)):
-        assert abs(find(start)["share_calls"] / total - weight / 100) < 0.03, (start, stmts, m["skipped"])
-    insert = find("INSERT")
+    weights = sum(w for _, w in PRODUCTION)
+    for name, weight in PRODUCTION:
+        assert abs(find(STARTS[name])["share_calls"] / total - weight / weights) < 0.03, (name, stmts, m["skipped"])
+    insert = find("INSERT INTO orders")
     # the INSERT's account_id is drawn from orders.account_id's statistics: account 1 is the top value
     p1 = insert["params"][0]
     assert p1["column"] == "public.orders.account_id" and p1["mcv"][0] == "1"
@@ -161,15 +165,17 @@ def test_capture_then_replay_resembles_and_keeps_the_skew(clusters: tuple[Embedd
     r = pgknee("run", "--dsn", _dsn(copy), "--workload", str(tmp_path / "cap"), "--allow-writes", "--clients",
                "2,4", "--duration", "4s", "--store", str(store), "--no-waits", *QUICK, env=ENV)
     assert r.code == 0, r.err
+    # every write succeeds: the upsert's two rows apart, the audit trail's two keys fresh and apart
+    assert r.err.count(", 0 failed") == 2, r.err
     assert "Replay against capture" in r.out
     rows = sql(store, "SELECT statement, sum(calls) FROM step_statements GROUP BY statement")
-    assert len(rows) == 5
+    assert len(rows) == len(PRODUCTION)
     mix = pgknee("workload", "mix", "last", "--store", str(store))
-    assert mix.code == 0 and mix.out.count(" yes") + mix.out.count(" NO") == 5
+    assert mix.code == 0 and mix.out.count(" yes") + mix.out.count(" NO") == len(PRODUCTION)
     shown = pgknee("show", "last", "--store", str(store), "--no-waits", "--json", str(tmp_path / "run.json"))
     assert shown.code == 0 and "Replay against capture" in shown.out
     doc = json.loads((tmp_path / "run.json").read_text())["replay_mix"]
-    assert len(doc["statements"]) == 5 and doc["within"] is True, doc  # shares of calls and of time
+    assert len(doc["statements"]) == len(PRODUCTION) and doc["within"] is True, doc  # shares of calls and of time
     report = pgknee("report", "last", "--store", str(store), "-o", str(tmp_path / "r.md"))
     assert report.code == 0 and "## Replay against capture" in (tmp_path / "r.md").read_text()
     # the replay's statement mix: share of calls within 5 points of the capture's, for every statement

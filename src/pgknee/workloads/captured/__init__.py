@@ -21,7 +21,7 @@ from pgknee.workloads import queries
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 from pgknee.workloads.captured.manifest import Manifest, load
 
-FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ 1$", re.MULTILINE)  # a fresh key's counter (keys.py)
+FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ \d+$", re.MULTILINE)  # a fresh key's counter (keys.py)
 
 
 def _highest(conn: psycopg.Connection[Any], column: str) -> int:

@@ -20,7 +20,7 @@ from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
 from pgknee.workloads.captured import grouping, observe, pauses, sqlmap, txscript
 from pgknee.workloads.captured import transactions as tx
-from pgknee.workloads.captured.keys import fresh_keys
+from pgknee.workloads.captured.keys import fresh_keys, upsert_rows
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
 from pgknee.workloads.captured.source import Source, find_table, foreign_keys, param_types, placed, stats, unique_keys
 
@@ -280,7 +280,7 @@ def _statement(src: Source, sid: str, query: str, figures: tuple[int, float, int
         # pg_dump before 18 reads each sequence so (SELECT last_value, is_called FROM s), once per dump
         raise gen.CannotDraw(f"it reads the state of sequence {', '.join(t for t in tables if t in src.sequences)} "
                              "as a relation, as pg_dump and monitoring tools do (an application calls nextval())")
-    fresh = fresh_keys(src, sid, parsed) if parsed.inserts_into else {}
+    fresh = (upsert_rows if parsed.upsert else fresh_keys)(src, sid, parsed) if parsed.inserts_into else {}
     each = {n: fresh[n] if n in fresh else _typed(src, sid, query, n, use) if _untied(src, query, n, use)
             else _param(src, sid, n, use, rows / max(calls, 1)) for n, use in sorted(parsed.params.items())}
     after = _ranges(src, sid, parsed, each)

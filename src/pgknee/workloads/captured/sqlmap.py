@@ -42,6 +42,7 @@ class Parsed:
     inserts_into: str = ""  # an INSERT's table, as written
     changes: str = ""  # an UPDATE's or a DELETE's table, as written
     locks: bool = False  # a SELECT ... FOR UPDATE / FOR SHARE (of its tables)
+    upsert: bool = False  # an INSERT ... ON CONFLICT: the application means its keys to meet rows
 
 
 def statement_fingerprint(text: str) -> str:
@@ -79,7 +80,8 @@ def parse(text: str) -> Parsed:
     into = _name(stmt.relation) if isinstance(stmt, ast.InsertStmt) else ""
     changes = _name(stmt.relation) if isinstance(stmt, ast.UpdateStmt | ast.DeleteStmt) else ""
     locks = isinstance(stmt, ast.SelectStmt) and bool(stmt.lockingClause)
-    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, into, changes, locks)
+    upsert = isinstance(stmt, ast.InsertStmt) and stmt.onConflictClause is not None
+    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, into, changes, locks, upsert)
 
 
 def _walk(node: Any, parents: tuple[Any, ...]) -> Iterator[tuple[Any, tuple[Any, ...]]]:
