@@ -147,6 +147,15 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
         found = [holding(*needles) for needles in types]
         assert all(len(f) == len(n) and len(set(f)) == 1 for f, n in zip(found, types, strict=True)), found
         assert len({f[0] for f in found}) == len(types), found  # each its own
+        # every statement of the application scripted (the tweet INSERT into a table empty when analysed draws
+        # its user from the column its foreign key references)
+        assert not [sk["query"] for sk in manifest.get("skipped", []) if f"{name}." in sk["query"]], manifest["skipped"]
+        # the arms of a choice under one draw: a vote inserted one way or the other; a payment's customer by name or
+        # by id, and updated plainly or for a bad credit
+        arms = {"orderentry": ("w_ytd = w_ytd +", 1), "voter": ("voter.contestants", 1)}.get(name)
+        if arms:
+            (script,) = [g["file"] for g in groups if any(arms[0] in text[sid] for sid in g["statements"])]
+            assert (cap / script).read_text().count("\\elif") >= arms[1], (cap / script).read_text()[:3000]
         # statements per transaction within 15% of the application's (pgbench's own count, above)
         assert abs(spt_replay - spt_app) <= 0.15 * spt_app, (row, spt_app)
     finally:

@@ -387,7 +387,7 @@ def test_the_two_arms_of_a_choice_run_under_one_draw(tmp_path: Path) -> None:
                                                                    ("column", "v.v.s", "random(1, 50)")],
                    repeat=0.60),
              _part("v6", "SELECT 1 FROM w WHERE n = $1;", [("column", "v.w.n", "random(1, 6)")], repeat=0.2)]
-    g = grouping.Group(("v1", "v4", "v5", "v6"), 100, 0, "moved", moved=True, choices=(("v5", "v4"),))
+    g = grouping.Group(("v1", "v4", "v5", "v6"), 100, 0, "moved", moved=True, choices=((("v4",), ("v5",)),))
     script = txscript.text("t01", g, parts, {}, [])
     body = script[script.index("BEGIN;"):]
     assert body.count("\\if ") == 2 and body.count("\\elif ") == 1 and body.count("\\endif") == 2, body

@@ -9,7 +9,10 @@ statements the replayed statements' calls (pg_stat_statements on the target) per
 
 Tolerances: 15% for the hold and the idle share (what a replay of drawn sleeps reproduces; a step
 past the server's knee holds longer, since its statements wait: that miss is the finding, not an
-error of the replay), 5% for statements per transaction (set by the scripts)."""
+error of the replay), and for the hold at least TURN_SPREAD_MS for each of the client's
+turnarounds (one before each statement and one before COMMIT): they belong to the client's
+machine and its load, not to the application; 10% for statements per transaction (set by the
+scripts)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,11 @@ from pgknee.serverstats import DatabaseStep
 from pgknee.types import ReplayedStatement, StepRecord
 
 HOLD_TOL = 0.15
+# a client's turnaround between two statements moves with its machine's load: pgbench's measured
+# 0.29-0.55 ms on one 2-CPU machine, the application alone or beside pgknee's samplers (three
+# applications' captures): a social network's one-statement transactions held 0.6 ms observed and
+# 0.7 replayed, a vote's five turnarounds 2.9 ms and 3.4
+TURN_SPREAD_MS = 0.15
 SHARE_TOL = 0.15
 STATEMENTS_TOL = 0.10  # the observation's own count ran 3.5% under pgbench's (2.52 against 2.61),
 # and a step of ~1,000 transactions draws its scripts with ~2% of noise (make slow: 2.65 at 8 clients)
@@ -64,8 +72,8 @@ def captured_of(env: Mapping[str, str]) -> Captured | None:
     return Captured(hold, num("idle_share"), num("statements_per_transaction")) if hold is not None else None
 
 
-def _off(value: float | None, ref: float | None, tol: float) -> bool:
-    return value is not None and ref is not None and ref > 0 and abs(value - ref) > tol * ref
+def _off(value: float | None, ref: float | None, tol: float, slack: float = 0.0) -> bool:
+    return value is not None and ref is not None and ref > 0 and abs(value - ref) > max(tol * ref, slack)
 
 
 def hold_check(env: Mapping[str, str], steps: Sequence[StepRecord], pgdb: Mapping[int, DatabaseStep],
@@ -77,6 +85,7 @@ def hold_check(env: Mapping[str, str], steps: Sequence[StepRecord], pgdb: Mappin
     for r in replayed:
         calls[r.step_id] = calls.get(r.step_id, 0.0) + float(r.calls)
     rows = []
+    turns = (cap.statements_per_transaction or 1.0) + 1.0
     for s in steps:
         db, n = pgdb.get(s.step_id), s.transactions
         if s.status != "completed" or db is None or not n:
@@ -86,7 +95,8 @@ def hold_check(env: Mapping[str, str], steps: Sequence[StepRecord], pgdb: Mappin
         share = idle / (active + idle) if active is not None and idle is not None and active + idle > 0 else None
         spt = calls[s.step_id] / n if s.step_id in calls else None
         misses = tuple(what for what, bad in (
-            ("hold", _off(hold, cap.hold_ms, HOLD_TOL)), ("idle share", _off(share, cap.idle_share, SHARE_TOL)),
+            ("hold", _off(hold, cap.hold_ms, HOLD_TOL, turns * TURN_SPREAD_MS)),
+            ("idle share", _off(share, cap.idle_share, SHARE_TOL)),
             ("statements per transaction", _off(spt, cap.statements_per_transaction, STATEMENTS_TOL))) if bad)
         rows.append(HoldRow(s.step_id, s.clients, s.rep, hold, share, spt, misses))
     return HoldCheck(cap, tuple(rows))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.table import Table
 
-from pgknee.analyze.holdcheck import HOLD_TOL, SHARE_TOL, STATEMENTS_TOL, HoldCheck
+from pgknee.analyze.holdcheck import HOLD_TOL, SHARE_TOL, STATEMENTS_TOL, TURN_SPREAD_MS, HoldCheck
 from pgknee.analyze.resemblance import Resemblance
 
 if TYPE_CHECKING:  # a report reads no server: the captured package's workload would load psycopg
@@ -131,8 +131,9 @@ def resemblance_table(r: Resemblance) -> Table:
 def hold_table(h: HoldCheck) -> Table:
     """Each step's transactions against the application's: hold, idle share, statements."""
     c = h.captured
-    t = Table(title=f"Transactions: replay against the application (tolerance: hold and idle share ±{HOLD_TOL:.0%}, "
-                    f"statements per transaction ±{STATEMENTS_TOL:.0%})", box=box.SIMPLE_HEAD)
+    t = Table(title=f"Transactions: replay against the application (tolerance: hold ±{HOLD_TOL:.0%} or "
+                    f"{TURN_SPREAD_MS:g} ms per client turnaround, idle share ±{SHARE_TOL:.0%}, statements per "
+                    f"transaction ±{STATEMENTS_TOL:.0%})", box=box.SIMPLE_HEAD)
     for col in ("step", "hold ms", "application", "idle share", "application", "statements per tx", "application",
                 "within"):
         t.add_column(col, justify="left" if col in ("step", "within") else "right")
@@ -144,5 +145,6 @@ def hold_table(h: HoldCheck) -> Table:
                   f"{c.statements_per_transaction:.2f}" if c.statements_per_transaction is not None else "-",
                   "yes" if r.within else "NO: " + ", ".join(r.misses))
     t.caption = ("both from the server's counters: (active_time + idle_in_transaction_time) per transaction; a step "
-                 f"past the knee holds longer as its statements wait (idle share ±{SHARE_TOL:.0%} relative)")
+                 "past the knee holds longer as its statements wait; a turnaround (one before each statement and "
+                 "COMMIT) is the client machine's, and lengthens when pgknee shares a machine with the server")
     return t

@@ -60,7 +60,7 @@ class Group:
     moved: bool = False
     # the two arms of one choice (a vote inserted one way or the other), found by their sum: each
     # transaction runs one of them at most, under one draw
-    choices: tuple[tuple[str, str], ...] = ()
+    choices: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
 
 
 def group(calls: dict[str, int], queryids: dict[int, str], seen: Sequence[tx.Transaction],

@@ -77,32 +77,55 @@ def spread_ratio(series: dict[str, list[int]], sids: list[str]) -> np.ndarray:
     return out
 
 
-def choices(statements: Sequence[str], transactions: int, series: dict[str, list[int]]) -> tuple[tuple[str, str], ...]:
+Arm = tuple[str, ...]
+
+
+def choices(statements: Sequence[str], transactions: int, series: dict[str, list[int]]) -> tuple[tuple[Arm, Arm], ...]:
     """The two arms of a choice among a transaction type's statements (a vote inserted one way or
-    the other): two run in a share of its transactions each (under 90%), their shares together no
+    the other; a payment's customer updated plainly, or, for a bad credit, its data read and
+    updated): two run in a share of its transactions each (under 97%), their shares together no
     more than all of them (within 5%), and their sum moving as the type's every-time statement does
     (spread_ratio under MOVING_SAME and under half of either arm's alone). Two independent branches
     whose shares add to all of them would spread their sum as much as the rarer arm: a choice, about
-    0. Disjoint pairs, the steadiest first, each in the order the statements run."""
+    0. An arm holds the statements that move with its first as one block does (a share alike,
+    spread_ratio under MOVING_SAME). Disjoint pairs, the steadiest first, each arm in the order its
+    statements run."""
     members = [m for m in statements if m in series and sum(series[m]) > 0]
     if len(members) < 3 or transactions <= 0:
         return ()
     n_windows = len(series[members[0]])
     same = min(MOVING_SAME, 1.0 - 4.0 * (2.0 / max(1, n_windows)) ** 0.5)
     every = min(members, key=lambda m: abs(sum(series[m]) - transactions))
-    arms = [m for m in members if m != every and sum(series[m]) < 0.9 * sum(series[every])]
-    found: list[tuple[float, str, str]] = []
-    for i, a in enumerate(arms):
-        for b in arms[i + 1:]:
-            if sum(series[a]) + sum(series[b]) > 1.05 * sum(series[every]):
-                continue
-            both = [x + y for x, y in zip(series[a], series[b], strict=True)]
-            alone = spread_ratio({"a": series[a], "b": series[b], "e": series[every]}, ["a", "b", "e"])
-            ratio = float(spread_ratio({"s": both, "e": series[every]}, ["s", "e"])[0, 1])
-            if ratio < same and ratio < min(alone[0, 2], alone[1, 2]) / 2:
-                found.append((ratio, a, b))
-    out: list[tuple[str, str]] = []
-    for _, a, b in sorted(found):
-        if not {a, b} & {m for pair in out for m in pair}:
-            out.append((a, b))
+    total = sum(series[every])
+    arms = [m for m in members if m != every and sum(series[m]) < 0.97 * total]
+    if len(arms) < 2:
+        return ()
+    r = spread_ratio({m: series[m] for m in [*arms, every]}, [*arms, every])
+    at = {m: i for i, m in enumerate(arms)}
+    found = sorted(_summed(a, b, series, every, r[at[a], -1], r[at[b], -1]) + (a, b)
+                   for i, a in enumerate(arms) for b in arms[i + 1:] if sum(series[a]) + sum(series[b]) <= 1.05 * total)
+    found = [f for f in found if f[0] < same and f[0] < min(f[1:3]) / 2]
+    out: list[tuple[Arm, Arm]] = []
+    taken: set[str] = set()
+
+    def arm(x: str, pair: tuple[str, str]) -> Arm:
+        n = sum(series[x])
+        return tuple(m for m in arms if m == x or (m not in taken and m not in pair and r[at[m], at[x]] < same
+                                                   and abs(sum(series[m]) - n) <= 0.25 * n))
+
+    for *_, a, b in found:
+        if {a, b} & taken:
+            continue
+        one, two = arm(a, (a, b)), arm(b, (a, b))
+        if set(one) & set(two):
+            continue
+        taken |= {*one, *two}
+        out.append((one, two))
     return tuple(out)
+
+
+def _summed(a: str, b: str, series: dict[str, list[int]], every: str, alone_a: float, alone_b: float
+            ) -> tuple[float, float, float]:
+    """(the spread_ratio of a's and b's sum against the every-time statement, a's alone, b's alone)."""
+    both = [x + y for x, y in zip(series[a], series[b], strict=True)]
+    return float(spread_ratio({"s": both, "e": series[every]}, ["s", "e"])[0, 1]), float(alone_a), float(alone_b)

@@ -105,21 +105,42 @@ def runs(p: Part) -> float:
     return p.repeat if p.repeat >= 1.5 or p.repeat < OPTIONAL else 1.0
 
 
-def blocks(parts: Sequence[Part], choices: Sequence[tuple[str, str]] = ()) -> list[tuple[float, list[Part]]]:
+Choices = Sequence[tuple[tuple[str, ...], tuple[str, ...]]]
+
+
+def blocks(parts: Sequence[Part], choices: Choices = ()) -> list[tuple[float, list[Part]]]:
     """The statements in order, those that repeat alike in a row together (passes, statements), and
-    so those that run in only some transactions alike in a row (their share, statements), but
-    never the two arms of a choice."""
+    so those that run in only some transactions alike in a row (their share, statements); an arm
+    of a choice (`choices`, its statements together: together()) is a unit of its own, in its share
+    however near all the transactions."""
     out: list[tuple[float, list[Part]]] = []
-    arms = {frozenset(pair) for pair in choices}
+    arm = {sid: (i, side) for i, pair in enumerate(choices) for side, sids in enumerate(pair) for sid in sids}
     for p in parts:
-        k = runs(p)
-        if out and k != 1 and out[-1][0] != 1 and (k > 1) == (out[-1][0] > 1) \
-                and abs(k - out[-1][0]) <= ALIKE * out[-1][0] \
-                and not any(frozenset((m.sid, p.sid)) in arms for m in out[-1][1]):
+        mine = arm.get(p.sid)
+        k = p.repeat if mine is not None and p.repeat < 1 else runs(p)
+        theirs = {arm.get(m.sid) for m in out[-1][1]} if out else set()
+        alike = bool(out) and k != 1 and out[-1][0] != 1 and (k > 1) == (out[-1][0] > 1) \
+            and abs(k - out[-1][0]) <= ALIKE * out[-1][0]
+        if (mine is not None and theirs == {mine}) or (mine is None and theirs == {None} and alike):
             prev_k, members = out[-1]
             out[-1] = ((prev_k * len(members) + k) / (len(members) + 1), [*members, p])
         else:
             out.append((k, [p]))
+    return out
+
+
+def together(parts: Sequence[Part], choices: Choices) -> list[Part]:
+    """The two arms of each choice next to each other, the first's statements then the second's, where
+    the most frequent of them runs (the samples place it best: a rare arm is seldom seen)."""
+    out = list(parts)
+    for first, second in choices:
+        mine = [p for p in out if p.sid in first] + [p for p in out if p.sid in second]
+        if not mine:
+            continue
+        anchor = max(mine, key=lambda p: p.repeat)
+        at = [p.sid for p in out if p.sid not in {m.sid for m in mine} or p is anchor].index(anchor.sid)
+        rest = [p for p in out if p not in mine]
+        out = [*rest[:at], *mine, *rest[at:]]
     return out
 
 
@@ -130,6 +151,7 @@ def text(name: str, g: grouping.Group, parts: Sequence[Part], links: dict[str, s
     values drawn before each statement that needs them."""
     outer = _Scope()
     body: list[str] = ["BEGIN;"]
+    parts = together(parts, g.choices)
     units = blocks(parts, g.choices)
     slots = sum(k * len(members) for k, members in units)
     gaps = gaps_of(units)
@@ -184,14 +206,15 @@ def _sometimes(var: str, k: float, members: list[Part], outer: _Scope, links: di
     outer.said += inner.said
 
 
-def _other_arms(units: Sequence[tuple[float, list[Part]]], choices: Sequence[tuple[str, str]]) -> dict[int, int]:
+def _other_arms(units: Sequence[tuple[float, list[Part]]], choices: Choices) -> dict[int, int]:
     """The units that are the two arms of a choice, the first's index -> the second's: each run in
     a share of the transactions, their shares together no more than all of them (within 5%)."""
     at = {m.sid: b for b, (_, members) in enumerate(units) for m in members}
     out: dict[int, int] = {}
-    for a, b in choices:
-        i, j = sorted((at.get(a, -1), at.get(b, -1)))
-        if i >= 0 and i != j and units[i][0] < 1 and units[j][0] < 1 and units[i][0] + units[j][0] <= 1.05 \
+    for first, second in choices:
+        i, j = at.get(first[0], -1), at.get(second[0], -1)
+        if 0 <= i < j and units[i][0] < 1 and units[j][0] < 1 and units[i][0] + units[j][0] <= 1.05 \
+                and {m.sid for m in units[i][1]} <= set(first) and {m.sid for m in units[j][1]} <= set(second) \
                 and not {i, j} & {*out, *out.values()}:
             out[i] = j
     return out
@@ -260,7 +283,7 @@ def _passes(k: float) -> tuple[int, int]:
 
 def _statement(p: Part, scope: _Scope, links: dict[str, str], pass_var: str | None, sleeps: bool) -> list[str]:
     """A statement's lines in the transaction: its own draws but those it takes from earlier ones."""
-    sql, drop, rising = p.sql, set(), []
+    sql, drop, rising, put = p.sql, set(), [], {}
     columns = [q.column for q in p.params if q.use in AGREEING and q.column]
     for q in p.params:
         var = f"{p.sid}_p{q.n}"
@@ -271,12 +294,14 @@ def _statement(p: Part, scope: _Scope, links: dict[str, str], pass_var: str | No
         if bound is not None and (q.use != "fresh" or cls in scope.fresh):
             sql = _put(sql, var, bound)
             drop.add(var)
+            put[var] = bound
             scope.said.append(f"{p.sid}'s {q.column.rsplit('.', 1)[-1]} is the value {bound} an earlier statement "
                               "used: linked columns agree within a transaction")
         elif pass_var and p.inserts and q.use == "column" and q.column in p.keys and base_type(q.type) in INTEGERS \
                 and _rest_bound(p, q, scope, links):
             sql = _put(sql, var, pass_var)
             drop.add(var)
+            put[var] = pass_var
             scope.said.append(f"{q.column} is the block's pass (1, 2, ...): the rest of its key is the transaction's")
         else:
             scope.bound[cls] = var
@@ -288,6 +313,8 @@ def _statement(p: Part, scope: _Scope, links: dict[str, str], pass_var: str | No
                     drop.add(var)  # its own draw gives way to its pass's slice
                     rising.append(sliced)
     metas = [m for m in p.metas if not any(m.startswith((f"\\set {v} ", f"\\set {v}_")) for v in drop)]
+    for var, other in put.items():  # what else reads it (a multi-row INSERT's other rows) reads its value
+        metas = [_put(m, var, other) for m in metas]
     return [*metas, *rising, sql, *(["\\sleep :pgknee_gap_us us"] if sleeps else [])]
 
 
