@@ -582,6 +582,35 @@ def test_a_payment_s_bad_credit_is_one_arm_of_a_choice() -> None:
     assert body.count("\\elif") == 2 and body.count("\\if") == 2, body
 
 
+def test_a_bad_credit_the_samples_never_saw_joins_its_payment() -> None:
+    """Issue 39: in a capture of 12 s the samples saw payments (their plain update in 90%) but never
+    the bad credit inside one: its two statements, moving together, became a transaction of their
+    own (10% of the payments, its own script). Added to the plain update they move as the payment
+    does: they join it, one arm of the choice."""
+    rng = random.Random(8)
+    total: dict[int, int] = defaultdict(int)
+    reads = [dict(total)]
+    for w in range(110):
+        for _ in range(int(300 * (1 + 0.3 * math.sin(w / 7)))):
+            if rng.random() < 0.6:
+                for q in (1, 2):
+                    total[q] += 1
+                for q in ((4, 5) if rng.random() < 0.1 else (3,)):
+                    total[q] += 1
+            else:
+                total[10] += 1
+                total[11] += 1
+        reads.append(dict(total))
+    qids = {1: "p1", 2: "p2", 3: "plain", 4: "bad_read", 5: "bad_update", 10: "o1", 11: "o2"}
+    calls = {sid: reads[-1].get(q, 0) for q, sid in qids.items()}
+    seen = [_seen(i, float(i), [1, 2, 3]) for i in range(40)] + [_seen(100 + i, 100.0 + i, [10, 11]) for i in range(30)]
+    groups, _ = grouping.group(calls, qids, seen, None, reads)
+    payment = next(g for g in groups if "p1" in g.statements)
+    assert set(payment.statements) == {"p1", "p2", "plain", "bad_read", "bad_update"}, groups
+    assert {frozenset(pair) for pair in payment.choices} == {frozenset({("plain",), ("bad_read", "bad_update")})}
+    assert len(groups) == 2, groups
+
+
 def test_the_spread_of_a_difference_tells_one_type_from_two() -> None:
     """moves.spread_ratio against its theory, on simulated windows: two types drawn independently
     about 1 (whatever moves the rate), one type's statements about 0, a branch in 60% of a type's

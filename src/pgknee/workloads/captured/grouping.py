@@ -35,6 +35,7 @@ from pgknee.workloads.captured.moves import (
     MOVING_JOIN,
     MOVING_SAME,
     choices,
+    completes,
     correlations,
     series_of,
     spread_ratio,
@@ -198,34 +199,32 @@ def _branches(out: list[Group], free: list[str], c: np.ndarray, at: dict[str, in
 
 def _complements(out: list[Group], free: list[str], series: dict[str, list[int]], starts: dict[str, float]
                  ) -> list[str]:
-    """The other arm of a choice: a statement that, added to a group's branch, moves as the group's
-    transactions do (their sum's difference from its every-time statement as steady as one
-    type's, and half as spread as the branch's alone: an independent type added to a branch
-    spreads it more), is that branch's complement (a vote's INSERT of one kind or the other, 39% and 60%:
-    the rarer arm alone, (1 - p) / (1 + p) = 0.44, is too near chance over 120 windows). Joined
-    to the one group it completes; their ids."""
+    """The other arm of a choice (moves.completes): a free statement that completes one group's
+    arm joins it (a vote's INSERT of one kind or the other, 39% and 60%: the rarer arm alone,
+    (1 - p) / (1 + p) = 0.44, is too near chance over 120 windows), and so does a group found by
+    movement whose statements do (a payment's bad credit, its data read and updated in 10% of
+    the payments, the other arm of the plain update: it stayed a transaction of its own when the
+    samples did not see it inside a payment). Joined to the one group it completes; the free
+    statements' ids."""
     if not series:
         return []
-    n_windows = len(next(iter(series.values())))
-    same = min(MOVING_SAME, 1.0 - 4.0 * math.sqrt(2.0 / n_windows))
     joined = []
     for sid in free:
-        fits: dict[int, tuple[float, str]] = {}
-        for i, g in enumerate(out):
-            members = [m for m in g.statements if m in series]
-            if len(g.statements) < 2 or not members:
-                continue
-            every = min(members, key=lambda m: abs(sum(series[m]) - g.transactions))
-            for arm in (m for m in members if sum(series[m]) < 0.9 * sum(series[every])):
-                both = [a + b for a, b in zip(series[sid], series[arm], strict=True)]
-                alone = float(spread_ratio({"arm": series[arm], "every": series[every]}, ["arm", "every"])[0, 1])
-                ratio = float(spread_ratio({"both": both, "every": series[every]}, ["both", "every"])[0, 1])
-                if ratio < same and ratio < alone / 2:  # it completes the choice, not merely rides on the arm
-                    fits[i] = min((ratio, arm), fits.get(i, (ratio, arm)))
+        fits = {i: f for i, g in enumerate(out) if (f := completes(series[sid], g.statements, g.transactions, series))}
         if len(fits) == 1:
             ((i, (ratio, arm)),) = fits.items()
             out[i] = _joined(out[i], [sid], starts, [ratio], f"the other arm of {arm}'s choice: their sum's spread")
             joined.append(sid)
+    for k, g in enumerate(out):
+        lead = g.statements[0] if g.moved and len(g.statements) > 1 and g.statements[0] in series else ""
+        fits = {i: f for i, h in enumerate(out) if lead and i != k and h.statements
+                and (f := completes(series[lead], h.statements, h.transactions, series))}
+        if len(fits) == 1:
+            ((i, (ratio, arm)),) = fits.items()
+            out[i] = _joined(out[i], list(g.statements), starts, [ratio] * len(g.statements),
+                             f"the other arm of {arm}'s choice: their sum's spread")
+            out[k] = dataclasses.replace(g, statements=())
+    out[:] = [g for g in out if g.statements]
     return joined
 
 

@@ -129,3 +129,25 @@ def _summed(a: str, b: str, series: dict[str, list[int]], every: str, alone_a: f
     """(the spread_ratio of a's and b's sum against the every-time statement, a's alone, b's alone)."""
     both = [x + y for x, y in zip(series[a], series[b], strict=True)]
     return float(spread_ratio({"s": both, "e": series[every]}, ["s", "e"])[0, 1]), float(alone_a), float(alone_b)
+
+
+def completes(candidate: Sequence[int], statements: Sequence[str], transactions: int, series: dict[str, list[int]]
+              ) -> tuple[float, str] | None:
+    """(their sum's spread_ratio, the arm) when `candidate`'s calls, added to those of one of a
+    group's statements run in a share of its transactions (its arm, under 97%), move as the group's
+    every-time statement does: their sum's difference from it as steady as one type's, and half as
+    spread as the arm's alone (an independent type added to a branch spreads it more). None else."""
+    members = [m for m in statements if m in series and sum(series[m]) > 0]
+    if len(statements) < 2 or not members:
+        return None
+    n_windows = len(series[members[0]])
+    same = min(MOVING_SAME, 1.0 - 4.0 * (2.0 / max(1, n_windows)) ** 0.5)
+    every = min(members, key=lambda m: abs(sum(series[m]) - transactions))
+    best: tuple[float, str] | None = None
+    for arm in (m for m in members if sum(series[m]) < 0.97 * sum(series[every])):
+        both = [a + b for a, b in zip(candidate, series[arm], strict=True)]
+        alone = float(spread_ratio({"arm": series[arm], "every": series[every]}, ["arm", "every"])[0, 1])
+        ratio = float(spread_ratio({"both": both, "every": series[every]}, ["both", "every"])[0, 1])
+        if ratio < same and ratio < alone / 2 and (best is None or ratio < best[0]):
+            best = (ratio, arm)
+    return best
