@@ -3,11 +3,13 @@ from BenchBase's SQL) run by pgbench as the application at 8 clients, captured w
 new user would, and replayed untouched on a restored, analysed copy (issue 39).
 
 What each must do: the capture's every script passes pgbench's parser (the run's preflight
-refuses otherwise), the replay covers 90% or more of the application's database time, it runs
+refuses otherwise), every statement of the application is scripted (none skipped), the replay
+covers 90% or more of the application's database time, it runs
 with no failed transaction (its inserts collide with no row, its foreign keys hold, its locks do
 not deadlock), and every transaction type of several statements is grouped as the application runs it (the
 order with its lines, the payment, the delivery, the stock level, the order status; a follower
-list and a timeline; a vote), two types never in one script, with the statements per
+list and a timeline; a vote), two types never in one script, the arms of a choice under one draw
+(a vote inserted one way or the other; a payment's customer by name or by id), with the statements per
 transaction within 15% of the application's, counted independently from pgbench's own
 per-script transactions and the statements each runs. The figures a run gives (its hold and
 statements per transaction against the application's) are printed for docs/workload.md."""
