@@ -24,10 +24,11 @@ ROUNDS = 7  # interleaved rounds of the three probes: a burst on the shared mach
 ROUND_TRIPS = 60
 
 
-def _added(server: EmbeddedCluster, asked: float) -> tuple[float, float, float]:
+def _added(server: EmbeddedCluster, asked: float) -> tuple[float, float, float, float]:
     """(the relay's own cost at rtt 0, what it adds at `asked` beyond that, the fastest round trip
-    through it): the medians over interleaved rounds of the paired differences (direct, rtt 0,
-    rtt asked, then again), so that the three are measured side by side, not minutes apart."""
+    through it, how late it says its chunks left on average): the medians over interleaved rounds
+    of the paired differences (direct, rtt 0, rtt asked, then again), so that the three are
+    measured side by side, not minutes apart."""
     own, added, fastest = [], [], []
     with Relay(server.endpoint, 0.0) as r0, Relay(server.endpoint, asked) as r:
         for _ in range(ROUNDS):
@@ -37,8 +38,9 @@ def _added(server: EmbeddedCluster, asked: float) -> tuple[float, float, float]:
             own.append(base.median_ms - direct.median_ms)
             added.append(through.median_ms - base.median_ms)
             fastest.append(through.min_ms)
+        said = r.finish()
     assert not r.alive() and not r0.alive()
-    return statistics.median(own), statistics.median(added), min(fastest)
+    return statistics.median(own), statistics.median(added), min(fastest), said["late_mean_ms"]
 
 
 @pytest.mark.alone  # a timing measured in microseconds: nothing of the suite beside it
@@ -50,13 +52,18 @@ def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) 
     (the relay asks its timers early by their usual lateness); the fastest round trip through it 0.898
     ms at 1 ms and 4.883 at 5 ms, 0.117 ms early at worst. No retry: the medians of interleaved rounds
     carry a burst of the shared machine."""
-    own, added, fastest = _added(server, asked)
+    own, added, fastest, late = _added(server, asked)
     # its own cost is a difference of two medians of round trips: on this virtual machine a direct
     # round trip can be the slower (-0.032 ms once in make matrix, PostgreSQL 17, 1 ms asked, the
     # relay's process keeping a CPU awake that the direct path waits to wake); 0.1 ms is the test's
     # resolution here, far below the delays it asks for
     assert -0.1 < own < 1.0, f"the relay's own added latency {own:.3f} ms"
-    assert abs(added - asked) <= 0.2 * asked, f"asked {asked} ms, added {added:.3f} ms"
+    # what it adds, measured from outside by the round trips, is the asked delay within 20%, and above that
+    # no more than the lateness it declares (a chunk each way): what a loaded machine adds (1.357 ms at 1 ms
+    # asked in one matrix run on a busy virtual machine), within a quarter of the half-delay each way
+    assert 0.8 * asked <= added <= 1.2 * asked + 2 * max(0.0, late), \
+        f"asked {asked} ms, added {added:.3f}, late {late:.3f}"
+    assert late < 0.25 * asked, f"the relay's chunks {late:.3f} ms late on average, {asked} ms asked"
     # no round trip came back much before the delay: the relay asks each timer early by its lateness
     # estimate, about 0.05 ms a direction here and at most 0.1 (0.117 ms early at worst in 55 runs;
     # 0.221 once under the load of a parallel suite, when the estimate could reach 0.5 ms a direction)
@@ -125,11 +132,15 @@ def test_a_run_through_a_simulated_hop(server: EmbeddedCluster, tmp_path: Path) 
     assert facts[(normal, "net.round_trips_per_txn")] == pytest.approx(4.0)
     assert facts[(pipeline, "net.round_trips_per_txn")] == pytest.approx(1.0)
     for sid in (normal, pipeline):
-        assert facts[(sid, "net.relay_added_ms")] == pytest.approx(2.0, rel=0.2)
+        # the round trip probed through the relay: the asked 2 ms and the lateness the relay declares, a chunk
+        # each way (2.45-2.52 ms with 0.2 ms late in matrix runs on a busy virtual machine)
+        late = facts[(sid, "net.relay_late_mean_ms")]
+        # (the probe runs before the step, the lateness is the step's: within 20%, and above that no more than it)
+        assert 1.6 <= facts[(sid, "net.relay_added_ms")] <= 2.4 + 2 * late, (late, facts)
         assert facts[(sid, "net.direct_rtt_ms")] < 0.5
         # what the relay said at the step's end: its chunks on time (within a quarter of the half-delay:
         # 0.21 ms late on average in a matrix run, three test workers on two CPUs), its CPU
-        assert 0 <= facts[(sid, "net.relay_late_mean_ms")] < 0.25
+        assert 0 <= late < 0.25
         assert 0 < facts[(sid, "net.relay_cpu_pct")] < 100
     assert steps[1][5] > 2.0 * steps[0][5], steps
     assert "Network per transaction" in r.out
