@@ -33,10 +33,10 @@ from pgknee.workloads.captured.moves import (
     MOVES_S,
     MOVING_BRANCH,
     MOVING_JOIN,
-    MOVING_SAME,
     choices,
     completes,
     correlations,
+    same_below,
     series_of,
     spread_ratio,
 )
@@ -163,8 +163,7 @@ def _moving_parts(sids: list[str], free: list[str], core: dict[str, int], apart:
     """The statements that move together: each free one with any statement it moves with (a
     group's statement only when it moves with one group alone), connected."""
     at = {sid: i for i, sid in enumerate(sids)}
-    # two types' ratio is 1 give or take sqrt(2 / windows): four of those below it at the least
-    same = min(MOVING_SAME, 1.0 - 4.0 * math.sqrt(2.0 / n_windows))
+    same = same_below(n_windows)
     edges: list[tuple[str, str]] = []
     for a in free:
         strong = [b for b in sids if b != a and b not in apart

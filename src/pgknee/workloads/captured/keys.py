@@ -20,13 +20,7 @@ def fresh_keys(src: Source, sid: str, parsed: sqlmap.Parsed) -> dict[int, tuple[
     column's (the widest range) a key of the client's own above every value the target holds
     (_fresh), the statement as the application sent it; else DEFAULT where the column has one (a
     uuid's, say)."""
-    into = find_table(src, *(parsed.inserts_into.split(".", 1) if "." in parsed.inserts_into
-                        else ("", parsed.inserts_into)))
-    by_column: dict[str, list[int]] = {}
-    for n, use in sorted(parsed.params.items()):
-        if use.inserted:
-            where = placed(src, n, use) if use.kind == "position" else use
-            by_column.setdefault(where.column, []).append(n)
+    into, by_column = _inserted(src, parsed)
     out: dict[int, tuple[Param, gen.Drawn]] = {}
     for _primary, columns, defaults in unique_keys(src, into):
         ours = [c for c in columns if c in by_column]
@@ -50,13 +44,7 @@ def upsert_rows(src: Source, sid: str, parsed: sqlmap.Parsed) -> dict[int, tuple
     """An INSERT ... ON CONFLICT's keys: drawn from the column's statistics (the application means
     them to meet rows), but one statement's rows apart (ON CONFLICT DO UPDATE refuses to change one
     row twice): the other rows' integer key row 1's plus 1, 2, ..."""
-    into = find_table(src, *(parsed.inserts_into.split(".", 1) if "." in parsed.inserts_into
-                             else ("", parsed.inserts_into)))
-    by_column: dict[str, list[int]] = {}
-    for n, use in sorted(parsed.params.items()):
-        if use.inserted:
-            where = placed(src, n, use) if use.kind == "position" else use
-            by_column.setdefault(where.column, []).append(n)
+    into, by_column = _inserted(src, parsed)
     for _primary, columns, _defaults in unique_keys(src, into):
         for c in columns:
             st = stats(src, into, c)
@@ -68,6 +56,18 @@ def upsert_rows(src: Source, sid: str, parsed: sqlmap.Parsed) -> dict[int, tuple
                             gen.Drawn((f"\\set {sid}_p{n} :{var} + {k}",), f":{sid}_p{n}"))
                         for k, n in enumerate(ns) if k > 0}
     return {}
+
+
+def _inserted(src: Source, parsed: sqlmap.Parsed) -> tuple[str, dict[str, list[int]]]:
+    """The INSERT's table (schema.table) and each column its VALUES set: the parameters, row by row."""
+    into = find_table(src, *(parsed.inserts_into.split(".", 1) if "." in parsed.inserts_into
+                             else ("", parsed.inserts_into)))
+    by_column: dict[str, list[int]] = {}
+    for n, use in sorted(parsed.params.items()):
+        if use.inserted:
+            where = placed(src, n, use) if use.kind == "position" else use
+            by_column.setdefault(where.column, []).append(n)
+    return into, by_column
 
 
 def _rows(sid: str, first: Param, ns: list[int]) -> dict[int, tuple[Param, gen.Drawn]]:

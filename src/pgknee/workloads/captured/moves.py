@@ -13,6 +13,7 @@ shares, are drawn independently. Two measures tell them apart:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -80,6 +81,12 @@ def spread_ratio(series: dict[str, list[int]], sids: list[str]) -> np.ndarray:
 Arm = tuple[str, ...]
 
 
+def same_below(n_windows: int) -> float:
+    """The spread_ratio under which two statements move as one type's: MOVING_SAME, and four standard
+    errors of two types' ratio (1 give or take sqrt(2 / windows)) below 1 at the least."""
+    return min(MOVING_SAME, 1.0 - 4.0 * math.sqrt(2.0 / max(1, n_windows)))
+
+
 def choices(statements: Sequence[str], transactions: int, series: dict[str, list[int]]) -> tuple[tuple[Arm, Arm], ...]:
     """The two arms of a choice among a transaction type's statements (a vote inserted one way or
     the other; a payment's customer updated plainly, or, for a bad credit, its data read and
@@ -93,8 +100,7 @@ def choices(statements: Sequence[str], transactions: int, series: dict[str, list
     members = [m for m in statements if m in series and sum(series[m]) > 0]
     if len(members) < 3 or transactions <= 0:
         return ()
-    n_windows = len(series[members[0]])
-    same = min(MOVING_SAME, 1.0 - 4.0 * (2.0 / max(1, n_windows)) ** 0.5)
+    same = same_below(len(series[members[0]]))
     every = min(members, key=lambda m: abs(sum(series[m]) - transactions))
     total = sum(series[every])
     arms = [m for m in members if m != every and sum(series[m]) < 0.97 * total]
@@ -140,8 +146,7 @@ def completes(candidate: Sequence[int], statements: Sequence[str], transactions:
     members = [m for m in statements if m in series and sum(series[m]) > 0]
     if len(statements) < 2 or not members:
         return None
-    n_windows = len(series[members[0]])
-    same = min(MOVING_SAME, 1.0 - 4.0 * (2.0 / max(1, n_windows)) ** 0.5)
+    same = same_below(len(series[members[0]]))
     every = min(members, key=lambda m: abs(sum(series[m]) - transactions))
     best: tuple[float, str] | None = None
     for arm in (m for m in members if sum(series[m]) < 0.97 * sum(series[every])):
