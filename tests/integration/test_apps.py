@@ -73,6 +73,7 @@ def _statements_per_transaction(app: Path, stdout: str) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # the replay's rate against the application's: another test's load beside one of them skews it
 @pytest.mark.once  # a source, a copy, the application, its replay: a capture's shape does not depend on the major
 @pytest.mark.timeout(420)
 @pytest.mark.parametrize("name", ["orderentry", "social", "voter"])
@@ -94,14 +95,17 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
         bindir = _dump_tools()
         dump = subprocess.run([str(bindir / "pg_dump"), "-Fc", "-h", str(source.sock), "-p", str(source.port), "-U",
                                "pgknee", "pgknee"], check=True, capture_output=True, timeout=120).stdout
-        copy = _cluster(base)
-        made.append(copy)
-        subprocess.run([str(bindir / "pg_restore"), "-h", str(copy.sock), "-p", str(copy.port), "-U", "pgknee",
-                        "--no-owner", "--no-privileges", "-d", "pgknee"], input=dump, capture_output=True,
-                       timeout=120, check=False)
-        with _conn(copy) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            conn.execute("ANALYZE")
+        # two copies: the replay's, and the application's own (its counters, a district's next order id, are its
+        # own: the replay's inserts, keys of each client's own above the highest, would meet them)
+        for _ in range(2):
+            made.append(_cluster(base))
+            subprocess.run([str(bindir / "pg_restore"), "-h", str(made[-1].sock), "-p", str(made[-1].port), "-U",
+                            "pgknee", "--no-owner", "--no-privileges", "-d", "pgknee"], input=dump,
+                           capture_output=True, timeout=120, check=False)
+            with _conn(made[-1]) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                conn.execute("ANALYZE")
+        copy, own_copy = made[1], made[2]
         cap = tmp_path / "cap"
         got: dict[str, CliResult] = {}
         watcher = threading.Thread(target=lambda: got.update(r=pgknee(
@@ -114,21 +118,27 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
         assert got["r"].code == 0, got["r"].err
         spt_app = _statements_per_transaction(app, stdout)
         dsn = f"postgresql://pgknee@127.0.0.1:{copy.port}/pgknee"
-        # the application's own scripts on the copy, under pgknee as the replay runs (its samplers and log on
-        # the same two CPUs), then the replay: their rate and hold side by side
+        # the application's own scripts on the copy under pgknee, as the replay runs (its samplers and log on the
+        # same two CPUs), and the replay, in turns (A B A B: a drift of the shared machine weighs on both): their
+        # rate and hold side by side
         scripts = ["--script" if a == "-f" else a for a in _scripts(app)]
-        own = pgknee("run", "--dsn", dsn, "--workload", "custom", *scripts, "--clients", str(CLIENTS), "--duration",
-                     "8s", "--store", str(tmp_path / "a.db"), "--no-waits", env=ENV)
-        assert own.code == 0, own.err
-        store = tmp_path / "r.db"
-        r = pgknee("run", "--dsn", dsn, "--workload", str(cap),
-                   "--allow-writes", "--clients", str(CLIENTS), "--duration", "8s", "--store", str(store), "--no-waits",
-                   env=ENV)
-        assert r.code == 0, r.err
-        (tps_app, hold_app), (tps_replay, hold_replay) = _rate_and_hold(tmp_path / "a.db"), _rate_and_hold(store)
+        measured: dict[str, list[tuple[float, float]]] = {"app": [], "replay": []}
+        for turn in (1, 2):
+            own = pgknee("run", "--dsn", f"postgresql://pgknee@127.0.0.1:{own_copy.port}/pgknee", "--workload",
+                         "custom", *scripts, "--clients", str(CLIENTS),
+                         "--duration", "6s", "--store", str(tmp_path / f"a{turn}.db"), "--no-waits", env=ENV)
+            assert own.code == 0, own.err
+            store = tmp_path / f"r{turn}.db"
+            r = pgknee("run", "--dsn", dsn, "--workload", str(cap), "--allow-writes", "--clients", str(CLIENTS),
+                       "--duration", "6s", "--store", str(store), "--no-waits", env=ENV)
+            assert r.code == 0, r.err
+            assert ", 0 failed" in r.err, r.err  # no insert collided, no foreign key broke, no deadlock
+            measured["app"].append(_rate_and_hold(tmp_path / f"a{turn}.db"))
+            measured["replay"].append(_rate_and_hold(store))
+        (tps_app, hold_app), (tps_replay, hold_replay) = [
+            (sum(t for t, _ in m) / 2, sum(h for _, h in m) / 2) for m in (measured["app"], measured["replay"])]
         covered = re.search(r"the replay covers (\d+)% of the application's database time", r.err)
         assert covered and int(covered.group(1)) >= 90, r.err
-        assert ", 0 failed" in r.err, r.err  # no insert collided, no foreign key broke, no deadlock
         mix = pgknee("workload", "mix", "last", "--store", str(store))
         row = next(ln for ln in mix.out.splitlines() if ln.strip().startswith("c8 rep 1"))
         spt_replay = float(row.split()[7])
@@ -171,7 +181,8 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
         # statements per transaction within 15% of the application's (pgbench's own count, above)
         assert abs(spt_replay - spt_app) <= 0.15 * spt_app, (row, spt_app)
         # the rate within 20% of the application's and the hold within 15% (issue 39's targets), each widened by
-        # what two runs of the same scripts differ by on this machine (up to 10%, and 21% once for a hold)
+        # what two runs of the same scripts differ by on this machine (up to 10%, and 21% once for a hold; beside
+        # another test, one after the other, the order entry's replay ran at 163 TPS against 254, -36%)
         assert abs(tps_replay / tps_app - 1) <= 0.30, (tps_replay, tps_app)
         assert abs(hold_replay / hold_app - 1) <= 0.30, (hold_replay, hold_app)
     finally:
