@@ -357,14 +357,19 @@ def _unknown(n: int, var: str, column: str, type_: str, why: str) -> tuple[Param
     """A column's value with no statistics to draw it from: a value of its type (a number spread
     over a thousand, else BY_TYPE's), said so; CannotDraw for a type with none."""
     kind = gen.base_type(type_)
-    if kind in gen.INTEGERS | gen.FLOATS:
-        drawn, value = gen.Drawn((f"\\set {var} random(0, 999)",), f":{var}"), "0..999"
-    elif kind in BY_TYPE:
-        drawn, value = gen.Drawn((), BY_TYPE[kind]), BY_TYPE[kind]
-    else:
+    if kind not in BY_TYPE:
         raise gen.CannotDraw(f"${n}: {why}, and its type ({type_}) has no value pgknee would choose for it")
+    drawn, value = _of_type(var, kind, kind in gen.INTEGERS | gen.FLOATS)
     return Param(n, "typed", column, type_, f"{value}: {why}; a value of its type (ANALYZE the table on the source "
                                              "and capture again, or edit the script)"), drawn
+
+
+def _of_type(var: str, kind: str, spread: bool) -> tuple[gen.Drawn, str]:
+    """A value of a type BY_TYPE names, and how it is said: a number spread over 0..999 (so that it
+    does not pick the same rows each time), else the type's constant."""
+    if spread:
+        return gen.Drawn((f"\\set {var} random(0, 999)",), f":{var}"), "0..999"
+    return gen.Drawn((), BY_TYPE[kind]), BY_TYPE[kind]
 
 
 def _ranges(src: Source, sid: str, parsed: sqlmap.Parsed, each: dict[int, tuple[Param, gen.Drawn]]) -> dict[int, int]:
@@ -426,8 +431,7 @@ def _typed(src: Source, sid: str, query: str, n: int, use: sqlmap.ParamUse) -> t
                              "pgknee would choose for it")
     var = f"{sid}_p{n}"
     picks = use.kind == "expression" and kind in gen.INTEGERS | gen.FLOATS
-    drawn = gen.Drawn((f"\\set {var} random(0, 999)",), f":{var}") if picks else gen.Drawn((), BY_TYPE[kind])
-    value = "0..999" if drawn.lines else BY_TYPE[kind]
+    drawn, value = _of_type(var, kind, picks)
     why = (f"{value}: a value of its type ({kind}); nothing ties it to a column's values (a constant "
            "pg_stat_statements replaced, or a value computed with), so no statistics say more: edit the script")
     return Param(n, "typed", "", kind, why), drawn

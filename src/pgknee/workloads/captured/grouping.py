@@ -150,12 +150,12 @@ def _moving_together(groups: list[Group], calls: dict[str, int], series: dict[st
     joined += _branches(out, [sid for sid in free if sid not in joined], c, at, starts, n_windows)
     joined += _complements(out, [sid for sid in free if sid not in joined], series, starts)
     out = _branch_blocks(out, c, at, starts, n_windows)
-    if not joined:
-        return [dataclasses.replace(g, choices=choices(g.statements, g.transactions, series)) for g in groups], how
-    out = [dataclasses.replace(g, choices=choices(g.statements, g.transactions, series)) for g in out]
-    out = [g for g in out if len(g.statements) > 1 or g.statements[0] not in joined]  # alone no more
-    return out, (f"{how}; {len(joined)} statement(s) the samples did not group joined by how their calls moved "
-                 f"over {n_windows} windows of {MOVES_S * 1000:.0f} ms")
+    if joined:
+        out = [g for g in out if len(g.statements) > 1 or g.statements[0] not in joined]  # alone no more
+        how = (f"{how}; {len(joined)} statement(s) the samples did not group joined by how their calls moved over "
+               f"{n_windows} windows of {MOVES_S * 1000:.0f} ms")
+    return [dataclasses.replace(g, choices=choices(g.statements, g.transactions, series))
+            for g in (out if joined else groups)], how
 
 
 def _moving_parts(sids: list[str], free: list[str], core: dict[str, int], apart: set[str], c: np.ndarray,

@@ -101,7 +101,7 @@ def choices(statements: Sequence[str], transactions: int, series: dict[str, list
     if len(members) < 3 or transactions <= 0:
         return ()
     same = same_below(len(series[members[0]]))
-    every = min(members, key=lambda m: abs(sum(series[m]) - transactions))
+    every = _every(members, transactions, series)
     total = sum(series[every])
     arms = [m for m in members if m != every and sum(series[m]) < 0.97 * total]
     if len(arms) < 2:
@@ -147,7 +147,7 @@ def completes(candidate: Sequence[int], statements: Sequence[str], transactions:
     if len(statements) < 2 or not members:
         return None
     same = same_below(len(series[members[0]]))
-    every = min(members, key=lambda m: abs(sum(series[m]) - transactions))
+    every = _every(members, transactions, series)
     best: tuple[float, str] | None = None
     for arm in (m for m in members if sum(series[m]) < 0.97 * sum(series[every])):
         both = [a + b for a, b in zip(candidate, series[arm], strict=True)]
@@ -156,3 +156,8 @@ def completes(candidate: Sequence[int], statements: Sequence[str], transactions:
         if ratio < same and ratio < alone / 2 and (best is None or ratio < best[0]):
             best = (ratio, arm)
     return best
+
+
+def _every(members: Sequence[str], transactions: int, series: dict[str, list[int]]) -> str:
+    """The group's statement run once in every transaction: its calls nearest the group's count."""
+    return min(members, key=lambda m: abs(sum(series[m]) - transactions))
