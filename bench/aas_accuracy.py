@@ -45,13 +45,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pgknee import proc
 from pgknee.collect import queries
 from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
 from pgknee.collect.pgstats import StatsReader, settled, snapshot
 from pgknee.collect.waitsampling import probes_of, profile_diff  # what `pgknee run` reads and counts
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
 from pgknee.plan import WorkloadSpec, parse_seconds
+from pgknee.system import proc
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.workloads.base import write_scripts

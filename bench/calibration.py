@@ -175,8 +175,8 @@ def run_data(by_n: Mapping[int, Sequence[float]], progress: Mapping[int, Sequenc
              ) -> Any:
     """The sweep as pgknee stores it: one completed step per repetition (Little's law holding: a
     closed loop's mean latency is clients / TPS), the per-second figures, no OS samples."""
+    from pgknee.model.results import RunData, RunRecord, StepRecord
     from pgknee.plan import Plan
-    from pgknee.types import RunData, RunRecord, StepRecord
 
     plan = Plan(clients=tuple(sorted(by_n)), duration_s=10, reps=max(len(v) for v in by_n.values()))
     run = RunRecord(run_id="20260101-000000-cali", created_at="2026-01-01 00:00:00.000", finished_at=None,

@@ -51,10 +51,10 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from pgknee import proc
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, parse_summary, pgbench_version
+from pgknee.model.rules import LATENCY_SAMPLES, PROBE_S, log_sampling_rate
 from pgknee.plan import Plan, WorkloadSpec
-from pgknee.rules import LATENCY_SAMPLES, PROBE_S, log_sampling_rate
+from pgknee.system import proc
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.workloads.base import write_scripts
 from pgknee.workloads.ewallet import EWallet

@@ -42,10 +42,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pgknee import proc
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, log_files, parse_summary, pgbench_version
+from pgknee.model.rules import PROBE_S, log_sampling_rate
 from pgknee.plan import Plan, WorkloadSpec
-from pgknee.rules import PROBE_S, log_sampling_rate
+from pgknee.system import proc
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.workloads.base import write_scripts
 from pgknee.workloads.ewallet import EWallet

@@ -97,7 +97,7 @@ def stored_sessions(clients: int, rnd: random.Random) -> int:
 
 
 def _iso(epoch: float) -> str:
-    from pgknee.clock import iso_of
+    from pgknee.base.clock import iso_of
 
     return iso_of(epoch)
 
@@ -157,10 +157,17 @@ def os_rows(start: float, seconds: int, phase: str, clients: int, rnd: random.Ra
 def step_result(step_id: int, start: float, shape: Shape, variant: str, clients: int, rnd: random.Random) -> Any:
     """What run.step hands the writer for one completed step (its sampled sessions go to the
     writer in batches before, as the sampler's sink does: activity_rows)."""
-    from pgknee.samples import OsSamples
-    from pgknee.serverstats import DatabaseStep
-    from pgknee.stepfacts import MemoryAtEnd, StepFacts
-    from pgknee.types import LatencyStats, PgbenchSummary, ProgressPoint, ScriptResult, StepMeasurement, StepResult
+    from pgknee.model.facts import MemoryAtEnd, StepFacts
+    from pgknee.model.results import (
+        LatencyStats,
+        PgbenchSummary,
+        ProgressPoint,
+        ScriptResult,
+        StepMeasurement,
+        StepResult,
+    )
+    from pgknee.model.samples import OsSamples
+    from pgknee.model.server import DatabaseStep
 
     secs = shape.seconds
     tps = model_tps(clients, variant) * rnd.uniform(0.95, 1.05)
@@ -285,8 +292,8 @@ def in_memory(repeat: int) -> dict[str, Any]:
 
 def synthetic(counts: int, reps: int, seconds: int) -> Any:
     """The RunData of before, built directly (no store): 20 h of steps in memory."""
+    from pgknee.model.results import OsSample, RunData, RunRecord, StepRecord
     from pgknee.plan import Plan, parse_variant
-    from pgknee.types import OsSample, RunData, RunRecord, StepRecord
 
     rnd = random.Random(7)
     clients = [50 * (i + 1) for i in range(counts)]

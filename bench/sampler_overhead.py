@@ -42,11 +42,11 @@ from pathlib import Path
 
 from scipy import stats
 
-from pgknee import proc
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, parse_progress_line, pgbench_version
 from pgknee.plan import WorkloadSpec, parse_seconds
+from pgknee.system import proc
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.workloads.base import write_scripts
 from pgknee.workloads.ewallet import EWallet

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from psycopg.conninfo import make_conninfo
 
-from pgknee import proc
+from pgknee.system import proc
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 
 ARMS = ("off", "on", "off2")

@@ -38,16 +38,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pgknee import proc
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.memory import memory_picture
 from pgknee.collect.osproc import CLK_TCK, read_meminfo
 from pgknee.collect.pace import Pace
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
-from pgknee.idle import IdleHolder
+from pgknee.model.facts import MemoryAtEnd
+from pgknee.model.samples import ActivitySamples
 from pgknee.plan import parse_seconds
-from pgknee.samples import ActivitySamples
-from pgknee.stepfacts import MemoryAtEnd
+from pgknee.run.idle import IdleHolder
+from pgknee.system import proc
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import EmbeddedCluster, find_bindir
 from pgknee.workloads.base import ScriptSource, write_scripts

@@ -133,7 +133,7 @@ def outcome(store: Path, wall_s: float) -> Outcome:
     """A run's answer from its store, as `pgknee recommend` reads it."""
     from pgknee.analyze.recommend import recommend
     from pgknee.analyze.run import build
-    from pgknee.keys import Env
+    from pgknee.model.keys import Env
     from pgknee.store.db import Store
     from pgknee.store.load import load_run
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgknee.registry import start_time
+from pgknee.system.registry import start_time
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pgknee.netsim.control import Relay, probe
-from pgknee.proc import RunAs
+from pgknee.system.proc import RunAs
 from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import APP_ENV, PROBED, QUICK, SCALE, dsn_of, pgknee, sql

@@ -16,10 +16,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgknee import proc, registry, safefs
-from pgknee.errors import PoolerError
+from pgknee.base.errors import PoolerError
 from pgknee.pooler import pgpool as pgpool_module
 from pgknee.pooler.pgpool import ManagedPgpool, PgpoolSettings, PgpoolSnapshot, find_pgpool, pgpool_version
+from pgknee.system import proc, registry, safefs
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import EmbeddedCluster, free_port, server_user
 

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pgknee.clock import polling
+from pgknee.base.clock import polling
 from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import QUICK, SCALE, own_cluster, pgknee, pgknee_popen, sql, superuser, wait_for

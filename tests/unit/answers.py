@@ -17,7 +17,7 @@ from typing import Any
 import corpus
 from curves import CURVES, run_of
 
-from pgknee.types import RunData
+from pgknee.model.results import RunData
 
 WIDTH = 110  # the terminal's columns the outputs are printed at
 
@@ -116,7 +116,7 @@ ENTRIES = (
            "sessions queue, so the answer is \"for now\" again, without the server's own CPU figures.",),
           "as for the saturated sweep: one doubling more.",
           command="pgknee recommend RUN --server-cpus 2",
-          transform=lambda d: __import__("pgknee.analyze.machine", fromlist=["x"]).with_server_cpus(managed(d), 2)),
+          transform=lambda d: __import__("pgknee.analyze.cpus", fromlist=["x"]).with_server_cpus(managed(d), 2)),
     Entry("Withheld: the client set the pace", "curve:client-bound", "base",
           "A synthetic sweep: pgbench's threads at 95% of their capacity from 8 clients.",
           ("no count: the curve flattens, but it is pgbench's limit, not the server's.",),

@@ -17,9 +17,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pgknee.model.results import OsSample, RunData, RunRecord, ScriptRow, StepRecord
+from pgknee.model.server import DatabaseStep
 from pgknee.plan import Plan
-from pgknee.serverstats import DatabaseStep
-from pgknee.types import OsSample, RunData, RunRecord, ScriptRow, StepRecord
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 BENCH = Path(__file__).resolve().parents[2] / "bench"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from builders import make_run_data
 
-from pgknee.types import RunData
+from pgknee.model.results import RunData
 
 # a unit test needs no server: one that takes this long hangs (the suite's default is for the
 # integration tests)

@@ -28,7 +28,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pgknee.types import RunData
+from pgknee.model.results import RunData
 
 DIR = Path(__file__).resolve().parent.parent / "data" / "verdicts"
 LEFT_OUT = ("commands", "statement_mix")  # nothing the recommendation reads

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from builders import make_run_data, os_sample, step
 
-from pgknee.samples import PoolerFacts
-from pgknee.types import OsSample, PoolerRecord, RunData
+from pgknee.model.results import OsSample, PoolerRecord, RunData
+from pgknee.model.samples import PoolerFacts
 
 
 @dataclass(frozen=True)

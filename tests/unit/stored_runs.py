@@ -8,11 +8,11 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pgknee.samples import OsSamples
-from pgknee.stepfacts import StepFacts
+from pgknee.model.facts import StepFacts
+from pgknee.model.results import LatencyStats, PgbenchSummary, StepMeasurement, StepResult
+from pgknee.model.samples import OsSamples
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
-from pgknee.types import LatencyStats, PgbenchSummary, StepMeasurement, StepResult
 
 
 def store_run(path: Path, run_id: str, tps: Mapping[int, Sequence[float]], *, p99_factor: float = 1.0,

@@ -13,7 +13,7 @@ from pgknee.analyze import adaptive as ad
 from pgknee.analyze.recommend import Recommendation, recommend
 from pgknee.analyze.run import build
 from pgknee.analyze.usl import Params
-from pgknee.types import RunData
+from pgknee.model.results import RunData
 
 # each round fits the model with its bootstrap (seconds on a shared 2-CPU machine): the sweeps
 # below take several rounds

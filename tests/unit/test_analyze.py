@@ -9,14 +9,14 @@ import pytest
 from builders import make_run_data, os_sample, step, with_run
 
 from pgknee.analyze import checks as ck
-from pgknee.analyze.records import Spread
 from pgknee.analyze.run import build
 from pgknee.analyze.summary import latency_stats, median, pct_change
+from pgknee.analyze.view import Spread
 from pgknee.analyze.waits import article_aas, relative_error, total_aas, wait_profile
-from pgknee.keys import CheckId
+from pgknee.model.keys import CheckId
+from pgknee.model.results import LatencyStats, RunData, WaitRow
+from pgknee.model.rules import spread_pct
 from pgknee.plan import Plan
-from pgknee.rules import spread_pct
-from pgknee.types import LatencyStats, RunData, WaitRow
 
 # ---- summary --------------------------------------------------------------------------------------
 

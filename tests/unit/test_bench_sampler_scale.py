@@ -8,7 +8,7 @@ import math
 import pytest
 from builders import load_bench
 
-from pgknee.samples import ActivitySamples
+from pgknee.model.samples import ActivitySamples
 
 ss = load_bench("sampler_scale")
 

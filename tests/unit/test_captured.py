@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pgknee.analyze.resemblance import resemblance
-from pgknee.errors import UserError
-from pgknee.types import CapturedStatement, ReplayedStatement
+from pgknee.base.errors import UserError
+from pgknee.model.results import CapturedStatement, ReplayedStatement
 from pgknee.workloads.captured import generators as gen
 from pgknee.workloads.captured import grouping, sqlmap, txscript
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Statement, load

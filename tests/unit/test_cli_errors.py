@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from pgknee import cli
-from pgknee.errors import TargetError, from_exception
+from pgknee.base.errors import TargetError, from_exception
 from pgknee.plan import Plan
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
@@ -301,8 +301,8 @@ def test_a_ctrl_c_whose_exception_was_swallowed_still_ends_the_command() -> None
     import os
     import signal
 
-    from pgknee import proc
     from pgknee.report.output import write_file
+    from pgknee.system import proc
 
     before = signal.getsignal(signal.SIGINT)  # Python's own; an xdist worker ignores SIGINT
     with proc.ctrl_c_remembered():
@@ -329,6 +329,6 @@ def test_a_ctrl_c_whose_exception_was_swallowed_still_ends_the_command() -> None
     ("", False, ""),
 ])
 def test_an_errors_line(error: BaseException | str, last: bool, line: str) -> None:
-    from pgknee.errors import first_line
+    from pgknee.base.errors import first_line
 
     assert first_line(error, last=last) == line

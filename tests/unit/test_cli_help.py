@@ -8,8 +8,8 @@ import argparse
 from collections.abc import Iterator
 from pathlib import Path
 
+from pgknee.base.errors import EXIT_CODES
 from pgknee.cli import COMMAND_CODES, build_parser, commands
-from pgknee.errors import EXIT_CODES
 
 EXIT_DOC = Path(__file__).resolve().parents[2] / "docs" / "exit-codes.md"
 

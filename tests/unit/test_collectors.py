@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 import psycopg
 import pytest
 
+from pgknee.base.errors import TargetError
 from pgknee.collect.protocol import Collectors, Hooks, Needs, Phase
-from pgknee.errors import TargetError
-from pgknee.records import StepRecord
-from pgknee.samples import OsSamples, PoolerSamples
-from pgknee.serverstats import WalStep
+from pgknee.model.kinds import StepRecord
+from pgknee.model.samples import OsSamples, PoolerSamples
+from pgknee.model.server import WalStep
 
 
 @dataclass

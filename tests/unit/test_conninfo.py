@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pgknee.dsn import environment_dsn, parse_dsn, redact_dsn, split_secret
-from pgknee.errors import UserError
+from pgknee.base.dsn import environment_dsn, parse_dsn, redact_dsn, split_secret
+from pgknee.base.errors import UserError
 from pgknee.targets.conninfo import child_env, env_neutral, write_passfile
 
 PW = "s3cr:et\\Zq9"  # ':' and '\' must be escaped in a passfile

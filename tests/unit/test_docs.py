@@ -135,8 +135,8 @@ def test_every_other_command_line_in_the_docs_parses(page: str, line: str, whole
     """The cheap equivalent of running it: pgknee's own parser takes the line (its command, every
     flag, every value the parser checks). A mention in the text ('pgknee cleanup --dsn') names a
     command and flags that exist."""
+    from pgknee.base.errors import UserError
     from pgknee.cli import build_parser, commands
-    from pgknee.errors import UserError
 
     parser = build_parser()
     argv = _argv(line)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from builders import DATA
 
+from pgknee.base.errors import DriverError, UserError
 from pgknee.driver.histogram import RELATIVE_ERROR
 from pgknee.driver.measure import measure, read_transaction_logs
 from pgknee.driver.pgbench import (
@@ -20,8 +21,7 @@ from pgknee.driver.pgbench import (
     parse_summary,
     pgbench_version,
 )
-from pgknee.errors import DriverError, UserError
-from pgknee.types import PgbenchSummary, ProgressPoint
+from pgknee.model.results import PgbenchSummary, ProgressPoint
 from pgknee.workloads.base import Script
 
 LOG_DIR = DATA / "pgbench_log"
@@ -337,7 +337,7 @@ def test_measured_window_is_pgbenchs_own() -> None:
     """5000 clients through pgbouncer: 25.3 s of connecting; pgbench's TPS counts 6030
     transactions over the 14.6 s left of its elapsed time."""
     from pgknee.driver.pgbench import window_of
-    from pgknee.types import PgbenchSummary
+    from pgknee.model.results import PgbenchSummary
 
     s = PgbenchSummary(transactions=6030, tps=413.087489, conn_time_ms=25328.445, duration_s=30.0)
     assert window_of(s, 30.0) == pytest.approx(14.597, abs=0.001)

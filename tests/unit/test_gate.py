@@ -13,7 +13,7 @@ from stored_runs import store_run
 from pgknee import cli
 from pgknee.analyze.gate import Rule, judge, parse_rule, welch_ratio
 from pgknee.analyze.run import build
-from pgknee.errors import GATE_FAILED, UserError
+from pgknee.base.errors import GATE_FAILED, UserError
 
 
 @pytest.fixture(autouse=True)

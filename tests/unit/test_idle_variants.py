@@ -10,12 +10,12 @@ import pytest
 from builders import make_run_data
 
 from pgknee.analyze.run import build
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
+from pgknee.model.facts import StepFacts
+from pgknee.model.server import DatabaseStep
 from pgknee.plan import Plan, PoolerSpec, TargetSpec, Variant, parse_variant, parse_variants, variant_from_dict
 from pgknee.report.side_by_side import idle_memory_table
 from pgknee.report.terminal import render
-from pgknee.serverstats import DatabaseStep
-from pgknee.stepfacts import StepFacts
 
 
 @pytest.mark.parametrize(("spec", "idle", "kind", "settings"), [

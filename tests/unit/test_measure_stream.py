@@ -14,7 +14,7 @@ from builders import DATA
 
 from pgknee.driver import measure as m
 from pgknee.driver.histogram import RELATIVE_ERROR
-from pgknee.types import LatencyStats
+from pgknee.model.results import LatencyStats
 from pgknee.workloads.base import Script
 
 LOGS = [DATA / "pgbench_log" / "log.4242", DATA / "pgbench_log" / "log.4242.1"]

@@ -18,15 +18,15 @@ from pgknee.analyze.network import (
     rtt_achieved,
 )
 from pgknee.analyze.run import build
+from pgknee.base.errors import TargetError, UserError
 from pgknee.driver.pgbench import pipeline_form
 from pgknee.driver.roundtrips import per_transaction, round_trips
-from pgknee.errors import TargetError, UserError
-from pgknee.keys import CheckId, CheckStatus
+from pgknee.model.facts import Network, RelayEnd, StepFacts
+from pgknee.model.keys import CheckId, CheckStatus
 from pgknee.netsim.control import Relay, relayed, summarize, upstream_args
 from pgknee.plan import Plan, Variant
 from pgknee.plan.files import plan_from_values
 from pgknee.plan.variants import parse_variants
-from pgknee.stepfacts import Network, RelayEnd, StepFacts
 from pgknee.targets.base import Endpoint
 
 EWALLET = Path(__file__).resolve().parents[2] / "src" / "pgknee" / "workloads" / "ewallet"

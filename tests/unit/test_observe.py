@@ -16,9 +16,9 @@ import pytest
 from builders import step
 
 from pgknee.analyze.holdcheck import application_terms, hold_check, hold_warnings
-from pgknee.keys import observed
-from pgknee.serverstats import DatabaseStep
-from pgknee.types import ReplayedStatement
+from pgknee.model.keys import observed
+from pgknee.model.results import ReplayedStatement
+from pgknee.model.server import DatabaseStep
 from pgknee.workloads.captured import grouping, observe, pauses, txscript
 from pgknee.workloads.captured import transactions as tx
 from pgknee.workloads.captured.manifest import Manifest, Observation, ScriptEntry, Spread, Statement, load

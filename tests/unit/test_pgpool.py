@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from pgknee.base.errors import PoolerError
 from pgknee.collect.osproc import descendants, listen_queue
-from pgknee.errors import PoolerError
 from pgknee.pooler.pgpool import (
     ManagedPgpool,
     PgpoolSettings,
@@ -291,11 +291,11 @@ def test_descendants_from_proc() -> None:
 
 
 def test_a_pgpool_variant_its_mapping_and_its_refusals(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pgknee.errors import UserError
+    from pgknee.base.errors import UserError
+    from pgknee.model.rules import database_concurrency
     from pgknee.plan import Plan, parse_variant
     from pgknee.pooler.lab import Poolers
     from pgknee.pooler.pgpoollab import pgpool_counts
-    from pgknee.rules import database_concurrency
 
     v = parse_variant("pgpool:pool=8", "extended")
     assert v.pooler is not None and v.pooler.kind == "pgpool" and v.pooler.pool_size == 8

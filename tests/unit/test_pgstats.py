@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from pgknee.collect.pgstats import SERVER_START, change, settled
-from pgknee.serverstats import DatabaseStep, ServerRestart
+from pgknee.model.server import DatabaseStep, ServerRestart
 
 
 def test_the_change_of_the_counters_the_server_has() -> None:

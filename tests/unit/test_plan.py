@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan import (
     DEFAULT_CLIENTS,
     Plan,
@@ -265,7 +265,7 @@ def test_a_latency_without_a_unit_is_refused_where_a_dba_writes_milliseconds() -
     """pgknee size --latency 50 read 50 seconds and answered 50,000 connections; --p99-target 20
     meant 20 s. A duration carries its unit or is refused in one line: a latency, a step's
     duration, a think time, a round trip alike; 0 is the same in every unit."""
-    from pgknee.errors import UserError
+    from pgknee.base.errors import UserError
     from pgknee.plan.parse import parse_seconds
 
     assert parse_seconds("50ms", "--latency") == 0.05
@@ -283,7 +283,7 @@ def test_a_latency_without_a_unit_is_refused_where_a_dba_writes_milliseconds() -
 
 def test_a_size_without_a_unit_is_refused() -> None:
     """--server-memory 64 read 64 GB silently: a size carries its unit."""
-    from pgknee.errors import UserError
+    from pgknee.base.errors import UserError
     from pgknee.plan.parse import parse_memory_gb
 
     assert parse_memory_gb("64GB") == 64.0 and parse_memory_gb("512MB") == 0.5

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan import load_plan_file, plan_from_values
 
 GOOD = """description = "article 000: baseline and pipeline"

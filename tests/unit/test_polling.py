@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from pgknee.clock import polling
-from pgknee.proc import wait_until
+from pgknee.base.clock import polling
+from pgknee.system.proc import wait_until
 
 
 def test_it_yields_at_once_then_every_interval_and_last_at_the_timeout() -> None:

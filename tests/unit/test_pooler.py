@@ -13,16 +13,16 @@ from builders import make_run_data, os_sample, step
 
 from pgknee.analyze import checks as ck
 from pgknee.analyze.run import build
+from pgknee.base.errors import UserError
 from pgknee.collect.pooler import pool_counts, stats_totals
-from pgknee.errors import UserError
+from pgknee.model.results import PoolerRecord, PoolerSample
+from pgknee.model.samples import PoolerFacts
 from pgknee.plan import Plan, PoolerSpec, Variant, parse_variant, parse_variants, plan_from_values
 from pgknee.pooler.lab import Poolers
 from pgknee.pooler.pgbouncer import PoolerSettings
 from pgknee.report.jsonout import run_json
 from pgknee.report.tables import pooler_table
 from pgknee.report.terminal import render
-from pgknee.samples import PoolerFacts
-from pgknee.types import PoolerRecord, PoolerSample
 
 
 @pytest.mark.parametrize(("spec", "pooler"), [
@@ -177,7 +177,7 @@ def test_no_pgbouncer_is_one_line_naming_the_package(monkeypatch: pytest.MonkeyP
     variant is refused in one line that says which package to install, not a checkout's make."""
     import shutil
 
-    from pgknee.errors import PoolerError
+    from pgknee.base.errors import PoolerError
     from pgknee.pooler import pgbouncer
 
     monkeypatch.setattr(shutil, "which", lambda _name: None)

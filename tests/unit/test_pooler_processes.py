@@ -13,12 +13,12 @@ from builders import make_run_data, os_sample, step
 from pgknee.analyze import checks as ck
 from pgknee.analyze.recommend import recommend, recommend_all
 from pgknee.analyze.run import build
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
+from pgknee.model.results import PoolerProcessSample, PoolerRecord, RunData
+from pgknee.model.rules import database_concurrency
+from pgknee.model.samples import PoolerFacts
 from pgknee.plan import PoolerSpec, parse_variant, parse_variants
 from pgknee.pooler.pgbouncer import PoolerSettings
-from pgknee.rules import database_concurrency
-from pgknee.samples import PoolerFacts
-from pgknee.types import PoolerProcessSample, PoolerRecord, RunData
 
 
 def test_the_variant_key_its_list_and_its_bounds() -> None:

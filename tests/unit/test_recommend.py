@@ -12,8 +12,8 @@ from builders import make_run_data, os_sample, step
 from pgknee.analyze.recommend import concurrency_of, knee, measured_points, recommend
 from pgknee.analyze.run import build
 from pgknee.analyze.usl import Params
+from pgknee.model.results import RunData
 from pgknee.report.jsonout import recommendation_json
-from pgknee.types import RunData
 
 CURVE = Params(lam=1000.0, sigma=0.05, kappa=0.002)  # peak 7,397 TPS at 21.8 clients; 95% of it from 14.8
 
@@ -157,9 +157,9 @@ def test_a_replay_unlike_its_application_at_its_fewest_clients_gives_no_count() 
     transactions 60.5 ms against 6.17; pgknee's own check said so, and the count came anyway. A
     replay of an observed capture that misses the application's hold at its fewest clients (below
     any knee, where it must hold as the application did) replays another workload: withheld."""
-    from pgknee.keys import observed
-    from pgknee.serverstats import DatabaseStep
-    from pgknee.types import ReplayedStatement
+    from pgknee.model.keys import observed
+    from pgknee.model.results import ReplayedStatement
+    from pgknee.model.server import DatabaseStep
 
     data = _sweep([1, 2, 4, 8, 12, 16, 24, 32, 48, 64])
     env = {**data.env, observed("hold_ms"): "6.17", observed("idle_share"): "0.5",

@@ -12,14 +12,14 @@ from builders import step, with_run
 from rich.table import Table
 
 from pgknee.analyze.run import build
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
+from pgknee.model.results import RunData
 from pgknee.report import charts as ch
 from pgknee.report import document as doc
 from pgknee.report import html, markdown
 from pgknee.report import plotting as pl
 from pgknee.report.files import write
 from pgknee.report.output import chart_folder, check_output, output_format
-from pgknee.types import RunData
 
 
 def _with_progress(data: RunData) -> RunData:

@@ -8,11 +8,11 @@ from builders import os_sample
 
 from pgknee.analyze.run import build
 from pgknee.analyze.waits import profile_of, wait_profile
+from pgknee.model.results import RunData
+from pgknee.model.server import DatabaseStep
 from pgknee.report.jsonout import dumps, run_json
 from pgknee.report.tables import MAX_WAIT_ROWS, wait_table
 from pgknee.report.terminal import render, run_report
-from pgknee.serverstats import DatabaseStep
-from pgknee.types import RunData
 
 
 def _text(data: RunData, **kw: bool) -> str:

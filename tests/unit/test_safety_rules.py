@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pgknee import safefs
-from pgknee.errors import PoolerError, UserError
+from pgknee.base.errors import PoolerError, UserError
+from pgknee.plan.serverconf import check_setting, conf_line, parse_setting, refusal
 from pgknee.pooler.pgbouncer import PoolerSettings, server_tls
-from pgknee.serverconf import check_setting, conf_line, parse_setting, refusal
+from pgknee.system import safefs
 
 # ---- server settings ------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from builders import make_run_data
 from pgknee.analyze.run import build
 from pgknee.analyze.warnings import run_warnings
 from pgknee.collect.pace import BUDGET, MAX_INTERVAL_S, WINDOW, Pace, series_125, slower_interval
-from pgknee.stepfacts import ActivityGaps, StepFacts
+from pgknee.model.facts import ActivityGaps, StepFacts
 
 
 @pytest.mark.parametrize(("at_least", "expected"), [

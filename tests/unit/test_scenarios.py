@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan import load_plan_file, plan_from_values
 from pgknee.scenarios import all_scenarios, find
 

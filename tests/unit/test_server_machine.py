@@ -11,7 +11,7 @@ import pytest
 from builders import make_run_data
 from test_recommend import _sweep
 
-from pgknee.analyze.machine import machine_of, server_cpus, server_line
+from pgknee.analyze.cpus import machine_of, server_cpus, server_line
 from pgknee.analyze.recommend import recommend
 from pgknee.analyze.run import build
 from pgknee.analyze.sizing import sizing
@@ -29,9 +29,9 @@ from pgknee.collect.proctext import (
     usable_cpus,
 )
 from pgknee.collect.servermachine import SERVICES, Told, classify, from_files, server_machine
+from pgknee.model.facts import Measured, StepFacts
+from pgknee.model.results import RunData
 from pgknee.report.terminal import rule_of_thumb, sizing_text
-from pgknee.stepfacts import Measured, StepFacts
-from pgknee.types import RunData
 
 PROC = Path(__file__).resolve().parent.parent / "data" / "proc"
 
@@ -178,8 +178,8 @@ def test_size_names_where_its_cores_came_from() -> None:
 def test_until_answer_ranges_over_the_servers_cpus() -> None:
     import argparse
 
+    from pgknee.base.errors import UserError
     from pgknee.cli.run import _answer_range
-    from pgknee.errors import UserError
     from pgknee.plan import Plan, TargetSpec
 
     args = argparse.Namespace(clients=None)
@@ -206,7 +206,7 @@ def test_bad_server_machine_flags_are_refused(flags: list[str], message: str, tm
 
 
 def _with_server_figures() -> RunData:
-    from pgknee.types import ServerOsSample
+    from pgknee.model.results import ServerOsSample
 
     data = make_run_data()
 
@@ -226,7 +226,7 @@ def _with_server_figures() -> RunData:
 
 
 def test_the_servers_own_figures_per_client_count() -> None:
-    from pgknee.analyze.machine import kcache_cpu, server_row
+    from pgknee.analyze.cpus import kcache_cpu, server_row
     from pgknee.report.server import server_table
     from pgknee.report.terminal import render
 
@@ -280,8 +280,8 @@ def test_the_report_of_a_remote_run_whose_server_cpus_are_unknown() -> None:
 def test_as_root_no_ssh_configuration_another_user_can_change(tmp_path: Path) -> None:
     import os
 
+    from pgknee.base.errors import UserError
     from pgknee.collect.sshproc import check_config, ssh_argv
-    from pgknee.errors import UserError
 
     assert ssh_argv("app@db1", 0.5, "/etc/cfg")[:4] == ["ssh", "-F", "/etc/cfg", "-o"]
     assert ssh_argv("app@db1", 0.5)[-5:] == ["--", "app@db1", "python3", "-", "0.5"]  # never taken for an option
@@ -317,10 +317,10 @@ def test_the_json_carries_the_servers_figures() -> None:
 
 
 def test_kcache_from_its_records_as_from_the_facts_of_older_runs() -> None:
-    """Since format 16 pg_stat_kcache's figures are records (serverstats.KcacheStep); a run before
+    """Since format 16 pg_stat_kcache's figures are records (model.server.KcacheStep); a run before
     kept them as step facts: both read the same."""
-    from pgknee.analyze.machine import kcache_cpu
-    from pgknee.serverstats import KcacheStep
+    from pgknee.analyze.cpus import kcache_cpu
+    from pgknee.model.server import KcacheStep
 
     old = _with_server_figures()
     new = dataclasses.replace(

@@ -10,8 +10,8 @@ import pytest
 
 from pgknee.analyze.groups import step_checks
 from pgknee.analyze.serverside import FPI_BURST, checkpoint_check, server_side, step_server
-from pgknee.keys import CheckId, CheckStatus
-from pgknee.serverstats import BY_TABLE, CheckpointStep, IoStep, WalStep, as_row, from_row
+from pgknee.model.keys import CheckId, CheckStatus
+from pgknee.model.server import BY_TABLE, CheckpointStep, IoStep, WalStep, as_row, from_row
 
 
 def wal(records: int = 10_000, fpi: int = 10, nbytes: float = 800_000.0, syncs: int | None = 500) -> WalStep:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pgknee.base.errors import UserError
 from pgknee.driver.pgbench import find_pgbench
-from pgknee.errors import UserError
-from pgknee.serverwheel import wheel_bindir
+from pgknee.system.serverwheel import wheel_bindir
 from pgknee.targets.local import find_bindir
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pgknee.base.errors import UserError
 from pgknee.driver.measure import measure, read_transaction_logs
 from pgknee.driver.pgbench import Counts, parse_counts
 from pgknee.driver.steady import SteadyWatch, batch_means, mser_truncation, steadiness
-from pgknee.errors import UserError
+from pgknee.model.rules import LATENCY_MIN_SAMPLES, LATENCY_SAMPLES, LOG_SHARE_CAP, log_sampling_rate
 from pgknee.plan import Plan
 from pgknee.plan.files import plan_from_values
 from pgknee.plan.parse import AUTO_MAX_S, parse_percent, parse_step_duration
-from pgknee.rules import LATENCY_MIN_SAMPLES, LATENCY_SAMPLES, LOG_SHARE_CAP, log_sampling_rate
 from pgknee.workloads.base import Script
 
 

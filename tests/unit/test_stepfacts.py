@@ -1,12 +1,11 @@
-"""pgknee.stepfacts: a step's facts as typed records, stored as name/value rows and read back the
+"""pgknee.model.facts: a step's facts as typed records, stored as name/value rows and read back the
 same; a figure a record lacks is not stored; no sentinel values."""
 
 from __future__ import annotations
 
 import pytest
 
-from pgknee.keys import StepFact
-from pgknee.stepfacts import (
+from pgknee.model.facts import (
     KINDS,
     ActivityGaps,
     Agents,
@@ -27,6 +26,7 @@ from pgknee.stepfacts import (
     Unread,
     Warmup,
 )
+from pgknee.model.keys import StepFact
 
 EVERY_KIND = StepFacts((
     QuietWait(0.42, 3, None, True), IdleSessions(500, 2.5, 498), MemoryBeforeIdle(mem_available_kb=8e6),
@@ -116,10 +116,10 @@ def test_a_step_that_completed_no_transaction_does_not_count() -> None:
     """256 clients through one pgbouncer process on a loaded 2-CPU machine connected for the whole
     4 s step: pgbench exited 0 with no transaction, and the step was stored as completed. Whatever
     the window, a step of no transaction is not a measurement; one of a transaction is."""
+    from pgknee.model.results import PgbenchSummary, StepMeasurement
     from pgknee.plan.model import Variant
     from pgknee.run.schedule import StepSpec
     from pgknee.run.verdict import _not_counted
-    from pgknee.types import PgbenchSummary, StepMeasurement
 
     spec = StepSpec(3, Variant(), 256, 1)
     none = StepMeasurement(0, 0, 0, 0, 0.0, None, ())

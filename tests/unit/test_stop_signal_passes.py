@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import pytest
 
+from pgknee.base.errors import Interrupted, TargetError
 from pgknee.collect.waitsampling import WaitProfiler
-from pgknee.errors import Interrupted, TargetError
 from pgknee.netsim.control import try_probe
 from pgknee.targets.base import Endpoint
 

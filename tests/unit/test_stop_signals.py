@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from pgknee import proc
-from pgknee.errors import Interrupted
+from pgknee.base.errors import Interrupted
+from pgknee.system import proc
 
 
 def _swallowed() -> None:

@@ -18,24 +18,13 @@ from typing import Any
 
 import pytest
 
-from pgknee import proc, registry
 from pgknee.analyze.run import build
 from pgknee.analyze.waits import article_aas, wait_profile
+from pgknee.base.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
 from pgknee.collect.activity import ACTIVITY_COLUMNS
 from pgknee.collect.osproc import OS_COLUMNS
-from pgknee.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
-from pgknee.samples import ActivitySamples, OsRow, OsSamples, PoolerFacts, PoolerSamples, SessionRow, WaitSampling
-from pgknee.serverstats import CheckpointStep, DatabaseStep, IoStep, WalStep
-from pgknee.stepfacts import ActivityGaps, MemoryAtEnd, StepFacts
-from pgknee.store import claims, sidefile
-from pgknee.store import db as db_mod
-from pgknee.store import writer as writer_mod
-from pgknee.store.db import SCHEMA_VERSION, Store
-from pgknee.store.load import load_run
-from pgknee.store.migrate import APPLICATION_ID, migrations, split_sql
-from pgknee.store.sql import load
-from pgknee.store.writer import RunWriter, import_side_file
-from pgknee.types import (
+from pgknee.model.facts import ActivityGaps, MemoryAtEnd, StepFacts
+from pgknee.model.results import (
     LatencyStats,
     PgbenchSummary,
     ProgressPoint,
@@ -45,6 +34,17 @@ from pgknee.types import (
     StepMeasurement,
     StepResult,
 )
+from pgknee.model.samples import ActivitySamples, OsRow, OsSamples, PoolerFacts, PoolerSamples, SessionRow, WaitSampling
+from pgknee.model.server import CheckpointStep, DatabaseStep, IoStep, WalStep
+from pgknee.store import claims, sidefile
+from pgknee.store import db as db_mod
+from pgknee.store import writer as writer_mod
+from pgknee.store.db import SCHEMA_VERSION, Store
+from pgknee.store.load import load_run
+from pgknee.store.migrate import APPLICATION_ID, migrations, split_sql
+from pgknee.store.sql import load
+from pgknee.store.writer import RunWriter, import_side_file
+from pgknee.system import proc, registry
 
 # the article's wait-profile query (000, section 7), verbatim
 ARTICLE_SQL = """

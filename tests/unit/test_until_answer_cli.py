@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pgknee import cli
+from pgknee.base.errors import UserError
 from pgknee.cli.run import _answer_range
-from pgknee.errors import UserError
 from pgknee.plan import Plan, Variant, load_plan_file, plan_from_values
 
 UNTOUCHED = "not a directory: pgknee cannot start anything here\n"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pgknee.base.errors import UserError
 from pgknee.driver.pgbench import PgbenchRun, pipeline_form
-from pgknee.errors import UserError
 from pgknee.plan import Plan, Variant, parse_variant
 from pgknee.workloads.base import Script
 from pgknee.workloads.ewallet import _sql

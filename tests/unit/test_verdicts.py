@@ -16,8 +16,8 @@ from curves import CURVES, run_of
 
 from pgknee.analyze.recommend import recommend
 from pgknee.analyze.run import build
-from pgknee.samples import PoolerFacts
-from pgknee.types import PoolerRecord, RunData
+from pgknee.model.results import PoolerRecord, RunData
+from pgknee.model.samples import PoolerFacts
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reading-the-answer.md"
 
@@ -50,7 +50,7 @@ def test_a_managed_servers_cpus_given_read_the_sweep_again() -> None:
     then its wait profile is read against them: sessions at work up to 2.6 (CPU 1.6, LWLock 1.0 at
     32 clients) on 4 CPUs, no class nor their sum above them, is a peak not reached; on 2 CPUs, the
     sessions at work above them at 32 clients (no one class is), an answer for now."""
-    from pgknee.analyze.machine import with_server_cpus
+    from pgknee.analyze.cpus import with_server_cpus
 
     data = run_of(CURVES["a managed server, still growing"])
     unseen = recommend(build(data))

@@ -9,8 +9,8 @@ import pytest
 
 from pgknee.analyze.waitsource import compare_sources
 from pgknee.collect.waitsampling import assumed_probes, events_of, probes_of, profile_diff, step_profile
+from pgknee.model.samples import WaitSampling
 from pgknee.report.waitsource import agreement_line
-from pgknee.samples import WaitSampling
 
 REF = 900  # the reference session's pid
 

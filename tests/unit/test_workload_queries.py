@@ -1,5 +1,5 @@
 """The workloads' and idle sessions' statements, every one a file in workloads/queries or
-pgknee/queries, and the shared loader (pgknee.sqlfiles) that reads them: by name, or by server
+run/queries, and the shared loader (pgknee.base.sqlfiles) that reads them: by name, or by server
 version where versions differ. No statement is left inline in the code that runs them."""
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ import pytest
 from psycopg import sql
 
 import pgknee
-from pgknee import queries as top_queries
-from pgknee import sqlfiles
+from pgknee.base import sqlfiles
+from pgknee.base.errors import TargetError
 from pgknee.collect import queries as collect_queries
-from pgknee.errors import TargetError
+from pgknee.run import queries as top_queries
 from pgknee.workloads import queries
 
 SRC = Path(pgknee.__file__).parent
-PACKAGES = ("pgknee.workloads.queries", "pgknee.queries")
+PACKAGES = ("pgknee.workloads.queries", "pgknee.run.queries")
 FILES = sorted((p, e.name) for p in PACKAGES for e in resources.files(p).iterdir() if e.name.endswith(".sql"))
 # the modules that run them: every file is used by its name, every statement they run is a file
-USERS = {"pgknee.workloads.queries": sorted((SRC / "workloads").rglob("*.py")), "pgknee.queries": [SRC / "idle.py"]}
+USERS = {"pgknee.workloads.queries": sorted((SRC / "workloads").rglob("*.py")), "pgknee.run.queries": [SRC / "run" / "idle.py"]}
 
 
 def _sql(package: str, filename: str) -> str:

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pgknee.analyze.recommend import Recommendation, recommend
-from pgknee.analyze.records import RunView
 from pgknee.analyze.usl import Fit, usl
+from pgknee.analyze.view import RunView
 
 FINE_BELOW = 16  # every count below this is on the grid
 MIN_COUNTS = 5  # counts measured before an answer is called known (the model has three parameters)

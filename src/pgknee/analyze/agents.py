@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgknee.analyze.checks import CLIENT_CPU_SATURATED, Check, CheckUnit, _status
-from pgknee.keys import CheckId, CheckStatus
-from pgknee.types import AgentShare, RunData, StepRecord
+from pgknee.model.keys import CheckId, CheckStatus
+from pgknee.model.results import AgentShare, RunData, StepRecord
 
 MIN_OVERLAP = 0.95  # the share of the longest window that every agent's covers
 MAX_CLOCK_SPREAD_MS = 1000.0  # agents' offsets to the store's clock this far apart: their clocks disagree

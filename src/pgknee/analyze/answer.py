@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pgknee.analyze.usl import Fit
-from pgknee.keys import CheckId
+from pgknee.model.keys import CheckId
 
 ANSWERED = ("levels-off", "peaks", "saturated")  # verdicts that give a count
 LEVEL_TEXT = "95% interval"  # what counts_interval is, wherever it is printed (analyze/curve.py LEVEL)
@@ -40,7 +40,7 @@ class Recommendation:
     fit: Fit | None  # the Universal Scalability Law: a second opinion, never the answer
     knee: int | None  # Kneedle's knee of the measured curve (analyze/saturation.py)
     heuristic: int | None  # (cores x 2) + spindles, with the server's cores; None when they are unknown
-    cores: int | None  # the server's CPUs (analyze/machine.py)
+    cores: int | None  # the server's CPUs (analyze/cpus.py)
     spindles: int
     fraction: float
     p99_target_ms: float | None

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from pgknee.analyze.machine import server_cpus
-from pgknee.analyze.records import Group, RunView
+from pgknee.analyze.cpus import server_cpus
 from pgknee.analyze.summary import pct_change
-from pgknee.keys import SETTING, Env, workload_fact
-from pgknee.types import StepRecord
+from pgknee.analyze.view import Group, RunView
+from pgknee.model.keys import SETTING, Env, workload_fact
+from pgknee.model.results import StepRecord
 
 
 @dataclass(frozen=True)

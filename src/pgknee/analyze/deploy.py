@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pgknee.analyze.recommend import Recommendation, concurrency_of
-from pgknee.analyze.records import RunView
-from pgknee.errors import NoAnswer, UserError
-from pgknee.keys import setting
+from pgknee.analyze.view import RunView
+from pgknee.base.errors import NoAnswer, UserError
+from pgknee.model.keys import setting
 
 APP_POOLS = ("hikari", "sqlalchemy", "pgx")
 APP_QUEUE_FACTOR = 2  # through pgbouncer: each app's pool is this many times its share of N

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from scipy import stats
 
 from pgknee.analyze.compare import Ratio, paired_ratio
-from pgknee.analyze.records import Group, RunView
-from pgknee.errors import UserError
+from pgknee.analyze.view import Group, RunView
+from pgknee.base.errors import UserError
 
 # a rule's metric -> the step's field
 METRICS = {"tps": "tps", "latency": "lat_avg_ms", "p50": "lat_p50_ms", "p95": "lat_p95_ms", "p99": "lat_p99_ms"}

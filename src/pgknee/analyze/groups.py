@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pgknee.analyze import checks as ck
 from pgknee.analyze.agents import agents_agree, agents_cpu
 from pgknee.analyze.network import network_checks
-from pgknee.analyze.records import Group, MemoryRow, PoolerProcessRow, PoolerRow, ScriptSummary, Spread, SystemRow
 from pgknee.analyze.serverside import checkpoint_check
+from pgknee.analyze.view import Group, MemoryRow, PoolerProcessRow, PoolerRow, ScriptSummary, Spread, SystemRow
 from pgknee.analyze.waits import total_aas, wait_profile
-from pgknee.keys import commits_per_txn
-from pgknee.rules import BEST, measured_window
-from pgknee.serverstats import DatabaseStep
-from pgknee.stepfacts import IdleSessions, MemoryAtEnd, MemoryBeforeIdle, StepFacts
-from pgknee.types import OsSample, PoolerRecord, RunData, ScriptRow, StepRecord
+from pgknee.model.facts import IdleSessions, MemoryAtEnd, MemoryBeforeIdle, StepFacts
+from pgknee.model.keys import commits_per_txn
+from pgknee.model.results import OsSample, PoolerRecord, RunData, ScriptRow, StepRecord
+from pgknee.model.rules import BEST, measured_window
+from pgknee.model.server import DatabaseStep
 
 
 def group_of(data: RunData, variant: str, clients: int, steps: Sequence[StepRecord], summary: str,

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pgknee.keys import observed
-from pgknee.serverstats import DatabaseStep
-from pgknee.types import ReplayedStatement, StepRecord
+from pgknee.model.keys import observed
+from pgknee.model.results import ReplayedStatement, StepRecord
+from pgknee.model.server import DatabaseStep
 
 HOLD_TOL = 0.15
 # a client's turnaround between two statements moves with its machine's load: pgbench's measured

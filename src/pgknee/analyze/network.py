@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pgknee.analyze.checks import Check, CheckUnit
-from pgknee.analyze.records import Group, RunView
+from pgknee.analyze.view import Group, RunView
 from pgknee.analyze.waits import total_aas
-from pgknee.keys import CheckId, CheckStatus
-from pgknee.stepfacts import Network, RelayEnd, StepFacts
-from pgknee.types import StepRecord, WaitRow
+from pgknee.model.facts import Network, RelayEnd, StepFacts
+from pgknee.model.keys import CheckId, CheckStatus
+from pgknee.model.results import StepRecord, WaitRow
 
 if TYPE_CHECKING:
     from pgknee.analyze.compare import Ratio

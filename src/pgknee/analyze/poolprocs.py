@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pgknee.analyze.answer import Recommendation
 from pgknee.analyze.curve import copies, middle
 from pgknee.analyze.noise import measure
-from pgknee.analyze.records import Group, RunView
-from pgknee.keys import CheckId, CheckStatus
+from pgknee.analyze.view import Group, RunView
+from pgknee.model.keys import CheckId, CheckStatus
 
 _PROCESSES = re.compile(r"(^|:)\s*processes\s*=\s*(\d+)\s*(?=:|$)")
 _POOL = re.compile(r"(^|:)\s*pool\s*=\s*(\d+)\s*(?=:|$)")

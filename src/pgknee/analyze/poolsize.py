@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from pgknee.analyze.answer import Recommendation
 from pgknee.analyze.curve import interval, read
-from pgknee.analyze.records import Group, RunView
+from pgknee.analyze.view import Group, RunView
 
 _POOL = re.compile(r"(^|:)\s*pool\s*=\s*(\d+)\s*(?=:|$)")
 

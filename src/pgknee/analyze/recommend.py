@@ -34,20 +34,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from pgknee.analyze.answer import ANSWERED, Recommendation
+from pgknee.analyze.cpus import Machine, machine_of, server_reasons, server_row, server_unseen, system_reasons
 from pgknee.analyze.curve import Reading, between, interval, read
 from pgknee.analyze.holdcheck import hold_check
-from pgknee.analyze.machine import Machine, machine_of, server_reasons, server_row, server_unseen, system_reasons
 from pgknee.analyze.network import network_reasons
 from pgknee.analyze.noise import Noise, parts
 from pgknee.analyze.poolprocs import families as process_families
 from pgknee.analyze.poolprocs import pooler_bound, recommend_processes
 from pgknee.analyze.poolsize import families, recommend_pool
-from pgknee.analyze.records import Group, RunView
 from pgknee.analyze.saturation import Saturation, kneedle, saturated
 from pgknee.analyze.usl import Fit, fit, next_counts, smallest_n_reaching, smallest_n_reaching_each
+from pgknee.analyze.view import Group, RunView
 from pgknee.analyze.waits import total_aas
-from pgknee.keys import CheckId, CheckStatus
-from pgknee.rules import database_concurrency
+from pgknee.model.keys import CheckId, CheckStatus
+from pgknee.model.rules import database_concurrency
 
 __all__ = ["ANSWERED", "Recommendation", "concurrency_of", "knee", "measured_points", "recommend", "recommend_all"]
 

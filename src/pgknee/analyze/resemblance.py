@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgknee.types import CapturedStatement, ReplayedStatement
+from pgknee.model.results import CapturedStatement, ReplayedStatement
 
 CALLS_TOL = 0.05
 TIME_TOL = 0.10

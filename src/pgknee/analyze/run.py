@@ -1,6 +1,6 @@
 """The analysis of one run: its steps grouped by variant and client count (analyze/groups.py),
 with the warnings (analyze/warnings.py); several runs combined into one view. Pure: it reads a
-RunData and returns records (analyze/records.py) for the renderers."""
+RunData and returns records (analyze/view.py) for the renderers."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgknee.analyze.groups import group_of
-from pgknee.analyze.records import RunView
+from pgknee.analyze.view import RunView
 from pgknee.analyze.warnings import run_warnings
-from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY
-from pgknee.types import RunData, RunRecord, StepRecord
+from pgknee.model.results import RunData, RunRecord, StepRecord
+from pgknee.model.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY
 
 __all__ = ["RunListing", "RunView", "build", "combined", "combined_name", "listing", "missing_steps",
            "planned_variants"]  # RunView: cli/run.py imports it from here

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pgknee.analyze.machine import Machine, server_row
-from pgknee.analyze.records import Group, RunView
-from pgknee.rules import cpu_saturated
+from pgknee.analyze.cpus import Machine, server_row
+from pgknee.analyze.view import Group, RunView
+from pgknee.model.rules import cpu_saturated
 
 
 @dataclass(frozen=True)

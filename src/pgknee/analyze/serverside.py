@@ -1,4 +1,4 @@
-"""The server's side of each step (pgknee.serverstats): its WAL per transaction beside the TPS,
+"""The server's side of each step (pgknee.model.server): its WAL per transaction beside the TPS,
 its checkpoints and its I/O, per client count; and the check that flags a step a checkpoint
 disturbed: one ended or was running during its bench phase, or the burst of full-page images
 after one inflated its WAL. Pure."""
@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgknee.analyze.checks import Check, CheckUnit
-from pgknee.analyze.records import Spread
-from pgknee.keys import CheckId, CheckStatus
-from pgknee.serverstats import CheckpointStep, IoStep, ServerRecord, WalStep
-from pgknee.types import RunData, StepRecord
+from pgknee.analyze.view import Spread
+from pgknee.model.keys import CheckId, CheckStatus
+from pgknee.model.results import RunData, StepRecord
+from pgknee.model.server import CheckpointStep, IoStep, ServerRecord, WalStep
 
 # a full-page-image burst: the step's FPIs per transaction at least this many times the median of
 # its variant's other steps, and its WAL per transaction this much above theirs (the burst costs)

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from pgknee.analyze.compare import tps_curve
-from pgknee.analyze.records import RunView
+from pgknee.analyze.view import RunView
 
 
 @dataclass(frozen=True)

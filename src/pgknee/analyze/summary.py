@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pgknee.types import LatencyStats
+from pgknee.model.results import LatencyStats
 
 
 def latency_stats(lat_ms: np.ndarray) -> LatencyStats | None:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pgknee.analyze.records import Group, RunView, Spread
 from pgknee.analyze.summary import pct_change
-from pgknee.types import StepRecord
+from pgknee.analyze.view import Group, RunView, Spread
+from pgknee.model.results import StepRecord
 
 
 class Metric(StrEnum):

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgknee.types import WaitRow
+from pgknee.model.results import WaitRow
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgknee.samples import WaitSampling
-from pgknee.types import RunData, StepRecord
+from pgknee.model.results import RunData, StepRecord
+from pgknee.model.samples import WaitSampling
 
 NOT_COMPARED_TYPES = frozenset({"CPU", "Client"})
 Z = 2.0  # a difference beyond 2 combined sigmas is not sampling noise (about 1 event in 20 by chance)

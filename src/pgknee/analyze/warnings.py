@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pgknee.analyze.agents import agent_warnings
 from pgknee.analyze.holdcheck import hold_check, hold_warnings
-from pgknee.analyze.records import Group, PoolerRow, RunView
-from pgknee.keys import CheckStatus
-from pgknee.rules import measured_window
-from pgknee.stepfacts import ActivityGaps, Faults, StepFacts
-from pgknee.types import RunData
+from pgknee.analyze.view import Group, PoolerRow, RunView
+from pgknee.model.facts import ActivityGaps, Faults, StepFacts
+from pgknee.model.keys import CheckStatus
+from pgknee.model.results import RunData
+from pgknee.model.rules import measured_window
 
 
 def run_warnings(view: RunView) -> list[str]:

@@ -13,8 +13,7 @@ import traceback
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
-from pgknee import proc
-from pgknee.errors import (
+from pgknee.base.errors import (
     BROKEN_PIPE,
     Interrupted,
     UserError,
@@ -24,6 +23,7 @@ from pgknee.errors import (
     take_thread_failures,
     thread_error,
 )
+from pgknee.system import proc
 
 
 class _Version(argparse.Action):
@@ -52,7 +52,7 @@ COMMAND_CODES: dict[str, tuple[int, ...]] = {
 
 
 def exit_codes_epilog(command: str) -> str:
-    from pgknee.errors import EXIT_CODES
+    from pgknee.base.errors import EXIT_CODES
 
     return "Exit codes: " + "; ".join(f"{c} {EXIT_CODES[c]}" for c in sorted(COMMAND_CODES[command])) + "."
 
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         except (Exception, KeyboardInterrupt) as e:
             return _failed(e, args)
         finally:
-            from pgknee import registry
+            from pgknee.system import registry
 
             registry.close()  # everything this command started is stopped by now: its watchdog may go
     except KeyboardInterrupt:  # a second Ctrl-C, while reporting or closing
@@ -231,7 +231,7 @@ def _broken_pipe() -> int:
 def _sweep_quietly() -> None:
     """What pgknee processes that died left behind is cleaned up before anything else; a line
     each on standard error, so that nothing vanishes unseen."""
-    from pgknee import registry
+    from pgknee.system import registry
 
     for line in registry.sweep():
         print(f"pgknee: cleaned up after a pgknee that died: {line}", file=sys.stderr)

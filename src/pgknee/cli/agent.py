@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgknee.base.errors import UserError
 from pgknee.cli.common import add_store
-from pgknee.errors import UserError
 
 if TYPE_CHECKING:
     from pgknee.plan import Plan

@@ -25,8 +25,8 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from pgknee import registry
-    from pgknee.errors import UserError
+    from pgknee.base.errors import UserError
+    from pgknee.system import registry
 
     if args.dsn:
         return _server_cleanup(args)

@@ -10,9 +10,9 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from pgknee import safefs
-from pgknee.errors import UserError
-from pgknee.rules import DEFAULT_NOISE_PCT, check_noise_pct
+from pgknee.base.errors import UserError
+from pgknee.model.rules import DEFAULT_NOISE_PCT, check_noise_pct
+from pgknee.system import safefs
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pgknee.base.errors import GATE_FAILED, UserError
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
-from pgknee.errors import GATE_FAILED, UserError
+from pgknee.model.rules import SUMMARIES
 from pgknee.report.output import write_text_file
-from pgknee.rules import SUMMARIES
 
 
 def add_parser(sub: Any) -> None:

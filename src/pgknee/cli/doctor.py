@@ -56,7 +56,7 @@ def findings() -> list[Finding]:
 
 
 def _try(what: str, find: Callable[[], str], without: str) -> Finding:
-    from pgknee.errors import PgkneeError
+    from pgknee.base.errors import PgkneeError
 
     try:
         return Finding(what, True, find(), "")
@@ -76,7 +76,7 @@ def _server() -> Finding:
 
 
 def _wheel() -> Finding:
-    from pgknee.serverwheel import wheel_bindir
+    from pgknee.system.serverwheel import wheel_bindir
 
     d = wheel_bindir()
     if d is None:
@@ -135,7 +135,7 @@ def _store() -> Finding:
 
 
 def _registry() -> Finding:
-    from pgknee import registry
+    from pgknee.system import registry
 
     return Finding("registry", True, f"{registry.state_dir()} (what pgknee starts, found again after its death)", "")
 

@@ -8,8 +8,8 @@ import argparse
 import sys
 from typing import Any
 
+from pgknee.base.errors import UserError
 from pgknee.cli.common import add_store
-from pgknee.errors import UserError
 from pgknee.report.output import check_writable, write_file
 
 FORMATS = ("csv", "openmetrics")

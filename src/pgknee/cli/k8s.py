@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 
 # the DSNs come from the Secrets: a flag naming one would put it (and maybe its password) in the manifest
 _REFUSED = ("--dsn", "--store", "--pooler-dsn", "--pooler-admin-dsn", "--agents", "--agent-wait", "--target")

@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from pgknee import proc
+from pgknee.system import proc
 
 if TYPE_CHECKING:
-    from pgknee.types import RunData
+    from pgknee.model.results import RunData
 
 
 def _load(store_path: str, refs: list[str]) -> list[RunData]:

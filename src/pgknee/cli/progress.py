@@ -9,7 +9,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from pgknee.types import ProgressPoint
+from pgknee.model.results import ProgressPoint
 
 
 class LiveUI:

@@ -10,12 +10,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from pgknee.base.errors import UserError
 from pgknee.cli.common import Renamed, add_store, print_items, stdout_outputs
-from pgknee.errors import UserError
 from pgknee.report.output import write_text_file
 
 if TYPE_CHECKING:
-    from pgknee.analyze.records import RunView
+    from pgknee.analyze.view import RunView
 
 
 def _ms(text: str) -> float:
@@ -138,8 +138,8 @@ def add_parsers(sub: Any) -> None:
 def cmd_recommend(args: argparse.Namespace) -> int:
     from rich.text import Text
 
+    from pgknee.analyze.cpus import with_server_cpus
     from pgknee.analyze.holdcheck import application_terms
-    from pgknee.analyze.machine import with_server_cpus
     from pgknee.analyze.recommend import recommend_all
     from pgknee.analyze.run import build
     from pgknee.report.deploy import deployment_items, deployment_json
@@ -235,7 +235,7 @@ def _held(directory: str | None) -> Any:
 
 def _size_cores(given: int | None, view: RunView | None) -> tuple[int, str]:
     """--server-cpus, else the run's server's (when known), else this machine's; and where from."""
-    from pgknee.analyze.machine import server_cpus
+    from pgknee.analyze.cpus import server_cpus
 
     if given is not None:
         return given, "--server-cpus"

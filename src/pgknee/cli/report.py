@@ -8,11 +8,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from pgknee.base.errors import UserError
 from pgknee.cli.common import add_noise_threshold, add_store
 from pgknee.cli.recommend import add_recommend_options, add_server_cpus
-from pgknee.errors import UserError
+from pgknee.model.rules import SUMMARIES
 from pgknee.report.output import FORMATS, IMAGE_FORMATS, check_output, output_format
-from pgknee.rules import SUMMARIES
 
 if TYPE_CHECKING:
     from pgknee.report.document import Options
@@ -65,7 +65,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     ids = [d.run.run_id for d in datas]
     if len(set(ids)) < len(ids):
         raise UserError("the same run is given twice", "give each run once")
-    from pgknee.analyze.machine import with_server_cpus
+    from pgknee.analyze.cpus import with_server_cpus
 
     views = [build(with_server_cpus(d, args.server_cpus), args.summary, args.noise_threshold) for d in datas]
 

@@ -12,22 +12,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgknee.base.dsn import TARGETS
+from pgknee.base.errors import DriverError, Interrupted, PgkneeError
 from pgknee.cli.agent import add_agent_options, agent_plan
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
 from pgknee.cli.recommend import add_recommend_options
-from pgknee.dsn import TARGETS
-from pgknee.errors import DriverError, Interrupted, PgkneeError
+from pgknee.model.rules import SUMMARIES
 from pgknee.plan import PROTOCOLS
-from pgknee.rules import SUMMARIES
 
 if TYPE_CHECKING:
     from pgknee.analyze.recommend import Recommendation
     from pgknee.analyze.run import RunView
+    from pgknee.model.results import Reopening
     from pgknee.plan import Plan, PlanFile
     from pgknee.run import Prepared
     from pgknee.run.adaptive import Answer
     from pgknee.store.db import Store
-    from pgknee.types import Reopening
 
 
 def add_parser(sub: Any) -> None:
@@ -205,7 +205,7 @@ def _output_options(p: argparse.ArgumentParser) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """From the first thing started (preflight's pgbench) on, a stop signal ends the command in
     order: what was started is stopped, what was measured kept."""
-    from pgknee import proc
+    from pgknee.system import proc
 
     args.started = time.monotonic()  # --budget counts from here, setup included
     with proc.signals(proc.raising(lambda name: Interrupted(f"interrupted by {name}"))):
@@ -415,7 +415,7 @@ def _answer_range(args: argparse.Namespace, plan: Plan, source: PlanFile | None)
     import dataclasses
 
     from pgknee.analyze.adaptive import coarse, grid
-    from pgknee.errors import UserError
+    from pgknee.base.errors import UserError
     from pgknee.plan import parse_clients
 
     given = args.clients if args.clients is not None else (source.values.get("clients") if source else None)
@@ -437,7 +437,7 @@ def _answer_range(args: argparse.Namespace, plan: Plan, source: PlanFile | None)
 def _server_cpus_before_connecting(plan: Plan) -> int:
     """The server's CPUs for --until-answer's default range: the user's --server-cpus, or this
     machine's for the embedded server; a remote server's are not known before pgknee connects."""
-    from pgknee.errors import UserError
+    from pgknee.base.errors import UserError
 
     if plan.target.server_cpus is not None:
         return plan.target.server_cpus

@@ -14,12 +14,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pgknee.dsn import TARGETS, environment_dsn, parse_dsn, redact_dsn, scrub_secrets, split_secret
-from pgknee.errors import UserError
+from pgknee.base.dsn import TARGETS, environment_dsn, parse_dsn, redact_dsn, scrub_secrets, split_secret
+from pgknee.base.errors import UserError
+from pgknee.model.results import Reopening
 from pgknee.plan import DEFAULTS, Plan, PlanFile, load_plan_file, plan_from_values
 from pgknee.scenarios import SMALL_MACHINE_CPUS
 from pgknee.scenarios import find as find_scenario
-from pgknee.types import Reopening
 
 FLAG_KEYS = tuple(DEFAULTS)
 

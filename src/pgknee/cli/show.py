@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from pgknee.base.errors import UserError
 from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
-from pgknee.errors import UserError
+from pgknee.model.rules import SUMMARIES
 from pgknee.report.output import write_text_file
-from pgknee.rules import SUMMARIES
 
 if TYPE_CHECKING:
     from pgknee.store.db import Store

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pgknee.base.errors import StoreError
 from pgknee.cli.common import add_store
-from pgknee.errors import StoreError
 
 
 def add_parser(sub: Any) -> None:

@@ -10,9 +10,9 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgknee import safefs
+from pgknee.base.errors import UserError
 from pgknee.cli.common import Renamed, add_store, print_items
-from pgknee.errors import UserError
+from pgknee.system import safefs
 
 if TYPE_CHECKING:
     from pgknee.store.db import Store

@@ -24,13 +24,13 @@ from typing import Any
 
 import psycopg
 
-from pgknee.clock import iso_of
+from pgknee.base.clock import iso_of
+from pgknee.base.errors import PgkneeError, first_line
 from pgknee.collect import queries
 from pgknee.collect.pace import Pace
 from pgknee.collect.protocol import Hooks, Phase
 from pgknee.collect.queries import load
-from pgknee.errors import PgkneeError, first_line
-from pgknee.samples import ActivitySamples, SessionRow, SnapshotRow
+from pgknee.model.samples import ActivitySamples, SessionRow, SnapshotRow
 from pgknee.targets.base import Endpoint
 
 ACTIVITY_COLUMNS = SessionRow._fields[2:]  # pg_stat_activity's, after the time and the phase

@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 import psycopg
 
 from pgknee.collect.protocol import Hooks, Phase, Session
-from pgknee.records import StepRecord
+from pgknee.model.kinds import StepRecord
 
 T = TypeVar("T")
 

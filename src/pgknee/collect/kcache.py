@@ -15,8 +15,8 @@ from psycopg import sql
 from pgknee.collect import queries
 from pgknee.collect.counters import BenchCounters
 from pgknee.collect.protocol import Session
-from pgknee.records import StepRecord
-from pgknee.serverstats import KcacheStep
+from pgknee.model.kinds import StepRecord
+from pgknee.model.server import KcacheStep
 
 # every column by name: versions name them differently (user_time; exec_user_time and plan_user_time)
 _USER = ("user_time", "exec_user_time", "plan_user_time")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from pgknee.collect.osproc import read_meminfo
-from pgknee.stepfacts import MemoryPicture
+from pgknee.model.facts import MemoryPicture
 
 M = TypeVar("M", bound=MemoryPicture)
 

@@ -8,10 +8,10 @@ import os
 import time
 from dataclasses import dataclass
 
-from pgknee.clock import iso_of
+from pgknee.base.clock import iso_of
 from pgknee.collect.periodic import PeriodicSampler
 from pgknee.collect.proctext import parse_meminfo, parse_stat
-from pgknee.samples import OsRow, OsSamples
+from pgknee.model.samples import OsRow, OsSamples
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

@@ -10,7 +10,7 @@ import time
 from typing import Generic, TypeVar
 
 from pgknee.collect.protocol import Hooks, Phase
-from pgknee.records import StepRecord
+from pgknee.model.kinds import StepRecord
 
 R = TypeVar("R")  # what a tick reads, kept to difference the next one against
 S = TypeVar("S")  # the row a tick makes of two reads

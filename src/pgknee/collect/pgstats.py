@@ -1,6 +1,6 @@
 """pg_stat_database for the benchmark database, through the collector protocol (collect.protocol):
 read as the bench phase begins and again once its counters settled after it; the change is the
-step's DatabaseStep (pgknee.serverstats), or a ServerRestart when the server started again in
+step's DatabaseStep (pgknee.model.server), or a ServerRestart when the server started again in
 between. Columns a server version lacks (active_time before 14, ...) are simply absent. The
 statistics session (StatsReader) also waits for a quiet server before each step."""
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import psycopg
 
-from pgknee.clock import polling
+from pgknee.base.clock import polling
 from pgknee.collect import queries
 from pgknee.collect.counters import BenchCounters
 from pgknee.collect.protocol import Session
-from pgknee.records import StepRecord
-from pgknee.serverstats import DATABASE_COUNTERS, DatabaseStep, ServerRestart
+from pgknee.model.kinds import StepRecord
+from pgknee.model.server import DATABASE_COUNTERS, DatabaseStep, ServerRestart
 
 SERVER_START = "postmaster_start"  # not a counter: when the server started, to tell a restart
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import psycopg
 
-from pgknee.clock import iso_of, polling
+from pgknee.base.clock import iso_of, polling
+from pgknee.base.errors import PoolerError, first_line
 from pgknee.collect.osproc import CLK_TCK, process_cpu_ticks, process_runq_wait_ns
 from pgknee.collect.protocol import Hooks, Phase
-from pgknee.errors import PoolerError, first_line
-from pgknee.samples import PoolerProcessRow, PoolerRow, PoolerSamples
+from pgknee.model.samples import PoolerProcessRow, PoolerRow, PoolerSamples
 from pgknee.targets.base import Endpoint
 
 

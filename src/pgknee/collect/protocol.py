@@ -4,7 +4,7 @@
 A step goes through its phases, and each collector is told of every one: `begin_step` (the 'pre'
 phase), `set_phase('warmup')`, `set_phase('bench')`, `set_phase('post')`, `settled()` (the bench
 phase's statistics have reached the server's views: backends report theirs as they go idle), and
-`end_step()`, which hands back the step's typed records (pgknee.records: each knows its tables
+`end_step()`, which hands back the step's typed records (pgknee.model.kinds: each knows its tables
 and its way through a side file). A collector does what its source needs at these moments and
 nothing at the others (`Hooks` gives each a default that does nothing):
 
@@ -36,8 +36,8 @@ from typing import Any, Literal, Protocol
 
 import psycopg
 
-from pgknee.errors import Interrupted, PgkneeError, first_line
-from pgknee.records import StepRecord
+from pgknee.base.errors import Interrupted, PgkneeError, first_line
+from pgknee.model.kinds import StepRecord
 
 Phase = Literal["warmup", "bench", "post"]
 

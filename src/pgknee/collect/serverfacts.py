@@ -13,7 +13,7 @@ import psycopg
 
 from pgknee.collect import queries
 from pgknee.collect.osproc import read_meminfo
-from pgknee.keys import Env
+from pgknee.model.keys import Env
 
 SERVER_SETTINGS = ("max_connections", "superuser_reserved_connections", "shared_buffers", "work_mem",
                    "effective_cache_size", "synchronous_commit", "fsync", "full_page_writes", "wal_level",

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from pgknee.base.errors import first_line
 from pgknee.collect import queries
 from pgknee.collect.proctext import (
     allowed_cpus,
@@ -21,8 +22,7 @@ from pgknee.collect.proctext import (
     parse_stat,
     usable_cpus,
 )
-from pgknee.errors import first_line
-from pgknee.keys import Env
+from pgknee.model.keys import Env
 
 # the files pgknee reads from a server's /proc (and its cgroup), by the name its samples give them
 PROC_FILES = {"stat": "/proc/stat", "meminfo": "/proc/meminfo", "loadavg": "/proc/loadavg",

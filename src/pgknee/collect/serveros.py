@@ -11,7 +11,8 @@ from typing import Any, Protocol
 
 import psycopg
 
-from pgknee.clock import iso_of
+from pgknee.base.clock import iso_of
+from pgknee.base.errors import PgkneeError, first_line
 from pgknee.collect import queries
 from pgknee.collect.osproc import cpu_percentages
 from pgknee.collect.periodic import PeriodicSampler
@@ -24,8 +25,7 @@ from pgknee.collect.proctext import (
     parse_stat,
 )
 from pgknee.collect.servermachine import PROC_FILES
-from pgknee.errors import PgkneeError, first_line
-from pgknee.samples import ServerOsRow, ServerOsSamples
+from pgknee.model.samples import ServerOsRow, ServerOsSamples
 from pgknee.targets import Endpoint
 
 # what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names)

@@ -18,8 +18,8 @@ from pgknee.collect.kcache import KcacheCollector
 from pgknee.collect.pgstats import DatabaseCollector
 from pgknee.collect.protocol import Collector, Needs, Session
 from pgknee.collect.queries import load
-from pgknee.records import StepRecord
-from pgknee.serverstats import CheckpointStep, IoStep, ServerRecord, WalStep, from_row
+from pgknee.model.kinds import StepRecord
+from pgknee.model.server import CheckpointStep, IoStep, ServerRecord, WalStep, from_row
 
 Row = dict[str, Any]
 

@@ -15,9 +15,9 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-from pgknee import proc, safefs
+from pgknee.base.errors import UserError
 from pgknee.collect.servermachine import PROC_FILES
-from pgknee.errors import UserError
+from pgknee.system import proc, safefs
 
 # runs on the server's machine, with its python3 and nothing else; ends when pgknee stops reading
 SCRIPT = """

@@ -27,10 +27,10 @@ from typing import Any
 
 import psycopg
 
+from pgknee.base.errors import Interrupted, PgkneeError, first_line
 from pgknee.collect import queries
 from pgknee.collect.protocol import Hooks, Phase
-from pgknee.errors import Interrupted, PgkneeError, first_line
-from pgknee.samples import WaitSampling
+from pgknee.model.samples import WaitSampling
 from pgknee.targets.base import Endpoint
 
 EXTENSION = "pg_wait_sampling"

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgknee import proc
 from pgknee.driver.pgbench import PgbenchRun, parse_progress_line
-from pgknee.types import ProgressPoint
+from pgknee.model.results import ProgressPoint
+from pgknee.system import proc
 
 
 @dataclass(frozen=True)

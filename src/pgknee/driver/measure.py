@@ -19,7 +19,7 @@ import numpy as np
 
 from pgknee.driver.histogram import Histogram
 from pgknee.driver.pgbench import Counts
-from pgknee.types import LatencyStats, ScriptResult, StepMeasurement
+from pgknee.model.results import LatencyStats, ScriptResult, StepMeasurement
 
 if TYPE_CHECKING:
     from pgknee.workloads.base import Script

@@ -13,11 +13,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgknee import proc
-from pgknee.errors import DriverError, UserError
-from pgknee.rules import measured_window
-from pgknee.serverwheel import wheel_bindir
-from pgknee.types import PgbenchSummary, ProgressPoint
+from pgknee.base.errors import DriverError, UserError
+from pgknee.model.results import PgbenchSummary, ProgressPoint
+from pgknee.model.rules import measured_window
+from pgknee.system import proc
+from pgknee.system.serverwheel import wheel_bindir
 from pgknee.workloads.base import Script
 
 DEBIAN_SERVERS = Path("/usr/lib/postgresql")  # Debian's server majors, each with its bin/

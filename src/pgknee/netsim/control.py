@@ -22,9 +22,9 @@ from types import TracebackType
 import psycopg
 from psycopg import pq
 
-from pgknee import proc
-from pgknee.errors import Interrupted, PgkneeError, TargetError
-from pgknee.proc import RunAs
+from pgknee.base.errors import Interrupted, PgkneeError, TargetError
+from pgknee.system import proc
+from pgknee.system.proc import RunAs
 from pgknee.targets.base import Endpoint
 
 PROBE_ROUND_TRIPS = 200

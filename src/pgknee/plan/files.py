@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
+from pgknee.model.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, check_noise_pct
 from pgknee.plan.model import Plan, TargetSpec, Variant, WorkloadSpec
 from pgknee.plan.parse import (
     DEFAULT_CLIENTS,
@@ -19,9 +20,8 @@ from pgknee.plan.parse import (
     parse_seconds,
     parse_step_duration,
 )
+from pgknee.plan.serverconf import parse_setting
 from pgknee.plan.variants import parse_variants, with_network
-from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, check_noise_pct
-from pgknee.serverconf import parse_setting
 
 # One flat set of keys: the `run` flags' names (dest) and the plan file's keys per section.
 PLAN_FILE_KEYS: dict[str, dict[str, str]] = {

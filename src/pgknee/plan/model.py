@@ -10,10 +10,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
+from pgknee.model.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, PROBE_S, SUMMARIES, check_noise_pct
 from pgknee.plan.parse import DEFAULT_CLIENTS
-from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, PROBE_S, SUMMARIES, check_noise_pct
-from pgknee.serverconf import check_setting
+from pgknee.plan.serverconf import check_setting
 
 PROTOCOLS = ("simple", "extended", "prepared")
 POOL_MODES = ("session", "transaction", "statement")
@@ -453,7 +453,7 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         """For storing with the run; the DSN is stored without its password."""
-        from pgknee.dsn import redact_dsn
+        from pgknee.base.dsn import redact_dsn
 
         d = asdict(self)
         d["target"]["dsn"] = redact_dsn(self.target.dsn) if self.target.dsn else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 
 DEFAULT_CLIENTS = (2, 4, 8, 16, 32)
 MAX_STEPS = 1000

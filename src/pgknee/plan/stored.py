@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan.model import Plan, PoolerSpec, TargetSpec, Variant, WorkloadSpec
 
 

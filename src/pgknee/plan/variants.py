@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan.model import (
     IDLE_KINDS,
     MAX_IDLE,
@@ -25,7 +25,7 @@ from pgknee.plan.model import (
     Variant,
 )
 from pgknee.plan.parse import parse_seconds
-from pgknee.serverconf import parse_setting
+from pgknee.plan.serverconf import parse_setting
 
 _VARIANT_TOKENS: dict[str, dict[str, Any]] = {
     "base": {}, "normal": {}, "direct": {},

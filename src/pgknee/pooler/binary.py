@@ -10,8 +10,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgknee import proc
-from pgknee.errors import PoolerError
+from pgknee.base.errors import PoolerError
+from pgknee.system import proc
 
 
 @dataclass(frozen=True)

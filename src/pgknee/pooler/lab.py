@@ -13,13 +13,14 @@ from pathlib import Path
 
 import psycopg
 
-from pgknee import keys, proc
+from pgknee.base.dsn import parse_dsn, split_secret
+from pgknee.base.errors import PgkneeError, PoolerError, UserError, first_line
 from pgknee.collect import queries
 from pgknee.collect.memory import process_tree
 from pgknee.collect.pooler import FunctionSampler, PoolerSampler, admin_connect, close_servers, show
-from pgknee.dsn import parse_dsn, split_secret
-from pgknee.errors import PgkneeError, PoolerError, UserError, first_line
-from pgknee.keys import Env
+from pgknee.model import keys
+from pgknee.model.keys import Env
+from pgknee.model.samples import PoolerFacts
 from pgknee.plan import Plan, PoolerSpec, Variant
 from pgknee.pooler.pgbouncer import (
     PEERING_MIN_VERSION,
@@ -33,7 +34,7 @@ from pgknee.pooler.pgbouncer import (
 )
 from pgknee.pooler.pgpool import PgpoolSettings, find_pgpool
 from pgknee.pooler.pgpoollab import PgpoolLab, pgpool_counts, pgpool_totals
-from pgknee.samples import PoolerFacts
+from pgknee.system import proc
 from pgknee.targets.base import Endpoint
 
 _TXN_RE = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)\b|^\s*\\startpipeline", re.IGNORECASE | re.MULTILINE)

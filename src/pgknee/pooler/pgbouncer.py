@@ -25,10 +25,10 @@ from typing import Any
 
 import psycopg
 
-from pgknee import proc, safefs
+from pgknee.base.errors import PoolerError
 from pgknee.collect.pooler import admin_connect
-from pgknee.errors import PoolerError
 from pgknee.pooler.binary import PGBOUNCER
+from pgknee.system import proc, safefs
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import free_port, reachable_by_others
 

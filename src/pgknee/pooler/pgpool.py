@@ -29,10 +29,10 @@ from typing import Any
 
 import psycopg
 
-from pgknee import proc, safefs
+from pgknee.base.errors import PoolerError, first_line
 from pgknee.collect.osproc import descendants, group_members, listen_queue, orphaned_shm
-from pgknee.errors import PoolerError, first_line
 from pgknee.pooler.binary import PGPOOL
+from pgknee.system import proc, safefs
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import free_port, reachable_by_others
 

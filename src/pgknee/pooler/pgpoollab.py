@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from pgknee import proc
 from pgknee.plan import PoolerSpec
 from pgknee.pooler.pgpool import ManagedPgpool, PgpoolSettings, PgpoolSnapshot, pgpool_version
+from pgknee.system import proc
 from pgknee.targets.base import Endpoint
 
 

@@ -8,7 +8,7 @@ from rich import box
 from rich.table import Table
 
 from pgknee.analyze.agents import agent_rows, overlap
-from pgknee.analyze.records import RunView
+from pgknee.analyze.view import RunView
 
 AGENTS_NOTE = ("Each agent ran pgbench with its share of the step's clients from a common start on the store's "
                "clock (each agent's offset to it measured and corrected). The step's TPS is the agents' summed over "

@@ -7,7 +7,7 @@ from rich import box
 from rich.table import Table
 
 from pgknee.analyze.compare import Ratio
-from pgknee.analyze.records import Spread
+from pgknee.analyze.view import Spread
 
 WIDE = 7  # more client counts than this: one row per client count instead of one column
 

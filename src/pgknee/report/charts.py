@@ -13,10 +13,10 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from pgknee.analyze.recommend import Recommendation, measured_points
-from pgknee.analyze.records import RunView
 from pgknee.analyze.usl import band, fitted_curve
+from pgknee.analyze.view import RunView
 from pgknee.analyze.waits import stack
-from pgknee.keys import Env
+from pgknee.model.keys import Env
 from pgknee.report.plotting import (
     STYLE,
     Chart,

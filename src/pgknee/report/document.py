@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from pgknee import keys
 from pgknee.analyze.compare import headlines, metadata_differences
 from pgknee.analyze.recommend import Recommendation, recommend_all
-from pgknee.analyze.records import RunView
 from pgknee.analyze.resemblance import resemblance
 from pgknee.analyze.run import combined, combined_name, missing_steps
-from pgknee.dsn import scrub_secrets
+from pgknee.analyze.view import RunView
+from pgknee.base.dsn import scrub_secrets
+from pgknee.model import keys
+from pgknee.model.results import StepRecord
 from pgknee.report import charts as ch
 from pgknee.report import plotting as pl
 from pgknee.report import side_by_side as sbs
@@ -29,7 +30,6 @@ from pgknee.report.server import server_table
 from pgknee.report.serverside import NOTE as SERVER_SIDE_NOTE
 from pgknee.report.serverside import server_side_table
 from pgknee.report.waitsource import SOURCES_NOTE, run_sources
-from pgknee.types import StepRecord
 
 
 @dataclass(frozen=True)

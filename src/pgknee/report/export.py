@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pgknee.analyze.records import RunView
+from pgknee.analyze.view import RunView
 from pgknee.analyze.waits import total_aas
-from pgknee.types import OsSample, StepRecord
+from pgknee.model.results import OsSample, StepRecord
 
 STEP_COLUMNS = ("run", "variant", "clients", "rep", "seq", "status", "started_at", "bench_start", "bench_end",
                 "duration_s", "threads", "protocol", "pooler_kind", "pool_mode", "pool_size", "idle", "tps",

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pgknee.analyze.recommend import Recommendation
-from pgknee.analyze.records import RunView
-from pgknee.errors import UserError
+from pgknee.analyze.view import RunView
+from pgknee.base.errors import UserError
 from pgknee.report import document, html, markdown
 from pgknee.report.output import chart_folder, write_file
 

@@ -9,15 +9,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgknee.analyze.compare import Ratio, comparison_rows, headlines
-from pgknee.analyze.machine import kcache_cpu, server_row
+from pgknee.analyze.cpus import kcache_cpu, server_row
 from pgknee.analyze.recommend import Recommendation
-from pgknee.analyze.records import Group, MemoryRow, PoolerRow, RunView, Spread
 from pgknee.analyze.resemblance import resemblance
 from pgknee.analyze.run import RunListing
+from pgknee.analyze.view import Group, MemoryRow, PoolerRow, RunView, Spread
 from pgknee.analyze.waits import WaitProfile
+from pgknee.model.results import RunData, StepRecord
+from pgknee.model.samples import WaitSampling
 from pgknee.report.serverside import group_server_json, step_server_json
-from pgknee.samples import WaitSampling
-from pgknee.types import RunData, StepRecord
 
 FORMAT_VERSION = 2  # 2: the recommendation's interval is counts_interval alone, verdict 'peaks'
 

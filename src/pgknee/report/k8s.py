@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan import Plan
 
 AGENT_BASE_MIB = 256

@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from pgknee.analyze.network import NetworkRow, gain_headline, network_rows, pipeline_gains
-from pgknee.analyze.records import RunView
-from pgknee.stepfacts import Network
+from pgknee.analyze.view import RunView
+from pgknee.model.facts import Network
 
 NETWORK_NOTE = ("RTT: the median of 200 bare round trips (a Sync each, no transaction) on pgbench's path before "
                 "each step (through the relay for a simulated hop: the asked delay plus the relay's own cost, "

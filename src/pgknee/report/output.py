@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pgknee import safefs
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
+from pgknee.system import safefs
 
 FORMATS = ("html", "md")
 IMAGE_FORMATS = ("png", "svg")  # of a markdown report's charts
@@ -80,7 +80,7 @@ def write_text_file(path: str, text: str) -> None:
 def write_file(path: str | Path, data: bytes) -> None:
     """All or nothing (safefs.write_output): '-' is standard output, a device is written in
     place, a file through a temporary name beside it; a FIFO, socket or directory is refused."""
-    from pgknee import proc
+    from pgknee.system import proc
 
     proc.check_ctrl_c()  # a Ctrl-C that came, though an import swallowed it: nothing written
     target = Path(path)

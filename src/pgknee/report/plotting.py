@@ -18,8 +18,8 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from pgknee.analyze.machine import client_cpus, server_cpus
-from pgknee.analyze.records import Group, RunView, Spread
+from pgknee.analyze.cpus import client_cpus, server_cpus
+from pgknee.analyze.view import Group, RunView, Spread
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22")

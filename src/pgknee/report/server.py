@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from rich.table import Table
 
-from pgknee.analyze.machine import ServerRow, kcache_cpu, server_cpus, server_row
-from pgknee.analyze.records import RunView
-from pgknee.keys import Env
+from pgknee.analyze.cpus import ServerRow, kcache_cpu, server_cpus, server_row
+from pgknee.analyze.view import RunView
+from pgknee.model.keys import Env
 from pgknee.report.cells import fmt, matrix
 
 _ROWS: tuple[tuple[str, Callable[[ServerRow], float | None], int], ...] = (

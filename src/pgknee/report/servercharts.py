@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pgknee.analyze.machine import server_cpus, server_row
-from pgknee.analyze.records import RunView
+from pgknee.analyze.cpus import server_cpus, server_row
+from pgknee.analyze.view import RunView
 from pgknee.report.plotting import Chart, categorical_axis, groups_of, key_of, new_figure, title_suffix
 
 PARTS = (("user", "#1f77b4", "mean_user"), ("system", "#d62728", "mean_system"),

@@ -9,12 +9,12 @@ from typing import Any
 
 from rich.table import Table
 
-from pgknee.analyze.records import RunView, Spread
 from pgknee.analyze.serverside import ServerRow, server_side
-from pgknee.keys import collector
+from pgknee.analyze.view import RunView, Spread
+from pgknee.model.keys import collector
+from pgknee.model.results import RunData, StepRecord
+from pgknee.model.server import as_row
 from pgknee.report.cells import fmt, matrix, value
-from pgknee.serverstats import as_row
-from pgknee.types import RunData, StepRecord
 
 _ROWS: tuple[tuple[str, Callable[[ServerRow], Spread | None], int], ...] = (
     ("TPS", lambda r: r.tps, 1),

@@ -8,9 +8,9 @@ from rich import box
 from rich.table import Table
 
 from pgknee.analyze.compare import comparison_rows
-from pgknee.analyze.records import Group, RunView
+from pgknee.analyze.view import Group, RunView
+from pgknee.model.rules import BEST
 from pgknee.report.cells import ratio, value, with_range
-from pgknee.rules import BEST
 
 
 def variant_comparison(view: RunView) -> Table | None:

@@ -10,12 +10,12 @@ from rich import box
 from rich.table import Table
 
 from pgknee.analyze.checks import Check, CheckUnit, met
-from pgknee.analyze.records import Group, PoolerRow, RunView, Spread
 from pgknee.analyze.sweep import Metric, sweep
+from pgknee.analyze.view import Group, PoolerRow, RunView, Spread
 from pgknee.analyze.waits import WaitProfile
-from pgknee.keys import CheckId, CheckStatus, Env
+from pgknee.model.facts import AutoDuration, Measured, Steadiness, StepFacts
+from pgknee.model.keys import CheckId, CheckStatus, Env
 from pgknee.report.cells import fmt, matrix, value, with_change
-from pgknee.stepfacts import AutoDuration, Measured, Steadiness, StepFacts
 
 MAX_WAIT_ROWS = 20
 

@@ -16,12 +16,13 @@ from rich.table import Table
 from rich.text import Text
 
 from pgknee.analyze.compare import headlines
-from pgknee.analyze.machine import UNKNOWN_HINT, managed_note, server_line
+from pgknee.analyze.cpus import UNKNOWN_HINT, managed_note, server_line
 from pgknee.analyze.recommend import Recommendation
-from pgknee.analyze.records import RunView
 from pgknee.analyze.run import RunListing
 from pgknee.analyze.sizing import Held, Reach, Sizing
-from pgknee.keys import Env
+from pgknee.analyze.view import RunView
+from pgknee.model.keys import Env
+from pgknee.model.rules import BEST
 from pgknee.plan import variant_from_dict
 from pgknee.report.agents import AGENTS_NOTE, agents_table
 from pgknee.report.network import network_items, rtt_line
@@ -39,7 +40,6 @@ from pgknee.report.tables import (
     wait_table,
 )
 from pgknee.report.waitsource import sources_items
-from pgknee.rules import BEST
 
 
 def render(items: Sequence[RenderableType], *, width: int = 130, color: bool = False) -> str:

@@ -7,7 +7,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from pgknee.analyze.records import RunView
+from pgknee.analyze.view import RunView
 from pgknee.analyze.waitsource import NOT_COMPARED_TYPES, SourceComparison, Z, group_sources
 
 MAX_ROWS = 15

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pgknee.analyze.run import build
-from pgknee.keys import Env
+from pgknee.model.keys import Env
 from pgknee.plan import Plan
 from pgknee.run.schedule import StepSpec
 from pgknee.run.ui import UI

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pgknee import safefs
+from pgknee.base.errors import DbError, Interrupted, PgkneeError, UserError
 from pgknee.driver.execute import execute
 from pgknee.driver.histogram import to_wire
 from pgknee.driver.measure import read_transaction_logs
@@ -39,10 +39,10 @@ from pgknee.driver.pgbench import (
     pgbench_version,
     window_of,
 )
-from pgknee.errors import DbError, Interrupted, PgkneeError, UserError
 from pgknee.netsim.control import RttProbe, try_probe
 from pgknee.store import coord
 from pgknee.store.db import Store
+from pgknee.system import safefs
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import server_user
 from pgknee.workloads.base import ScriptSource, write_scripts

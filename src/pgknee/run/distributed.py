@@ -17,15 +17,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pgknee.clock import polling
+from pgknee.base.clock import polling
+from pgknee.base.errors import DriverError, UserError
 from pgknee.driver.histogram import Histogram, from_wire
 from pgknee.driver.measure import LogSummary, ScriptTally, latency_stats, measure
 from pgknee.driver.pgbench import Counts, PgbenchRun, error_cause
-from pgknee.errors import DriverError, UserError
+from pgknee.model.results import AgentShare, PgbenchSummary, ProgressPoint, StepMeasurement
 from pgknee.store import coord
 from pgknee.store.db import Store
 from pgknee.store.location import Location
-from pgknee.types import AgentShare, PgbenchSummary, ProgressPoint, StepMeasurement
 from pgknee.workloads import Script
 
 START_MARGIN_S = 2.0  # the common start: this far ahead of the moment every agent is ready

@@ -5,10 +5,10 @@ from __future__ import annotations
 from psycopg.conninfo import make_conninfo
 
 from pgknee.driver.pgbench import PgbenchRun
+from pgknee.model.facts import Agents, FactsDraft, Network
 from pgknee.run.distributed import AgentLost, Merged, merge
 from pgknee.run.schedule import StepSpec
 from pgknee.run.session import RunSession
-from pgknee.stepfacts import Agents, FactsDraft, Network
 from pgknee.store.coord import Task
 
 

@@ -13,7 +13,7 @@ from pgknee.collect import kcache
 from pgknee.collect.servermachine import ServerMachine, Told, server_machine
 from pgknee.collect.serveros import ServerOsSampler, SqlFiles
 from pgknee.collect.sshproc import SshFiles
-from pgknee.keys import Env
+from pgknee.model.keys import Env
 from pgknee.plan import Plan
 from pgknee.targets import Target
 

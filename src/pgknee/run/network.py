@@ -1,7 +1,7 @@
 """A step's network: the round trip its pgbench waits for, probed before the step on the path
 pgbench takes (direct, and through the relay when the variant simulates a hop with rtt=), and
 the round trips its transaction makes (counted from the variant's scripts): the step's Network
-record, and its relay's own at its end (pgknee.stepfacts); the relay is stopped when the step's
+record, and its relay's own at its end (pgknee.model.facts); the relay is stopped when the step's
 stack closes.
 
 The hop goes where the application's would: between pgbench and the endpoint it connects to,
@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import shutil
 
-from pgknee import safefs
 from pgknee.driver.roundtrips import per_transaction
+from pgknee.model.facts import FactsDraft, Network, RelayEnd
 from pgknee.netsim.control import Relay, RttProbe, try_probe, upstream_is_unix
 from pgknee.pooler.lab import StepPooler
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import script_texts
 from pgknee.run.session import RunSession
-from pgknee.stepfacts import FactsDraft, Network, RelayEnd
+from pgknee.system import safefs
 from pgknee.targets.base import Endpoint
 
 

@@ -11,10 +11,12 @@ from collections import Counter
 
 import psycopg
 
-from pgknee import keys, proc, registry
-from pgknee.clock import polling
-from pgknee.errors import DriverError, Interrupted, PgkneeError, TargetError, first_line
-from pgknee.keys import Env
+from pgknee.base.clock import polling
+from pgknee.base.errors import DriverError, Interrupted, PgkneeError, TargetError, first_line
+from pgknee.model import keys
+from pgknee.model.facts import Agents, Faults
+from pgknee.model.keys import Env
+from pgknee.model.results import Reopening
 from pgknee.plan import Plan
 from pgknee.run.adaptive import AdaptiveSteps, Answer
 from pgknee.run.distributed import AgentPlan
@@ -24,10 +26,9 @@ from pgknee.run.session import RunRecordPlan, RunSession, open_session
 from pgknee.run.step import run_step
 from pgknee.run.ui import UI
 from pgknee.run.verdict import ends_the_run, finished_line
-from pgknee.stepfacts import Agents, Faults
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
-from pgknee.types import Reopening
+from pgknee.system import proc, registry
 
 
 def _answers(session: RunSession) -> bool:

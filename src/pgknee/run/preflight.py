@@ -9,17 +9,17 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgknee import proc, safefs
+from pgknee.base.errors import DriverError, TargetError, UserError
 from pgknee.collect.serverfacts import ServerFacts
 from pgknee.collect.sshproc import check_config
 from pgknee.driver.pgbench import find_pgbench, pgbench_version
-from pgknee.errors import DriverError, TargetError, UserError
+from pgknee.model.rules import database_concurrency
 from pgknee.plan import Plan, Variant
 from pgknee.pooler.lab import Poolers
-from pgknee.rules import database_concurrency
 from pgknee.run.schedule import schedule
 from pgknee.run.scripts import Pgbench, pgbench_run, script_texts, scripts_for
-from pgknee.serverwheel import wheel_bindir
+from pgknee.system import proc, safefs
+from pgknee.system.serverwheel import wheel_bindir
 from pgknee.targets import Target
 from pgknee.targets.local import server_user
 from pgknee.workloads import Script, Workload, get_workload

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from pgknee.errors import StoreError
+from pgknee.base.errors import StoreError
 from pgknee.store.writer import RunWriter
 from pgknee.targets import Target
 from pgknee.workloads import Workload

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgknee import proc
 from pgknee.driver.pgbench import PgbenchRun, pipeline_form, with_think_time
 from pgknee.plan import Plan, Variant
+from pgknee.system import proc
 from pgknee.workloads import Script, Workload
 from pgknee.workloads.base import ScriptSource, write_scripts
 

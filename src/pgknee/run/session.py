@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee import keys, proc, registry, safefs
+from pgknee.base.errors import TargetError
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
@@ -25,22 +25,23 @@ from pgknee.collect.serveros import ServerOsSampler
 from pgknee.collect.serverstats import server_collectors
 from pgknee.collect.waitsampling import WaitProfiler, open_profiler
 from pgknee.driver.pgbench import check_conninfo
-from pgknee.errors import TargetError
+from pgknee.model import keys
+from pgknee.model.facts import Settings
+from pgknee.model.results import Reopening
 from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers, pin_process_tree
 from pgknee.run.distributed import AgentPlan, Fleet
-from pgknee.run.facts import run_environment
+from pgknee.run.environment import run_environment
 from pgknee.run.machine import open_machine
 from pgknee.run.preflight import Prepared, check_capacity
 from pgknee.run.replay import start_mix
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import scripts_for
 from pgknee.run.ui import UI
-from pgknee.stepfacts import Settings
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
+from pgknee.system import proc, registry, safefs
 from pgknee.targets import Target, open_target
-from pgknee.types import Reopening
 from pgknee.workloads import Script
 from pgknee.workloads.captured.mix import StatementMix
 

@@ -17,27 +17,13 @@ from typing import TypeVar
 
 import psycopg
 
-from pgknee import safefs
+from pgknee.base.errors import Interrupted, PgkneeError
 from pgknee.collect import queries
 from pgknee.collect.memory import memory_picture
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.pgbench import PgbenchRun, parse_summary
 from pgknee.driver.steady import SteadyWatch
-from pgknee.errors import Interrupted, PgkneeError
-from pgknee.idle import IdleHolder
-from pgknee.pooler.lab import StepPooler
-from pgknee.records import StepRecord, first_of
-from pgknee.rules import PROBE_S, log_sampling_rate
-from pgknee.run.fleetstep import fleet_phase
-from pgknee.run.network import step_network
-from pgknee.run.replay import end_mix
-from pgknee.run.schedule import StepSpec
-from pgknee.run.scripts import pgbench_run
-from pgknee.run.session import RunSession
-from pgknee.run.verdict import Sampled, judge
-from pgknee.samples import PoolerSamples
-from pgknee.serverstats import ServerRestart
-from pgknee.stepfacts import (
+from pgknee.model.facts import (
     FactsDraft,
     Faults,
     IdleSessions,
@@ -47,8 +33,22 @@ from pgknee.stepfacts import (
     Settings,
     Warmup,
 )
+from pgknee.model.kinds import StepRecord, first_of
+from pgknee.model.results import StepResult
+from pgknee.model.rules import PROBE_S, log_sampling_rate
+from pgknee.model.samples import PoolerSamples
+from pgknee.model.server import ServerRestart
+from pgknee.pooler.lab import StepPooler
+from pgknee.run.fleetstep import fleet_phase
+from pgknee.run.idle import IdleHolder
+from pgknee.run.network import step_network
+from pgknee.run.replay import end_mix
+from pgknee.run.schedule import StepSpec
+from pgknee.run.scripts import pgbench_run
+from pgknee.run.session import RunSession
+from pgknee.run.verdict import Sampled, judge
+from pgknee.system import safefs
 from pgknee.targets.base import Endpoint
-from pgknee.types import StepResult
 
 T = TypeVar("T")
 

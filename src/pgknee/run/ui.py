@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pgknee.types import ProgressPoint
+from pgknee.model.results import ProgressPoint
 
 
 class UI(Protocol):

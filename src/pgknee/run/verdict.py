@@ -9,19 +9,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgknee import safefs
 from pgknee.driver.execute import Execution
 from pgknee.driver.measure import measure, read_transaction_logs
 from pgknee.driver.pgbench import PgbenchRun, error_cause, log_files, parse_counts, parse_summary, window_of
 from pgknee.driver.steady import SteadyWatch, steadiness
+from pgknee.model.facts import AutoDuration, FactsDraft, Faults, Measured, RelayEnd, Steadiness, StepFacts
+from pgknee.model.kinds import StepRecord, first_of
+from pgknee.model.results import PgbenchSummary, StepMeasurement, StepResult
+from pgknee.model.server import DatabaseStep
 from pgknee.plan import Plan
-from pgknee.records import StepRecord, first_of
 from pgknee.run.distributed import Merged
 from pgknee.run.schedule import StepSpec
 from pgknee.run.session import RunSession
-from pgknee.serverstats import DatabaseStep
-from pgknee.stepfacts import AutoDuration, FactsDraft, Faults, Measured, RelayEnd, Steadiness, StepFacts
-from pgknee.types import PgbenchSummary, StepMeasurement, StepResult
+from pgknee.system import safefs
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 
 SMALL_MACHINE_CPUS = 8  # below this, a scenario's [small_machine] values apply
 

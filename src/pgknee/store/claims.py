@@ -8,9 +8,9 @@ import os
 import socket
 import time
 
-from pgknee.errors import PgkneeError, StoreBusy, UserError
-from pgknee.registry import is_alive, start_time
-from pgknee.types import RunRecord
+from pgknee.base.errors import PgkneeError, StoreBusy, UserError
+from pgknee.model.results import RunRecord
+from pgknee.system.registry import is_alive, start_time
 
 
 def owner() -> str:

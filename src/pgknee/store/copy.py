@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pgknee.errors import StoreError, UserError, store_error
+from pgknee.base.errors import StoreError, UserError, store_error
 from pgknee.store.db import Store
 from pgknee.store.pg import SCHEMA
 from pgknee.store.sql import IDENTIFIER, load

@@ -15,10 +15,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pgknee.errors import DbError, StoreError, UserError, store_error
-from pgknee.samples import PoolerFacts, WaitSampling
-from pgknee.serverstats import RECORDS, DatabaseStep, ServerRecord, columns, from_row
-from pgknee.stepfacts import StepFacts
+from pgknee.base.errors import DbError, StoreError, UserError, store_error
+from pgknee.model.facts import StepFacts
+from pgknee.model.results import (
+    AgentShare,
+    CapturedStatement,
+    OsSample,
+    PoolerProcessSample,
+    PoolerRecord,
+    PoolerSample,
+    ReplayedStatement,
+    RunRecord,
+    ScriptRow,
+    ServerOsSample,
+    StepRecord,
+)
+from pgknee.model.samples import PoolerFacts, WaitSampling
+from pgknee.model.server import RECORDS, DatabaseStep, ServerRecord, columns, from_row
 from pgknee.store.location import Location, locate
 from pgknee.store.migrate import SCHEMA_VERSION, judge, migrate, read_header
 from pgknee.store.sql import load
@@ -31,19 +44,6 @@ from pgknee.store.sqlitefile import (
     private_file,
     refuse_shared_dir,
     uri,
-)
-from pgknee.types import (
-    AgentShare,
-    CapturedStatement,
-    OsSample,
-    PoolerProcessSample,
-    PoolerRecord,
-    PoolerSample,
-    ReplayedStatement,
-    RunRecord,
-    ScriptRow,
-    ServerOsSample,
-    StepRecord,
 )
 
 __all__ = ["SCHEMA_VERSION", "Store", "busy_timeout_s"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from pgknee.errors import StoreError, UserError
+from pgknee.base.errors import StoreError, UserError
+from pgknee.model.results import RunData, RunRecord
 from pgknee.plan import plan_from_stored
 from pgknee.store.db import Store
-from pgknee.types import RunData, RunRecord
 
 __all__ = ["load_run"]
 

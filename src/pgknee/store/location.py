@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgknee.dsn import redact_dsn
+from pgknee.base.dsn import redact_dsn
 
 _CONNINFO = re.compile(r"(?:^|\s)(?:host|hostaddr|dbname|service|port|user)\s*=")
 

@@ -18,7 +18,7 @@ from functools import partial
 from importlib import resources
 from pathlib import Path
 
-from pgknee.errors import StoreError
+from pgknee.base.errors import StoreError
 from pgknee.store.sql import load
 
 APPLICATION_ID = 0x70676B6E  # 'pgkn': PRAGMA application_id of every pgknee store

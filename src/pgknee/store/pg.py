@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pgknee.errors import DbError, StoreError, first_line, store_error
+from pgknee.base.errors import DbError, StoreError, first_line, store_error
 from pgknee.store import dialect
 from pgknee.store.location import Location
 from pgknee.store.sql import load
@@ -128,7 +128,7 @@ def connect(location: Location, *, readonly: bool) -> Connection:
 
 
 def unreachable(location: Location, e: BaseException) -> StoreError:
-    from pgknee.dsn import scrub_secrets
+    from pgknee.base.dsn import scrub_secrets
 
     # libpq may quote a part of a DSN it cannot parse: never a password
     first = scrub_secrets(first_line(e))

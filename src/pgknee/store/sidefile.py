@@ -18,9 +18,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pgknee import records
-from pgknee.errors import UserError
-from pgknee.samples import (
+from pgknee.base.errors import UserError
+from pgknee.model import kinds as records
+from pgknee.model.facts import StepFacts
+from pgknee.model.results import (
+    AgentShare,
+    LatencyStats,
+    PgbenchSummary,
+    ProgressPoint,
+    ScriptResult,
+    StepMeasurement,
+    StepResult,
+)
+from pgknee.model.samples import (
     ActivitySamples,
     OsRow,
     OsSamples,
@@ -33,26 +43,16 @@ from pgknee.samples import (
     SnapshotRow,
     WaitSampling,
 )
-from pgknee.serverstats import BY_TABLE, DatabaseStep, from_row
-from pgknee.stepfacts import StepFacts
-from pgknee.types import (
-    AgentShare,
-    LatencyStats,
-    PgbenchSummary,
-    ProgressPoint,
-    ScriptResult,
-    StepMeasurement,
-    StepResult,
-)
+from pgknee.model.server import BY_TABLE, DatabaseStep, from_row
 
 KIND = "pgknee-side-file"
-VERSION = 2  # 2: each collector's record with its kind (pgknee.records)
+VERSION = 2  # 2: each collector's record with its kind (pgknee.model.kinds)
 
 
 # ---- a StepResult as JSON and back ---------------------------------------------------------------------
 def result_to_json(r: StepResult) -> dict[str, Any]:
     """Every field, nested records as objects, tuples as lists; each collector's record with its
-    kind (pgknee.records), the step's facts as the store keeps them (name and value)."""
+    kind (pgknee.model.kinds), the step's facts as the store keeps them (name and value)."""
     def plain(obj: Any) -> Any:
         if hasattr(obj, "__dataclass_fields__"):
             return {f: plain(getattr(obj, f)) for f in obj.__dataclass_fields__}
@@ -117,7 +117,7 @@ def _records_v1(d: dict[str, Any]) -> tuple[object, ...]:
 def directories(store: Path | None, *, disk_full: bool) -> Iterator[Path]:
     """Where a side file may go, in order (see the module's docstring); a PostgreSQL store
     (`store` None) has no directory of its own."""
-    from pgknee.registry import state_dir
+    from pgknee.system.registry import state_dir
 
     if not disk_full and store is not None:
         yield store.absolute().parent

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pgknee import safefs
-from pgknee.errors import StoreError
+from pgknee.base.errors import StoreError
 from pgknee.store.migrate import APPLICATION_ID, Header, foreign_mark, judge, not_a_store, raw_mark, read_header
 from pgknee.store.sql import load
+from pgknee.system import safefs
 
 # The store files this process has an SQLite connection to, by (device, inode), with how many.
 # Such a file is never opened again outside SQLite (to read its first bytes): closing any

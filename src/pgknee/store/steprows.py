@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pgknee.stepfacts import AutoDuration, Measured
-from pgknee.types import LatencyStats, StepMeasurement, StepResult
+from pgknee.model.facts import AutoDuration, Measured
+from pgknee.model.results import LatencyStats, StepMeasurement, StepResult
 
 
 def _latency(prefix: str, lat: LatencyStats | None, fields: Sequence[str]) -> dict[str, float | None]:

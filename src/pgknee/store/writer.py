@@ -21,19 +21,20 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pgknee import errors, keys
-from pgknee.clock import now_iso
-from pgknee.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserError, store_error
-from pgknee.records import StoredRow
-from pgknee.registry import is_alive, start_time
-from pgknee.samples import ActivitySamples, SessionRow, SnapshotRow
+from pgknee.base import errors
+from pgknee.base.clock import now_iso
+from pgknee.base.errors import PgkneeError, StoreBusy, StoreError, StoreFull, UserError, store_error
+from pgknee.model import keys
+from pgknee.model.kinds import StoredRow
+from pgknee.model.results import ProgressPoint, Reopening, StepResult
+from pgknee.model.samples import ActivitySamples, SessionRow, SnapshotRow
 from pgknee.store import sidefile
 from pgknee.store.claims import claim_refusal, owner, owner_alive
 from pgknee.store.db import Store
 from pgknee.store.migrate import split_sql
 from pgknee.store.sql import load
 from pgknee.store.steprows import script_rows, step_values
-from pgknee.types import ProgressPoint, Reopening, StepResult
+from pgknee.system.registry import is_alive, start_time
 
 RESERVE_BYTES = 256 << 10  # room kept on the store's disk for how a run ends
 
@@ -328,7 +329,7 @@ class RunWriter:
         self._many("insert_progress", [{"step_id": r.step_id, **asdict(p)} for p in first.values()])
         self._many("insert_step_facts", [{"step_id": r.step_id, "name": k, "value": v} for k, v in r.facts.items()])
         self._many("insert_step_agents", [{"run_id": self.run_id, "step_id": r.step_id, **asdict(a)} for a in r.agents])
-        for record in r.records:  # each collector's, into its own tables (pgknee.records)
+        for record in r.records:  # each collector's, into its own tables (pgknee.model.kinds)
             for statement, rows in record.stored():
                 self._many(statement, (self._keyed(r.step_id, row) for row in rows))
 

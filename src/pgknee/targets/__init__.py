@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pgknee.errors import TargetError
+from pgknee.base.errors import TargetError
 from pgknee.plan import TargetSpec
-from pgknee.serverwheel import wheel_bindir
+from pgknee.system.serverwheel import wheel_bindir
 from pgknee.targets.base import Endpoint, Target
 
 

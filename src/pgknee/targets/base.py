@@ -11,9 +11,10 @@ from typing import Any, Protocol
 
 import psycopg
 
-from pgknee import APP_NAME, safefs
-from pgknee.errors import TargetError, first_line
-from pgknee.proc import RunAs
+from pgknee import APP_NAME
+from pgknee.base.errors import TargetError, first_line
+from pgknee.system import safefs
+from pgknee.system.proc import RunAs
 from pgknee.targets.conninfo import child_env, effective_params, env_neutral, localize_files, write_passfile
 
 

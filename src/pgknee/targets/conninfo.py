@@ -20,9 +20,9 @@ from typing import Any
 import psycopg.conninfo
 from psycopg import pq
 
-from pgknee import safefs
-from pgknee.errors import UserError
-from pgknee.proc import RunAs, base_env
+from pgknee.base.errors import UserError
+from pgknee.system import safefs
+from pgknee.system.proc import RunAs, base_env
 
 # parameters that name files a child must read: copied for a child that runs as another user
 TLS_FILE_KEYS = ("sslrootcert", "sslcert", "sslkey", "sslcrl")

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import psycopg
 
-from pgknee import keys, proc, registry, safefs
-from pgknee.errors import TargetError, UserError
-from pgknee.keys import Env
-from pgknee.serverconf import check_setting, conf_line, conf_path_line
-from pgknee.serverwheel import wheel_bindir
+from pgknee.base.errors import TargetError, UserError
+from pgknee.model import keys
+from pgknee.model.keys import Env
+from pgknee.plan.serverconf import check_setting, conf_line, conf_path_line
+from pgknee.system import proc, registry, safefs
+from pgknee.system.serverwheel import wheel_bindir
 from pgknee.targets.base import Endpoint
 from pgknee.targets.conninfo import passfile_escape
 

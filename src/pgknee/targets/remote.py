@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pgknee.dsn import parse_dsn
-from pgknee.errors import TargetError
-from pgknee.keys import Env
-from pgknee.proc import RunAs
+from pgknee.base.dsn import parse_dsn
+from pgknee.base.errors import TargetError
+from pgknee.model.keys import Env
+from pgknee.system.proc import RunAs
 from pgknee.targets.base import Endpoint
 from pgknee.targets.local import server_user
 

@@ -3,7 +3,7 @@ renders its pgbench scripts with weights, and checks itself after the run."""
 
 from __future__ import annotations
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads.base import Script, Workload
 

@@ -7,8 +7,8 @@ from typing import Any, Protocol
 
 import psycopg
 
-from pgknee import safefs
-from pgknee.proc import RunAs
+from pgknee.system import safefs
+from pgknee.system.proc import RunAs
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 

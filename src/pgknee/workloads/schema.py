@@ -21,7 +21,7 @@ import psycopg
 from psycopg import sql
 
 from pgknee import __version__
-from pgknee.errors import TargetError, UserError, first_line
+from pgknee.base.errors import TargetError, UserError, first_line
 from pgknee.workloads import queries
 
 MARK = "pgknee workload schema"

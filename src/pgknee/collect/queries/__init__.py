@@ -1,11 +1,11 @@
-"""The collectors' SQL as data, every statement in a file here (pgknee.sqlfiles): NAME.sql for a
+"""The collectors' SQL as data, every statement in a file here (pgknee.base.sqlfiles): NAME.sql for a
 statement every supported server takes (`text`), or one file per server-version range,
 NAME.MINVERSION.sql, where versions differ (`load` picks the newest file whose MINVERSION <=
 server_version_num)."""
 
 from __future__ import annotations
 
-from pgknee import sqlfiles
+from pgknee.base import sqlfiles
 
 
 def load(name: str, server_version_num: int) -> str:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
-from pgknee import sqlfiles
+from pgknee.base import sqlfiles
 
 IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")

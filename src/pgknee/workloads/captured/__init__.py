@@ -14,9 +14,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
+from pgknee.model.results import CapturedStatement
 from pgknee.plan import WorkloadSpec
-from pgknee.types import CapturedStatement
 from pgknee.workloads import queries
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 from pgknee.workloads.captured.manifest import Manifest, load

@@ -13,8 +13,8 @@ from typing import Any
 
 import psycopg
 
-from pgknee.dsn import redact_dsn
-from pgknee.errors import TargetError, UserError, first_line
+from pgknee.base.dsn import redact_dsn
+from pgknee.base.errors import TargetError, UserError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen

@@ -12,7 +12,7 @@ from typing import Any
 
 import tomli_w
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 
 MANIFEST = "workload.toml"
 KINDS = ("read", "write")

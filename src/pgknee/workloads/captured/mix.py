@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from pgknee.errors import Interrupted, PgkneeError, first_line
+from pgknee.base.errors import Interrupted, PgkneeError, first_line
 from pgknee.workloads import queries
 from pgknee.workloads.captured.sqlmap import statement_fingerprint
 

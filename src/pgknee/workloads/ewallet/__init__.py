@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads import queries
 from pgknee.workloads import schema as wschema

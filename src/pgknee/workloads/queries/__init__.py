@@ -1,4 +1,4 @@
-"""The workloads' SQL as data, every statement in a file here (pgknee.sqlfiles): schema_* for the
+"""The workloads' SQL as data, every statement in a file here (pgknee.base.sqlfiles): schema_* for the
 marked workload schema (workloads/schema.py), ewallet_*, pgbench_* and captured_* for those
 workloads, checkpoint for the two that seed. NAME.sql where every supported server takes the same
 statement (`text`), NAME.MINVERSION.sql where versions differ (`load`). The pgbench scripts, and
@@ -6,7 +6,7 @@ the e-wallet's schema, seed and check (templates pgknee renders), stay beside th
 
 from __future__ import annotations
 
-from pgknee import sqlfiles
+from pgknee.base import sqlfiles
 
 
 def text(name: str) -> str:

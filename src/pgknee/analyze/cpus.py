@@ -9,12 +9,12 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pgknee.analyze.records import Group, RunView
-from pgknee.keys import Env
-from pgknee.rules import cpu_saturated
-from pgknee.serverstats import KcacheStep
-from pgknee.stepfacts import KcacheBefore16, Measured, StepFacts
-from pgknee.types import RunData, ServerOsSample
+from pgknee.analyze.view import Group, RunView
+from pgknee.model.facts import KcacheBefore16, Measured, StepFacts
+from pgknee.model.keys import Env
+from pgknee.model.results import RunData, ServerOsSample
+from pgknee.model.rules import cpu_saturated
+from pgknee.model.server import KcacheStep
 
 UNKNOWN_HINT = "give --server-cpus N"
 EMBEDDED = "this machine: the embedded server"

@@ -21,8 +21,8 @@ from typing import Any
 import psycopg
 from psycopg import pq, sql
 
-from pgknee import queries
-from pgknee.errors import TargetError, first_line
+from pgknee.base.errors import TargetError, first_line
+from pgknee.run import queries
 from pgknee.targets.base import Endpoint
 
 APP_NAME = "pgknee:idle"  # the samplers leave pgknee's own sessions out

@@ -165,7 +165,7 @@ class StepFact(StrEnum):
     NET_RELAY_EXIT_CODE = "net.relay_exit_code"
     NET_RELAY_SIGNAL = "net.relay_signal"
     # pg_stat_kcache over the bench phase (collect/kcache.py): the database's queries' CPU and I/O
-    # pg_stat_kcache per step in runs before format 16 (now a record: serverstats.KcacheStep)
+    # pg_stat_kcache per step in runs before format 16 (now a record: model.server.KcacheStep)
     KCACHE_USER_S = "kcache.user_s"
     KCACHE_SYSTEM_S = "kcache.system_s"
     KCACHE_READ_BYTES = "kcache.read_bytes"

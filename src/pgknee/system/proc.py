@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from pgknee import registry
-from pgknee.clock import polling
+from pgknee.base.clock import polling
+from pgknee.system import registry
 
 _live: set[subprocess.Popen[bytes]] = set()
 

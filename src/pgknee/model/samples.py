@@ -1,6 +1,6 @@
 """What the samplers of a step hand back (collect.protocol): their typed rows, one NamedTuple per
 table (the columns in the table's order after run_id and step_id), and the step's records that
-hold them, each stored the same way (pgknee.records). Also pg_wait_sampling's profile and how a
+hold them, each stored the same way (pgknee.model.kinds). Also pg_wait_sampling's profile and how a
 step's pooler ran."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
-from pgknee.keys import (
+from pgknee.model.facts import ActivityGaps
+from pgknee.model.keys import (
     POOLER_DELTA,
     POOLER_EXTERNAL,
     POOLER_PROCESS,
@@ -20,8 +21,7 @@ from pgknee.keys import (
     pooler_process,
     pooler_setting,
 )
-from pgknee.records import StoredRow, kind
-from pgknee.stepfacts import ActivityGaps
+from pgknee.model.kinds import StoredRow, kind
 
 
 class SnapshotRow(NamedTuple):

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 from pgknee.analyze.checks import Check
 from pgknee.analyze.waits import WaitProfile, profile_of, total_aas, wait_profile
-from pgknee.keys import Env
-from pgknee.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, is_noisy, spread_pct
-from pgknee.types import RunData, RunRecord, StepRecord, WaitRow
+from pgknee.model.keys import Env
+from pgknee.model.results import RunData, RunRecord, StepRecord, WaitRow
+from pgknee.model.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, is_noisy, spread_pct
 
 
 @dataclass(frozen=True)

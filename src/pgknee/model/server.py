@@ -4,7 +4,7 @@ pg_stat_checkpointer, pg_stat_io and pg_stat_kcache between the phase's start an
 the benchmark database's pg_stat_database (DatabaseStep, its own name/delta rows; ServerRestart
 when the server started again in between). Made by collect.serverstats, collect.kcache and
 collect.pgstats; written by store.writer, each record of RECORDS into its TABLE (its columns are
-the record's fields); read back by store.db, judged by analyze.serverside and analyze.machine. A
+the record's fields); read back by store.db, judged by analyze.serverside and analyze.cpus. A
 figure the server's version does not have is None."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pgknee.records import StoredRow, kind
+from pgknee.model.kinds import StoredRow, kind
 
 
 class _InItsTable:
@@ -181,7 +181,7 @@ class ServerRestart:
     started_again_at: float | None  # as the second did
 
     def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return ()  # the step keeps it as a fault (stepfacts.Faults.server_restarted)
+        return ()  # the step keeps it as a fault (model.facts.Faults.server_restarted)
 
 
 ServerRecord = WalStep | CheckpointStep | IoStep | KcacheStep

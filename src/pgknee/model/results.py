@@ -6,11 +6,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from pgknee.records import StepRecord as Record
-from pgknee.records import first_of
-from pgknee.samples import PoolerFacts, WaitSampling
-from pgknee.serverstats import DatabaseStep, ServerRecord
-from pgknee.stepfacts import StepFacts
+from pgknee.model.facts import StepFacts
+from pgknee.model.kinds import StepRecord as Record
+from pgknee.model.kinds import first_of
+from pgknee.model.samples import PoolerFacts, WaitSampling
+from pgknee.model.server import DatabaseStep, ServerRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +345,7 @@ class RunData:
     agents: dict[int, list[AgentShare]] = field(default_factory=dict)  # steps run by agents: each one's share
     # bench phase: mean backends per snapshot pg_stat_activity hid from the role (steps with any)
     hidden: dict[int, float] = field(default_factory=dict)
-    # bench phase: the server's WAL, checkpoints and I/O (pgknee.serverstats), steps that have them
+    # bench phase: the server's WAL, checkpoints and I/O (pgknee.model.server), steps that have them
     server: dict[int, tuple[ServerRecord, ...]] = field(default_factory=dict)
 
 
@@ -366,8 +366,8 @@ class StepResult:
     measurement: StepMeasurement | None
     tps_db: float | None
     progress: tuple[ProgressPoint, ...]
-    facts: StepFacts  # how its figures were got (pgknee.stepfacts)
-    # what each collector handed back (pgknee.records): pg_stat_database's change, the samples of
+    facts: StepFacts  # how its figures were got (pgknee.model.facts)
+    # what each collector handed back (pgknee.model.kinds): pg_stat_database's change, the samples of
     # pg_stat_activity, the OS, the pooler, the waits, the server's WAL, checkpoints and I/O
     records: tuple[Record, ...] = ()
     agents: tuple[AgentShare, ...] = ()  # a step run by agents: each one's share

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from pgknee.errors import UserError, first_line
+from pgknee.base.errors import UserError, first_line
 
 _SECRET_KEYS = ("password", "sslpassword")
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import hashlib
 
-from pgknee import __version__, keys
+from pgknee import __version__
 from pgknee.collect.serverfacts import ServerFacts, host_facts
 from pgknee.driver.pgbench import commits_per_transaction
-from pgknee.keys import Env
+from pgknee.model import keys
+from pgknee.model.keys import Env
 from pgknee.plan import Plan
 from pgknee.pooler.lab import Poolers
 from pgknee.run.scripts import Pgbench

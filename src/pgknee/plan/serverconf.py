@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 
 NAME_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)?")
 MAX_VALUE = 1024

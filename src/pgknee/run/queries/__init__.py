@@ -1,9 +1,9 @@
-"""The SQL of pgknee's top-level modules as data, every statement in a file here (pgknee.sqlfiles):
-idle_* for the idle sessions (idle.py)."""
+"""The SQL of the idle sessions as data, every statement in a file here (pgknee.base.sqlfiles):
+idle_* (run/idle.py)."""
 
 from __future__ import annotations
 
-from pgknee import sqlfiles
+from pgknee.base import sqlfiles
 
 
 def text(name: str) -> str:

@@ -1,4 +1,4 @@
-"""The watchdog of one pgknee process (python -m pgknee.watchdog ENTRY): it learns through its
+"""The watchdog of one pgknee process (python -m pgknee.system.watchdog ENTRY): it learns through its
 standard input what pgknee starts and removes, and when that input ends without 'done' (pgknee
 died, even by SIGKILL), it stops the children cleanly (a server's fast shutdown, then immediate,
 then a kill), removes the directories, marks the runs abandoned and removes the registry entry.
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pgknee.registry import clean_up
+from pgknee.system.registry import clean_up
 
 
 def main(entry_path: str) -> int:

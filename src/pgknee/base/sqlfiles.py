@@ -3,15 +3,15 @@ saying what it does: NAME.sql for a statement every supported server takes (`tex
 per server-version range, NAME.MINVERSION.sql, where versions differ (`load` picks the newest file
 whose MINVERSION <= server_version_num). A statement whose identifiers come from code holds `{}` or
 `{name}` placeholders for psycopg's sql.SQL(...).format(...); values are always bound parameters
-(%s, %(name)s), never text. The loader of collect/queries, workloads/queries, pgknee/queries (the
-top-level modules') and store/sql (which adds its own placeholders for the store's statements)."""
+(%s, %(name)s), never text. The loader of collect/queries, workloads/queries, run/queries (the idle
+sessions') and store/sql (which adds its own placeholders for the store's statements)."""
 
 from __future__ import annotations
 
 from functools import cache
 from importlib import resources
 
-from pgknee.errors import TargetError
+from pgknee.base.errors import TargetError
 
 
 @cache

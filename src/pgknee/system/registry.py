@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
-from pgknee.clock import now_iso, polling
+from pgknee.base.clock import now_iso, polling
 
 # how a child is stopped: pgbench killed; a server told to shut down fast; pgbouncer to close
 STOPS = {"kill": signal.SIGKILL, "fast": signal.SIGINT, "term": signal.SIGTERM}
@@ -176,7 +176,7 @@ class Registry:
             return
         read, write = os.pipe()
         self._watchdog = subprocess.Popen(  # noqa: S603 - pgknee's own module
-            [sys.executable, "-m", "pgknee.watchdog", str(self.path)], stdin=read, stdout=subprocess.DEVNULL,
+            [sys.executable, "-m", "pgknee.system.watchdog", str(self.path)], stdin=read, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": os.pathsep.join(sys.path)})
         os.close(read)

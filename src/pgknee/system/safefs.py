@@ -26,9 +26,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from pgknee import registry
-from pgknee.errors import UserError
-from pgknee.proc import RunAs  # who a child runs as when pgknee is root; None: as pgknee itself
+from pgknee.base.errors import UserError
+from pgknee.system import registry
+from pgknee.system.proc import RunAs  # who a child runs as when pgknee is root; None: as pgknee itself
 
 STDOUT = "-"
 

@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import ClassVar, TypeVar
 
-from pgknee import keys
-from pgknee.keys import StepFact
-from pgknee.serverstats import as_field
+from pgknee.model import keys
+from pgknee.model.keys import StepFact
+from pgknee.model.server import as_field
 
 Items = Iterator[tuple[str, float]]
 
@@ -236,7 +236,7 @@ class ActivityGaps(_Record):
 @dataclass(frozen=True, slots=True)
 class KcacheBefore16(_Record):
     """pg_stat_kcache's figures as runs before format 16 kept them, among the step's facts (since,
-    a record of their own: serverstats.KcacheStep)."""
+    a record of their own: model.server.KcacheStep)."""
 
     NAMES: ClassVar[tuple[str, ...]] = (StepFact.KCACHE_USER_S, StepFact.KCACHE_SYSTEM_S,
                                         StepFact.KCACHE_READ_BYTES, StepFact.KCACHE_WRITE_BYTES)

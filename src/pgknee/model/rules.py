@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from pgknee.errors import UserError
+from pgknee.base.errors import UserError
 
 # the figure shown for a repeated step: the median of the repetitions, or the best of N (the
 # repetition with the highest TPS, as article 002 reports)

@@ -1,0 +1,1 @@
+"""What every layer leans on: errors, timestamps, SQL files, connection strings."""
