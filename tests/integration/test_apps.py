@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 import threading
@@ -125,8 +126,8 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
         # same two CPUs), and the replay, in turns (A B A B: a drift of the shared machine weighs on both): their
         # rate and hold side by side
         scripts = ["--script" if a == "-f" else a for a in _scripts(app)]
-        measured: dict[str, list[tuple[float, float]]] = {"app": [], "replay": []}
-        for turn in (1, 2):
+        ratios: list[tuple[float, float]] = []  # per turn: the replay's TPS and hold over the application's
+        for turn in range(1, 5):
             own = pgknee("run", "--dsn", f"postgresql://pgknee@127.0.0.1:{own_copy.port}/pgknee", "--workload",
                          "custom", *scripts, "--clients", str(CLIENTS),
                          "--duration", "6s", "--store", str(tmp_path / f"a{turn}.db"), "--no-waits", env=ENV)
@@ -136,10 +137,13 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
                        "--duration", "6s", "--store", str(store), "--no-waits", env=ENV)
             assert r.code == 0, r.err
             assert ", 0 failed" in r.err, r.err  # no insert collided, no foreign key broke, no deadlock
-            measured["app"].append(_rate_and_hold(tmp_path / f"a{turn}.db"))
-            measured["replay"].append(_rate_and_hold(store))
-        (tps_app, hold_app), (tps_replay, hold_replay) = [
-            (sum(t for t, _ in m) / 2, sum(h for _, h in m) / 2) for m in (measured["app"], measured["replay"])]
+            (tps_app, hold_app), (tps_replay, hold_replay) = _rate_and_hold(tmp_path / f"a{turn}.db"), \
+                _rate_and_hold(store)
+            ratios.append((tps_replay / tps_app, hold_replay / hold_app))
+            # two turns, and two more when their median is outside the bounds below: one 6 s run of the
+            # application differs from the next by up to 15% here (549 against 444 TPS in one CI run)
+            if turn >= 2 and _within(ratios) or turn == 4:
+                break
         covered = re.search(r"the replay covers (\d+)% of the application's database time", r.err)
         assert covered and int(covered.group(1)) >= 90, r.err
         mix = pgknee("workload", "mix", "last", "--store", str(store))
@@ -148,9 +152,9 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
         manifest = tomllib.loads((cap / "workload.toml").read_text())
         groups = [s for s in manifest["scripts"] if s["name"].startswith("t")]
         print(f"{name}: {row.strip()} | the application's statements per transaction {spt_app:.2f} | "
-              f"{len(groups)} transaction scripts | TPS {tps_replay:,.0f} against the application's {tps_app:,.0f} "
-              f"({tps_replay / tps_app - 1:+.0%}), hold {hold_replay:.3f} ms against {hold_app:.3f} "
-              f"({hold_replay / hold_app - 1:+.0%})")
+              f"{len(groups)} transaction scripts | the replay's TPS against the application's, turn by turn: "
+              f"{', '.join(f'{t - 1:+.0%}' for t, _ in ratios)}; "
+              f"its hold: {', '.join(f'{h - 1:+.0%}' for _, h in ratios)}")
         text = {st["id"]: " ".join(st["query"].split()) for st in manifest["statements"]}
 
         def holding(*needles: str) -> list[tuple[str, ...]]:
@@ -186,12 +190,16 @@ def test_an_application_captured_replays_untouched(name: str, tmp_path: Path) ->
         # the rate within 20% of the application's and the hold within 15% (issue 39's targets), each widened by
         # what two runs of the same scripts differ by on this machine (up to 10%, and 21% once for a hold; beside
         # another test, one after the other, the order entry's replay ran at 163 TPS against 254, -36%)
-        assert abs(tps_replay / tps_app - 1) <= 0.30, (tps_replay, tps_app)
-        assert abs(hold_replay / hold_app - 1) <= 0.30, (hold_replay, hold_app)
+        assert _within(ratios), ratios
     finally:
         for c in made:
             c.close()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _within(ratios: list[tuple[float, float]]) -> bool:
+    """The median of the turns' ratios (replay over application) of both rate and hold within 30%."""
+    return all(abs(statistics.median(r[i] for r in ratios) - 1) <= 0.30 for i in (0, 1))
 
 
 def _rate_and_hold(store: Path) -> tuple[float, float]:
