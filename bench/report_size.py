@@ -140,15 +140,17 @@ def activity_rows(step_start: float, seconds: float, phase: str, clients: int, r
     return snaps, rows
 
 
-def os_rows(start: float, seconds: int, phase: str, clients: int, rnd: random.Random) -> list[tuple[Any, ...]]:
-    """One /proc sample a second, in collect.osproc.OS_COLUMNS' order."""
+def os_rows(start: float, seconds: int, phase: str, clients: int, rnd: random.Random) -> list[Any]:
+    """One /proc sample a second (pgknee.model.samples.OsSample)."""
+    from pgknee.model.samples import OsSample
+
     out = []
     busy = min(95.0, 20 + clients)
     for s in range(seconds):
         epoch = start + s + 0.5
         user = busy * rnd.uniform(0.6, 0.7)
         system = busy - user
-        out.append((_iso(epoch), phase, epoch, user, 0.0, system, 1.0, 0.5, 0.0, 100 - busy - 1.5, 1.0 + clients / 20,
+        out.append(OsSample(phase, epoch, user, 0.0, system, 1.0, 0.5, 0.0, 100 - busy - 1.5, 1.0 + clients / 20,
                     20_000 + 300 * clients, 2 + clients // 8, 0, 24_000_000, 20_000_000, 15_000_000, 3_000_000,
                     min(180.0, 10 + clients), None))
     return out
@@ -292,7 +294,8 @@ def in_memory(repeat: int) -> dict[str, Any]:
 
 def synthetic(counts: int, reps: int, seconds: int) -> Any:
     """The RunData of before, built directly (no store): 20 h of steps in memory."""
-    from pgknee.model.results import OsSample, RunData, RunRecord, StepRecord
+    from pgknee.model.results import RunData, RunRecord, StepRecord
+    from pgknee.model.samples import OsSample
     from pgknee.plan import Plan, parse_variant
 
     rnd = random.Random(7)
@@ -319,7 +322,7 @@ def synthetic(counts: int, reps: int, seconds: int) -> Any:
                     lat_min_ms=lat / 10, lat_p50_ms=lat, lat_p95_ms=lat * 2, lat_p99_ms=lat * 3, lat_max_ms=lat * 9,
                     tps_pgbench=tps, lat_avg_pgbench_ms=lat, conn_time_ms=10.0, tps_db=tps))
                 progress[sid] = [(float(s), tps * rnd.uniform(0.8, 1.2)) for s in range(1, seconds + 1)]
-                os_[sid] = [OsSample(t + s, "bench", 50, 0, 30, 1, 5, 1, 13, 2 + c / 100, 20000, 3 + c // 50, 0,
+                os_[sid] = [OsSample("bench", t + s, 50, 0, 30, 1, 5, 1, 13, 2 + c / 100, 20000, 3 + c // 50, 0,
                                      8 << 20, 4 << 20, 1 << 20, 2 << 20, 20.0) for s in range(seconds)]
                 n = seconds * 10
                 waits[sid] = [("CPU", "running", n), ("LWLock", "WALWrite", n * c // 100), ("IO", "WALSync", n // 2),

@@ -17,7 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pgknee.model.results import OsSample, RunData, RunRecord, ScriptRow, StepRecord
+from pgknee.model.results import RunData, RunRecord, ScriptRow, StepRecord
+from pgknee.model.samples import OsSample
 from pgknee.model.server import DatabaseStep
 from pgknee.plan import Plan
 

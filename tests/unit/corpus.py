@@ -46,14 +46,23 @@ def encode(obj: Any) -> Any:
         return {f.name: encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
         return {str(k): encode(v) for k, v in obj.items()}
-    if isinstance(obj, list) and obj and all(dataclasses.is_dataclass(x) for x in obj):
-        names = [f.name for f in dataclasses.fields(obj[0])]
+    if isinstance(obj, list) and obj and all(_record(x) for x in obj):
+        names = _names(obj[0])
         return {ROWS: names, "values": [[encode(getattr(x, n)) for n in names] for x in obj]}
     if isinstance(obj, list | tuple):
         return [encode(v) for v in obj]
     if isinstance(obj, float):  # an epoch keeps its milliseconds
         return float(f"{obj:.13g}") if abs(obj) >= 1e6 else float(f"{obj:.7g}")
     return obj
+
+
+def _record(x: Any) -> bool:
+    """A record: a dataclass, or a sample (a NamedTuple, pgknee.model.samples)."""
+    return dataclasses.is_dataclass(x) and not isinstance(x, type) or hasattr(x, "_fields")
+
+
+def _names(x: Any) -> list[str]:
+    return list(x._fields) if hasattr(x, "_fields") else [f.name for f in dataclasses.fields(x)]
 
 
 def decode(hint: Any, value: Any) -> Any:
@@ -68,6 +77,9 @@ def decode(hint: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
         return hint(**{k: decode(hints[k], v) for k, v in value.items() if k in hints})
+    if hasattr(hint, "_fields"):  # a sample; one recorded before samples had one shape has no phase: the bench
+        hints = typing.get_type_hints(hint)
+        return hint(**{"phase": "bench", **{k: decode(hints[k], v) for k, v in value.items() if k in hints}})
     if origin in (dict, list, tuple):
         return _decode_collection(origin, args, value)
     if hint in (int, float, str, bool):

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from builders import make_run_data, os_sample, step
 
-from pgknee.model.results import OsSample, PoolerRecord, RunData
-from pgknee.model.samples import PoolerFacts
+from pgknee.model.results import PoolerRecord, RunData
+from pgknee.model.samples import OsSample, PoolerFacts
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,8 @@ def run_of(c: Curve) -> RunData:
 
 def sample(cpu: float, client: float, pooler: float | None) -> OsSample:
     busy = min(cpu, 100.0)
-    return dataclasses.replace(os_sample(epoch=1001.0, client_cpu_pct=client, cpu_user=busy * 0.8,
-                                         cpu_system=busy * 0.2, cpu_idle=100.0 - busy), pooler_cpu_pct=pooler)
+    return os_sample(epoch=1001.0, client_cpu_pct=client, cpu_user=busy * 0.8, cpu_system=busy * 0.2,
+                     cpu_idle=100.0 - busy, pooler_cpu_pct=pooler)
 
 
 CURVES: dict[str, Curve] = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pgknee.model.facts import StepFacts
 from pgknee.model.results import LatencyStats, PgbenchSummary, StepMeasurement, StepResult
-from pgknee.model.samples import OsSamples
+from pgknee.model.samples import OsSample, OsSamples
 from pgknee.store.db import Store
 from pgknee.store.writer import RunWriter
 
@@ -51,7 +51,7 @@ def _step(w: RunWriter, seq: int, clients: int, rep: int, tps: float, p99_factor
                        mean * 5)
     m = StepMeasurement(int(tps * 10), 0, 0, 0, tps, lat, ())
     start = 1_800_000_000.0 + 20 * seq
-    rows = tuple(("2027-01-15 08:00:00.000", "bench", start + i, 40.0, 0.0, 10.0, 0.0, 0.0, 0.0, 50.0, 1.5, 1000.0,
+    rows = tuple(OsSample("bench", start + i, 40.0, 0.0, 10.0, 0.0, 0.0, 0.0, 50.0, 1.5, 1000.0,
                   3, 0, 8_000_000, 4_000_000, 1_000_000, 2_000_000, 50.0, None) for i in range(3)) if os_rows else ()
     w.write_step(StepResult(sid, "completed", None, 0, start, start + 10, PgbenchSummary(), m, tps, (), StepFacts(),
                             (OsSamples(rows),)))

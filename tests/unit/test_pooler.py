@@ -15,8 +15,8 @@ from pgknee.analyze import checks as ck
 from pgknee.analyze.run import build
 from pgknee.base.errors import UserError
 from pgknee.collect.pooler import pool_counts, stats_totals
-from pgknee.model.results import PoolerRecord, PoolerSample
-from pgknee.model.samples import PoolerFacts
+from pgknee.model.results import PoolerRecord
+from pgknee.model.samples import PoolerFacts, PoolerSample
 from pgknee.plan import Plan, PoolerSpec, Variant, parse_variant, parse_variants, plan_from_values
 from pgknee.pooler.lab import Poolers
 from pgknee.pooler.pgbouncer import PoolerSettings
@@ -108,7 +108,8 @@ def test_show_pools_and_stats_by_column_name() -> None:
 
 
 def _pooled(samples: list[tuple[int, int, int]], xacts: float, xact_us: float, wait_us: float) -> PoolerRecord:
-    return PoolerRecord([PoolerSample(1000.0 + i, a, w, sv, 0, 0, 0, 1000 * w) for i, (a, w, sv) in enumerate(samples)],
+    return PoolerRecord([PoolerSample("bench", 1000.0 + i, a, w, sv, 0, 0, 0, 1000 * w)
+                         for i, (a, w, sv) in enumerate(samples)],
                       PoolerFacts("managed", deltas=(("total_xact_count", xacts), ("total_xact_time", xact_us),
                                                      ("total_wait_time", wait_us))))
 

@@ -14,9 +14,9 @@ from pgknee.analyze import checks as ck
 from pgknee.analyze.recommend import recommend, recommend_all
 from pgknee.analyze.run import build
 from pgknee.base.errors import UserError
-from pgknee.model.results import PoolerProcessSample, PoolerRecord, RunData
+from pgknee.model.results import PoolerRecord, RunData
 from pgknee.model.rules import database_concurrency
-from pgknee.model.samples import PoolerFacts
+from pgknee.model.samples import PoolerFacts, PoolerProcessSample
 from pgknee.plan import PoolerSpec, parse_variant, parse_variants
 from pgknee.pooler.pgbouncer import PoolerSettings
 
@@ -67,7 +67,7 @@ def test_per_process_deltas_are_stored_and_read_back() -> None:
 
 
 def _procs(cpu: dict[int, tuple[float, float]]) -> list[PoolerProcessSample]:
-    return [PoolerProcessSample(1001.0 + t, n, 100 + n, u, s, 30.0, 10, 0, 8, 0) for t in range(4)
+    return [PoolerProcessSample("bench", 1001.0 + t, n, 100 + n, u, s, 30.0, 10, 0, 8, 0) for t in range(4)
             for n, (u, s) in cpu.items()]
 
 

@@ -206,7 +206,7 @@ def test_bad_server_machine_flags_are_refused(flags: list[str], message: str, tm
 
 
 def _with_server_figures() -> RunData:
-    from pgknee.model.results import ServerOsSample
+    from pgknee.model.samples import ServerOsSample
 
     data = make_run_data()
 

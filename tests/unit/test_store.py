@@ -34,7 +34,16 @@ from pgknee.model.results import (
     StepMeasurement,
     StepResult,
 )
-from pgknee.model.samples import ActivitySamples, OsRow, OsSamples, PoolerFacts, PoolerSamples, SessionRow, WaitSampling
+from pgknee.model.samples import (
+    ActivitySamples,
+    OsSample,
+    OsSamples,
+    PoolerFacts,
+    PoolerSample,
+    PoolerSamples,
+    SessionRow,
+    WaitSampling,
+)
 from pgknee.model.server import CheckpointStep, DatabaseStep, IoStep, WalStep
 from pgknee.store import claims, sidefile
 from pgknee.store import db as db_mod
@@ -94,7 +103,7 @@ def _step(w: RunWriter, seq: int, clients: int) -> int:
 def _result(step_id: int, status: str, reason: str | None = None, *, tps: float | None = None,
             transactions: int = 0, lat_avg_ms: float = 1.0, scripts: tuple[ScriptResult, ...] = (),
             failures: dict[str, int] | None = None, database: DatabaseStep | None = None,
-            os_rows: tuple[tuple[object, ...], ...] = ()) -> StepResult:
+            os_rows: tuple[OsSample, ...] = ()) -> StepResult:
     lat = LatencyStats(transactions, lat_avg_ms, 0.0, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms, lat_avg_ms)
     m = (StepMeasurement(transactions, 0, 0, 0, tps, lat, scripts, failures or {}) if tps is not None else None)
     return StepResult(step_id, status, reason, 0 if status == "completed" else 1, 0.0, 10.0, PgbenchSummary(), m,
@@ -309,9 +318,9 @@ def test_wait_counts_client_backends(store: Store) -> None:
 
 def test_load_run_round_trip(store: Store) -> None:
     w = _run(store, "r", steps=2)
-    os_row = ("2025-01-01 00:00:01.000", "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0,
+    os_row = OsSample("bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0,
               8000, 4000, 1000, 2000, 25.0, 40.0)
-    assert len(os_row) == len(OS_COLUMNS)
+    assert len(os_row) + 1 == len(OS_COLUMNS)  # the table's time as text (_collected_at) from the epoch
     transfer = ScriptResult(0, "transfer", 60, 1000, 0, 0, 100.0, LatencyStats(1000, 20.0, 2.0, 1.0, 19.0, 30.0, 40.0,
                                                                              90.0))
     sids = [_step(w, 1, 2), _step(w, 2, 8)]
@@ -516,9 +525,9 @@ def _full_result(step_id: int) -> StepResult:
     at = "2025-01-01 00:00:01.000"
     activity = ActivitySamples(((at, "bench", 1.0, 5, 3, 2, 0, 0, 0.4),), ((at, "bench", *act_row.values()),),
                                ("one error",), interval_s=0.5, ticks_late=3)
-    os_row = (at, "bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0, 8000, 4000, 1000, 2000,
+    os_row = OsSample("bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0, 8000, 4000, 1000, 2000,
               25.0, None)
-    pooler = (PoolerSamples(((at, "bench", 1.0, 2, 0, 2, 0, 2, 0, 0),)),
+    pooler = (PoolerSamples((PoolerSample("bench", 1.0, 2, 0, 2, 0, 2, 0, 0),)),
               PoolerFacts("managed", "1.21", settings=(("pool_mode", "transaction"),),
                           deltas=(("total_xact_count", 9.0),)))
     return StepResult(step_id, "completed", None, 0, 1.0, 11.0, PgbenchSummary(1000, 0, 99.5, 20.1, 3.0, 10.0), m,
@@ -542,7 +551,7 @@ def test_a_step_result_round_trips_through_json() -> None:
     assert activity is not None and os_samples is not None
     # each row typed again by its record's annotation, not a bare list or tuple
     assert isinstance(activity.rows[0], SessionRow) and activity.rows[0].wait_event == "transactionid"
-    assert isinstance(os_samples.rows[0], OsRow) and os_samples.rows[0].client_cpu_pct == 25.0
+    assert isinstance(os_samples.rows[0], OsSample) and os_samples.rows[0].client_cpu_pct == 25.0
 
 
 def test_a_side_file_of_format_1_still_imports() -> None:

@@ -24,7 +24,8 @@ SRC = Path(pgknee.__file__).parent
 PACKAGES = ("pgknee.workloads.queries", "pgknee.run.queries")
 FILES = sorted((p, e.name) for p in PACKAGES for e in resources.files(p).iterdir() if e.name.endswith(".sql"))
 # the modules that run them: every file is used by its name, every statement they run is a file
-USERS = {"pgknee.workloads.queries": sorted((SRC / "workloads").rglob("*.py")), "pgknee.run.queries": [SRC / "run" / "idle.py"]}
+USERS = {"pgknee.workloads.queries": sorted((SRC / "workloads").rglob("*.py")),
+         "pgknee.run.queries": [SRC / "run" / "idle.py"]}
 
 
 def _sql(package: str, filename: str) -> str:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from pgknee.model.keys import CheckId, CheckStatus
-from pgknee.model.results import OsSample, PoolerProcessSample, PoolerRecord, StepRecord
+from pgknee.model.results import PoolerRecord, StepRecord
 from pgknee.model.rules import database_concurrency, measured_window
+from pgknee.model.samples import OsSample, PoolerProcessSample
 
 TPS_PGBENCH_TOLERANCE = 3.0  # % between TPS from the log and TPS pgbench printed
 TPS_DB_TOLERANCE = 5.0  # % between TPS from the log and pg_stat_database's commits

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pgknee.analyze.view import Group, RunView
 from pgknee.model.facts import KcacheBefore16, Measured, StepFacts
 from pgknee.model.keys import Env
-from pgknee.model.results import RunData, ServerOsSample
+from pgknee.model.results import RunData
 from pgknee.model.rules import cpu_saturated
+from pgknee.model.samples import ServerOsSample
 from pgknee.model.server import KcacheStep
 
 UNKNOWN_HINT = "give --server-cpus N"

@@ -15,8 +15,9 @@ from pgknee.analyze.view import Group, MemoryRow, PoolerProcessRow, PoolerRow, S
 from pgknee.analyze.waits import total_aas, wait_profile
 from pgknee.model.facts import IdleSessions, MemoryAtEnd, MemoryBeforeIdle, StepFacts
 from pgknee.model.keys import commits_per_txn
-from pgknee.model.results import OsSample, PoolerRecord, RunData, ScriptRow, StepRecord
+from pgknee.model.results import PoolerRecord, RunData, ScriptRow, StepRecord
 from pgknee.model.rules import BEST, measured_window
+from pgknee.model.samples import OsSample
 from pgknee.model.server import DatabaseStep
 
 

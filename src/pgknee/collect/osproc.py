@@ -8,10 +8,9 @@ import os
 import time
 from dataclasses import dataclass
 
-from pgknee.base.clock import iso_of
 from pgknee.collect.periodic import PeriodicSampler
 from pgknee.collect.proctext import parse_meminfo, parse_stat
-from pgknee.model.samples import OsRow, OsSamples
+from pgknee.model.samples import OsSample, OsSamples
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -132,7 +131,7 @@ def cpu_percentages(a: tuple[int, ...], b: tuple[int, ...]) -> dict[str, float]:
             "cpu_steal": 100 * steal / total, "cpu_idle": 100 * idle / total}
 
 
-class OsSampler(PeriodicSampler[_Raw, OsRow]):
+class OsSampler(PeriodicSampler[_Raw, OsSample]):
     """This machine's /proc (the server's too for the embedded server), pgbench's and a managed
     pgbouncer's CPU."""
 
@@ -142,7 +141,7 @@ class OsSampler(PeriodicSampler[_Raw, OsRow]):
         # a managed pooler's processes: each single-threaded, so the busiest one's CPU is watched
         self.pooler_pids: tuple[int, ...] = ()
 
-    def _record(self, rows: tuple[OsRow, ...]) -> OsSamples:
+    def _record(self, rows: tuple[OsSample, ...]) -> OsSamples:
         return OsSamples(rows)
 
     def _raw(self) -> tuple[_Raw, int, int]:
@@ -170,11 +169,11 @@ class OsSampler(PeriodicSampler[_Raw, OsRow]):
         pairs = zip(prev.pooler_ticks, raw.pooler_ticks, strict=True) if prev.pooler_pids == raw.pooler_pids else ()
         busy = [100.0 * (b - a) / CLK_TCK / dt for a, b in pairs if a is not None and b is not None]
         pooler = max(busy) if busy else None
-        row = OsRow(iso_of(raw.t), self.phase, raw.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
+        row = OsSample(self.phase, raw.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
                pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], load1,
                (raw.ctxt - prev.ctxt) / dt, running, blocked, mem.get("MemTotal", 0), mem.get("MemAvailable", 0),
                mem.get("MemFree", 0), mem.get("Cached", 0), client, pooler)
         self._keep(row)
 
 
-OS_COLUMNS = ("_collected_at", "_phase", *OsRow._fields[2:])  # the table's, in the row's order
+OS_COLUMNS = ("_collected_at", "_phase", *OsSample._fields[1:])  # the table's, in the row's order

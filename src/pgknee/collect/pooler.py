@@ -18,11 +18,11 @@ from typing import Any
 
 import psycopg
 
-from pgknee.base.clock import iso_of, polling
+from pgknee.base.clock import polling
 from pgknee.base.errors import PoolerError, first_line
 from pgknee.collect.osproc import CLK_TCK, process_cpu_ticks, process_runq_wait_ns
 from pgknee.collect.protocol import Hooks, Phase
-from pgknee.model.samples import PoolerProcessRow, PoolerRow, PoolerSamples
+from pgknee.model.samples import PoolerProcessSample, PoolerSample, PoolerSamples
 from pgknee.targets.base import Endpoint
 
 
@@ -47,8 +47,8 @@ def show(conn: psycopg.Connection[Any], what: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-POOL_COLUMNS = PoolerRow._fields[3:]  # SHOW POOLS' counts, after the time, the phase and the epoch
-SAMPLE_COLUMNS = ("_collected_at", "_phase", *PoolerRow._fields[2:])  # the table's, in the row's order
+POOL_COLUMNS = PoolerSample._fields[2:]  # SHOW POOLS' counts, after the phase and the epoch
+SAMPLE_COLUMNS = ("_collected_at", "_phase", *PoolerSample._fields[1:])  # the table's, in the row's order
 STATS_TOTALS = ("total_xact_count", "total_query_count", "total_xact_time", "total_query_time",
                 "total_wait_time", "total_received", "total_sent")
 
@@ -115,8 +115,8 @@ class PoolerSampler(Hooks):
         self.interval_s = interval_s
         self.phase = "pre"
         self.errors: list[str] = []
-        self._rows: list[PoolerRow] = []
-        self._procs: list[PoolerProcessRow] = []
+        self._rows: list[PoolerSample] = []
+        self._procs: list[PoolerProcessSample] = []
         self._ticks: list[tuple[float, int, int, int] | None] = [None] * len(self.pids)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -170,10 +170,10 @@ class PoolerSampler(Hooks):
             return
         procs = self._process_rows(now, counts)
         with self._lock:
-            self._rows.append(PoolerRow(iso_of(now), self.phase, now, *summed(counts)))
+            self._rows.append(PoolerSample(self.phase, now, *summed(counts)))
             self._procs.extend(procs)
 
-    def _process_rows(self, now: float, counts: list[tuple[int, ...]]) -> list[PoolerProcessRow]:
+    def _process_rows(self, now: float, counts: list[tuple[int, ...]]) -> list[PoolerProcessSample]:
         """Each of pgknee's processes: its CPU since the sample before and its own counts."""
         out = []
         for i, pid in enumerate(self.pids):
@@ -186,7 +186,7 @@ class PoolerSampler(Hooks):
                                 100.0 * (ticks[1] - prev[2]) / CLK_TCK / dt)
                 waited = 100.0 * (wait - prev[3]) / 1e9 / dt
             c = dict(zip(POOL_COLUMNS, counts[i], strict=True)) if i < len(counts) else {}
-            out.append(PoolerProcessRow(iso_of(now), self.phase, now, i + 1, pid, user, system, waited,
+            out.append(PoolerProcessSample(self.phase, now, i + 1, pid, user, system, waited,
                                         c.get("cl_active"), c.get("cl_waiting"), c.get("sv_active"), c.get("sv_idle")))
         return out
 
@@ -243,4 +243,4 @@ class FunctionSampler(PoolerSampler):
             self._stop.set()
             return
         with self._lock:
-            self._rows.append(PoolerRow(iso_of(now), self.phase, now, *counts))
+            self._rows.append(PoolerSample(self.phase, now, *counts))

@@ -11,7 +11,6 @@ from typing import Any, Protocol
 
 import psycopg
 
-from pgknee.base.clock import iso_of
 from pgknee.base.errors import PgkneeError, first_line
 from pgknee.collect import queries
 from pgknee.collect.osproc import cpu_percentages
@@ -25,7 +24,7 @@ from pgknee.collect.proctext import (
     parse_stat,
 )
 from pgknee.collect.servermachine import PROC_FILES
-from pgknee.model.samples import ServerOsRow, ServerOsSamples
+from pgknee.model.samples import ServerOsSample, ServerOsSamples
 from pgknee.targets import Endpoint
 
 # what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names)
@@ -59,7 +58,7 @@ def raw_of(files: Files) -> _Raw | None:
                 parse_net_dev(files.get("net_dev") or ""))
 
 
-def row_of(prev: _Raw, cur: _Raw, phase: str) -> ServerOsRow | None:
+def row_of(prev: _Raw, cur: _Raw, phase: str) -> ServerOsSample | None:
     """One sample from two reads; None when no time passed between them."""
     dt = cur.t - prev.t
     if dt <= 0:
@@ -69,14 +68,14 @@ def row_of(prev: _Raw, cur: _Raw, phase: str) -> ServerOsRow | None:
     def rate(a: int, b: int) -> float:
         return max(0, b - a) / dt
 
-    return ServerOsRow(iso_of(cur.t), phase, cur.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
+    return ServerOsSample(phase, cur.t, pct["cpu_user"], pct["cpu_nice"], pct["cpu_system"],
                        pct["cpu_iowait"], pct["cpu_irq"], pct["cpu_steal"], pct["cpu_idle"], cur.load1,
                        rate(prev.stat.ctxt, cur.stat.ctxt), cur.stat.running, cur.stat.blocked, cur.mem.get("MemTotal"),
                        cur.mem.get("MemAvailable"), rate(prev.disk[0], cur.disk[0]), rate(prev.disk[1], cur.disk[1]),
                        rate(prev.net[0], cur.net[0]), rate(prev.net[1], cur.net[1]))
 
 
-SERVER_OS_COLUMNS = ("_collected_at", "_phase", *ServerOsRow._fields[2:])  # the table's, in the row's order
+SERVER_OS_COLUMNS = ("_collected_at", "_phase", *ServerOsSample._fields[1:])  # the table's, in the row's order
 
 
 class SqlFiles:
@@ -111,7 +110,7 @@ class SqlFiles:
             self.conn = None
 
 
-class ServerOsSampler(PeriodicSampler[_Raw, ServerOsRow]):
+class ServerOsSampler(PeriodicSampler[_Raw, ServerOsSample]):
     """Like collect.osproc.OsSampler for this machine, on the same thread's schedule; `read` gives
     the server's files (or None: a gap)."""
 
@@ -124,7 +123,7 @@ class ServerOsSampler(PeriodicSampler[_Raw, ServerOsRow]):
         """Through SQL (SqlFiles), each read of the files is a statement in the benchmark database."""
         return self.read.queries_run
 
-    def _record(self, rows: tuple[ServerOsRow, ...]) -> ServerOsSamples:
+    def _record(self, rows: tuple[ServerOsSample, ...]) -> ServerOsSamples:
         return ServerOsSamples(rows)
 
     def _sample_once(self) -> None:

@@ -55,7 +55,8 @@ def _typed(hint: Any, v: Any) -> Any:
     args = typing.get_args(hint)
     if isinstance(v, list) and typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis \
             and hasattr(args[0], "_fields"):
-        return tuple(args[0](*row) for row in v)
+        # a side file written before a sample had one shape holds its time as text first: the epoch has it
+        return tuple(args[0](*row[len(row) - len(args[0]._fields):]) for row in v)
     return _tuples(v)
 
 

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, TypeVar
 from pgknee.model.facts import StepFacts
 from pgknee.model.kinds import StepRecord as Record
 from pgknee.model.kinds import first_of
-from pgknee.model.samples import PoolerFacts, WaitSampling
+from pgknee.model.samples import OsSample, PoolerFacts, PoolerProcessSample, PoolerSample, ServerOsSample, WaitSampling
 from pgknee.model.server import DatabaseStep, ServerRecord
 
 
@@ -199,89 +199,6 @@ class WaitRow:
     wait_event: str
     count: int
     aas: float
-
-
-@dataclass(frozen=True, slots=True)
-class OsSample:
-    epoch: float
-    phase: str
-    cpu_user: float
-    cpu_nice: float
-    cpu_system: float
-    cpu_iowait: float
-    cpu_irq: float
-    cpu_steal: float
-    cpu_idle: float
-    load1: float
-    ctx_per_s: float
-    procs_running: int
-    procs_blocked: int
-    mem_total_kb: int
-    mem_available_kb: int
-    mem_free_kb: int
-    cached_kb: int
-    client_cpu_pct: float | None
-    pooler_cpu_pct: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ServerOsSample:
-    """The server's OS for one interval, from its own /proc (collect/serveros.py): CPU as % of
-    all its CPUs, rates per second."""
-
-    epoch: float
-    phase: str
-    cpu_user: float
-    cpu_nice: float
-    cpu_system: float
-    cpu_iowait: float
-    cpu_irq: float
-    cpu_steal: float
-    cpu_idle: float
-    load1: float | None
-    ctx_per_s: float
-    procs_running: int
-    procs_blocked: int
-    mem_total_kb: int | None
-    mem_available_kb: int | None
-    disk_read_bps: float
-    disk_write_bps: float
-    net_rx_bps: float
-    net_tx_bps: float
-
-
-@dataclass(frozen=True, slots=True)
-class PoolerSample:
-    epoch: float
-    cl_active: int
-    cl_waiting: int
-    sv_active: int
-    sv_idle: int
-    sv_used: int
-    sv_login: int
-    maxwait_us: int
-
-
-@dataclass(frozen=True, slots=True)
-class PoolerProcessSample:
-    """One pooler process at one sample of the bench phase (format 17+)."""
-
-    epoch: float
-    process: int
-    pid: int | None
-    cpu_user_pct: float | None
-    cpu_system_pct: float | None
-    runq_wait_pct: float | None
-    cl_active: int | None
-    cl_waiting: int | None
-    sv_active: int | None
-    sv_idle: int | None
-
-    @property
-    def cpu_pct(self) -> float | None:
-        if self.cpu_user_pct is None or self.cpu_system_pct is None:
-            return None
-        return self.cpu_user_pct + self.cpu_system_pct
 
 
 @dataclass(frozen=True)

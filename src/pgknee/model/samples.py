@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
+from pgknee.base.clock import iso_of
 from pgknee.model.facts import ActivityGaps
 from pgknee.model.keys import (
     POOLER_DELTA,
@@ -68,10 +69,10 @@ class SessionRow(NamedTuple):
     backend_type: str | None
 
 
-class OsRow(NamedTuple):
-    """One tick of this machine's OS (table os_samples; collect.osproc.OS_COLUMNS)."""
+class OsSample(NamedTuple):
+    """One tick of this machine's OS (table os_samples, its time _collected_at from the epoch): the
+    sampler's row, the store's and the analysis'."""
 
-    collected_at: str
     phase: str
     epoch: float
     cpu_user: float
@@ -90,13 +91,13 @@ class OsRow(NamedTuple):
     mem_free_kb: int
     cached_kb: int
     client_cpu_pct: float | None  # pgbench's process
-    pooler_cpu_pct: float | None  # a managed pooler's busiest process, % of one core
+    pooler_cpu_pct: float | None = None  # a managed pooler's busiest process, % of one core
 
 
-class ServerOsRow(NamedTuple):
-    """One tick of the server's OS (table server_os_samples; collect.serveros.SERVER_OS_COLUMNS)."""
+class ServerOsSample(NamedTuple):
+    """One tick of the server's OS from its own /proc (table server_os_samples; collect.serveros): CPU
+    as % of all its CPUs, rates per second."""
 
-    collected_at: str
     phase: str
     epoch: float
     cpu_user: float
@@ -118,11 +119,10 @@ class ServerOsRow(NamedTuple):
     net_tx_bps: float
 
 
-class PoolerProcessRow(NamedTuple):
+class PoolerProcessSample(NamedTuple):
     """One pooler process at one sample (table pooler_process_samples): its CPU since the sample
     before (% of one core, /proc) and its own SHOW POOLS counts for the benchmark's database."""
 
-    collected_at: str
     phase: str
     epoch: float
     process: int  # 1..N
@@ -135,12 +135,17 @@ class PoolerProcessRow(NamedTuple):
     sv_active: int | None
     sv_idle: int | None
 
+    @property
+    def cpu_pct(self) -> float | None:
+        if self.cpu_user_pct is None or self.cpu_system_pct is None:
+            return None
+        return self.cpu_user_pct + self.cpu_system_pct
 
-class PoolerRow(NamedTuple):
+
+class PoolerSample(NamedTuple):
     """One SHOW POOLS sample of the benchmark's database, its pools summed over the pooler's
     processes (table pooler_samples)."""
 
-    collected_at: str
     phase: str
     epoch: float
     cl_active: int
@@ -193,6 +198,11 @@ class ActivitySamples:
                 ("insert_step_facts", [{"name": k, "value": v} for k, v in gaps.items()]))
 
 
+def _timed(rows: Iterable[Any]) -> Iterator[StoredRow]:
+    """A tick's row as its table holds it: its time as text (_collected_at, from its epoch) first."""
+    return ((iso_of(r.epoch), *r) for r in rows)
+
+
 class _Rows:
     """A record that is its rows, one per tick, stored by its INSERT statement (store/sql)."""
 
@@ -200,7 +210,7 @@ class _Rows:
     rows: tuple[Any, ...]
 
     def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return ((self.INSERT, self.rows),)
+        return ((self.INSERT, _timed(self.rows)),)
 
 
 @kind
@@ -209,7 +219,7 @@ class OsSamples(_Rows):
     """A step's samples of this machine's OS, one row per tick."""
 
     INSERT: ClassVar[str] = "insert_os_samples"
-    rows: tuple[OsRow, ...]
+    rows: tuple[OsSample, ...]
 
 
 @kind
@@ -218,7 +228,7 @@ class ServerOsSamples(_Rows):
     """A step's samples of the server's OS when it runs elsewhere, one row per tick."""
 
     INSERT: ClassVar[str] = "insert_server_os_samples"
-    rows: tuple[ServerOsRow, ...]
+    rows: tuple[ServerOsSample, ...]
 
 
 @kind
@@ -228,12 +238,12 @@ class PoolerSamples(_Rows):
     errors (which the step's PoolerFacts keep)."""
 
     INSERT: ClassVar[str] = "insert_pooler_samples"
-    rows: tuple[PoolerRow, ...]
+    rows: tuple[PoolerSample, ...]
     errors: tuple[str, ...] = ()
-    processes: tuple[PoolerProcessRow, ...] = ()
+    processes: tuple[PoolerProcessSample, ...] = ()
 
     def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return ((self.INSERT, self.rows), ("insert_pooler_process_samples", self.processes))
+        return ((self.INSERT, _timed(self.rows)), ("insert_pooler_process_samples", _timed(self.processes)))
 
 
 def _number(text: str) -> float | None:

@@ -17,7 +17,8 @@ from typing import Any
 
 from pgknee.analyze.view import RunView
 from pgknee.analyze.waits import total_aas
-from pgknee.model.results import OsSample, StepRecord
+from pgknee.model.results import StepRecord
+from pgknee.model.samples import OsSample
 
 STEP_COLUMNS = ("run", "variant", "clients", "rep", "seq", "status", "started_at", "bench_start", "bench_end",
                 "duration_s", "threads", "protocol", "pooler_kind", "pool_mode", "pool_size", "idle", "tps",

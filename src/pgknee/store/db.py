@@ -20,17 +20,13 @@ from pgknee.model.facts import StepFacts
 from pgknee.model.results import (
     AgentShare,
     CapturedStatement,
-    OsSample,
-    PoolerProcessSample,
     PoolerRecord,
-    PoolerSample,
     ReplayedStatement,
     RunRecord,
     ScriptRow,
-    ServerOsSample,
     StepRecord,
 )
-from pgknee.model.samples import PoolerFacts, WaitSampling
+from pgknee.model.samples import OsSample, PoolerFacts, PoolerProcessSample, PoolerSample, ServerOsSample, WaitSampling
 from pgknee.model.server import RECORDS, DatabaseStep, ServerRecord, columns, from_row
 from pgknee.store.location import Location, locate
 from pgknee.store.migrate import SCHEMA_VERSION, judge, migrate, read_header
@@ -233,9 +229,10 @@ class Store:
     def pooler_record(self, step: StepRecord) -> PoolerRecord | None:
         if step.pooler_kind is None:
             return None
-        rows = self.db.execute(load("pooler_samples", columns=PoolerSample.__slots__), (step.step_id,)).fetchall()
+        rows = self.db.execute(load("pooler_samples", columns=_stored(PoolerSample._fields)),
+                               (step.step_id,)).fetchall()
         facts = dict(self.db.execute(load("step_pooler"), (step.step_id,)).fetchall())
-        procs = self.db.execute(load("pooler_process_samples", columns=PoolerProcessSample.__slots__),
+        procs = self.db.execute(load("pooler_process_samples", columns=_stored(PoolerProcessSample._fields)),
                                 (step.step_id,)).fetchall()
         return PoolerRecord([PoolerSample(*r) for r in rows], PoolerFacts.of_items(facts),
                             [PoolerProcessSample(*r) for r in procs])
@@ -280,7 +277,7 @@ class Store:
         return [(a, b, int(c)) for a, b, c in self.db.execute(q, (*step_ids, *phases)).fetchall()]
 
     def server_os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[ServerOsSample]:
-        q = load("server_os_samples", columns=_stored(ServerOsSample.__slots__), phases=len(phases))
+        q = load("server_os_samples", columns=_stored(ServerOsSample._fields), phases=len(phases))
         return [ServerOsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
 
     def wait_sampling(self, step_ids: Sequence[int]) -> dict[int, WaitSampling]:
@@ -309,7 +306,7 @@ class Store:
         return out
 
     def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:
-        q = load("os_samples", columns=_stored(OsSample.__slots__), phases=len(phases))
+        q = load("os_samples", columns=_stored(OsSample._fields), phases=len(phases))
         return [OsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
 
 

@@ -32,12 +32,12 @@ from pgknee.model.results import (
 )
 from pgknee.model.samples import (
     ActivitySamples,
-    OsRow,
+    OsSample,
     OsSamples,
     PoolerFacts,
-    PoolerRow,
+    PoolerSample,
     PoolerSamples,
-    ServerOsRow,
+    ServerOsSample,
     ServerOsSamples,
     SessionRow,
     SnapshotRow,
@@ -103,10 +103,13 @@ def _records_v1(d: dict[str, Any]) -> tuple[object, ...]:
         out.append(ActivitySamples(rows(SnapshotRow, snaps), rows(SessionRow, act["rows"]), tuple(act["errors"]),
                                    int(act.get("ticks_lost", 0)), int(act.get("reconnects", 0)),
                                    float(act.get("interval_s", 0.0)), int(act.get("ticks_late", 0))))
-    out.append(OsSamples(rows(OsRow, d.get("os_rows", []))))
-    out.append(ServerOsSamples(rows(ServerOsRow, d.get("server_os_rows", []))))
+    def timed(kind: type[Any], xs: list[Any]) -> tuple[Any, ...]:  # their time as text first: the epoch has it
+        return rows(kind, [x[1:] for x in xs])
+
+    out.append(OsSamples(timed(OsSample, d.get("os_rows", []))))
+    out.append(ServerOsSamples(timed(ServerOsSample, d.get("server_os_rows", []))))
     if (pooler := d.get("pooler")) is not None:
-        out += [PoolerSamples(rows(PoolerRow, pooler["samples"])), PoolerFacts.of_items(pooler["facts"])]
+        out += [PoolerSamples(timed(PoolerSample, pooler["samples"])), PoolerFacts.of_items(pooler["facts"])]
     if (w := d.get("wait_sampling")) is not None:
         out.append(WaitSampling(int(w["probes"]), bool(w["probes_counted"]), float(w["window_s"]), int(w["backends"]),
                                 tuple((str(t), str(e), int(n)) for t, e, n in w["counts"])))
