@@ -54,12 +54,13 @@ class KcacheCollector(BenchCounters[KcacheStep]):
     def __init__(self, session: Session) -> None:
         super().__init__(session)
         self.schema: str | None = None
+        self.version: str | None = None  # the extension's, for the run's environment
 
     def available(self) -> str | None:
         found = find(self.session.conn)
         if found is None:
             return "not installed in the benchmark's database, or not readable by this role"
-        self.schema = found[1]
+        self.version, self.schema = found
         return super().available()
 
     def read(self, conn: psycopg.Connection[Any]) -> KcacheStep:

@@ -9,7 +9,6 @@ from typing import Any
 
 import psycopg
 
-from pgknee.collect import kcache
 from pgknee.collect.servermachine import ServerMachine, Told, server_machine
 from pgknee.collect.serveros import ServerOsSampler, SqlFiles
 from pgknee.collect.sshproc import SshFiles
@@ -57,6 +56,4 @@ def open_machine(stack: contextlib.ExitStack, plan: Plan, target: Target,
         sampler.start()
         stack.callback(sampler.close)
         env[Env.SERVER_OS] = f"{machine.proc} every {plan.os_interval_s:g} s"
-    if (kc := kcache.find(conn)) is not None:
-        env[Env.SERVER_KCACHE] = kc[0]
     return sampler, {str(k): v for k, v in env.items()}

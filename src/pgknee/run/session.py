@@ -17,6 +17,7 @@ import psycopg
 
 from pgknee.base.errors import TargetError
 from pgknee.collect.activity import ActivitySampler
+from pgknee.collect.kcache import KcacheCollector
 from pgknee.collect.osproc import OsSampler
 from pgknee.collect.pgstats import StatsReader
 from pgknee.collect.protocol import Collectors
@@ -120,29 +121,35 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stats_conn.close()  # the statistics reader takes its place (the capacity check counted one)
     reader = StatsReader(lambda: target.endpoint.connect("stats"))
     stack.callback(lambda: reader.conn.close())
-    collectors = _server_collectors(reader, server, env, plan.settle_s)
+    collectors = _server_collectors(reader, server, plan.settle_s)
     env[keys.Env.WAIT_SAMPLING] = waits_note
+    os_sampler = _start_samplers(stack, collectors, plan, target, server, writer, ui.say, server_os, waits)
+    # written once every collector is added: each left out says why in the run's environment
+    env.update({keys.collector(name): note for name, note in collectors.notes.items()} | _kcache_version(collectors))
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target),
                             **({keys.Env.AGENTS: ",".join(fleet.names)} if fleet is not None else {})})
     for purpose, argv in ([("pgknee", record.argv)] if record.argv else []) + commands:
         writer.add_command(None, purpose, argv)  # the run's own command line first, then the set-up's
-    os_sampler = _start_samplers(stack, collectors, plan, target, server, writer, ui.say, server_os, waits)
     session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, collectors, os_sampler,
                          {name: [s for s, _ in pairs] for name, pairs in texts.items()})
     session.mix, session.fleet = start_mix(prepared.workload, target, writer, ui.say), fleet
     return session, steps
 
 
-def _server_collectors(reader: StatsReader, server: ServerFacts, env: dict[str, str],
-                       settle_s: float) -> Collectors:
+def _server_collectors(reader: StatsReader, server: ServerFacts, settle_s: float) -> Collectors:
     """The run's collectors, first those of the server's counters this server and role can serve
-    (each tried once on the statistics session), and in the run's environment which are on and
-    why the others are not."""
+    (each tried once on the statistics session; which are on and why the others are not goes to
+    the run's environment once the samplers are added too)."""
     collectors = Collectors(server.version_num)
     for c in server_collectors(reader, server.version_num, settle_s):
         collectors.add(c)
-    env.update({keys.collector(name): note for name, note in collectors.notes.items()})
     return collectors
+
+
+def _kcache_version(collectors: Collectors) -> dict[str, str]:
+    """pg_stat_kcache's version when its collector is on (found once, by the collector)."""
+    kc = next((c for c in collectors.all if isinstance(c, KcacheCollector)), None)
+    return {keys.Env.SERVER_KCACHE: kc.version} if kc is not None and kc.version else {}
 
 
 def _fleet(stack: contextlib.ExitStack, writer: RunWriter, run_id: str, agents: AgentPlan, ui: UI) -> Fleet:

@@ -20,10 +20,10 @@ import sqlite3
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
+from pgknee.base import sqlfiles
 from pgknee.base.clock import now_iso, polling
 
 # how a child is stopped: pgbench killed; a server told to shut down fast; pgbouncer to close
@@ -273,14 +273,16 @@ def mark_abandoned(store: str, run_id: str, reason: str, owner: str) -> bool:
     interrupted. A run another pgknee took over meanwhile (--resume) is left to it."""
     if not os.path.isfile(store):
         return False
-    sql = resources.files("pgknee") / "store" / "sql"  # the store's own statements, read without loading it
+    def sql(name: str) -> str:  # the store's own statements, read through the one loader (its package is light)
+        return sqlfiles.text("pgknee.store.sql", name)
+
     try:
         with contextlib.closing(sqlite3.connect(store, timeout=10, isolation_level=None)) as db:
             db.execute("BEGIN IMMEDIATE")
-            cur = db.execute((sql / "abandon_run.sql").read_text(), {"run_id": run_id, "reason": reason,
+            cur = db.execute(sql("abandon_run"), {"run_id": run_id, "reason": reason,
                                                                      "at": now_iso(), "owner": owner})
             if cur.rowcount > 0:
-                db.execute((sql / "abandon_steps.sql").read_text(), {"run_id": run_id, "reason": reason})
+                db.execute(sql("abandon_steps"), {"run_id": run_id, "reason": reason})
             db.execute("COMMIT")
             return cur.rowcount > 0
     except sqlite3.Error:
