@@ -60,14 +60,19 @@ def test_the_docs_hold_run_lines_to_check() -> None:
 
 
 @pytest.mark.parametrize(("page", "cmd"), RUN_LINES, ids=[f"{p}:{i}" for i, (p, _) in enumerate(RUN_LINES)])
-def test_every_run_line_in_the_docs_runs_dry(page: str, cmd: str, tmp_path: Path) -> None:
+def test_every_run_line_in_the_docs_runs_dry(page: str, cmd: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process, as the console command calls it (cli.main): a new interpreter a line cost 2 s of
+    imports each, the docs' commands that need no server below run as a reader's would."""
+    from pgknee import cli
+
     (tmp_path / "read_heavy.sql").write_text("SELECT 1;\n")  # the custom workload's example script
-    argv = shlex.split(cmd)[2:]
-    r = subprocess.run([sys.executable, "-m", "pgknee", "run", *argv, "--dry-run"], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path, env={**os.environ, "PGPASSWORD": "example"},
-                       stdin=subprocess.DEVNULL, check=False)
-    assert r.returncode == 0, f"{page}: {cmd}\n{r.stderr.strip().splitlines()[-1:]}"
-    assert "estimated wall time" in r.stdout or "until-answer" in r.stdout, r.stdout[-300:]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PGPASSWORD", "example")
+    code = cli.main(["run", *shlex.split(cmd)[2:], "--dry-run"])
+    out, err = capsys.readouterr()
+    assert code == 0, f"{page}: {cmd}\n{err.strip().splitlines()[-1:]}"
+    assert "estimated wall time" in out or "until-answer" in out, out[-300:]
 
 
 def test_every_variable_pgknee_reads_is_documented() -> None:
