@@ -100,8 +100,10 @@ class SshFiles:
         except OSError as e:
             return {}, f"{self.label}: cannot start ssh: {e.strerror or e}"
         assert self.p.stdin is not None and self.p.stdout is not None and self.p.stderr is not None
-        for target, stream in ((self._read_out, self.p.stdout), (self._read_err, self.p.stderr)):
-            threading.Thread(target=target, args=(stream,), name="pgknee-ssh", daemon=True).start()
+        readers = [threading.Thread(target=target, args=(stream,), name="pgknee-ssh", daemon=True)
+                   for target, stream in ((self._read_out, self.p.stdout), (self._read_err, self.p.stderr))]
+        for t in readers:
+            t.start()
         with contextlib.suppress(OSError):
             self.p.stdin.write(SCRIPT.encode())
             self.p.stdin.close()
@@ -109,6 +111,8 @@ class SshFiles:
                         timeout=FIRST_LINE_S)
         if self.latest is not None:
             return {k: v for k, v in self.latest.items() if isinstance(v, str)}, ""
+        if self.p.poll() is not None:  # ssh ended: its last words (the reason) are read to the end first
+            readers[1].join(timeout=2.0)
         why = self.stderr[-1] if self.stderr else (
             f"exit {self.p.returncode}" if self.p.poll() is not None else f"no answer in {FIRST_LINE_S:g} s")
         self.close()
