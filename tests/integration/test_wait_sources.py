@@ -14,6 +14,7 @@ import pytest
 from pgknee.analyze.waitsource import compare_sources
 from pgknee.collect.queries import load
 from pgknee.collect.waitsampling import open_profiler
+from pgknee.model.samples import WaitSampling
 from pgknee.store.db import Store
 from pgknee.targets.local import EmbeddedCluster, find_bindir, wait_sampling_settings
 
@@ -39,7 +40,7 @@ def test_the_embedded_server_records_a_second_profile_per_step(tmp_path: Path) -
     assert 90 <= probes / window_s <= 100.5  # the collector's real rate: a little under 100 Hz
     s = Store(str(store), create=False)
     c = compare_sources(s.wait_counts([step_id], ("bench",), "client"), s.snapshot_count([step_id], ("bench",)),
-                        list(s.wait_sampling([step_id]).values()))
+                        list(s.records([step_id], [WaitSampling])[step_id]))
     assert c is not None and c.profile_total > 0.1  # e-wallet at 4 clients waits on WAL
     # both measure the same waits, each with its sampling error (60 snapshots of this 6 s step against
     # some 600 probes): the bound is 4 of their combined sigmas, not a percentage. Measured here: 10 runs

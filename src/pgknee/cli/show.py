@@ -194,9 +194,10 @@ def _second_source(store: Store, ids: list[int], label: str) -> list[Any]:
     from rich.text import Text
 
     from pgknee.analyze.waitsource import compare_sources
+    from pgknee.model.samples import WaitSampling
     from pgknee.report.waitsource import SOURCES_NOTE, agreement_line, sources_table
 
-    profiles = store.wait_sampling(ids)
+    profiles = {i: w for i, (w, *_) in store.records(ids, [WaitSampling]).items()}
     bench = ("bench",)
     c = compare_sources(store.wait_counts(list(profiles), bench, "client"), store.snapshot_count(list(profiles), bench),
                         list(profiles.values()))

@@ -15,6 +15,7 @@ from pgknee.cli.common import Renamed, add_store, print_items
 from pgknee.system import safefs
 
 if TYPE_CHECKING:
+    from pgknee.model.server import DatabaseStep
     from pgknee.store.db import Store
 
 MAX_TOP = 500
@@ -159,5 +160,14 @@ def mix_items(store: Store, run_id: str, clients: int | None = None, *, required
             raise UserError(f"run {run.run_id} did not replay a captured workload", "pgknee run --workload DIR")
         return []
     held = hold_check(store.environment(run.run_id), chosen,
-                      {s.step_id: store.pg_stat_database(s.step_id) for s in chosen}, replayed)
+                      _databases(store, [s.step_id for s in chosen]), replayed)
     return [resemblance_table(r), *([hold_table(held)] if held is not None and held.rows else [])]
+
+
+def _databases(store: Store, step_ids: list[int]) -> dict[int, DatabaseStep]:
+    """Each step's pg_stat_database record (an empty one for a step without)."""
+    from pgknee.model.kinds import first_of
+    from pgknee.model.server import DatabaseStep
+
+    read = store.records(step_ids, [DatabaseStep])
+    return {i: first_of(read.get(i, ()), DatabaseStep) or DatabaseStep() for i in step_ids}

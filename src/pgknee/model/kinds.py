@@ -1,17 +1,35 @@
 """A step's records: what each collector hands back when a step ends (collect.protocol), all kept
 the same way. A record says where it goes (`stored`: its statements in store/sql, each with its
-rows, which the writer puts after the run's and the step's ids), and travels through a side file
-by its kind's name (`to_json`, `from_json`). A new kind of record needs `@kind` and its own
-`stored`; the writer, the side files and the step that carries it stay as they are."""
+rows, which the writer puts after the run's and the step's ids), travels through a side file by
+its kind's name (`to_json`, `from_json`), and says how it comes back (`stored_in`: the tables and
+columns it is read from; `loaded`: the step's records from those rows), which store.db.Store.records
+does for every kind alike and RunData.of hands to the analysis. A new kind of record needs `@kind`,
+its own `stored`, `stored_in` and `loaded`; the writer, the side files, the store's reads, the loader
+and the step that carries it stay as they are."""
 
 from __future__ import annotations
 
 import dataclasses
 import typing
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 StoredRow = Sequence[Any] | Mapping[str, Any]  # positional (after run_id, step_id) or named (:step_id, :run_id)
+Rows = list[tuple[Any, ...]]  # a step's rows of one table, the columns a Read names
+
+
+class Read(NamedTuple):
+    """A table a kind is read back from: the columns `loaded` takes, in that order, and whether
+    only the bench phase's rows are read (a table of samples keeps every phase)."""
+
+    table: str
+    columns: tuple[str, ...]
+    bench_only: bool = False
+
+
+def columns_of(fields: Iterable[str]) -> tuple[str, ...]:
+    """A sample's fields as its table's columns: its phase is the table's _phase."""
+    return tuple("_phase" if f == "phase" else f for f in fields)
 
 
 class StepRecord(Protocol):
@@ -71,3 +89,8 @@ def from_json(d: Mapping[str, Any]) -> object:
 
 def first_of(records: Iterable[object], cls: type[R]) -> R | None:
     return next((r for r in records if isinstance(r, cls)), None)
+
+
+def readable() -> list[type[Any]]:
+    """Every kind that says how it is read back (`stored_in`, `loaded`)."""
+    return [k for k in KINDS.values() if hasattr(k, "stored_in") and hasattr(k, "loaded")]

@@ -235,6 +235,9 @@ class ReplayedStatement(NamedTuple):
     total_ms: float
 
 
+R = TypeVar("R")
+
+
 @dataclass(frozen=True)
 class RunData:
     """Everything the analysis of one run reads, as fetched from the store."""
@@ -264,9 +267,17 @@ class RunData:
     hidden: dict[int, float] = field(default_factory=dict)
     # bench phase: the server's WAL, checkpoints and I/O (pgknee.model.server), steps that have them
     server: dict[int, tuple[ServerRecord, ...]] = field(default_factory=dict)
+    # every step's records of every kind that says how it is read back (store.db.Store.records): a new
+    # kind reaches the analysis through `of` with no new code in the store or the loader
+    records: dict[int, tuple[Any, ...]] = field(default_factory=dict)
 
+    def of(self, step_id: int, kind: type[R]) -> R | None:
+        """The step's record of this kind, if it has one (the first, for a kind with several)."""
+        return first_of(self.records.get(step_id, ()), kind)
 
-R = TypeVar("R")
+    def all_of(self, step_id: int, kind: type[R]) -> tuple[R, ...]:
+        return tuple(r for r in self.records.get(step_id, ()) if isinstance(r, kind))
+
 
 
 @dataclass(frozen=True)

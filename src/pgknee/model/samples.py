@@ -22,7 +22,7 @@ from pgknee.model.keys import (
     pooler_process,
     pooler_setting,
 )
-from pgknee.model.kinds import StoredRow, kind
+from pgknee.model.kinds import Read, Rows, StoredRow, columns_of, kind
 
 
 class SnapshotRow(NamedTuple):
@@ -175,6 +175,20 @@ class WaitSampling:
                                         "probes_counted": int(self.probes_counted), "backends": self.backends},)
         yield "insert_wait_profile", [{"wait_event_type": t, "wait_event": e, "count": n} for t, e, n in self.counts]
 
+    @classmethod
+    def stored_in(cls) -> tuple[Read, ...]:
+        return (Read("step_wait_sampling", ("probes", "probes_counted", "window_s", "backends")),
+                Read("step_wait_profile", ("wait_event_type", "wait_event", "count")))
+
+    @classmethod
+    def loaded(cls, tables: tuple[Rows, ...]) -> tuple[WaitSampling, ...]:
+        """The profile, the most frequent event first."""
+        if not tables[0]:
+            return ()
+        (probes, counted, window_s, backends), *_ = tables[0]
+        counts = sorted(((str(t), str(e), int(n)) for t, e, n in tables[1]), key=lambda c: (-c[2], c[0], c[1]))
+        return (cls(int(probes), bool(counted), float(window_s), int(backends), tuple(counts)),)
+
 
 @kind
 @dataclass(frozen=True)
@@ -204,13 +218,24 @@ def _timed(rows: Iterable[Any]) -> Iterator[StoredRow]:
 
 
 class _Rows:
-    """A record that is its rows, one per tick, stored by its INSERT statement (store/sql)."""
+    """A record that is its rows, one per tick of the step's phases, in its TABLE (stored by
+    insert_TABLE, read back for the bench phase in the order of their epochs)."""
 
-    INSERT: ClassVar[str] = ""
+    TABLE: ClassVar[str] = ""
+    ROW: ClassVar[type[Any]] = tuple
     rows: tuple[Any, ...]
 
     def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return ((self.INSERT, _timed(self.rows)),)
+        return ((f"insert_{self.TABLE}", _timed(self.rows)),)
+
+    @classmethod
+    def stored_in(cls) -> tuple[Read, ...]:
+        return (Read(cls.TABLE, columns_of(cls.ROW._fields), bench_only=True),)
+
+    @classmethod
+    def loaded(cls, tables: tuple[Rows, ...]) -> tuple[Any, ...]:
+        rows = sorted((cls.ROW(*r) for r in tables[0]), key=lambda r: r.epoch)
+        return (cls(rows=tuple(rows)),) if rows else ()  # type: ignore[call-arg]  # (each kind is a dataclass)
 
 
 @kind
@@ -218,7 +243,8 @@ class _Rows:
 class OsSamples(_Rows):
     """A step's samples of this machine's OS, one row per tick."""
 
-    INSERT: ClassVar[str] = "insert_os_samples"
+    TABLE: ClassVar[str] = "os_samples"
+    ROW: ClassVar[type[Any]] = OsSample
     rows: tuple[OsSample, ...]
 
 
@@ -227,7 +253,8 @@ class OsSamples(_Rows):
 class ServerOsSamples(_Rows):
     """A step's samples of the server's OS when it runs elsewhere, one row per tick."""
 
-    INSERT: ClassVar[str] = "insert_server_os_samples"
+    TABLE: ClassVar[str] = "server_os_samples"
+    ROW: ClassVar[type[Any]] = ServerOsSample
     rows: tuple[ServerOsSample, ...]
 
 
@@ -237,13 +264,25 @@ class PoolerSamples(_Rows):
     """A step's SHOW POOLS samples (the processes' summed), each process's own, and the console's
     errors (which the step's PoolerFacts keep)."""
 
-    INSERT: ClassVar[str] = "insert_pooler_samples"
+    TABLE: ClassVar[str] = "pooler_samples"
+    ROW: ClassVar[type[Any]] = PoolerSample
     rows: tuple[PoolerSample, ...]
     errors: tuple[str, ...] = ()
     processes: tuple[PoolerProcessSample, ...] = ()
 
     def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
-        return ((self.INSERT, _timed(self.rows)), ("insert_pooler_process_samples", _timed(self.processes)))
+        return (("insert_pooler_samples", _timed(self.rows)), ("insert_pooler_process_samples", _timed(self.processes)))
+
+    @classmethod
+    def stored_in(cls) -> tuple[Read, ...]:
+        return (*super().stored_in(),
+                Read("pooler_process_samples", columns_of(PoolerProcessSample._fields), bench_only=True))
+
+    @classmethod
+    def loaded(cls, tables: tuple[Rows, ...]) -> tuple[Any, ...]:
+        rows = sorted((PoolerSample(*r) for r in tables[0]), key=lambda r: r.epoch)
+        procs = sorted((PoolerProcessSample(*r) for r in tables[1]), key=lambda r: (r.process, r.epoch))
+        return (cls(tuple(rows), processes=tuple(procs)),) if rows or procs else ()
 
 
 def _number(text: str) -> float | None:
@@ -293,6 +332,14 @@ class PoolerFacts:
 
     def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
         return (("insert_step_pooler", [{"name": k, "value": v} for k, v in self.items()]),)
+
+    @classmethod
+    def stored_in(cls) -> tuple[Read, ...]:
+        return (Read("step_pooler", ("name", "value")),)
+
+    @classmethod
+    def loaded(cls, tables: tuple[Rows, ...]) -> tuple[PoolerFacts, ...]:
+        return (cls.of_items({str(k): str(v) for k, v in tables[0]}),) if tables[0] else ()
 
     @classmethod
     def of_items(cls, d: dict[str, str]) -> PoolerFacts:

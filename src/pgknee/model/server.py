@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pgknee.model.kinds import StoredRow, kind
+from pgknee.model.kinds import Read, Rows, StoredRow, kind
 
 
 class _InItsTable:
@@ -25,6 +25,16 @@ class _InItsTable:
 
     def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
         return ((f"insert_{self.TABLE}", (as_row(self),)),)
+
+    @classmethod
+    def stored_in(cls) -> tuple[Read, ...]:
+        return (Read(cls.TABLE, columns(cls)),)
+
+    @classmethod
+    def loaded(cls, tables: tuple[Rows, ...]) -> tuple[Any, ...]:
+        """A row each (pg_stat_io has several a step)."""
+        cols = columns(cls)
+        return tuple(from_row(cls, dict(zip(cols, row, strict=True))) for row in tables[0])
 
 
 @kind
@@ -164,6 +174,14 @@ class DatabaseStep:
         return (("insert_pg_stat_database", [{"name": k, "delta": v} for k, v in self.items()]),)
 
     @classmethod
+    def stored_in(cls) -> tuple[Read, ...]:
+        return (Read("step_pg_stat_database", ("name", "delta")),)
+
+    @classmethod
+    def loaded(cls, tables: tuple[Rows, ...]) -> tuple[DatabaseStep, ...]:
+        return (cls.of_items({str(k): float(v) for k, v in tables[0]}),) if tables[0] else ()
+
+    @classmethod
     def of_items(cls, d: Mapping[str, float]) -> DatabaseStep:
         return cls(**{f.name: float(d[f.name]) for f in dataclasses.fields(cls) if f.name in d})
 
@@ -190,7 +208,7 @@ RECORDS: tuple[type[WalStep], type[CheckpointStep], type[IoStep], type[KcacheSte
 BY_TABLE: dict[str, type[ServerRecord]] = {r.TABLE: r for r in RECORDS}
 
 
-def columns(kind: type[ServerRecord]) -> tuple[str, ...]:
+def columns(kind: type[Any]) -> tuple[str, ...]:
     """The record's fields: its table's columns after step_id."""
     return tuple(f.name for f in dataclasses.fields(kind))
 
@@ -201,7 +219,7 @@ def as_row(record: Any) -> dict[str, Any]:
     return {name: int(v) if isinstance(v, bool) else v for name, v in values.items()}
 
 
-def from_row(kind: type[ServerRecord], row: dict[str, Any]) -> ServerRecord:
+def from_row(kind: type[Any], row: dict[str, Any]) -> Any:
     """A record back from its table's row (or a side file's), typed as its fields say."""
     return kind(**{f.name: as_field(f, row.get(f.name)) for f in dataclasses.fields(kind)})
 

@@ -17,17 +17,15 @@ from typing import Any
 
 from pgknee.base.errors import DbError, StoreError, UserError, store_error
 from pgknee.model.facts import StepFacts
+from pgknee.model.kinds import Read, Rows, readable
 from pgknee.model.results import (
     AgentShare,
     CapturedStatement,
-    PoolerRecord,
     ReplayedStatement,
     RunRecord,
     ScriptRow,
     StepRecord,
 )
-from pgknee.model.samples import OsSample, PoolerFacts, PoolerProcessSample, PoolerSample, ServerOsSample, WaitSampling
-from pgknee.model.server import RECORDS, DatabaseStep, ServerRecord, columns, from_row
 from pgknee.store.location import Location, locate
 from pgknee.store.migrate import SCHEMA_VERSION, judge, migrate, read_header
 from pgknee.store.sql import load
@@ -226,17 +224,6 @@ class Store:
     def step_failures(self, step_id: int) -> dict[str, int]:
         return dict(self.db.execute(load("step_failures"), (step_id,)).fetchall())
 
-    def pooler_record(self, step: StepRecord) -> PoolerRecord | None:
-        if step.pooler_kind is None:
-            return None
-        rows = self.db.execute(load("pooler_samples", columns=_stored(PoolerSample._fields)),
-                               (step.step_id,)).fetchall()
-        facts = dict(self.db.execute(load("step_pooler"), (step.step_id,)).fetchall())
-        procs = self.db.execute(load("pooler_process_samples", columns=_stored(PoolerProcessSample._fields)),
-                                (step.step_id,)).fetchall()
-        return PoolerRecord([PoolerSample(*r) for r in rows], PoolerFacts.of_items(facts),
-                            [PoolerProcessSample(*r) for r in procs])
-
     def step_facts(self, step_id: int) -> StepFacts:
         return StepFacts.of_items(dict(self.db.execute(load("step_facts"), (step_id,)).fetchall()))
 
@@ -245,9 +232,6 @@ class Store:
         captured = self.db.execute(load("workload_statements"), (run_id,)).fetchall()
         steps = self.db.execute(load("replayed_statements"), (run_id,)).fetchall()
         return [CapturedStatement(*r) for r in captured], [ReplayedStatement(*r) for r in steps]
-
-    def pg_stat_database(self, step_id: int) -> DatabaseStep:
-        return DatabaseStep.of_items(dict(self.db.execute(load("step_pg_stat_database"), (step_id,)).fetchall()))
 
     def progress(self, step_id: int) -> list[tuple[float, float]]:
         rows = self.db.execute(load("progress"), (step_id,)).fetchall()
@@ -276,27 +260,23 @@ class Store:
         q = load(name[backend], steps=len(step_ids), phases=len(phases))
         return [(a, b, int(c)) for a, b, c in self.db.execute(q, (*step_ids, *phases)).fetchall()]
 
-    def server_os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[ServerOsSample]:
-        q = load("server_os_samples", columns=_stored(ServerOsSample._fields), phases=len(phases))
-        return [ServerOsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
-
-    def wait_sampling(self, step_ids: Sequence[int]) -> dict[int, WaitSampling]:
-        """pg_wait_sampling's profile of each step that has one (format 11 on)."""
-        profile = load("wait_profile")
-        return {int(sid): WaitSampling(int(probes), bool(counted), float(window_s), int(backends), tuple(
-            (str(t), str(e), int(n)) for t, e, n in self.db.execute(profile, (sid,)).fetchall()))
-            for sid, probes, counted, window_s, backends
-            in self.db.execute(load("wait_sampling", steps=len(step_ids)), tuple(step_ids)).fetchall()}
-
-    def server_records(self, step_ids: Sequence[int]) -> dict[int, tuple[ServerRecord, ...]]:
-        """The server's WAL, checkpoints and I/O over each step's bench phase (format 16 on)."""
-        out: dict[int, list[ServerRecord]] = {}
-        for kind in RECORDS:
-            cols = columns(kind)
-            q = load("server_records", columns=cols, table=kind.TABLE, steps=len(step_ids))
-            for row in self.db.execute(q, tuple(step_ids)).fetchall():
-                out.setdefault(int(row[0]), []).append(from_row(kind, dict(zip(cols, row[1:], strict=True))))
+    def records(self, step_ids: Sequence[int], kinds: Sequence[type[Any]] | None = None) -> dict[int, tuple[Any, ...]]:
+        """The steps' records of every kind that says how it is read back (model.kinds.readable), or of
+        `kinds`: one query a table for all the steps, each kind making its records from its rows."""
+        out: dict[int, list[Any]] = {}
+        for kind in kinds if kinds is not None else readable():
+            tables = [self._rows_by_step(read, step_ids) for read in kind.stored_in()]
+            for sid in sorted(set().union(*tables)):
+                out.setdefault(sid, []).extend(kind.loaded(tuple(t.get(sid, []) for t in tables)))
         return {k: tuple(v) for k, v in out.items()}
+
+    def _rows_by_step(self, read: Read, step_ids: Sequence[int]) -> dict[int, Rows]:
+        q = load("records_bench" if read.bench_only else "records", table=read.table, columns=read.columns,
+                 steps=len(step_ids))
+        out: dict[int, Rows] = {}
+        for row in self.db.execute(q, tuple(step_ids)).fetchall():
+            out.setdefault(int(row[0]), []).append(tuple(row[1:]))
+        return out
 
     def step_agents(self, run_id: str) -> dict[int, list[AgentShare]]:
         """Each agent's share of the run's steps run by agents (format 13 on)."""
@@ -305,14 +285,6 @@ class Store:
             out.setdefault(int(row[0]), []).append(AgentShare(*row[1:]))
         return out
 
-    def os_samples(self, step_id: int, phases: Sequence[str] = ("bench",)) -> list[OsSample]:
-        q = load("os_samples", columns=_stored(OsSample._fields), phases=len(phases))
-        return [OsSample(*r) for r in self.db.execute(q, (step_id, *phases)).fetchall()]
-
-
-def _stored(fields: Sequence[str]) -> list[str]:
-    """A sample's fields as its table's columns: its phase is the table's _phase."""
-    return ["_phase" if f == "phase" else f for f in fields]
 
 
 class _Tx:
