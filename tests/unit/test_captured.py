@@ -327,6 +327,51 @@ def test_an_order_s_values_agree_and_its_lines_repeat_as_the_application_runs_th
     assert _pgbench_parses(tmp_path, (), script.replace("BEGIN;", "").replace("COMMIT;", "")) == ""
 
 
+def test_what_a_select_returns_as_it_is() -> None:
+    """The columns a SELECT returns as they are, under the name it returns them by: not `*`, not an
+    expression, not a set operation's, not a write's."""
+    got = sqlmap.parse("SELECT no_o_id, c.c_id AS cid, now(), c_balance + 1 FROM oe.new_order n, oe.customer c "
+                       "WHERE n.no_d_id = $1").returns
+    assert [(r.side, r.column, r.tables) for r in got] == [
+        ("no_o_id", "no_o_id", ("oe.new_order", "oe.customer")), ("cid", "c_id", ("oe.customer",))]
+    for q in ("SELECT * FROM t", "SELECT a FROM t UNION SELECT b FROM u", "UPDATE t SET a = 1 RETURNING a"):
+        assert sqlmap.parse(q).returns == (), q
+
+
+def test_a_value_read_then_used_agrees(tmp_path: Path) -> None:
+    """Issue 39's "a value read and then written in one transaction kept the same", for a value the
+    application reads from a result: a delivery finds its district's oldest new order (SELECT ...
+    LIMIT 1 FOR UPDATE), then deletes that order and updates it. Drawn apart, every delivery locked
+    the same oldest rows and deleted others (its SELECT 2.6 ms a call against the application's 0.8,
+    lock waits). The value returned goes into a variable (\\aset), -1 when no row was found (no key
+    is); an INSERT keeps its own draw (the row it inserts is new)."""
+    no, o = "oe.new_order", "oe.orders"
+    links = txscript.links_of([(f"{no}.no_o_id", f"{o}.o_id"), (f"{no}.no_d_id", f"{o}.o_d_id")])
+    parts = [
+        replace(_part("s05", "SELECT no_o_id FROM oe.new_order WHERE no_d_id = $1 ORDER BY no_o_id LIMIT 1 FOR UPDATE;",
+                      [("column", f"{no}.no_d_id", "random(1, 10)")]), returns=(("no_o_id", f"{no}.no_o_id"),)),
+        _part("s26", "DELETE FROM oe.new_order WHERE no_o_id = $1 AND no_d_id = $2;",
+              [("column", f"{no}.no_o_id", "random(2100, 3000)"), ("column", f"{no}.no_d_id", "random(1, 10)")]),
+        _part("s18", "UPDATE oe.orders SET o_carrier_id = 1 WHERE o_id = $1 AND o_d_id = $2;",
+              [("column", f"{o}.o_id", "random(1, 3000)"), ("column", f"{o}.o_d_id", "random(1, 10)")]),
+        _part("s30", "INSERT INTO oe.orders (o_id, o_d_id) VALUES ($1, $2);",
+              [("column", f"{o}.o_id", "random(3001, 4000)"), ("column", f"{o}.o_d_id", "random(1, 10)")],
+              keys=frozenset({f"{o}.o_id", f"{o}.o_d_id"})),
+    ]
+    g = grouping.Group(tuple(p.sid for p in parts), 100, 30, "seen together")
+    script = txscript.text("t03", g, parts, links, [])
+    assert "\\set s05_r_no_o_id -1" in script
+    assert "ORDER BY no_o_id LIMIT 1 FOR UPDATE \\aset s05_r_" in script
+    assert "WHERE no_o_id = :s05_r_no_o_id AND no_d_id = :s05_p1;" in script  # the order found is deleted
+    assert "WHERE o_id = :s05_r_no_o_id AND o_d_id = :s05_p1;" in script  # and updated (a foreign key's column)
+    assert "VALUES (:s30_p1, :s05_p1);" in script and "\\set s30_p1 random(3001, 4000)" in script
+    assert "s26's no_o_id is the value s05 returned" in script
+    assert _pgbench_parses(tmp_path, (), script.replace("BEGIN;", "").replace("COMMIT;", "")) == ""
+    # nothing after it uses what it returns: it stays as it was
+    alone = txscript.text("t04", grouping.Group(("s05", "s30"), 100, 30, "seen"), [parts[0], parts[3]], links, [])
+    assert "\\aset" not in alone and "s05_r_" not in alone
+
+
 def test_a_range_s_bounds_are_drawn_together(tmp_path: Path) -> None:
     """Issue 39: 'ol_o_id < $3 AND ol_o_id >= $4' drawn as two independent values spanned half the
     table (22.6 ms a call against the application's 0.92). The upper bound is the lower plus one

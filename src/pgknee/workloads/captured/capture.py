@@ -111,12 +111,14 @@ class _Shape:
     keys: dict[str, frozenset[str]]  # statement id -> its INSERT's unique-key columns (schema.table.column)
     writes: dict[str, str]  # statement id -> the table its INSERT, UPDATE or DELETE writes
     locks: dict[str, frozenset[str]]  # statement id -> the tables its SELECT ... FOR UPDATE locks
+    returns: dict[str, tuple[tuple[str, str], ...]]  # statement id -> (name, schema.table.column) it reads
 
 
 def _shape(src: Source, statements: list[Statement], tables: list[str]) -> _Shape:
     keys: dict[str, frozenset[str]] = {}
     writes: dict[str, str] = {}
     locks: dict[str, frozenset[str]] = {}
+    returns: dict[str, tuple[tuple[str, str], ...]] = {}
     for s in statements:
         parsed = sqlmap.parse(s.query)
         if parsed.inserts_into or parsed.changes:
@@ -126,11 +128,30 @@ def _shape(src: Source, statements: list[Statement], tables: list[str]) -> _Shap
             keys[s.id] = frozenset(f"{writes[s.id]}.{c}" for _, cols, _ in unique_keys(src, writes[s.id]) for c in cols)
         if parsed.locks:
             locks[s.id] = frozenset(s.tables)
+        if read := tuple(r for use in parsed.returns if (r := _returned(src, use)) is not None):
+            returns[s.id] = read
     pairs = foreign_keys(src, tables) if tables else []
     parents: dict[str, set[str]] = {}
     for child, parent in pairs:
         parents.setdefault(child.rsplit(".", 1)[0], set()).add(parent.rsplit(".", 1)[0])
-    return _Shape(txscript.links_of(pairs), parents, keys, writes, locks)
+    return _Shape(txscript.links_of(pairs), parents, keys, writes, locks, returns)
+
+
+def _returned(src: Source, use: sqlmap.ParamUse) -> tuple[str, str] | None:
+    """A column a SELECT returns as a later statement of its transaction may use it: (the name it
+    is returned under, schema.table.column); an integer's only (a read that finds no row leaves
+    -1, which no key is)."""
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", use.side):
+        return None
+    for t in use.tables:
+        try:
+            table = find_table(src, *(t.split(".", 1) if "." in t else ("", t)))
+        except gen.CannotDraw:
+            continue
+        st = stats(src, table, use.column)
+        if st is not None:
+            return (use.side, f"{table}.{use.column}") if gen.base_type(st.type) in gen.INTEGERS else None
+    return None
 
 
 def _transactions(manifest: dict[str, Any], texts: dict[str, str], w: observe.Watched, shape: _Shape
@@ -191,7 +212,7 @@ def _part(s: Statement, script: str, g: grouping.Group, shape: _Shape) -> txscri
     metas, sql = _pieces(script)
     return txscript.Part(s.id, tuple(metas), sql, tuple(s.params), s.calls / max(1, g.transactions),
                          shape.keys.get(s.id, frozenset()), s.id in shape.keys, shape.writes.get(s.id, ""),
-                         shape.locks.get(s.id, frozenset()))
+                         shape.locks.get(s.id, frozenset()), shape.returns.get(s.id, ()))
 
 
 def _pieces(script: str) -> tuple[list[str], str]:

@@ -43,6 +43,9 @@ class Parsed:
     changes: str = ""  # an UPDATE's or a DELETE's table, as written
     locks: bool = False  # a SELECT ... FOR UPDATE / FOR SHARE (of its tables)
     upsert: bool = False  # an INSERT ... ON CONFLICT: the application means its keys to meet rows
+    # a SELECT's plain columns, each (the name it returns under, the column, the tables it may be of):
+    # a later statement of the transaction may use the value read (the order found, then delivered)
+    returns: tuple[ParamUse, ...] = ()
 
 
 def statement_fingerprint(text: str) -> str:
@@ -81,7 +84,24 @@ def parse(text: str) -> Parsed:
     changes = _name(stmt.relation) if isinstance(stmt, ast.UpdateStmt | ast.DeleteStmt) else ""
     locks = isinstance(stmt, ast.SelectStmt) and bool(stmt.lockingClause)
     upsert = isinstance(stmt, ast.InsertStmt) and stmt.onConflictClause is not None
-    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, into, changes, locks, upsert)
+    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, into, changes, locks, upsert,
+                  _returns(stmt, tables, aliases))
+
+
+def _returns(stmt: Any, tables: list[tuple[str, str]], aliases: dict[str, tuple[str, str]]) -> tuple[ParamUse, ...]:
+    """A plain SELECT's columns returned as they are (not `*`, not an expression): each a ParamUse
+    of kind 'returned', its `side` the name it is returned under."""
+    if not isinstance(stmt, ast.SelectStmt) or stmt.targetList is None or stmt.op is None \
+            or getattr(stmt.op, "name", "") != "SETOP_NONE":
+        return ()
+    out = []
+    for t in stmt.targetList:
+        if isinstance(t, ast.ResTarget) and isinstance(t.val, ast.ColumnRef) \
+                and all(isinstance(f, ast.String) for f in t.val.fields or ()):
+            use = _column(t.val, "returned", tables, aliases)
+            if use.column:
+                out.append(dataclasses.replace(use, side=str(t.name or use.column)))
+    return tuple(out)
 
 
 def _walk(node: Any, parents: tuple[Any, ...]) -> Iterator[tuple[Any, tuple[Any, ...]]]:

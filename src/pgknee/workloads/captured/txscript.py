@@ -61,6 +61,7 @@ class Part:
     inserts: bool = False
     table: str = ""  # the table an INSERT, UPDATE or DELETE writes (schema.table)
     locked: frozenset[str] = frozenset()  # the tables a SELECT ... FOR UPDATE locks rows of
+    returns: tuple[tuple[str, str], ...] = ()  # a SELECT's integer columns: (the name returned, schema.table.column)
 
 
 @dataclass
@@ -69,6 +70,12 @@ class _Scope:
     fresh: set[str] = field(default_factory=set)  # the classes bound to a key inserted in this transaction
     ascending: set[str] = field(default_factory=set)  # a block's rows it locks: their keys rise pass by pass
     said: list[str] = field(default_factory=list)
+    read: set[str] = field(default_factory=set)  # the classes bound to a value a SELECT returned
+    reading: frozenset[str] = frozenset()  # the statements whose returned values a later one uses
+
+    def inner(self, ascending: set[str] | None = None) -> _Scope:
+        """A scope inside this one (a share's, an arm's, a pass's): what it binds stays in it."""
+        return _Scope(dict(self.bound), set(self.fresh), ascending or set(), [], set(self.read), self.reading)
 
 
 def links_of(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -149,9 +156,9 @@ def text(name: str, g: grouping.Group, parts: Sequence[Part], links: dict[str, s
     """The transaction's script: BEGIN, its statements (blocks unrolled) with the application's idle
     time, less the client's own turnarounds (`turn_ms` each), split between them, COMMIT; the
     values drawn before each statement that needs them."""
-    outer = _Scope()
-    body: list[str] = ["BEGIN;"]
     parts = together(parts, g.choices)
+    outer = _Scope(reading=_reading(parts, links))
+    body: list[str] = ["BEGIN;"]
     units = blocks(parts, g.choices)
     slots = sum(k * len(members) for k, members in units)
     gaps = gaps_of(units)
@@ -199,7 +206,7 @@ def _sometimes(var: str, k: float, members: list[Part], outer: _Scope, links: di
     head.append(f"\\set {var} random(1, 1000)")
     outer.said.append(f"{', '.join(m.sid for m in members)} in {k:.0%} of the transactions")
     body.append(f"\\if :{var} <= {max(1, round(k * 1000))}")
-    inner = _Scope(dict(outer.bound), set(outer.fresh))  # what they bind is not there when they do not run
+    inner = outer.inner()  # what they bind is not there when they do not run
     for m in members:
         body += _statement(m, inner, links, None, sleeps)
     body.append("\\endif")
@@ -232,7 +239,7 @@ def _either(var: str, first: tuple[float, list[Part]], second: tuple[float, list
                       f"{', '.join(m.sid for m in two)} in {k2:.0%}: one choice, never both")
     for cond, (_, members) in ((f"\\if :{var} <= {cut1}", first), (f"\\elif :{var} <= {cut2}", second)):
         body.append(cond)
-        inner = _Scope(dict(outer.bound), set(outer.fresh))  # what they bind is not there when they do not run
+        inner = outer.inner()  # what they bind is not there when they do not run
         for m in members:
             body += _statement(m, inner, links, None, sleeps)
         outer.said += inner.said
@@ -254,7 +261,7 @@ def _repeated(var: str, k: float, members: list[Part], outer: _Scope, links: dic
                           "deadlock must (edit the script if yours does otherwise)")
     for i in range(1, hi + 1):
         # each pass draws its own, agreeing within itself
-        inner = _Scope(dict(outer.bound), set(outer.fresh), locked)
+        inner = outer.inner(locked)
         if i > lo:
             body.append(f"\\if :{var}_n >= {i}")
         body.append(f"\\set {var}_i {i}")
@@ -291,12 +298,11 @@ def _statement(p: Part, scope: _Scope, links: dict[str, str], pass_var: str | No
             continue  # not a column's value, or a bound of a range on it: drawn as it is
         cls = links.get(q.column, q.column)
         bound = scope.bound.get(cls)
-        if bound is not None and (q.use != "fresh" or cls in scope.fresh):
+        if bound is not None and (q.use != "fresh" or cls in scope.fresh) and not (p.inserts and cls in scope.read):
             sql = _put(sql, var, bound)
             drop.add(var)
             put[var] = bound
-            scope.said.append(f"{p.sid}'s {q.column.rsplit('.', 1)[-1]} is the value {bound} an earlier statement "
-                              "used: linked columns agree within a transaction")
+            scope.said.append(_agrees(p.sid, q.column, bound, cls in scope.read))
         elif pass_var and p.inserts and q.use == "column" and q.column in p.keys and base_type(q.type) in INTEGERS \
                 and _rest_bound(p, q, scope, links):
             sql = _put(sql, var, pass_var)
@@ -315,7 +321,45 @@ def _statement(p: Part, scope: _Scope, links: dict[str, str], pass_var: str | No
     metas = [m for m in p.metas if not any(m.startswith((f"\\set {v} ", f"\\set {v}_")) for v in drop)]
     for var, other in put.items():  # what else reads it (a multi-row INSERT's other rows) reads its value
         metas = [_put(m, var, other) for m in metas]
-    return [*metas, *rising, sql, *(["\\sleep :pgknee_gap_us us"] if sleeps else [])]
+    sql, unread = _returning(p, sql, scope, links)
+    return [*metas, *rising, *unread, sql, *(["\\sleep :pgknee_gap_us us"] if sleeps else [])]
+
+
+def _agrees(sid: str, column: str, bound: str, read: bool) -> str:
+    name = column.rsplit(".", 1)[-1]
+    if read:
+        return (f"{sid}'s {name} is the value {bound.split('_r_', 1)[0]} returned ({bound}): a value read, then "
+                "used, agrees within a transaction")
+    return f"{sid}'s {name} is the value {bound} an earlier statement used: linked columns agree within a transaction"
+
+
+def _returning(p: Part, sql: str, scope: _Scope, links: dict[str, str]) -> tuple[str, list[str]]:
+    """A SELECT whose returned values a later statement uses: its columns into variables (\\aset,
+    the last row's), each first set to -1 (no key is): a read that finds no row leaves the later
+    statement nothing to meet, as the application that read nothing would not go on with it."""
+    if p.sid not in scope.reading:
+        return sql, []
+    unread = []
+    for name, column in p.returns:
+        cls = links.get(column, column)
+        if cls not in scope.bound:  # a value the statement's own parameters do not already give
+            var = f"{p.sid}_r_{name}"
+            scope.bound[cls] = var
+            scope.read.add(cls)
+            unread.append(f"\\set {var} -1")
+    return (sql.rstrip().rstrip(";") + f" \\aset {p.sid}_r_", unread) if unread else (sql, [])
+
+
+def _reading(parts: Sequence[Part], links: dict[str, str]) -> frozenset[str]:
+    """The SELECTs whose returned values a later statement compares or sets (not an INSERT's: the
+    row it inserts is new)."""
+    out = set()
+    for i, p in enumerate(parts):
+        classes = {links.get(c, c) for _, c in p.returns}
+        if classes and any(q.use in ("column", "expression") and links.get(q.column, q.column) in classes
+                           for later in parts[i + 1:] if not later.inserts for q in later.params):
+            out.add(p.sid)
+    return frozenset(out)
 
 
 def _sliced(var: str, metas: Sequence[str], pass_var: str) -> str:
