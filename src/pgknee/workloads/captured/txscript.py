@@ -13,6 +13,9 @@ application runs it. Pure.
   inserted earlier in the transaction (the order's id, in its lines), never a value read: the
   row it inserts is new. Two parameters of one statement on one column (a range) keep their own
   values.
+- A value a SELECT returns (an integer column, as it is) that a later statement compares or sets
+  is that value (\\aset, the last row's; -1, which no key is, when no row was found): the
+  delivery's oldest order found, then deleted. An INSERT keeps its own draw.
 - An INSERT in a block whose unique key's other columns are all the transaction's values (the
   order's lines) sets the rest of that key, an integer column nothing else sets, to the pass:
   1, 2, ... (the line number).
