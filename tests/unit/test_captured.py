@@ -257,7 +257,7 @@ def test_every_parameter_an_oltp_application_sends_is_tied_to_something() -> Non
 def test_a_fresh_key_starts_above_the_target_s_highest_and_keeps_clients_apart() -> None:
     """Each run of pgbench: the base one above the highest the target holds, each client a block
     of its own as wide as the type leaves room for (2**24 at most), refused when it cannot."""
-    from pgknee.workloads.captured.keys import fresh_defines
+    from pgknee.workloads.captured.writes import fresh_defines
 
     d = fresh_defines("s05_p1", 3000, "integer", 8)
     assert d == {"s05_p1_base": "3001", "s05_p1_stride": str(2 ** 24), "s05_p1_seq": "0"}

@@ -21,7 +21,7 @@ from pgknee.workloads import queries
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
 from pgknee.workloads.captured.manifest import Manifest, load
 
-FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ \d+$", re.MULTILINE)  # a fresh key's counter (keys.py)
+FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ \d+$", re.MULTILINE)  # a fresh key's counter (writes.py)
 
 
 def _highest(conn: psycopg.Connection[Any], column: str) -> int:
@@ -120,11 +120,11 @@ class Captured:
         return list(self._sources)
 
     def defines(self, conn: psycopg.Connection[Any] | None = None, clients: int = 1) -> dict[str, str]:
-        """Each fresh key's variables (keys.py): above the highest value the target holds now, read on
+        """Each fresh key's variables (writes.py): above the highest value the target holds now, read on
         `conn` (a read of the application's table, between pgbench's runs); without one (the scripts
         parsed, a dry run) from 1. pgbench gives every client its own counter, from 0."""
         from pgknee.workloads.captured.generators import CannotDraw
-        from pgknee.workloads.captured.keys import fresh_defines  # (its capture's parser is not the replay's)
+        from pgknee.workloads.captured.writes import fresh_defines  # (its capture's parser is not the replay's)
 
         out: dict[str, str] = {}
         for var, column, type_name in self._fresh():

@@ -20,9 +20,9 @@ from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
 from pgknee.workloads.captured import grouping, observe, pauses, sqlmap, txscript
 from pgknee.workloads.captured import transactions as tx
-from pgknee.workloads.captured.keys import fresh_keys, upsert_rows
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
 from pgknee.workloads.captured.source import Source, find_table, foreign_keys, param_types, placed, stats, unique_keys
+from pgknee.workloads.captured.writes import fresh_keys, upsert_rows
 
 ORDERS = {"time": "total_exec_time", "calls": "calls"}
 MAX_WEIGHT = 10_000  # the most frequent script's weight; the others in proportion (at least 1)

@@ -9,7 +9,7 @@ application runs it. Pure.
   foreign key joins them (order_line.ol_o_id to orders.o_id). A parameter on a column linked to
   one an earlier statement of the transaction set or compared takes that statement's value: the
   customer read, then updated; the order inserted, then its lines. A block's pass links within
-  itself first (the item read is the stock row locked). A fresh key (keys.py) takes only a key
+  itself first (the item read is the stock row locked). A fresh key (writes.py) takes only a key
   inserted earlier in the transaction (the order's id, in its lines), never a value read: the
   row it inserts is new. Two parameters of one statement on one column (a range) keep their own
   values.
