@@ -42,8 +42,8 @@ def test_placeholders_are_filled_with_identifiers_and_marks() -> None:
     assert load("snapshot_count", steps=3, phases=1).endswith(
         "WHERE step_id IN (?, ?, ?) AND _phase IN (?)\n")
     assert "step_id IN (NULL)" in load("snapshot_count", steps=0, phases=1)  # IN () is no SQL: NULL matches nothing
-    assert "SELECT step_id, records, fpi FROM step_wal WHERE step_id IN (?, ?)" in \
-        load("server_records", columns=("records", "fpi"), table="step_wal", steps=2)
+    assert "SELECT step_id, records, fpi FROM step_wal WHERE step_id IN (?, ?) ORDER BY step_id" in \
+        load("records", columns=("records", "fpi"), table="step_wal", steps=2)
     assert marks(1) == "?" and marks(4) == "?, ?, ?, ?"
 
 
@@ -59,7 +59,7 @@ def test_placeholders_are_filled_with_identifiers_and_marks() -> None:
 ])
 def test_anything_but_identifiers_and_counts_is_refused(parts: dict[str, object]) -> None:
     with pytest.raises(ValueError):
-        load("server_records", **parts)  # type: ignore[arg-type]
+        load("records", **parts)  # type: ignore[arg-type]
 
 
 def test_the_agents_statements_name_agentrows_fields() -> None:

@@ -1,2 +1,0 @@
--- a step's pooler facts: SHOW STATS deltas, settings, versions
-SELECT name, value FROM step_pooler WHERE step_id = ?
