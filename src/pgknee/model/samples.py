@@ -1,7 +1,9 @@
 """What the samplers of a step hand back (collect.protocol): their typed rows, one NamedTuple per
-table (the columns in the table's order after run_id and step_id), and the step's records that
-hold them, each stored the same way (pgknee.model.kinds). Also pg_wait_sampling's profile and how a
-step's pooler ran."""
+table (the columns in the table's order after run_id and step_id; the OS and pooler samples leave
+out the first, their time as text, which the store derives from the epoch), one shape for the
+sampler, the store and the analysis, and the step's records that hold them, each stored and read
+back the same way (pgknee.model.kinds). Also pg_wait_sampling's profile and how a step's pooler
+ran."""
 
 from __future__ import annotations
 
