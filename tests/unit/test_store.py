@@ -22,8 +22,8 @@ from pgknee.analyze.run import build
 from pgknee.analyze.waits import article_aas, wait_profile
 from pgknee.base.errors import DriverError, Interrupted, PgkneeError, StoreBusy, StoreError, UserError
 from pgknee.collect.activity import ACTIVITY_COLUMNS
-from pgknee.collect.osproc import OS_COLUMNS
 from pgknee.model.facts import ActivityGaps, MemoryAtEnd, StepFacts
+from pgknee.model.kinds import columns_of
 from pgknee.model.results import (
     LatencyStats,
     PgbenchSummary,
@@ -320,7 +320,9 @@ def test_load_run_round_trip(store: Store) -> None:
     w = _run(store, "r", steps=2)
     os_row = OsSample("bench", 1.0, 50.0, 0.0, 10.0, 0.0, 0.0, 0.0, 40.0, 1.5, 900.0, 3, 0,
               8000, 4000, 1000, 2000, 25.0, 40.0)
-    assert len(os_row) + 1 == len(OS_COLUMNS)  # the table's time as text (_collected_at) from the epoch
+    # the sample's one shape is its table's columns after the ids and the time as text the store derives
+    table = [str(r[1]) for r in store.db.execute("PRAGMA table_info(os_samples)").fetchall()]
+    assert table == ["run_id", "step_id", "_collected_at", *columns_of(OsSample._fields)]
     transfer = ScriptResult(0, "transfer", 60, 1000, 0, 0, 100.0, LatencyStats(1000, 20.0, 2.0, 1.0, 19.0, 30.0, 40.0,
                                                                              90.0))
     sids = [_step(w, 1, 2), _step(w, 2, 8)]
@@ -338,6 +340,8 @@ def test_load_run_round_trip(store: Store) -> None:
     assert data.failures[sids[1]] == {"serialization": 3}
     assert data.pgdb[sids[0]] == DatabaseStep(xact_commit=1002.0)
     (sample,) = data.os[sids[0]]
+    at = store.db.execute("SELECT _collected_at FROM os_samples").fetchall()
+    assert at == [("1970-01-01 00:00:01.000+00:00",)]  # the sample's epoch 1.0, in UTC
     assert (sample.phase, sample.cpu_user, sample.cpu_idle, sample.client_cpu_pct, sample.pooler_cpu_pct) == (
         "bench", 50.0, 40.0, 25.0, 40.0)
     assert data.env == {"host.cpus": "4"}

@@ -176,4 +176,3 @@ class OsSampler(PeriodicSampler[_Raw, OsSample]):
         self._keep(row)
 
 
-OS_COLUMNS = ("_collected_at", "_phase", *OsSample._fields[1:])  # the table's, in the row's order

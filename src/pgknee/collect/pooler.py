@@ -48,7 +48,6 @@ def show(conn: psycopg.Connection[Any], what: str) -> list[dict[str, Any]]:
 
 
 POOL_COLUMNS = PoolerSample._fields[2:]  # SHOW POOLS' counts, after the phase and the epoch
-SAMPLE_COLUMNS = ("_collected_at", "_phase", *PoolerSample._fields[1:])  # the table's, in the row's order
 STATS_TOTALS = ("total_xact_count", "total_query_count", "total_xact_time", "total_query_time",
                 "total_wait_time", "total_received", "total_sent")
 

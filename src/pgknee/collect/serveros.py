@@ -75,7 +75,6 @@ def row_of(prev: _Raw, cur: _Raw, phase: str) -> ServerOsSample | None:
                        rate(prev.net[0], cur.net[0]), rate(prev.net[1], cur.net[1]))
 
 
-SERVER_OS_COLUMNS = ("_collected_at", "_phase", *ServerOsSample._fields[1:])  # the table's, in the row's order
 
 
 class SqlFiles:
