@@ -20,7 +20,7 @@ from pgknee.analyze.resemblance import resemblance
 from pgknee.base.errors import UserError
 from pgknee.model.results import CapturedStatement, ReplayedStatement
 from pgknee.workloads.captured import generators as gen
-from pgknee.workloads.captured import grouping, sqlmap, txscript
+from pgknee.workloads.captured import grouping, probe, sqlmap, txscript
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Statement, load
 
 
@@ -372,6 +372,30 @@ def test_a_value_read_then_used_agrees(tmp_path: Path) -> None:
     assert "\\aset" not in alone and "s05_r_" not in alone
 
 
+def test_a_loop_over_districts_holds_its_warehouse(tmp_path: Path) -> None:
+    """Issue 39: the order entry's delivery runs ten districts of one warehouse, each pass locking
+    that district's oldest new order. Sliced pass by pass, the two warehouses' range (1..2) put
+    every delivery on warehouse 1 first and warehouse 2 last: its SELECT ... FOR UPDATE waited
+    2.1-2.3 ms a call against the application's 0.47. A key column with fewer values than the
+    block's passes (2 against up to 8) is one value for the whole block, uniform over its range;
+    the district (10 values) still rises pass by pass."""
+    no = "oe.new_order"
+    part = replace(_part("s05", "SELECT no_o_id FROM oe.new_order WHERE no_d_id = $1 AND no_w_id = $2 "
+                                "ORDER BY no_o_id LIMIT 1 FOR UPDATE;",
+                         [("column", f"{no}.no_d_id", "random(1, 10)"), ("column", f"{no}.no_w_id", "random(1, 2)")],
+                         repeat=5.6), locked=frozenset({no}))
+    script = txscript.text("t03", grouping.Group(("s05",), 100, 30, "seen together"), [part], {}, [])
+    assert "\\set t03_b1_n random(3, 8)" in script and "\\set t03_b1_h random(0, 999999)" in script
+    assert script.count("\\set s05_p2 1 + :t03_b1_h % 2") == 8  # each pass, the block's one warehouse
+    assert script.count("\\set s05_p1 1 + (:t03_b1_i - 1) * 10 / :t03_b1_n") == 8  # its districts rising
+    assert script.index("\\set t03_b1_h") < script.index("BEGIN;")
+    assert _pgbench_parses(tmp_path, (), script.replace("BEGIN;", "").replace("COMMIT;", "")) == ""
+    rng = random.Random(3)
+    head = tuple(ln for ln in script.split("BEGIN;")[0].splitlines() if ln.startswith("\\set"))
+    held = [_simulate((*head, "\\set s05_p2 1 + :t03_b1_h % 2"), "s05_p2", rng) for _ in range(400)]
+    assert set(held) == {1, 2} and 150 <= held.count(1) <= 250  # either warehouse, about half the time each
+
+
 def test_a_range_s_bounds_are_drawn_together(tmp_path: Path) -> None:
     """Issue 39: 'ol_o_id < $3 AND ol_o_id >= $4' drawn as two independent values spanned half the
     table (22.6 ms a call against the application's 0.92). The upper bound is the lower plus one
@@ -393,6 +417,28 @@ def test_a_range_s_bounds_are_drawn_together(tmp_path: Path) -> None:
     assert gen.upper_bound("d2", "d1", days)[0].placeholder == "(DATE '2000-01-01' + :d2)"
     with pytest.raises(gen.CannotDraw):
         gen.upper_bound("t2", "t1", gen.ColumnStats("text", 0.0, -1, (), (), ("a", "b")))
+
+
+def test_a_range_s_width_is_the_one_reading_the_application_s_blocks() -> None:
+    """Issue 39: the order entry's stock level asks the last 20 orders; one histogram bucket (30
+    orders) tipped its plan from a nested loop (about 31 blocks an order) to a hash join over the
+    stock table (900 blocks whatever the width), 3-5 ms a call against 0.5. The application's 631
+    blocks a call lie at 20 orders (20 x 31 = 620, 21 x 31 = 651): the width found is 20, with every
+    width probed; a width that changes nothing read is no evidence (None: the bucket's kept)."""
+    probed: list[float] = []
+
+    def nested_then_hash(w: float) -> float:
+        probed.append(w)
+        return 31.0 * w if w <= 24 else 900.0
+
+    best, seen = probe.width(nested_then_hash, 30.0, True, 631.0) or (0.0, {})
+    assert best == 20.0 and seen[20.0] == 620.0
+    assert {2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0} <= set(seen) and len(probed) <= 7 + probe.NARROWING
+    assert all(w == int(w) for w in seen)  # an integer column's widths are whole
+    assert probe.width(lambda w: 50.0, 30.0, True, 631.0) is None  # the width changes nothing
+    assert probe.width(lambda w: None, 30.0, True, 631.0) is None  # every probe refused
+    # the application reads more than the widest probe: the widest; a float column's widths are not rounded
+    assert (probe.width(lambda w: 10.0 * w, 0.5, False, 1e6) or (0.0, {}))[0] == 2.0
 
 
 def test_a_row_is_locked_before_it_is_updated_and_inserted_before_what_references_it(tmp_path: Path) -> None:

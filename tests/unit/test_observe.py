@@ -108,10 +108,11 @@ def test_the_counters_less_pgknee_s_own_statements() -> None:
               "sessions": 10.0, "at": 100.0}
     after = {"xact_commit": 2110.0, "xact_rollback": 15.0, "active_time": 1180.0,
              "idle_in_transaction_time": 4050.0, "sessions": 30.0, "at": 110.0}
-    st0 = {1: ("BEGIN", 100, 1.0, 0), 2: ("SELECT a FROM t WHERE id = $1", 300, 30.0, 300),
-           3: ("/* pgknee:observe */ SELECT ...", 5, 1.0, 5)}
-    st1 = {1: ("BEGIN", 900, 9.0, 0), 2: ("SELECT a FROM t WHERE id = $1", 2900, 290.0, 2900),
-           3: ("/* pgknee:observe */ SELECT ...", 105, 11.0, 105), 4: ("COMMIT", 800, 8.0, 0)}
+    counts = observe.StatementCounts
+    st0 = {1: counts(1, "BEGIN", 100, 1.0, 0), 2: counts(2, "SELECT a FROM t WHERE id = $1", 300, 30.0, 300, 900),
+           3: counts(3, "/* pgknee:observe */ SELECT ...", 5, 1.0, 5)}
+    st1 = {1: counts(1, "BEGIN", 900, 9.0, 0), 2: counts(2, "SELECT a FROM t WHERE id = $1", 2900, 290.0, 2900, 8700),
+           3: counts(3, "/* pgknee:observe */ SELECT ...", 105, 11.0, 105), 4: counts(4, "COMMIT", 800, 8.0, 0)}
     w = observe.summarise(before, after, st0, st1, [], 0.02, own=100, own_ms=80.0)
     o = w.observation
     assert o.transactions_per_s == pytest.approx((1010 + 10) / 10)  # commits less pgknee's 100, rollbacks
@@ -121,7 +122,7 @@ def test_the_counters_less_pgknee_s_own_statements() -> None:
     assert o.idle_share == pytest.approx(4000 / 5000)
     assert o.explicit_idle_mean_ms == pytest.approx(4000 / 800)
     assert o.new_connections_per_s == 2.0 and o.own_statements == 100
-    assert [s.queryid for s in w.statements] == [2]  # the application's alone
+    assert [(s.queryid, s.calls, s.blocks) for s in w.statements] == [(2, 2600, 7800)]  # the application's alone
 
 
 def _seen(pid: int, start: float, qids: list[int], samples: int = 2, idle: int = 1) -> tx.Transaction:

@@ -1,7 +1,9 @@
 """`pgknee workload capture`: the source database's own workload, read from pg_stat_statements
 (statements, calls, time, rows) and pg_stats (each parameter's column: common values, their
-frequencies, histogram bounds), in one read-only transaction. Nothing is written to the source;
-no data is read but what those two views show."""
+frequencies, histogram bounds), in one read-only transaction. Nothing is written to the source.
+No data is read but what those two views show, with one exception said in each script it
+concerns: a SELECT with a range (`col >= $4 AND col < $3`) is run a few times under EXPLAIN
+(ANALYZE, BUFFERS) to find the range's width (probe.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ from pgknee.base.errors import TargetError, UserError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
-from pgknee.workloads.captured import grouping, observe, pauses, sqlmap, txscript
+from pgknee.workloads.captured import grouping, observe, pauses, probe, sqlmap, txscript
 from pgknee.workloads.captured import transactions as tx
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
+from pgknee.workloads.captured.observe import StatementCounts as Counts
 from pgknee.workloads.captured.source import Source, find_table, foreign_keys, param_types, placed, stats, unique_keys
 from pgknee.workloads.captured.writes import fresh_keys, upsert_rows
 
@@ -93,12 +96,13 @@ def _check_statements(conn: psycopg.Connection[Any]) -> int:
     return version
 
 
-def _observed_entries(w: observe.Watched, order_by: str) -> list[tuple[str, int, float, int]]:
+def _observed_entries(w: observe.Watched, order_by: str) -> list[Counts]:
     """The statements' change over the window, ordered as pg_stat_statements' totals would be."""
-    rows = [(s.query, s.calls, s.total_ms, s.rows) for s in w.statements]
-    if order_by == "calls":
-        return sorted(rows, key=lambda r: (-r[1], r[0]))
-    return sorted(rows, key=lambda r: (-r[2], r[0]))
+    return _ordered([dataclasses.replace(s, queryid=0) for s in w.statements], order_by)
+
+
+def _ordered(rows: list[Counts], order_by: str) -> list[Counts]:
+    return sorted(rows, key=lambda r: (-r.calls if order_by == "calls" else -r.total_ms, r.query))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,12 +237,10 @@ def _pieces(script: str) -> tuple[list[str], str]:
     return metas, "\n".join(sql)
 
 
-def _entries(conn: psycopg.Connection[Any], version: int, order_by: str) -> list[tuple[str, int, float, int]]:
+def _entries(conn: psycopg.Connection[Any], version: int, order_by: str) -> list[Counts]:
     sql = queries.load("captured_entries", version)  # _check_statements refused a server before 14
-    rows = [(str(q), int(c), float(t), int(r)) for q, c, t, r in conn.execute(sql).fetchall()]
-    if order_by == "calls":
-        return sorted(rows, key=lambda r: (-r[1], r[0]))
-    return sorted(rows, key=lambda r: (-r[2], r[0]))
+    return _ordered([Counts(0, str(q), int(c), float(t), int(r), int(b))
+                     for q, c, t, r, b in conn.execute(sql).fetchall()], order_by)
 
 
 def _system_identifier(conn: psycopg.Connection[Any]) -> str:
@@ -249,19 +251,18 @@ def _system_identifier(conn: psycopg.Connection[Any]) -> str:
         return ""
 
 
-def _build(src: Source, entries: list[tuple[str, int, float, int]], top: int,
-           order_by: str) -> tuple[dict[str, Any], dict[str, str]]:
-    calls_all = sum(e[1] for e in entries) or 1
-    time_all = sum(e[2] for e in entries) or 1.0
+def _build(src: Source, entries: list[Counts], top: int, order_by: str) -> tuple[dict[str, Any], dict[str, str]]:
+    calls_all = sum(e.calls for e in entries) or 1
+    time_all = sum(e.total_ms for e in entries) or 1.0
     statements: list[Statement] = []
     skipped: list[Skipped] = []
     texts: dict[str, str] = {}
-    for query, calls, total, rows in entries[:top]:
+    for e in entries[:top]:
         sid = f"s{len(statements) + 1:02d}"
         try:
-            st, text = _statement(src, sid, query, (calls, total, rows), (calls_all, time_all))
-        except gen.CannotDraw as e:
-            skipped.append(Skipped(_shown(query), calls, str(e)))
+            st, text = _statement(src, sid, e, (calls_all, time_all))
+        except gen.CannotDraw as why:
+            skipped.append(Skipped(_shown(e.query), e.calls, str(why)))
             continue
         statements.append(st)
         texts[f"{sid}.sql"] = text
@@ -283,9 +284,8 @@ def _shown(query: str) -> str:
     return "(text not kept: a statement pgknee does not replay may hold literal values)"
 
 
-def _statement(src: Source, sid: str, query: str, figures: tuple[int, float, int],
-               totals: tuple[int, float]) -> tuple[Statement, str]:
-    calls, total, rows = figures
+def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> tuple[Statement, str]:
+    query, calls, total, rows = e.query, e.calls, e.total_ms, e.rows
     if query == "<insufficient privilege>":
         raise gen.CannotDraw("its text is hidden from this role (GRANT pg_read_all_stats)")
     parsed = sqlmap.parse(query)
@@ -304,7 +304,7 @@ def _statement(src: Source, sid: str, query: str, figures: tuple[int, float, int
     fresh = (upsert_rows if parsed.upsert else fresh_keys)(src, sid, parsed) if parsed.inserts_into else {}
     each = {n: fresh[n] if n in fresh else _typed(src, sid, query, n, use) if _untied(src, query, n, use)
             else _param(src, sid, n, use, rows / max(calls, 1)) for n, use in sorted(parsed.params.items())}
-    after = _ranges(src, sid, parsed, each)
+    after = _ranges(src, sid, (query, parsed), each, e.blocks / max(calls, 1))
     params = [p for p, _ in each.values()]
     lines: list[str] = []
     for n, (_, d) in each.items():
@@ -393,9 +393,13 @@ def _of_type(var: str, kind: str, spread: bool) -> tuple[gen.Drawn, str]:
     return gen.Drawn((), BY_TYPE[kind]), BY_TYPE[kind]
 
 
-def _ranges(src: Source, sid: str, parsed: sqlmap.Parsed, each: dict[int, tuple[Param, gen.Drawn]]) -> dict[int, int]:
+def _ranges(src: Source, sid: str, statement: tuple[str, sqlmap.Parsed], each: dict[int, tuple[Param, gen.Drawn]],
+            blocks: float) -> dict[int, int]:
     """A range on one column (`col >= $4 AND col < $3`, BETWEEN): its upper bound drawn from its
-    lower (generators.upper_bound), in place in `each`; upper -> lower, the upper's line after it."""
+    lower (generators.upper_bound) at the width probed on the source for a SELECT that reads
+    `blocks` a call (probe.py), else one histogram bucket's, in place in `each`; upper -> lower, the
+    upper's line after it."""
+    query, parsed = statement
     out: dict[int, int] = {}
     for column in {u.column for u in parsed.params.values() if u.side}:
         sides = {u.side: n for n, u in parsed.params.items() if u.column == column and u.side and u.kind == "column"}
@@ -406,15 +410,35 @@ def _ranges(src: Source, sid: str, parsed: sqlmap.Parsed, each: dict[int, tuple[
         st = stats(src, table, column)
         if st is None:
             continue
+        probed = _probed(src, (query, parsed), each, (lo, hi), st, blocks)
         try:
-            drawn, step = gen.upper_bound(f"{sid}_p{hi}", f"{sid}_p{lo}", st)
+            drawn, step = gen.upper_bound(f"{sid}_p{hi}", f"{sid}_p{lo}", st, probed[0] if probed else "")
         except gen.CannotDraw:
             continue  # drawn apart, as each alone
-        why = (f"the range's upper bound: ${lo} + {step} (one histogram bucket; the width the application asks is "
-               "not in the statistics: edit the script)")
+        why = probed[1] if probed else (
+            f"the range's upper bound: ${lo} + {step} (one histogram bucket; the width the application asks is "
+            "not in the statistics, and probing the statement on the source did not tell it: edit the script)")
         each[hi] = (dataclasses.replace(each[hi][0], drawn=why, mcv=[], mcf=[]), drawn)
         out[hi] = lo
     return out
+
+
+def _probed(src: Source, statement: tuple[str, sqlmap.Parsed], each: dict[int, tuple[Param, gen.Drawn]],
+            bounds: tuple[int, int], st: gen.ColumnStats, blocks: float) -> tuple[str, str] | None:
+    """probe.range_width for a SELECT that locks nothing and whose every other parameter is a
+    column's value; None for any other statement."""
+    query, parsed = statement
+    if parsed.kind != "read" or parsed.locks:
+        return None
+    values: dict[int, str] = {}
+    for n, (p, _) in each.items():
+        if n in bounds:
+            continue
+        value = probe.typical(src, p.column) if p.use == "column" else None
+        if value is None:
+            return None
+        values[n] = value
+    return probe.range_width(src, query, values, *bounds, st, blocks)
 
 
 # a value of its type for a parameter nothing ties to a column (a constant pg_stat_statements normalised, a

@@ -202,11 +202,11 @@ def _listed(var: str, st: ColumnStats) -> Drawn:
 
 
 
-def upper_bound(var: str, lower: str, st: ColumnStats) -> tuple[Drawn, str]:
+def upper_bound(var: str, lower: str, st: ColumnStats, step: str = "") -> tuple[Drawn, str]:
     """A range's upper bound drawn with its lower (`col >= $4 AND col < $3`): the lower (pgbench's
-    number `lower`) plus one histogram bucket's width (the median bucket: 1% of the rows at
-    pg_stats' 100), where two values drawn apart would span half the table. The width the
-    application asks is not in the statistics: said, to edit. Numbers and times only."""
+    number `lower`) plus `step` (the width probed on the source, workloads.captured.probe), else one
+    histogram bucket's width (the median bucket: 1% of the rows at pg_stats' 100), where two values
+    drawn apart would span half the table. Numbers and times only."""
     kind = base_type(st.type)
     to_number = {"date": _days, "interval": _seconds_of_interval}.get(kind, _epoch) if kind in TEMPORAL else \
         (lambda v: v) if kind in INTEGERS | FLOATS else None
@@ -214,6 +214,6 @@ def upper_bound(var: str, lower: str, st: ColumnStats) -> tuple[Drawn, str]:
         raise CannotDraw(f"a range on a column of type {kind} without a histogram: its bounds are drawn apart")
     values = [float(to_number(v)) for v in st.histogram]
     width = sorted(b - a for a, b in zip(values, values[1:], strict=False))[(len(values) - 1) // 2]
-    step = str(max(1, round(width))) if kind in INTEGERS or kind == "date" else repr(width)
+    step = step or (str(max(1, round(width))) if kind in INTEGERS or kind == "date" else repr(width))
     shown = TEMPORAL[kind][1].format(f":{var}") if kind in TEMPORAL else f":{var}"
     return Drawn((f"\\set {var} :{lower} + {step}",), shown), step

@@ -45,13 +45,15 @@ COST_READS = 16  # the interval doubles when the median of this many reads takes
 
 @dataclass(frozen=True)
 class StatementCounts:
-    """A pg_stat_statements entry's change over the window."""
+    """A pg_stat_statements entry (summed over users): its change over the window when observed,
+    else its totals (queryid 0)."""
 
     queryid: int
     query: str
     calls: int
     total_ms: float
     rows: int
+    blocks: int = 0  # shared blocks hit and read by its executions
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,10 @@ class Watched:
     moves: tuple[dict[int, int], ...] = ()
 
 
-def _statements(conn: psycopg.Connection[Any]) -> dict[int, tuple[str, int, float, int]]:
+def _statements(conn: psycopg.Connection[Any]) -> dict[int, StatementCounts]:
     rows = conn.execute(queries.text("observe_statements")).fetchall()
-    return {int(q): (str(t), int(c), float(ms), int(r)) for q, t, c, ms, r in rows if q is not None}
+    return {int(q): StatementCounts(int(q), str(t), int(c), float(ms), int(r), int(b))
+            for q, t, c, ms, r, b in rows if q is not None}
 
 
 def _database(conn: psycopg.Connection[Any]) -> dict[str, float]:
@@ -141,13 +144,13 @@ def watch(conn: psycopg.Connection[Any], window_s: float, interval_s: float, ver
         w.observation, notes=[*w.observation.notes, note]))
 
 
-def _change(before: dict[int, tuple[str, int, float, int]],
-            after: dict[int, tuple[str, int, float, int]]) -> list[StatementCounts]:
+def _change(before: dict[int, StatementCounts], after: dict[int, StatementCounts]) -> list[StatementCounts]:
     out = []
-    for qid, (text, calls, ms, rows) in after.items():
-        b = before.get(qid, ("", 0, 0.0, 0))
-        if calls - b[1] > 0 and OWN_MARK not in text:
-            out.append(StatementCounts(qid, text, calls - b[1], max(0.0, ms - b[2]), max(0, rows - b[3])))
+    for qid, a in after.items():
+        b = before.get(qid, StatementCounts(qid, "", 0, 0.0, 0))
+        if a.calls - b.calls > 0 and OWN_MARK not in a.query:
+            out.append(StatementCounts(qid, a.query, a.calls - b.calls, max(0.0, a.total_ms - b.total_ms),
+                                       max(0, a.rows - b.rows), max(0, a.blocks - b.blocks)))
     return out
 
 
@@ -179,7 +182,7 @@ def _counts(values: list[int]) -> Spread:
 
 
 def summarise(before_db: dict[str, float], after_db: dict[str, float],
-              before_st: dict[int, tuple[str, int, float, int]], after_st: dict[int, tuple[str, int, float, int]],
+              before_st: dict[int, StatementCounts], after_st: dict[int, StatementCounts],
               samples: list[tx.Sample], interval_s: float, own: int, own_ms: float) -> Watched:
     """The window's reads summed up (pure)."""
     window = max(1e-6, after_db.get("at", 0.0) - before_db.get("at", 0.0))

@@ -75,10 +75,12 @@ class _Scope:
     said: list[str] = field(default_factory=list)
     read: set[str] = field(default_factory=set)  # the classes bound to a value a SELECT returned
     reading: frozenset[str] = frozenset()  # the statements whose returned values a later one uses
+    passes: int = 0  # in a block's pass: the most passes the block runs
 
-    def inner(self, ascending: set[str] | None = None) -> _Scope:
+    def inner(self, ascending: set[str] | None = None, passes: int = 0) -> _Scope:
         """A scope inside this one (a share's, an arm's, a pass's): what it binds stays in it."""
-        return _Scope(dict(self.bound), set(self.fresh), ascending or set(), [], set(self.read), self.reading)
+        return _Scope(dict(self.bound), set(self.fresh), ascending or set(), [], set(self.read), self.reading,
+                      passes)
 
 
 def links_of(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -260,11 +262,14 @@ def _repeated(var: str, k: float, members: list[Part], outer: _Scope, links: dic
               for q in m.params if q.use in AGREEING and q.column} - set(outer.bound)
     if locked:
         outer.said.append("the rows the block locks are locked in the order of their keys, pass by pass (each "
-                          "pass's key from its slice of the column's range), as an application that does not "
-                          "deadlock must (edit the script if yours does otherwise)")
+                          "pass's key from its slice of the column's range; a key column with fewer values than "
+                          "the block has passes is one value for the whole block, as a loop over the districts "
+                          "of one warehouse), as an application that does not deadlock must (edit the script if "
+                          "yours does otherwise)")
+    start = len(body)
     for i in range(1, hi + 1):
         # each pass draws its own, agreeing within itself
-        inner = outer.inner(locked)
+        inner = outer.inner(locked, hi)
         if i > lo:
             body.append(f"\\if :{var}_n >= {i}")
         body.append(f"\\set {var}_i {i}")
@@ -274,6 +279,8 @@ def _repeated(var: str, k: float, members: list[Part], outer: _Scope, links: dic
             body.append("\\endif")
         if i == 1:
             outer.said += inner.said
+    if any(f":{var}_h " in line for line in body[start:]):
+        head.append(f"\\set {var}_h random(0, 999999)")  # the block's held keys' one draw
 
 
 def gaps(parts: Sequence[Part]) -> int:
@@ -317,7 +324,7 @@ def _statement(p: Part, scope: _Scope, links: dict[str, str], pass_var: str | No
             if q.use == "fresh":
                 scope.fresh.add(cls)
             elif cls in scope.ascending and pass_var:
-                sliced = _sliced(var, p.metas, pass_var)
+                sliced = _sliced(var, p.metas, pass_var, scope.passes)
                 if sliced:
                     drop.add(var)  # its own draw gives way to its pass's slice
                     rising.append(sliced)
@@ -365,16 +372,21 @@ def _reading(parts: Sequence[Part], links: dict[str, str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def _sliced(var: str, metas: Sequence[str], pass_var: str) -> str:
+def _sliced(var: str, metas: Sequence[str], pass_var: str, passes: int) -> str:
     """A key a block locks, pass by pass in the order of the keys: pass i of n draws uniformly from
     the i-th of n equal slices of the range its column's statistics span (its own draw's bounds),
-    so the keys rise without crowding the top ('' when its draw is not of integers)."""
+    so the keys rise without crowding the top ('' when its draw is not of integers). A column
+    with fewer values than the block's most `passes` cannot rise through them: one value, drawn
+    for the block (`_h`), as an application's loop runs over one warehouse's ten districts; sliced,
+    every transaction began on the first warehouse, and its deliveries crowded each other's rows."""
     mine = " ".join(m for m in metas if m.startswith(f"\\set {var} "))  # not its helpers' (_r, _b) draws
     bounds = [int(x) for pair in re.findall(r"random\((-?\d+), (-?\d+)\)", mine) for x in pair]
     bounds += [int(x) for x in re.findall(r"then \(?(-?\d+)\)?(?=\s|$)", mine)]
     if not bounds:
         return ""
     lo, span, n = min(bounds), max(bounds) - min(bounds) + 1, pass_var.removesuffix("_i") + "_n"
+    if span < passes:
+        return f"\\set {var} {lo} + :{pass_var.removesuffix('_i')}_h % {span}"
     return (f"\\set {var} {lo} + (:{pass_var} - 1) * {span} / :{n} + random(0, greatest(0, {span} / :{n} - 1))")
 
 

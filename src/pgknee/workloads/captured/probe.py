@@ -1,0 +1,116 @@
+"""A range's width found on the source. `col >= $4 AND col < $3` (a stock level's last twenty
+orders) says nothing in pg_stat_statements or pg_stats about how wide the application asks, and
+the width decides the plan: on the order entry's copy a nested loop over twenty orders' lines
+reads 626 shared blocks in 0.5 ms, thirty orders a hash join over the whole stock table, 908
+blocks in 3-5 ms. So the statement is run under EXPLAIN (ANALYZE, BUFFERS) at widths around one
+histogram bucket, each other parameter at a typical value of its column, and the width whose
+shared blocks come nearest the application's per call (pg_stat_statements' shared_blks_hit +
+shared_blks_read over its calls) is kept.
+
+Only a SELECT that locks nothing is run, in the capture's read-only transaction, each run in a
+savepoint rolled back at once, under a statement_timeout of PROBE_MS; a dozen runs of a statement
+the application runs thousands of times. A width that changes nothing read (or a probe refused)
+leaves the bucket's width, said so."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+
+from pgknee.workloads import queries
+from pgknee.workloads.captured import generators as gen
+from pgknee.workloads.captured.source import Source, stats
+
+FACTORS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4)  # of one histogram bucket's width
+PROBE_MS = 2000
+NARROWING = 6  # halvings between the two widths that straddle the application's blocks
+
+
+def typical(src: Source, column: str) -> str | None:
+    """A value of schema.table.column the application is likely to ask: its most common, else the
+    middle of its histogram; None without statistics."""
+    table, name = column.rsplit(".", 1)
+    st = stats(src, table, name)
+    if st is None:
+        return None
+    if st.mcv:
+        return st.mcv[0]
+    return st.histogram[len(st.histogram) // 2] if st.histogram else None
+
+
+def blocks(src: Source, query: str, values: dict[int, str]) -> float | None:
+    """The shared blocks the statement's execution reads with these values ($n -> a literal's text,
+    every $n of it); None when the server refuses it or it runs out of time."""
+    args = sql.SQL(", ").join(sql.Literal(values[n]) for n in sorted(values))
+    row = None
+    try:
+        with src.conn.transaction(force_rollback=True):  # the timeout undone with it
+            src.conn.execute(queries.text("captured_probe_timeout"), {"ms": str(PROBE_MS)})
+            src.conn.execute(sql.SQL("PREPARE pgknee_capture_probe AS {}").format(sql.SQL(query)))
+            try:
+                with src.conn.transaction():  # a probe out of time: the prepared statement still deallocated
+                    row = src.conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+                                                   "EXECUTE pgknee_capture_probe ({})").format(args)).fetchone()
+            finally:
+                src.conn.execute("DEALLOCATE pgknee_capture_probe")
+    except psycopg.Error:
+        return None
+    plan = row[0][0].get("Plan", {}) if row and row[0] else {}
+    return float(plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0)) if plan else None
+
+
+def width(at: Callable[[float], float | None], bucket: float, integer: bool,
+          target: float) -> tuple[float, dict[float, float]] | None:
+    """The width (of a range of one histogram bucket `bucket`) at which `at(width)`, the blocks read,
+    comes nearest `target` (the application's blocks per call), and every width probed with its
+    blocks; None when no two widths read differently (the width changes nothing: keep the bucket).
+    Pure but for `at`."""
+    widths = sorted({max(1.0, float(round(bucket * f))) if integer else bucket * f for f in FACTORS})
+    seen = {w: b for w in widths if (b := at(w)) is not None}
+    if target <= 0 or len(set(seen.values())) < 2:
+        return None
+    below = [w for w in sorted(seen) if seen[w] < target]
+    above = [w for w in sorted(seen) if seen[w] >= target]
+    if below and above and below[-1] < above[0]:  # narrowed between the two: plans change within a bucket
+        a, b = below[-1], above[0]
+        for _ in range(NARROWING):
+            m = float((a + b) // 2) if integer else math.sqrt(a * b)
+            if integer and b - a <= 1 or (got := at(m)) is None:
+                break
+            seen[m] = got
+            a, b = (m, b) if got < target else (a, m)
+    best = min(seen, key=lambda w: (abs(math.log(max(seen[w], 0.5) / target)), w))
+    return best, seen
+
+
+def range_width(src: Source, query: str, values: dict[int, str], lo: int, hi: int, st: gen.ColumnStats,
+                target: float) -> tuple[str, str] | None:
+    """The step a range's upper bound `$hi` is drawn above its lower `$lo` (generators.upper_bound's
+    `step`), found by probing the statement with `values` for its other parameters; with the
+    words saying how. None: numbers only, and a width that changed nothing."""
+    kind = gen.base_type(st.type)
+    if kind not in gen.INTEGERS | gen.FLOATS or len(st.histogram) < 2:
+        return None
+    try:
+        bounds = [float(v) for v in st.histogram]
+    except ValueError:
+        return None
+    bucket = sorted(b - a for a, b in zip(bounds, bounds[1:], strict=False))[(len(bounds) - 1) // 2]
+    lower = bounds[len(bounds) // 2]
+    integer = kind in gen.INTEGERS
+
+    def shown(x: float) -> str:
+        return str(int(x)) if integer else repr(x)
+
+    found = width(lambda w: blocks(src, query, {**values, lo: shown(lower), hi: shown(lower + w)}), bucket, integer,
+                  target)
+    if found is None:
+        return None
+    best, seen = found
+    probed = ", ".join(f"{shown(w)}: {b:.0f}" for w, b in sorted(seen.items()))
+    return shown(best), (f"the range's upper bound: ${lo} + {shown(best)}, the width at which the statement reads "
+                         f"nearest the application's {target:.0f} shared blocks a call on the source (width: blocks "
+                         f"read, {probed})")
