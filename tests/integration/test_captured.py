@@ -22,9 +22,11 @@ import pytest
 
 from pgknee.driver.pgbench import find_pgbench
 from pgknee.targets.local import EmbeddedCluster, find_bindir
+from pgknee.workloads.captured import probe
 from pgknee.workloads.captured.manifest import Manifest, ScriptEntry, Statement
+from pgknee.workloads.captured.source import Source, stats
 
-from .conftest import APP_ENV, QUICK, dsn_of, pgknee, sql
+from .conftest import APP_ENV, QUICK, dsn_of, own_cluster, pgknee, sql, superuser
 
 APP = Path(__file__).resolve().parent.parent / "data" / "capture_app"
 PRODUCTION = (("lookup", 50), ("history", 20), ("region", 10), ("pay", 15), ("order", 5), ("upsert", 5),
@@ -216,3 +218,36 @@ def test_replay_refuses_a_server_that_lacks_the_captured_tables(server: Embedded
                "--store", str(store), *QUICK, env=APP_ENV)
     assert r.code == 2 and "lacks the captured tables public.accounts" in r.err and "userdata" not in r.err
     assert not store.exists()  # refused before the run began: nothing made
+
+
+def test_a_range_s_width_is_found_by_the_blocks_the_application_reads() -> None:
+    """Issue 39: the width of `id >= $1 AND id < $2` is in no statistics. An application asks 300
+    ids at a time (about 12 shared blocks a call: 35 rows of 200 bytes a page, and the index);
+    the probe, run at widths around one histogram bucket (2,000 ids) in a read-only transaction,
+    finds a width near 300 from pg_stat_statements' own count of the blocks the application read
+    (half to one and a half times: a block holds 35 ids). It leaves nothing behind: no prepared
+    statement, the statement_timeout as it was, the capture's transaction usable."""
+    with own_cluster("probe", {"shared_preload_libraries": "pg_stat_statements"},
+                     extensions=("pg_stat_statements",)) as c, superuser(c) as conn:
+        conn.execute("CREATE TABLE r (id int PRIMARY KEY, pad text)")
+        conn.execute("INSERT INTO r SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g")
+        conn.execute("ANALYZE r")
+        conn.execute("SELECT pg_stat_statements_reset()")
+        for lower in range(1000, 190_000, 3700):  # the application: 300 ids a call
+            conn.execute("SELECT count(*), max(length(pad)) FROM r WHERE id >= %s AND id < %s", (lower, lower + 300))
+        query, per_call = conn.execute(
+            "SELECT query, (shared_blks_hit + shared_blks_read)::float8 / calls FROM pg_stat_statements "
+            "WHERE query LIKE 'SELECT count(*), max(length(pad))%'").fetchone() or ("", 0.0)
+        assert 6 <= per_call <= 20, per_call  # 300 / 35 heap pages and the index's few
+        with psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee") as ro:
+            ro.read_only = True
+            with ro.transaction():
+                src = Source(ro, {}, {})
+                st = stats(src, "public.r", "id")
+                assert st is not None
+                found = probe.range_width(src, str(query), {}, 1, 2, st, float(per_call))
+                assert found is not None, query
+                assert 150 <= int(found[0]) <= 450, found
+                assert "shared blocks a call" in found[1] and "2000:" in found[1]  # the bucket's width was probed
+                assert ro.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
+                assert ro.execute("SHOW statement_timeout").fetchone() == ("0",)
