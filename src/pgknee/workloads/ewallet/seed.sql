@@ -37,3 +37,8 @@ FROM (
     FROM {{schema}}.ledger_entries GROUP BY wallet_id
 ) AS l
 WHERE l.wallet_id = w.id;
+
+-- the foreign keys of schema.sql, validated once over the rows seeded
+ALTER TABLE {{schema}}.wallets ADD FOREIGN KEY (user_id) REFERENCES {{schema}}.users (id);
+ALTER TABLE {{schema}}.ledger_entries ADD FOREIGN KEY (transaction_id) REFERENCES {{schema}}.transactions (id);
+ALTER TABLE {{schema}}.ledger_entries ADD FOREIGN KEY (wallet_id) REFERENCES {{schema}}.wallets (id);
