@@ -197,7 +197,7 @@ def run_data(by_n: Mapping[int, Sequence[float]], progress: Mapping[int, Sequenc
             if progress is not None:
                 prog[seq] = [(float(t + 1), x) for t, x in enumerate(progress[n][rep - 1])]
     return RunData(run=run, env={"host.cpus": "2", "target.kind": "embedded"}, commands=[], steps=steps, scripts={},
-                   failures={}, pgdb={}, os={}, waits={}, waits_bg={}, snaps={}, progress=prog)
+                   failures={}, waits={}, waits_bg={}, snaps={}, progress=prog)
 
 
 def answer(by_n: Mapping[int, Sequence[float]], progress: Mapping[int, Sequence[Sequence[float]]] | None = None

@@ -295,7 +295,7 @@ def in_memory(repeat: int) -> dict[str, Any]:
 def synthetic(counts: int, reps: int, seconds: int) -> Any:
     """The RunData of before, built directly (no store): 20 h of steps in memory."""
     from pgknee.model.results import RunData, RunRecord, StepRecord
-    from pgknee.model.samples import OsSample
+    from pgknee.model.samples import OsSample, OsSamples
     from pgknee.plan import Plan, parse_variant
 
     rnd = random.Random(7)
@@ -330,8 +330,8 @@ def synthetic(counts: int, reps: int, seconds: int) -> Any:
                 snaps[sid] = (n, float(c), 0.9)
                 t += seconds + 5
     return RunData(run=run, env={"host.cpus": "2", "server.version": "15.18", "pgbench.version": "15.18"},
-                   commands=[], steps=steps, scripts={}, failures={}, pgdb={}, os=os_, waits=waits, waits_bg={},
-                   snaps=snaps, progress=progress)
+                   commands=[], steps=steps, scripts={}, failures={}, waits=waits, waits_bg={},
+                   snaps=snaps, progress=progress, records={i: (OsSamples(tuple(rows)),) for i, rows in os_.items()})
 
 
 def _print(shape: Shape, rows: int, store_mb: float, results: dict[str, Any]) -> None:

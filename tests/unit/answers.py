@@ -7,7 +7,6 @@ said so. The page is this module's output, checked by test_verdicts.py:
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import sys
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import corpus
+from builders import renew
 from curves import CURVES, run_of
 
 from pgknee.model.results import RunData
@@ -29,7 +29,7 @@ def managed(data: RunData) -> RunData:
     env = {k: v for k, v in data.env.items() if not k.startswith("server.machine.")}
     env.update({"target.kind": "remote", "target.local": "false", "server.machine.cpus_source":
                 "unknown: a managed service", "server.managed": "Amazon RDS"})
-    return dataclasses.replace(data, env=env, server_os={}, os={})
+    return renew(data, env=env, server_os={}, os={})
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from types import ModuleType
 from typing import Any
 
 from pgknee.model.results import RunData, RunRecord, ScriptRow, StepRecord
-from pgknee.model.samples import OsSample
-from pgknee.model.server import DatabaseStep
+from pgknee.model.samples import OsSample, OsSamples, PoolerFacts, PoolerSamples, ServerOsSamples, WaitSampling
+from pgknee.model.server import RECORDS, DatabaseStep
 from pgknee.plan import Plan
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -120,8 +120,47 @@ def make_run_data(**overrides: Any) -> RunData:
         snaps={1: (10, 2.0, 0.5), 2: (10, 2.0, 0.5), 3: (20, 8.0, 0.6), 4: (20, 8.0, 0.6)},
     )
     data.update(overrides)
-    return RunData(**data)
+    kinds = {k: data.pop(k) for k in KINDS if k in data}
+    return with_records(RunData(**data), **kinds)
+
+
+# what each step measured, as the analysis reads it back (RunData.of and the methods over it), by the
+# names the tests give it: pg_stat_database's change, the client's and the server's OS samples, a
+# pooler's samples and facts, the server's WAL/checkpoint/I/O records, pg_wait_sampling's profile
+KINDS = ("pgdb", "os", "server_os", "pooler", "server", "wait_sampling")
+
+
+def with_records(data: RunData, **kinds: dict[int, Any]) -> RunData:
+    """The run with these steps' records in place of what it held of each kind named (KINDS):
+    pgdb {step: DatabaseStep}, os and server_os {step: [sample, ...]}, pooler {step: PoolerRecord},
+    server {step: (record, ...)}, wait_sampling {step: WaitSampling}."""
+    unknown = set(kinds) - set(KINDS)
+    assert not unknown, unknown
+    types = {"pgdb": (DatabaseStep,), "os": (OsSamples,), "server_os": (ServerOsSamples,),
+             "pooler": (PoolerSamples, PoolerFacts), "server": RECORDS, "wait_sampling": (WaitSampling,)}
+    gone = tuple(t for k in kinds for t in types[k])
+    records = {i: [r for r in rs if not isinstance(r, gone)] for i, rs in data.records.items()}
+
+    def made(kind: str, value: Any) -> tuple[Any, ...]:
+        if kind == "os":
+            return (OsSamples(tuple(value)),)
+        if kind == "server_os":
+            return (ServerOsSamples(tuple(value)),)
+        if kind == "pooler":
+            return (PoolerSamples(tuple(value.samples), processes=tuple(value.processes)), value.facts)
+        return tuple(value) if kind == "server" else (value,)
+
+    for kind, by_step in kinds.items():
+        for i, value in by_step.items():
+            records.setdefault(i, []).extend(made(kind, value))
+    return replace(data, records={i: tuple(rs) for i, rs in records.items()})
 
 
 def with_run(data: RunData, **kw: Any) -> RunData:
     return replace(data, run=replace(data.run, **kw))
+
+
+def renew(data: RunData, **changes: Any) -> RunData:
+    """dataclasses.replace for a RunData whose changes may name what its steps measured (KINDS)."""
+    kinds = {k: changes.pop(k) for k in KINDS if k in changes}
+    return with_records(replace(data, **changes), **kinds)

@@ -28,10 +28,14 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pgknee.model.results import RunData
+import builders
+
+from pgknee.model.results import PoolerRecord, RunData
+from pgknee.model.samples import OsSample, ServerOsSample, WaitSampling
+from pgknee.model.server import DatabaseStep, ServerRecord
 
 DIR = Path(__file__).resolve().parent.parent / "data" / "verdicts"
-LEFT_OUT = ("commands", "statement_mix")  # nothing the recommendation reads
+LEFT_OUT = ("commands", "statement_mix", "records")  # nothing the recommendation reads; records: by MEASURED
 ROWS = "__rows__"
 
 
@@ -110,10 +114,30 @@ def _decode_collection(origin: Any, args: tuple[Any, ...], value: Any) -> Any:
     return tuple(decode(a, v) for a, v in zip(args, value, strict=True))
 
 
+# what each step measured, kept in the corpus by these names (builders.KINDS) and read back as the
+# store's records
+MEASURED: dict[str, Any] = {
+    "pgdb": dict[int, DatabaseStep], "os": dict[int, list[OsSample]], "server_os": dict[int, list[ServerOsSample]],
+    "pooler": dict[int, PoolerRecord], "server": dict[int, tuple[ServerRecord, ...]],
+    "wait_sampling": dict[int, WaitSampling]}
+
+
 def run_data(doc: dict[str, Any]) -> RunData:
-    hints = typing.get_type_hints(RunData)
-    fields = {k: decode(hints[k], v) for k, v in doc.items() if k in hints}
-    return RunData(**{"commands": [], **fields})
+    hints = {**typing.get_type_hints(RunData), **MEASURED}
+    fields = {k: decode(hints[k], v) for k, v in doc.items() if k in hints and k != "records"}
+    return builders.renew(RunData(**{"commands": [], **{k: v for k, v in fields.items()
+                                                                 if k not in MEASURED}}),
+                          **{k: v for k, v in fields.items() if k in MEASURED})
+
+
+def _measured(data: RunData) -> dict[str, Any]:
+    """The steps' records by the corpus's names (MEASURED)."""
+    ids = [s.step_id for s in data.steps]
+    return {"pgdb": {i: data.database(i) for i in ids}, "os": {i: list(data.client_os(i)) for i in ids},
+            "server_os": {i: list(rows) for i in ids if (rows := data.server_os(i))},
+            "pooler": {i: p for i in ids if (p := data.pooler(i)) is not None},
+            "server": {i: rows for i in ids if (rows := data.server(i))},
+            "wait_sampling": {i: w for i in ids if (w := data.of(i, WaitSampling)) is not None}}
 
 
 def load(name: str) -> tuple[dict[str, Any], RunData]:
@@ -204,7 +228,7 @@ def add(store: str, run: str, name: str, variants: list[str], why: str, command:
     from pgknee.store.load import load_run
 
     data = _only(load_run(Store(store, create=False), run), variants)
-    run_doc = {k: v for k, v in encode(data).items() if k not in LEFT_OUT}
+    run_doc = {k: v for k, v in {**encode(data), **encode(_measured(data))}.items() if k not in LEFT_OUT}
     doc = {"name": name, "source": f"run {data.run.run_id} ({data.run.created_at[:10]}, this project's 2-CPU machine)",
            "command": command, "why": why, "variants": variants, "run": run_doc}
     doc["dba"] = {v: judge(doc, v) for v in variants}

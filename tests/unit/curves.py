@@ -3,11 +3,10 @@ pins pgknee's answer to it; answers.py prints pgknee's whole output for some of 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from builders import make_run_data, os_sample, step
+from builders import make_run_data, os_sample, renew, step
 
 from pgknee.model.results import PoolerRecord, RunData
 from pgknee.model.samples import OsSample, PoolerFacts
@@ -59,7 +58,7 @@ def run_of(c: Curve) -> RunData:
     if c.managed:  # a remote target whose CPUs the provider keeps to itself; the OS samples are the client's
         env.update({"target.kind": "remote", "server.machine.cpus_source": "unknown: a managed service",
                     "server.managed": c.managed})
-    return dataclasses.replace(data, steps=steps, os=os_rows, scripts={}, failures={}, pgdb={}, waits=waits,
+    return renew(data, steps=steps, os=os_rows, scripts={}, failures={}, pgdb={}, waits=waits,
                                waits_bg={}, snaps=snaps, pooler=pooler, env=env)
 
 

@@ -3,11 +3,9 @@ known: the USL with noise from a fixed seed, measured only where the sweep asks.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
-from builders import make_run_data, os_sample, step
+from builders import make_run_data, os_sample, renew, step
 
 from pgknee.analyze import adaptive as ad
 from pgknee.analyze.recommend import Recommendation, recommend
@@ -46,7 +44,7 @@ class Lab:
 
     def data(self) -> RunData:
         base = make_run_data()
-        return dataclasses.replace(base, steps=list(self.steps),
+        return renew(base, steps=list(self.steps),
                                    os={s.step_id: [os_sample(client_cpu_pct=20.0)] for s in self.steps},
                                    scripts={}, failures={}, pgdb={}, waits={}, waits_bg={}, snaps={},
                                    env={**base.env, "host.cpus": "2"})

@@ -56,7 +56,7 @@ def test_the_synthetic_store_reads_back_as_a_completed_run(bench: ModuleType, tm
     for s in data.steps:
         assert s.status == "completed" and s.tps == pytest.approx(s.tps_db)
         assert [t for t, _ in data.progress[s.step_id]] == [1.0, 2.0, 3.0, 4.0, 5.0]  # every second
-        assert len(data.os[s.step_id]) == 5  # every second of the bench phase
+        assert len(data.client_os(s.step_id)) == 5  # every second of the bench phase
         n, clients, _ = data.snaps[s.step_id]
         assert n == 50 and clients == s.clients  # 10 Hz over 5 s
         assert data.scripts[s.step_id][0].script == "tpcb-like"

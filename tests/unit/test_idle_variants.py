@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 import pytest
-from builders import make_run_data
+from builders import make_run_data, renew
 
 from pgknee.analyze.run import build
 from pgknee.base.errors import UserError
@@ -85,7 +85,7 @@ def test_memory_analysis_and_table() -> None:
                       "idle.open_s": 30.0})
         facts[s.step_id] = StepFacts.of_items(f)  # as the store reads them back
     pgdb = {s.step_id: DatabaseStep(blks_read=500.0, blks_hit=9500.0) for s in steps}
-    view = build(dataclasses.replace(data, steps=steps, facts=facts, pgdb=pgdb))
+    view = build(renew(data, steps=steps, facts=facts, pgdb=pgdb))
     quiet, busy = view.groups
     assert quiet.memory is not None and busy.memory is not None
     assert quiet.memory.idle == 0 and busy.memory.idle == 1000 and busy.memory.idle_kind == "catalog"

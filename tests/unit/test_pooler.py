@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from builders import make_run_data, os_sample, step
+from builders import make_run_data, os_sample, renew, step
 
 from pgknee.analyze import checks as ck
 from pgknee.analyze.run import build
@@ -134,7 +134,7 @@ def test_pooler_analysis_table_and_json() -> None:
               for x in steps}
     os_rows = {x.step_id: [os_sample(pooler_cpu_pct=90.0), os_sample(epoch=1002.0, pooler_cpu_pct=95.0)]
                for x in steps}
-    view = build(dataclasses.replace(data, steps=steps, pooler=pooler, os=os_rows))
+    view = build(renew(data, steps=steps, pooler=pooler, os=os_rows))
     p = view.groups[0].pooler
     assert p is not None and p.mode == "transaction" and p.pool_size == 4 and p.samples == 6
     assert p.cl_waiting is not None and p.cl_waiting.value == 6.0 and p.cl_waiting_peak is not None
@@ -152,7 +152,7 @@ def test_pooler_analysis_table_and_json() -> None:
     assert doc["summary"][0]["pooler"]["wait_ms_per_txn"]["median"] == 12.0
     # while pgbench opens its connections (1.5 s here) the pool fills: those samples are left out
     slow = [dataclasses.replace(x, conn_time_ms=1500.0) for x in steps]
-    p2 = build(dataclasses.replace(data, steps=slow, pooler=pooler, os=os_rows)).groups[0].pooler
+    p2 = build(renew(data, steps=slow, pooler=pooler, os=os_rows)).groups[0].pooler
     assert p2 is not None and p2.samples == 2 and p2.cl_waiting is not None and p2.cl_waiting.value == 2.0
     assert doc["steps"][0]["pooler_kind"] == "managed"
 

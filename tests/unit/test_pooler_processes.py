@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from builders import make_run_data, os_sample, step
+from builders import make_run_data, os_sample, renew, step
 
 from pgknee.analyze import checks as ck
 from pgknee.analyze.recommend import recommend, recommend_all
@@ -104,7 +104,7 @@ def _sweep(tps: dict[int, dict[int, float]], cpu: dict[int, dict[int, float]],
             busy = cpu[n][clients]
             pooler[sid] = PoolerRecord([], PoolerFacts("managed"), _procs({i: (busy * 0.6, busy * 0.4)
                                                                            for i in range(1, n + 1)}))
-    return dataclasses.replace(make_run_data(), steps=steps, pooler=pooler, os={}, scripts={}, failures={}, pgdb={},
+    return renew(make_run_data(), steps=steps, pooler=pooler, os={}, scripts={}, failures={}, pgdb={},
                                waits={}, waits_bg={}, snaps={})
 
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import numpy as np
-from builders import make_run_data, os_sample, step
+from builders import make_run_data, os_sample, renew, step
 
 from pgknee.analyze.recommend import concurrency_of, knee, measured_points, recommend
 from pgknee.analyze.run import build
@@ -33,7 +33,7 @@ def _sweep(counts: list[int], *, reps: int = 3, noise: float = 0.02, p99: Any = 
                               pooler_kind="managed" if pool else None, pool_size=pool))
             os_rows[seq] = [os_sample(epoch=1001.0, client_cpu_pct=client_cpu)]
     data = make_run_data()
-    return dataclasses.replace(data, steps=steps, os=os_rows, scripts={}, failures={}, pgdb={}, waits={}, waits_bg={},
+    return renew(data, steps=steps, os=os_rows, scripts={}, failures={}, pgdb={}, waits={}, waits_bg={},
                                snaps={}, env={**data.env, "host.cpus": "2"})
 
 
@@ -168,11 +168,11 @@ def test_a_replay_unlike_its_application_at_its_fewest_clients_gives_no_count() 
     like = {s.step_id: DatabaseStep(active_time=3.1 * s.transactions, idle_in_transaction_time=3.1 * s.transactions)
             for s in data.steps}
     calls = [ReplayedStatement(s.step_id, "s01", s.transactions, 1.0) for s in data.steps]
-    held = recommend(build(dataclasses.replace(data, env=env, pgdb=like, statement_mix=([], calls))))
+    held = recommend(build(renew(data, env=env, pgdb=like, statement_mix=([], calls))))
     assert held.verdict == "peaks" and held.connections == 16  # 6.2 ms a transaction, as the application
     unlike = {**like, **{s.step_id: DatabaseStep(active_time=30.0 * s.transactions,
                                                  idle_in_transaction_time=30.5 * s.transactions) for s in fewest}}
-    r = recommend(build(dataclasses.replace(data, env=env, pgdb=unlike, statement_mix=([], calls))))
+    r = recommend(build(renew(data, env=env, pgdb=unlike, statement_mix=([], calls))))
     assert r.verdict == "withheld" and r.connections is None and not r.answered
     assert "at its fewest clients (1) its hold missed the application's (hold 60.5 ms against 6.2" in r.headline()
     assert "the count would be another workload's (16)" in r.headline()

@@ -4,7 +4,7 @@ import json
 import re
 from dataclasses import replace
 
-from builders import os_sample
+from builders import os_sample, renew
 
 from pgknee.analyze.run import build
 from pgknee.analyze.waits import profile_of, wait_profile
@@ -102,8 +102,10 @@ def test_money_check_line(run_data: RunData) -> None:
 
 
 def test_client_cpu_check_cell_shows_its_percentage(run_data: RunData) -> None:
-    os_ = {**run_data.os, 3: [os_sample(client_cpu_pct=380.0)]}  # 4 threads: 95 % of their capacity
-    text = _text(replace(run_data, os=os_))
+    # 4 threads: 95 % of their capacity
+    os_ = {**{s.step_id: list(run_data.client_os(s.step_id)) for s in run_data.steps},
+           3: [os_sample(client_cpu_pct=380.0)]}
+    text = _text(renew(run_data, os=os_))
     row = _line(text, "c8 r1")
     assert "WARN 95%" in row
 
@@ -148,7 +150,7 @@ def test_many_client_counts_are_shown_one_row_each(run_data: RunData) -> None:
     steps = [step(step_id=i + 1, seq=i + 1, clients=c, tps=10.0 * c, tps_pgbench=10.0 * c, tps_db=10.0 * c,
                   lat_avg_ms=100.0) for i, c in enumerate(counts)]
     ids = [s.step_id for s in steps]
-    data = replace(run_data, steps=steps, scripts={i: [] for i in ids}, failures={i: {} for i in ids},
+    data = renew(run_data, steps=steps, scripts={i: [] for i in ids}, failures={i: {} for i in ids},
                    pgdb={i: DatabaseStep() for i in ids}, os={i: [] for i in ids}, waits={i: [] for i in ids},
                    waits_bg={i: [] for i in ids}, snaps={i: (0, 0.0, 0.0) for i in ids})
     text = _text(data, waits=False)

@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from builders import make_run_data
+from builders import make_run_data, renew
 from test_recommend import _sweep
 
 from pgknee.analyze.cpus import machine_of, server_cpus, server_line
@@ -222,7 +222,7 @@ def _with_server_figures() -> RunData:
                                             "log.sampling_rate": 1.0}) for s in data.steps}
     env = _remote(**{"server.machine.cpus": "4", "server.machine.cpus_source": "ssh db1",
                      "server.os": "ssh db1 every 1 s", "server.pg_stat_kcache": "2.2.1"})
-    return dataclasses.replace(data, server_os=server_os, facts=facts, env={**data.env, **env})
+    return renew(data, server_os=server_os, facts=facts, env={**data.env, **env})
 
 
 def test_the_servers_own_figures_per_client_count() -> None:
@@ -323,7 +323,7 @@ def test_kcache_from_its_records_as_from_the_facts_of_older_runs() -> None:
     from pgknee.model.server import KcacheStep
 
     old = _with_server_figures()
-    new = dataclasses.replace(
+    new = renew(
         old, facts={i: StepFacts((Measured(10.0, 1.0),)) for i in old.facts},
         server={s.step_id: (KcacheStep(user_s=12.0, system_s=4.0, read_bytes=0.0, write_bytes=8192.0),)
                 for s in old.steps})

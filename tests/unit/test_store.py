@@ -338,8 +338,8 @@ def test_load_run_round_trip(store: Store) -> None:
     assert (script.failed, script.retried, script.tps, script.lat_avg_ms, script.lat_p99_ms) == (
         0, 0, 100.0, 20.0, 40.0)
     assert data.failures[sids[1]] == {"serialization": 3}
-    assert data.pgdb[sids[0]] == DatabaseStep(xact_commit=1002.0)
-    (sample,) = data.os[sids[0]]
+    assert data.database(sids[0]) == DatabaseStep(xact_commit=1002.0)
+    (sample,) = data.client_os(sids[0])
     at = store.db.execute("SELECT _collected_at FROM os_samples").fetchall()
     assert at == [("1970-01-01 00:00:01.000+00:00",)]  # the sample's epoch 1.0, in UTC
     assert (sample.phase, sample.cpu_user, sample.cpu_idle, sample.client_cpu_pct, sample.pooler_cpu_pct) == (
@@ -588,16 +588,16 @@ def test_pg_wait_sampling_s_profile_is_stored_per_step_and_read_back(store: Stor
     w.write_step(_full_result(sid))
     full = _full_result(bare)
     w.write_step(dataclasses.replace(full, records=tuple(r for r in full.records if not isinstance(r, WaitSampling))))
-    assert load_run(store, "r").wait_sampling == {sid: WAIT_SAMPLING}
+    assert load_run(store, "r").of(sid, WaitSampling) == WAIT_SAMPLING
 
 
 def _comparable(data: RunData) -> dict[str, Any]:
     (s,) = data.steps
     i = s.step_id
     return {"step": {k: getattr(s, k) for k in s.__slots__ if k not in ("step_id", "started_at")},
-            "scripts": data.scripts[i], "failures": data.failures[i], "pgdb": data.pgdb[i], "os": data.os[i],
-            "waits": data.waits[i], "snaps": data.snaps[i], "pooler": data.pooler.get(i), "facts": data.facts.get(i),
-            "progress": data.progress.get(i), "wait_sampling": data.wait_sampling.get(i)}
+            "scripts": data.scripts[i], "failures": data.failures[i], "pgdb": data.database(i), "os": data.client_os(i),
+            "waits": data.waits[i], "snaps": data.snaps[i], "pooler": data.pooler(i), "facts": data.facts.get(i),
+            "progress": data.progress.get(i), "wait_sampling": data.of(i, WaitSampling)}
 
 
 def test_a_step_the_store_cannot_take_goes_to_a_side_file_and_comes_back(tmp_path: Path,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import corpus
 import pytest
-from builders import make_run_data, step
+from builders import make_run_data, renew, step
 from curves import CURVES, run_of
 
 from pgknee.analyze.recommend import recommend
@@ -121,7 +121,7 @@ def _pool_sweep(tps_by_pool: Mapping[int, float], clients: Sequence[int] = (16, 
                               pool_mode="transaction"))
             pooler[seq] = PoolerRecord(samples=[], facts=PoolerFacts("managed"))
     data = make_run_data()
-    return dataclasses.replace(data, steps=steps, os={}, scripts={}, failures={}, pgdb={}, waits={}, waits_bg={},
+    return renew(data, steps=steps, os={}, scripts={}, failures={}, pgdb={}, waits={}, waits_bg={},
                                snaps={}, pooler=pooler, env={**data.env, "host.cpus": "2"})
 
 

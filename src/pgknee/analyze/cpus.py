@@ -144,7 +144,7 @@ class ServerRow:
 
 
 def server_row(data: RunData, group: Group) -> ServerRow | None:
-    samples = [x for s in group.done for x in data.server_os.get(s.step_id, [])]
+    samples = [x for s in group.done for x in data.server_os(s.step_id)]
     if not samples:
         return None
 
@@ -197,7 +197,7 @@ def kcache_cpu(data: RunData, group: Group) -> tuple[float, float] | None:
 def _kcache_seconds(data: RunData, step_id: int) -> tuple[float, float] | None:
     """A step's queries' (user, system) CPU seconds: its pg_stat_kcache record, or the step facts
     a run before format 16 kept them in."""
-    rec = next((r for r in data.server.get(step_id, ()) if isinstance(r, KcacheStep)), None)
+    rec = next((r for r in data.server(step_id) if isinstance(r, KcacheStep)), None)
     if rec is not None:
         return rec.user_s, rec.system_s
     old = data.facts.get(step_id, StepFacts()).of(KcacheBefore16)

@@ -18,7 +18,6 @@ from pgknee.model.keys import commits_per_txn
 from pgknee.model.results import PoolerRecord, RunData, ScriptRow, StepRecord
 from pgknee.model.rules import BEST, measured_window
 from pgknee.model.samples import OsSample
-from pgknee.model.server import DatabaseStep
 
 
 def group_of(data: RunData, variant: str, clients: int, steps: Sequence[StepRecord], summary: str,
@@ -40,7 +39,7 @@ def group_of(data: RunData, variant: str, clients: int, steps: Sequence[StepReco
         tps=fig("tps"), lat_avg=fig("lat_avg_ms"), lat_stddev=fig("lat_stddev_ms"), p50=fig("lat_p50_ms"),
         p95=fig("lat_p95_ms"), p99=fig("lat_p99_ms"), lat_max=fig("lat_max_ms"), transactions=fig("transactions"),
         failed=sum(s.failed or 0 for s in done), retried=sum(s.retried or 0 for s in done),
-        threads=steps[0].threads, system=system_row([x for s in done for x in data.os.get(s.step_id, [])]),
+        threads=steps[0].threads, system=system_row([x for s in done for x in data.client_os(s.step_id)]),
         scripts=script_summaries(data, done),
         waits=tuple(wait_profile(merge_counts([data.waits.get(s.step_id, []) for s in done]), n_snap)),
         waits_bg=tuple(wait_profile(merge_counts([data.waits_bg.get(s.step_id, []) for s in done]), n_snap)),
@@ -106,7 +105,7 @@ def pooler_row(data: RunData, done: Sequence[StepRecord]) -> PoolerRow | None:
     missing = None
     n = 0
     for s in steps:
-        p = data.pooler.get(s.step_id)
+        p = data.pooler(s.step_id)
         if p is None:
             continue
         used, figures = _pooler_figures(data, s, p)
@@ -132,7 +131,7 @@ def _process_rows(data: RunData, steps: Sequence[StepRecord]) -> tuple[PoolerPro
     """Each pgbouncer process of a pooled client count, when there were several."""
     per: dict[tuple[int, str], list[float]] = {}
     for s in steps:
-        p = data.pooler.get(s.step_id)
+        p = data.pooler(s.step_id)
         if p is None or s.pool_processes < 2:
             continue
         start = (s.bench_start or 0.0) + (s.conn_time_ms or 0.0) / 1000.0
@@ -183,7 +182,7 @@ def _pooler_figures(data: RunData, s: StepRecord, p: PoolerRecord) -> tuple[int,
     cpu_s, window = p.delta("cpu_seconds"), (s.bench_end or 0.0) - (s.bench_start or 0.0)
     if cpu_s is not None and window > 0:
         out["cpu_all"] = 100.0 * cpu_s / window
-    cpu = [o.pooler_cpu_pct for o in data.os.get(s.step_id, []) if o.pooler_cpu_pct is not None]
+    cpu = [o.pooler_cpu_pct for o in data.client_os(s.step_id) if o.pooler_cpu_pct is not None]
     if cpu:
         out.update(cpu=statistics.fmean(cpu), cpu_peak=max(cpu))
     snaps = data.snaps.get(s.step_id)
@@ -200,7 +199,7 @@ def memory_row(data: RunData, done: Sequence[StepRecord]) -> MemoryRow | None:
         f = data.facts.get(s.step_id, StepFacts())
         end, before = f.of(MemoryAtEnd) or MemoryAtEnd(), f.of(MemoryBeforeIdle) or MemoryBeforeIdle()
         idle = f.of(IdleSessions)
-        pg = data.pgdb.get(s.step_id, DatabaseStep())
+        pg = data.database(s.step_id)
         read, hit = pg.blks_read, pg.blks_hit
         window = measured_window(s.transactions, s.tps, s.duration_s)
         values = {
@@ -242,13 +241,13 @@ def _commits_per_txn(data: RunData, s: StepRecord) -> float:
 def _client_cpu(data: RunData, s: StepRecord) -> ck.Check:
     """The client's CPU: pgbench's here, or the busiest agent's for a step run by agents."""
     shares = data.agents.get(s.step_id)
-    return agents_cpu(s, shares) if shares else ck.client_cpu(s, data.os.get(s.step_id, []))
+    return agents_cpu(s, shares) if shares else ck.client_cpu(s, data.client_os(s.step_id))
 
 
 def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     n, _, _ = data.snaps.get(s.step_id, (0, 0.0, 0.0))
     rows = wait_profile(data.waits.get(s.step_id, []), n)
-    pgdb = data.pgdb.get(s.step_id, DatabaseStep())
+    pgdb = data.database(s.step_id)
     checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s, _commits_per_txn(data, s), pgdb.maintenance),
               ck.littles_law(s),
               ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.active_time,
@@ -257,9 +256,9 @@ def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     if data.agents.get(s.step_id):
         checks.append(agents_agree(s, data.agents[s.step_id]))
     if s.pooler_kind is not None:
-        checks += [ck.pooler_occupancy(s, data.pooler.get(s.step_id)),
-                   ck.pooler_bound(s, data.pooler.get(s.step_id), data.os.get(s.step_id, []))]
+        checks += [ck.pooler_occupancy(s, data.pooler(s.step_id)),
+                   ck.pooler_bound(s, data.pooler(s.step_id), data.client_os(s.step_id))]
     checks += network_checks(s, data.facts.get(s.step_id, StepFacts()), data.snaps.get(s.step_id), rows)
-    if s.step_id in data.server:
+    if data.server(s.step_id):
         checks.append(checkpoint_check(data, s))
     return tuple(checks)

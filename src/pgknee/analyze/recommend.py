@@ -192,7 +192,9 @@ def _unlike_the_application(view: RunView, r: Recommendation) -> Recommendation:
     """A replay of an observed capture that misses the application's hold, idle share or statements
     per transaction at its fewest clients (below any knee, where it must match) replays another
     workload: its count is withheld, with what missed and what to do."""
-    check = hold_check(view.data.env, view.data.steps, view.data.pgdb, view.data.statement_mix[1])
+    data = view.data
+    check = hold_check(data.env, data.steps, {s.step_id: data.database(s.step_id) for s in data.steps},
+                       data.statement_mix[1])
     if check is None or not check.rows or not r.answered:
         return r
     fewest = min(row.clients for row in check.rows)

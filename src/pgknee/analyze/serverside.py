@@ -127,7 +127,7 @@ class ServerRow:
 
 
 def server_side(data: RunData, done: Sequence[StepRecord]) -> ServerRow | None:
-    per = [x for s in done if (x := step_server(s, data.server.get(s.step_id, ()))) is not None]
+    per = [x for s in done if (x := step_server(s, data.server(s.step_id))) is not None]
     if not per:
         return None
 
@@ -156,7 +156,7 @@ def checkpoint_check(data: RunData, step: StepRecord) -> Check:
     WAL_INFLATED_PCT: the burst of first changes to each page after a checkpoint, which makes
     every transaction write more WAL. The value: the step's WAL per transaction against the
     usual, % (0 when not judged)."""
-    records = data.server.get(step.step_id, ())
+    records = data.server(step.step_id)
     ckpt, wal = checkpoints_of(records), wal_of(records)
     if ckpt is None and wal is None:
         return Check(CheckId.CHECKPOINT, CheckStatus.NA, "not recorded (a run before pgknee recorded the server's "
@@ -192,7 +192,7 @@ def _fpi_burst(data: RunData, step: StepRecord, wal: WalStep | None) -> tuple[st
         return None, None
     others = [x for s in data.steps
               if s.variant == step.variant and s.step_id != step.step_id and s.status == "completed"
-              and (w := wal_of(data.server.get(s.step_id, ()))) is not None
+              and (w := wal_of(data.server(s.step_id))) is not None
               and (x := step_server(s, (w,))) is not None and x.fpi_per_txn is not None
               and x.wal_bytes_per_txn is not None]
     if len(others) < MIN_NEIGHBOURS:

@@ -108,11 +108,12 @@ def _row(key: tuple[str, str], s_n: int, snapshots: int, p_n: int, probes: int) 
 
 def group_sources(data: RunData, steps: Sequence[StepRecord]) -> SourceComparison | None:
     """The comparison over a client count's completed steps that have both sources."""
-    ids = [s.step_id for s in steps if s.step_id in data.wait_sampling]
+    profiles = {s.step_id: w for s in steps if (w := data.of(s.step_id, WaitSampling)) is not None}
+    ids = list(profiles)
     counts: dict[tuple[str, str], int] = {}
     for i in ids:
         for t, e, n in data.waits.get(i, []):
             counts[(t, e)] = counts.get((t, e), 0) + n
     snapshots = sum(data.snaps.get(i, (0, 0.0, 0.0))[0] for i in ids)
     return compare_sources([(t, e, n) for (t, e), n in counts.items()], snapshots,
-                           [data.wait_sampling[i] for i in ids])
+                           list(profiles.values()))

@@ -9,8 +9,17 @@ from typing import Any, NamedTuple, TypeVar
 from pgknee.model.facts import StepFacts
 from pgknee.model.kinds import StepRecord as Record
 from pgknee.model.kinds import first_of
-from pgknee.model.samples import OsSample, PoolerFacts, PoolerProcessSample, PoolerSample, ServerOsSample, WaitSampling
-from pgknee.model.server import DatabaseStep, ServerRecord
+from pgknee.model.samples import (
+    OsSample,
+    OsSamples,
+    PoolerFacts,
+    PoolerProcessSample,
+    PoolerSample,
+    PoolerSamples,
+    ServerOsSample,
+    ServerOsSamples,
+)
+from pgknee.model.server import RECORDS, DatabaseStep, ServerRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,25 +257,18 @@ class RunData:
     steps: list[StepRecord]
     scripts: dict[int, list[ScriptRow]]
     failures: dict[int, dict[str, int]]
-    pgdb: dict[int, DatabaseStep]
-    os: dict[int, list[OsSample]]
     waits: dict[int, list[tuple[str, str, int]]]  # bench phase, client backends
     waits_bg: dict[int, list[tuple[str, str, int]]]  # bench phase, background processes
     snaps: dict[int, tuple[int, float, float]]  # bench phase: (snapshots, mean client backends, mean ms)
     # bench phase: mean sessions in a statement or transaction (active + idle in transaction)
     busy: dict[int, float] = field(default_factory=dict)
-    pooler: dict[int, PoolerRecord] = field(default_factory=dict)  # steps through a pooler
     facts: dict[int, StepFacts] = field(default_factory=dict)  # how each step's figures were got
     progress: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # pgbench -P 1: (t s, TPS)
-    server_os: dict[int, list[ServerOsSample]] = field(default_factory=dict)  # bench phase: the server's OS
-    wait_sampling: dict[int, WaitSampling] = field(default_factory=dict)  # pg_wait_sampling, when loaded
     # a captured workload's statements and its steps' replay of them (store.db.Store.statement_mix)
     statement_mix: tuple[list[CapturedStatement], list[ReplayedStatement]] = field(default_factory=lambda: ([], []))
     agents: dict[int, list[AgentShare]] = field(default_factory=dict)  # steps run by agents: each one's share
     # bench phase: mean backends per snapshot pg_stat_activity hid from the role (steps with any)
     hidden: dict[int, float] = field(default_factory=dict)
-    # bench phase: the server's WAL, checkpoints and I/O (pgknee.model.server), steps that have them
-    server: dict[int, tuple[ServerRecord, ...]] = field(default_factory=dict)
     # every step's records of every kind that says how it is read back (store.db.Store.records): a new
     # kind reaches the analysis through `of` with no new code in the store or the loader
     records: dict[int, tuple[Any, ...]] = field(default_factory=dict)
@@ -277,6 +279,31 @@ class RunData:
 
     def all_of(self, step_id: int, kind: type[R]) -> tuple[R, ...]:
         return tuple(r for r in self.records.get(step_id, ()) if isinstance(r, kind))
+
+    def database(self, step_id: int) -> DatabaseStep:
+        """pg_stat_database's change over the step's bench phase (empty when not read)."""
+        return self.of(step_id, DatabaseStep) or DatabaseStep()
+
+    def client_os(self, step_id: int) -> tuple[OsSample, ...]:
+        """The client machine's OS samples over the step (this machine's: the server's too when embedded)."""
+        return getattr(self.of(step_id, OsSamples), "rows", ())
+
+    def server_os(self, step_id: int) -> tuple[ServerOsSample, ...]:
+        """The server machine's OS samples over the bench phase, when it was sampled apart."""
+        return getattr(self.of(step_id, ServerOsSamples), "rows", ())
+
+    def server(self, step_id: int) -> tuple[ServerRecord, ...]:
+        """The server's WAL, checkpoints, I/O and pg_stat_kcache over the bench phase (pgknee.model.server)."""
+        return tuple(r for r in self.records.get(step_id, ()) if isinstance(r, RECORDS))
+
+    def pooler(self, step_id: int) -> PoolerRecord | None:
+        """A step through a pooler: its SHOW POOLS samples and its facts; None for a step straight to
+        the server."""
+        if not any(s.step_id == step_id and s.pooler_kind is not None for s in self.steps):
+            return None
+        samples = self.of(step_id, PoolerSamples)
+        return PoolerRecord(list(getattr(samples, "rows", ())), self.of(step_id, PoolerFacts) or PoolerFacts(),
+                            list(getattr(samples, "processes", ())))
 
 
 

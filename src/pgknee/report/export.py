@@ -99,12 +99,12 @@ def step_points(view: RunView, s: StepRecord) -> Iterator[Point]:
 def sample_points(view: RunView, s: StepRecord) -> Iterator[Point]:
     """The step's sampled series, each point with its timestamp."""
     d = view.data
-    for o in d.os.get(s.step_id, []):
+    for o in d.client_os(s.step_id):
         yield from _os_points(o)
     for t_s, tps in d.progress.get(s.step_id, []):
         if s.bench_start is not None:
             yield Point("progress_tps", (), tps, s.bench_start + t_s)
-    pooler = d.pooler.get(s.step_id)
+    pooler = d.pooler(s.step_id)
     for ps in pooler.samples if pooler is not None else []:
         for state in ("active", "waiting"):
             yield Point("pooler_clients", (("state", state),), getattr(ps, f"cl_{state}"), ps.epoch)
@@ -131,7 +131,7 @@ def steps_csv(view: RunView) -> str:
         row: dict[str, Any] = {**step_labels(view, s), **{c: getattr(s, c, None) for c in STEP_COLUMNS[4:]}}
         row["snapshots"] = n
         row["aas"] = total_aas(view.step_waits(s)) if n else None
-        row["cpu_busy_pct"], row["client_cpu_pct"] = _cpu(view.data.os.get(s.step_id, []))
+        row["cpu_busy_pct"], row["client_cpu_pct"] = _cpu(view.data.client_os(s.step_id))
         w.writerow(["" if row[c] is None else row[c] for c in STEP_COLUMNS])
     return out.getvalue()
 

@@ -72,12 +72,12 @@ def _step_json(view: RunView, s: StepRecord) -> dict[str, Any]:
                      "latency_ms": {"avg": r.lat_avg_ms, "stddev": r.lat_stddev_ms, "p50": r.lat_p50_ms,
                                     "p95": r.lat_p95_ms, "p99": r.lat_p99_ms, "max": r.lat_max_ms}}
                     for r in d.scripts.get(s.step_id, [])],
-        "pg_stat_database_delta": dict(d.pgdb[s.step_id].items()) if s.step_id in d.pgdb else {},
+        "pg_stat_database_delta": dict(d.database(s.step_id).items()),
         "snapshots": view.step_snapshots(s),
         "wait_profile": [{"wait_event_type": w.wait_event_type, "wait_event": w.wait_event, "count": w.count,
                           "aas": w.aas} for w in view.step_waits(s)],
         "hidden_backends": d.hidden.get(s.step_id),
-        "wait_sampling": _wait_sampling_json(d.wait_sampling.get(s.step_id)),
+        "wait_sampling": _wait_sampling_json(d.of(s.step_id, WaitSampling)),
         "agents": [dataclasses.asdict(a) for a in d.agents.get(s.step_id, [])],
         "server_side": step_server_json(d, s),
     }

@@ -63,7 +63,7 @@ def server_side_table(view: RunView, variant: str) -> Table | None:
 def step_server_json(data: RunData, s: StepRecord) -> dict[str, Any] | None:
     """A step's records as the store holds them: {"step_wal": {...}, "step_checkpoints": {...},
     "step_io": [...]}, or None when it has none."""
-    records = data.server.get(s.step_id, ())
+    records = data.server(s.step_id)
     if not records:
         return None
     out: dict[str, Any] = {}

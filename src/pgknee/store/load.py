@@ -3,13 +3,10 @@ stored plan checked again as a plan from flags is."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from pgknee.base.errors import StoreError, UserError
-from pgknee.model.results import PoolerRecord, RunData, RunRecord, StepRecord
-from pgknee.model.samples import OsSamples, PoolerFacts, PoolerSamples, ServerOsSamples, WaitSampling
-from pgknee.model.server import RECORDS, DatabaseStep
+from pgknee.model.results import RunData, RunRecord
 from pgknee.plan import plan_from_stored
 from pgknee.store.db import Store
 
@@ -26,37 +23,16 @@ def load_run(store: Store, ref: str) -> RunData:
     bench = ("bench",)
     snaps = {i: store.snapshot_stats([i], bench) for i in ids}
     records = store.records(ids)
-    data = RunData(
+    return RunData(
         run=run, env=store.environment(run.run_id), commands=store.commands(run.run_id), steps=steps,
         scripts={i: store.step_scripts(i) for i in ids}, failures={i: store.step_failures(i) for i in ids},
-        pgdb={}, os={}, waits={i: store.wait_counts([i], bench, "client") for i in ids},
+        waits={i: store.wait_counts([i], bench, "client") for i in ids},
         waits_bg={i: store.wait_counts([i], bench, "background") for i in ids},
         snaps={i: s[:3] for i, s in snaps.items()}, hidden={i: s[3] for i, s in snaps.items() if s[3]},
         busy={i: b for i in ids if (b := store.busy_sessions(i, bench)) is not None},
         facts={i: f for i in ids if (f := store.step_facts(i)).records},
         progress={i: pr for i in ids if (pr := store.progress(i))},
         statement_mix=store.statement_mix(run.run_id), agents=store.step_agents(run.run_id), records=records)
-    return _by_field(data, steps)
-
-
-def _by_field(data: RunData, steps: list[StepRecord]) -> RunData:
-    """The records the analysis still reads by RunData's fields (pgdb, os, server_os, pooler,
-    wait_sampling, server), taken from the records read by kind: the store reads each kind once."""
-    ids = [s.step_id for s in steps]
-    pooled = [s.step_id for s in steps if s.pooler_kind is not None]
-    return dataclasses.replace(
-        data, pgdb={i: data.of(i, DatabaseStep) or DatabaseStep() for i in ids},
-        os={i: list(r.rows) if (r := data.of(i, OsSamples)) else [] for i in ids},
-        server_os={i: list(sv.rows) for i in ids if (sv := data.of(i, ServerOsSamples))},
-        wait_sampling={i: w for i in ids if (w := data.of(i, WaitSampling))},
-        server={i: srv for i in ids if (srv := tuple(r for r in data.records.get(i, ()) if isinstance(r, RECORDS)))},
-        pooler={i: _pooler(data, i) for i in pooled})
-
-
-def _pooler(data: RunData, step_id: int) -> PoolerRecord:
-    samples = data.of(step_id, PoolerSamples)
-    return PoolerRecord(list(samples.rows) if samples else [], data.of(step_id, PoolerFacts) or PoolerFacts(),
-                        list(samples.processes) if samples else [])
 
 
 def _check_plan(run: RunRecord) -> None:
