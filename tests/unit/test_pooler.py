@@ -13,8 +13,8 @@ from builders import make_run_data, os_sample, renew, step
 
 from pgknee.analyze import checks as ck
 from pgknee.analyze.run import build
-from pgknee.base.errors import UserError
-from pgknee.collect.pooler import pool_counts, stats_totals
+from pgknee.base.errors import PoolerError, UserError
+from pgknee.collect.pooler import PoolerSampler, pool_counts, stats_totals
 from pgknee.model.results import PoolerRecord
 from pgknee.model.samples import PoolerFacts, PoolerSample
 from pgknee.plan import Plan, PoolerSpec, Variant, parse_variant, parse_variants, plan_from_values
@@ -112,6 +112,46 @@ def _pooled(samples: list[tuple[int, int, int]], xacts: float, xact_us: float, w
                          for i, (a, w, sv) in enumerate(samples)],
                       PoolerFacts("managed", deltas=(("total_xact_count", xacts), ("total_xact_time", xact_us),
                                                      ("total_wait_time", wait_us))))
+
+
+class _Consoles(PoolerSampler):
+    """A pooler sampler whose consoles answer SHOW STATS with the totals given, one read after the
+    other (None: the console does not answer), never started: its records alone."""
+
+    def __init__(self, reads: list[list[dict[str, float]] | None], facts: PoolerFacts) -> None:
+        super().__init__([], "db", 1.0, facts=facts)
+        self.reads = reads
+
+    def totals_each(self) -> list[dict[str, float]]:
+        got = self.reads.pop(0)
+        if got is None:
+            raise PoolerError("the console did not answer")
+        return got
+
+
+def test_the_pooler_s_totals_over_the_bench_phase_are_its_collector_s_records() -> None:
+    """SHOW STATS read as the bench phase begins and as the post phase begins, by the console's
+    collector itself: two processes, 100 and 40 transactions before, 1,100 and 640 after, give a
+    change of 1,000 and 600, 1,600 in all, each process's kept; a console that does not answer at
+    the end leaves no change, and says so; how the pooler was started is kept either way."""
+    ran = PoolerFacts("managed", "1.24.1", (("pool_mode", "transaction"),))
+    two = _Consoles([[{"total_xact_count": 100.0}, {"total_xact_count": 40.0}],
+                     [{"total_xact_count": 1100.0}, {"total_xact_count": 640.0}]], ran)
+    for phase in ("warmup", "bench", "post"):
+        two.set_phase(phase)  # type: ignore[arg-type]
+    samples, facts = two.end_step()
+    assert samples.rows == () and facts.kind == "managed" and facts.settings == ran.settings
+    assert facts.delta("total_xact_count") == 1600.0 and facts.missing is None
+    assert facts.process_delta(1, "total_xact_count") == 1000.0 and facts.process_delta(2, "total_xact_count") == 600.0
+    gone = _Consoles([[{"total_xact_count": 100.0}], None], ran)
+    gone.set_phase("bench")
+    gone.set_phase("post")
+    _, facts = gone.end_step()
+    assert facts.deltas == () and facts.missing == "the console did not answer at the end of the step"
+    one = _Consoles([[{"total_xact_count": 5.0}], [{"total_xact_count": 7.0}]], ran)
+    one.set_phase("bench")
+    one.set_phase("post")
+    assert one.end_step()[1].per_process == ()  # one process: its change is the whole
 
 
 def test_pooler_occupancy_takes_the_wait_out() -> None:

@@ -10,6 +10,7 @@ pgbouncer it started answers."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,10 +20,10 @@ from typing import Any
 import psycopg
 
 from pgknee.base.clock import polling
-from pgknee.base.errors import PoolerError, first_line
+from pgknee.base.errors import Interrupted, PgkneeError, PoolerError, first_line
 from pgknee.collect.osproc import CLK_TCK, process_cpu_ticks, process_runq_wait_ns
 from pgknee.collect.protocol import Hooks, Phase
-from pgknee.model.samples import PoolerProcessSample, PoolerSample, PoolerSamples
+from pgknee.model.samples import PoolerFacts, PoolerProcessSample, PoolerSample, PoolerSamples
 from pgknee.targets.base import Endpoint
 
 
@@ -96,19 +97,26 @@ def summed(per_process: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     return (*(sum(c) for c in cols[:-1]), max(cols[-1]))
 
 
+NO_FACTS = PoolerFacts()
+
+
 class PoolerSampler(Hooks):
     """A thread sampling SHOW POOLS for one database while a step runs, on each of the pooler's
     consoles (one per process), and each process's CPU (user and system) from /proc when pgknee
     started it: collect.protocol's Collector, started with the step's pooler and joined to the
-    run's collectors for the step; its record is the step's PoolerSamples (the processes' counts
-    summed, and each process's own)."""
+    run's collectors for the step; its records are the step's PoolerSamples (the processes' counts
+    summed, and each process's own) and its PoolerFacts: how the pooler ran (`facts`, as its lab
+    started it) with the change of its SHOW STATS totals over the bench phase, read as the bench
+    and post phases begin, or why there is none."""
 
     name = "pooler"
     queries_run = 0  # the pooler's console, not the benchmark database
 
     def __init__(self, admin: Endpoint | Sequence[Endpoint], database: str, interval_s: float,
-                 pids: Sequence[int] = ()) -> None:
+                 pids: Sequence[int] = (), facts: PoolerFacts = NO_FACTS) -> None:
         self.admins = [admin] if isinstance(admin, Endpoint) else list(admin)
+        self.facts = facts
+        self._stats_at: dict[str, list[dict[str, float]] | None] = {}  # SHOW STATS as the bench, the post begin
         self.pids = tuple(pids)  # in the consoles' order: pgknee's own processes
         self.database = database
         self.interval_s = interval_s
@@ -190,15 +198,37 @@ class PoolerSampler(Hooks):
         return out
 
     def set_phase(self, phase: Phase) -> None:
+        if phase in ("bench", "post"):
+            self._stats_at[phase] = self._totals_now()
         self.phase = phase
 
-    def end_step(self) -> tuple[PoolerSamples]:
-        """Sampling stops; what it sampled, and why it stopped early if it did (it lives for one step)."""
+    def _totals_now(self) -> list[dict[str, float]] | None:
+        try:
+            return self.totals_each()
+        except Interrupted:  # a stop signal, raised here by its handler: never taken for a pooler fault
+            raise
+        except (PgkneeError, psycopg.Error):
+            return None
+
+    def end_step(self) -> tuple[PoolerSamples, PoolerFacts]:
+        """Sampling stops; what it sampled, why it stopped early if it did (it lives for one step),
+        and how the pooler ran with its SHOW STATS deltas."""
         self._halt()
         with self._lock:
             rows, self._rows = self._rows, []
             procs, self._procs = self._procs, []
-            return (PoolerSamples(tuple(rows), tuple(self.errors), tuple(procs)),)
+            errors = tuple(self.errors)
+        return PoolerSamples(tuple(rows), errors, tuple(procs)), self._ran(errors)
+
+    def _ran(self, errors: tuple[str, ...]) -> PoolerFacts:
+        before, after = self._stats_at.get("bench"), self._stats_at.get("post")
+        facts = dataclasses.replace(self.facts, sampler_errors=" | ".join(errors) or None)
+        if before is None or after is None or len(before) != len(after) or not after:
+            return dataclasses.replace(facts, missing="the console did not answer at the end of the step")
+        each = [{k: a[k] - b.get(k, 0.0) for k in a} for b, a in zip(before, after, strict=True)]
+        summed = {k: sum(d.get(k, 0.0) for d in each) for k in each[0]}
+        return dataclasses.replace(facts, deltas=tuple(summed.items()), per_process=tuple(
+            (i, k, x) for i, d in enumerate(each, 1) for k, x in d.items()) if len(each) > 1 else ())
 
     def _halt(self) -> None:
         self._stop.set()
@@ -218,8 +248,8 @@ class FunctionSampler(PoolerSampler):
     that fails outside the bench phase (the pooler started again after the warm-up) is skipped."""
 
     def __init__(self, read: Callable[[], tuple[int, ...]], totals: Callable[[], dict[str, float]],
-                 interval_s: float) -> None:
-        super().__init__([], "", interval_s)
+                 interval_s: float, facts: PoolerFacts = NO_FACTS) -> None:
+        super().__init__([], "", interval_s, facts=facts)
         self._read, self._totals = read, totals
 
     def start(self) -> None:

@@ -14,7 +14,12 @@ nothing at the others (`Hooks` gives each a default that does nothing):
 - a reader of the server's counters reads at `set_phase('bench')` and at `settled()`, on pgknee's
   statistics session (`Session`), and hands back the difference (pg_stat_database, which
   settles first, then pg_stat_wal, the checkpoints, pg_stat_io, pg_stat_kcache);
-- pg_wait_sampling's profile reads as the bench and post phases begin.
+- pg_wait_sampling's profile reads as the bench and post phases begin;
+- a pooler's console (collect.pooler) samples SHOW POOLS through the step and reads SHOW STATS as
+  the bench and post phases begin, its deltas in the step's PoolerFacts;
+- a captured workload's statement mix (workloads.captured.mix) reads pg_stat_statements as the
+  bench phase begins and as the step ends, added first so that neither read falls in
+  pg_stat_database's window.
 
 Each says what it needs (`needs`: the server's version, and why an older one cannot serve it)
 and whether this server, role and machine can serve it now (`available()`: an extension

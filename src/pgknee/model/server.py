@@ -202,6 +202,20 @@ class ServerRestart:
         return ()  # the step keeps it as a fault (model.facts.Faults.server_restarted)
 
 
+@kind
+@dataclass(frozen=True, slots=True)
+class StatementsStep:
+    """A captured workload's replay over the step: each captured statement's calls and time (ms)
+    on the target, pg_stat_statements' change from the bench phase's start until the step's end,
+    found by the statement's fingerprint (workloads.captured.mix). Read back with the run's
+    statements as captured (store.db.Store.statement_mix)."""
+
+    rows: tuple[tuple[str, int, float], ...]  # (statement id, calls, total ms)
+
+    def stored(self) -> Iterable[tuple[str, Iterable[StoredRow]]]:
+        return (("insert_step_statements", self.rows),)
+
+
 ServerRecord = WalStep | CheckpointStep | IoStep | KcacheStep
 RECORDS: tuple[type[WalStep], type[CheckpointStep], type[IoStep], type[KcacheStep]] = (
     WalStep, CheckpointStep, IoStep, KcacheStep)

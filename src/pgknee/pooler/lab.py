@@ -257,22 +257,23 @@ class Poolers:
         if v.pooler.kind == "external":
             assert self.external is not None
             sampler = None
+            facts = PoolerFacts("external", external=tuple(self.external_facts.items()))
             if self.external_admin is not None:
-                sampler = PoolerSampler(self.external_admin, self.external.params.get("dbname", ""), interval)
+                sampler = PoolerSampler(self.external_admin, self.external.params.get("dbname", ""), interval,
+                                        facts=facts)
                 sampler.start()
             try:
-                yield StepPooler(self.external, sampler, (), lambda: True, lambda: "", lambda: None,
-                                 PoolerFacts("external", external=tuple(self.external_facts.items())))
+                yield StepPooler(self.external, sampler, (), lambda: True, lambda: "", lambda: None, facts)
             finally:
                 if sampler is not None:
                     sampler.close()
             return
         with self._managed(v, server, run_as, clients, step_seconds + 120) as pgb:
-            sampler = PoolerSampler(pgb.admin_endpoints, VIRTUAL_DB, interval, pgb.pids)
+            facts = PoolerFacts("managed", self.version_text, tuple(pgb.describe().items()))
+            sampler = PoolerSampler(pgb.admin_endpoints, VIRTUAL_DB, interval, pgb.pids, facts)
             sampler.start()
             try:
-                yield StepPooler(pgb.client_endpoint, sampler, pgb.pids, pgb.alive, pgb.log_tail, pgb.stop,
-                                 PoolerFacts("managed", self.version_text, tuple(pgb.describe().items())),
+                yield StepPooler(pgb.client_endpoint, sampler, pgb.pids, pgb.alive, pgb.log_tail, pgb.stop, facts,
                                  lambda: close_servers(pgb.admin_endpoints, VIRTUAL_DB), pids_now=lambda: pgb.pids)
             finally:
                 sampler.close()
@@ -315,11 +316,13 @@ class Poolers:
         assert self.pgpool is not None and v.pooler is not None
         lab = self.pgpool
         with lab.started(v.pooler, server, run_as, clients, self.server_cpus, self.client_cpus) as pgp:
-            sampler = FunctionSampler(lambda: pgpool_counts(pgp.snapshot()), lambda: pgpool_totals(pgp), interval)
+            facts = PoolerFacts("pgpool", lab.version_text, tuple(pgp.describe().items()))
+            sampler = FunctionSampler(lambda: pgpool_counts(pgp.snapshot()), lambda: pgpool_totals(pgp), interval,
+                                      facts)
             sampler.start()
             try:
                 yield StepPooler(pgp.client_endpoint, sampler, tuple(pgp.pids()), pgp.alive, pgp.log_tail, pgp.stop,
-                                 PoolerFacts("pgpool", lab.version_text, tuple(pgp.describe().items())),
+                                 facts,
                                  pgp.restart, "pgpool", lambda: tuple(pgp.pids()))
             finally:
                 sampler.close()

@@ -35,7 +35,7 @@ from pgknee.run.distributed import AgentPlan, Fleet
 from pgknee.run.environment import run_environment
 from pgknee.run.machine import open_machine
 from pgknee.run.preflight import Prepared, check_capacity
-from pgknee.run.replay import start_mix
+from pgknee.run.replay import statement_mix
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import scripts_for
 from pgknee.run.ui import UI
@@ -65,7 +65,6 @@ class RunSession:
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings: Settings | None = None  # the variant's settings as the server took them (read after its restart)
     tps_seen: dict[str, float] = field(default_factory=dict)  # a variant's last completed step's TPS
-    mix: StatementMix | None = None  # a captured workload's statements, read around each step (run/replay.py)
     fleet: Fleet | None = None  # the agents that run the steps' pgbench (run/distributed.py), if any
 
     @property
@@ -121,7 +120,8 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stats_conn.close()  # the statistics reader takes its place (the capacity check counted one)
     reader = StatsReader(lambda: target.endpoint.connect("stats"))
     stack.callback(lambda: reader.conn.close())
-    collectors = _server_collectors(reader, server, plan.settle_s)
+    collectors = _server_collectors(reader, server, plan.settle_s,
+                                    statement_mix(prepared.workload, target, writer, ui.say), ui.say)
     env[keys.Env.WAIT_SAMPLING] = waits_note
     os_sampler = _start_samplers(stack, collectors, plan, target, server, writer, ui.say, server_os, waits)
     # written once every collector is added: each left out says why in the run's environment
@@ -130,17 +130,20 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
                             **({keys.Env.AGENTS: ",".join(fleet.names)} if fleet is not None else {})})
     for purpose, argv in ([("pgknee", record.argv)] if record.argv else []) + commands:
         writer.add_command(None, purpose, argv)  # the run's own command line first, then the set-up's
-    session = RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, collectors, os_sampler,
-                         {name: [s for s, _ in pairs] for name, pairs in texts.items()})
-    session.mix, session.fleet = start_mix(prepared.workload, target, writer, ui.say), fleet
-    return session, steps
+    return RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, collectors, os_sampler,
+                      {name: [s for s, _ in pairs] for name, pairs in texts.items()}, fleet=fleet), steps
 
 
-def _server_collectors(reader: StatsReader, server: ServerFacts, settle_s: float) -> Collectors:
-    """The run's collectors, first those of the server's counters this server and role can serve
-    (each tried once on the statistics session; which are on and why the others are not goes to
-    the run's environment once the samplers are added too)."""
+def _server_collectors(reader: StatsReader, server: ServerFacts, settle_s: float,
+                       mix: StatementMix | None, say: Callable[[str], None]) -> Collectors:
+    """The run's collectors, first a captured workload's statement mix (its first read before
+    pg_stat_database's, its last after), then those of the server's counters this server and role
+    can serve (each tried once on the statistics session; which are on and why the others are not
+    goes to the run's environment once the samplers are added too)."""
     collectors = Collectors(server.version_num)
+    if mix is not None and not collectors.add(mix):
+        say(f"the replay's statement mix is not measured: {collectors.notes[mix.name].removeprefix('off: ')}; "
+            "load pg_stat_statements there to compare with the capture")
     for c in server_collectors(reader, server.version_num, settle_s):
         collectors.add(c)
     return collectors

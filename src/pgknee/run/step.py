@@ -33,7 +33,7 @@ from pgknee.model.facts import (
     Settings,
     Warmup,
 )
-from pgknee.model.kinds import StepRecord, first_of
+from pgknee.model.kinds import StepRecord
 from pgknee.model.results import StepResult
 from pgknee.model.rules import PROBE_S, log_sampling_rate
 from pgknee.model.samples import PoolerSamples
@@ -42,7 +42,6 @@ from pgknee.pooler.lab import StepPooler
 from pgknee.run.fleetstep import fleet_phase
 from pgknee.run.idle import IdleHolder
 from pgknee.run.network import step_network
-from pgknee.run.replay import end_mix
 from pgknee.run.schedule import StepSpec
 from pgknee.run.scripts import pgbench_run
 from pgknee.run.session import RunSession
@@ -211,10 +210,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     # the workload's variables as the target stands after the warm-up (a replay's fresh keys above its rows)
     run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec), defines=_defines(s, spec.clients))
     s.writer.add_command(step_id, "bench", run.argv())
-    if s.mix is not None:
-        s.mix.begin()
     own0 = _own_reads(s)
-    pool_before = _pooler_totals(pooled)
     watch = SteadyWatch(plan.steady_pct / 100, plan.min_duration_s) if plan.steady_pct is not None else None
     _collect(s, facts, lambda: s.collectors.set_phase("bench"))  # the server's counters read, the samplers told
     bench_start = time.time()
@@ -223,10 +219,9 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
         Execution(merged.exit_code, "", merged.reason or "", merged.progress)
     bench_end = time.time()
     _collect(s, facts, lambda: s.collectors.set_phase("post"))
-    pooler, died = _pooler_after(s, pooled, pool_before)
+    pooler, died = _pooler_after(s, pooled)
     idle_alive = _end_facts(s, holder, pooled, facts)
     _collect(s, facts, s.collectors.settled)  # pg_stat_database waits for its counters to settle, the others read
-    end_mix(s.mix, s.writer, step_id)
     own = _own_reads(s) - own0
     rest = plan.post_s - (time.time() - bench_end)
     if rest > 0:
@@ -349,43 +344,16 @@ def _end_facts(s: RunSession, holder: IdleHolder | None, pooled: StepPooler | No
     return idle_alive
 
 
-def _pooler_totals(pooled: StepPooler | None) -> list[dict[str, float]] | None:
-    """SHOW STATS totals now, per pooler process."""
-    if pooled is None or pooled.sampler is None or not pooled.alive():
-        return None
-    try:
-        return pooled.sampler.totals_each()
-    except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
-        raise
-    except (PgkneeError, psycopg.Error):
-        return None
-
-
-def _pooler_after(s: RunSession, pooled: StepPooler | None,
-                  before: list[dict[str, float]] | None) -> tuple[tuple[StepRecord, ...], str | None]:
-    """SHOW STATS at the end, the SHOW POOLS samples and how the pooler ran (its records), and
-    whether pgbouncer died (its last words)."""
+def _pooler_after(s: RunSession, pooled: StepPooler | None) -> tuple[tuple[StepRecord, ...], str | None]:
+    """The pooler's records (its console's collector leaves with them: the SHOW POOLS samples and
+    how it ran, with its SHOW STATS deltas), and whether it died (its last words)."""
     if pooled is None:
         return (), None
-    after = _pooler_totals(pooled)
     died = None if pooled.alive() else \
         f"{pooled.name} died during the step: {pooled.log_tail() or 'no message in its log'}"
-    sampled = s.collectors.leave(pooled.sampler) if pooled.sampler is not None else ()
-    samples = first_of(sampled, PoolerSamples) or PoolerSamples(())
+    records = s.collectors.leave(pooled.sampler) if pooled.sampler is not None else \
+        (PoolerSamples(()), dataclasses.replace(pooled.facts, missing="no admin console (give --pooler-admin-dsn)"))
     # the pool's server connections would sit idle and flush their statistics only after up to
     # 10 s: close them so pg_stat_database counts the step now
     pooled.release()
-    facts = pooled.facts
-    if before is not None and after is not None and len(before) == len(after):
-        each = [{k: a[k] - b.get(k, 0.0) for k in a} for b, a in zip(before, after, strict=True)]
-        summed = {k: sum(d.get(k, 0.0) for d in each) for k in each[0]} if each else {}
-        facts = dataclasses.replace(facts, deltas=tuple(summed.items()),
-                                    per_process=tuple((i, k, x) for i, d in enumerate(each, 1) for k, x in d.items())
-                                    if len(each) > 1 else ())
-    elif pooled.sampler is None:
-        facts = dataclasses.replace(facts, missing="no admin console (give --pooler-admin-dsn)")
-    else:
-        facts = dataclasses.replace(facts, missing="the console did not answer at the end of the step")
-    if samples.errors:
-        facts = dataclasses.replace(facts, sampler_errors=" | ".join(samples.errors))
-    return (samples, facts), died
+    return records, died

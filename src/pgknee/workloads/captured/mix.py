@@ -1,7 +1,11 @@
-"""What a step replayed of each captured statement: pg_stat_statements on the target read before
-and after the step, the difference per statement (found by its parse tree's fingerprint: the
-queryid differs between clusters, as it hashes relation OIDs). The target's statistics are never
-reset: they may be someone else's, and a difference measures the same."""
+"""What a step replayed of each captured statement: pg_stat_statements on the target read as the
+bench phase begins and as the step ends, the difference per statement (found by its parse tree's
+fingerprint: the queryid differs between clusters, as it hashes relation OIDs). The target's
+statistics are never reset: they may be someone else's, and a difference measures the same.
+
+A collector (collect.protocol) of a captured workload's run, added before the server's counters:
+its first read comes before pg_stat_database's and its last after, so neither is in the window
+that counts the benchmark's commits."""
 
 from __future__ import annotations
 
@@ -11,11 +15,19 @@ from typing import Any
 import psycopg
 
 from pgknee.base.errors import Interrupted, PgkneeError, first_line
+from pgknee.collect.protocol import Hooks, Phase
+from pgknee.model.server import StatementsStep
 from pgknee.workloads import queries
 from pgknee.workloads.captured.sqlmap import statement_fingerprint
 
+UNREADABLE = (psycopg.errors.UndefinedTable, psycopg.errors.ObjectNotInPrerequisiteState,
+              psycopg.errors.InsufficientPrivilege)
 
-class StatementMix:
+
+class StatementMix(Hooks):
+    name = "statement_mix"
+    queries_run = 0  # its reads on a connection of their own, outside pg_stat_database's window
+
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]], fingerprints: dict[str, str],
                  say: Callable[[str], None]) -> None:
         self.connect, self.ids, self.say = connect, fingerprints, say
@@ -31,8 +43,7 @@ class StatementMix:
                 rows = conn.execute(queries.text("captured_mix")).fetchall()
         except Interrupted:
             raise
-        except (psycopg.errors.UndefinedTable, psycopg.errors.ObjectNotInPrerequisiteState,
-                psycopg.errors.InsufficientPrivilege) as e:
+        except UNREADABLE as e:
             self.off = True  # for the rest of the run: said once
             self.say(f"the replay's statement mix is not measured: pg_stat_statements cannot be read on the "
                      f"target ({first_line(e)}); load it there to compare with the capture")
@@ -48,14 +59,26 @@ class StatementMix:
                 out[sid] = (c + int(calls), t + float(total))
         return out
 
-    def begin(self) -> None:
-        self.before = self._read()
+    def available(self) -> str | None:
+        try:
+            with self.connect() as conn:
+                conn.execute(queries.text("captured_mix")).fetchall()
+        except UNREADABLE as e:
+            return f"pg_stat_statements cannot be read on the target ({first_line(e)})"
+        return None
 
-    def end(self) -> list[tuple[str, int, float]]:
-        """(statement, calls, total_ms) of the step."""
+    def begin_step(self, step_id: int) -> None:
+        self.before = None
+
+    def set_phase(self, phase: Phase) -> None:
+        if phase == "bench":
+            self.before = self._read()
+
+    def end_step(self) -> tuple[StatementsStep, ...]:
+        """The step's (statement, calls, total_ms), when both reads worked."""
         after, before = self._read(), self.before
         self.before = None
         if after is None or before is None:
-            return []
-        return [(sid, c - before.get(sid, (0, 0.0))[0], round(t - before.get(sid, (0, 0.0))[1], 3))
-                for sid, (c, t) in sorted(after.items()) if c > before.get(sid, (0, 0.0))[0]]
+            return ()
+        return (StatementsStep(tuple((sid, c - before.get(sid, (0, 0.0))[0], round(t - before.get(sid, (0, 0.0))[1], 3))
+                                     for sid, (c, t) in sorted(after.items()) if c > before.get(sid, (0, 0.0))[0])),)
