@@ -29,8 +29,8 @@ def run_warnings(view: RunView) -> list[str]:
     money = view.money
     if money is not None and money.ok is False:
         out.append(money.text)
-    held = hold_warnings(hold_check(data.env, data.steps, {s.step_id: data.database(s.step_id) for s in data.steps},
-                                          data.statement_mix[1]))
+    databases = {s.step_id: data.database(s.step_id) for s in data.steps}
+    held = hold_warnings(hold_check(data.env, data.steps, databases, data.statement_mix[1]))
     return out + _hidden(data) + agent_warnings(data) + held
 
 

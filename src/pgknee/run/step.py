@@ -33,10 +33,10 @@ from pgknee.model.facts import (
     Settings,
     Warmup,
 )
-from pgknee.model.kinds import StepRecord
+from pgknee.model.kinds import StepRecord, first_of
 from pgknee.model.results import StepResult
 from pgknee.model.rules import PROBE_S, log_sampling_rate
-from pgknee.model.samples import PoolerSamples
+from pgknee.model.samples import PoolerFacts
 from pgknee.model.server import ServerRestart
 from pgknee.pooler.lab import StepPooler
 from pgknee.run.fleetstep import fleet_phase
@@ -351,8 +351,11 @@ def _pooler_after(s: RunSession, pooled: StepPooler | None) -> tuple[tuple[StepR
         return (), None
     died = None if pooled.alive() else \
         f"{pooled.name} died during the step: {pooled.log_tail() or 'no message in its log'}"
-    records = s.collectors.leave(pooled.sampler) if pooled.sampler is not None else \
-        (PoolerSamples(()), dataclasses.replace(pooled.facts, missing="no admin console (give --pooler-admin-dsn)"))
+    records = s.collectors.leave(pooled.sampler) if pooled.sampler is not None else ()
+    if first_of(records, PoolerFacts) is None:  # no console, or its collector was lost during the step
+        why = "no admin console (give --pooler-admin-dsn)" if pooled.sampler is None else \
+            "the console's collector was lost during the step"
+        records = (*records, dataclasses.replace(pooled.facts, missing=why))
     # the pool's server connections would sit idle and flush their statistics only after up to
     # 10 s: close them so pg_stat_database counts the step now
     pooled.release()
