@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pgknee.model.keys import observed
-from pgknee.model.results import ReplayedStatement, StepRecord
+from pgknee.model.results import ReplayedStatement, RunData, StepRecord
 from pgknee.model.server import DatabaseStep
 
 HOLD_TOL = 0.15
@@ -134,3 +134,9 @@ def application_terms(env: Mapping[str, str], count: int | None) -> list[str]:
                f"about {busy:.0f} busy connections at p99 instead of {opened:.0f} open, never fewer: it cannot shorten "
                "the time a transaction idles inside")
     return out
+
+
+def run_hold_check(data: RunData) -> HoldCheck | None:
+    """hold_check over a loaded run: its steps' pg_stat_database changes and statement mix."""
+    return hold_check(data.env, data.steps, {s.step_id: data.database(s.step_id) for s in data.steps},
+                      data.statement_mix[1])

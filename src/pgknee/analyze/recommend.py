@@ -36,7 +36,7 @@ import numpy as np
 from pgknee.analyze.answer import ANSWERED, Recommendation
 from pgknee.analyze.cpus import Machine, machine_of, server_reasons, server_row, server_unseen, system_reasons
 from pgknee.analyze.curve import Reading, between, interval, read
-from pgknee.analyze.holdcheck import hold_check
+from pgknee.analyze.holdcheck import run_hold_check
 from pgknee.analyze.network import network_reasons
 from pgknee.analyze.noise import Noise, parts
 from pgknee.analyze.poolprocs import families as process_families
@@ -192,9 +192,7 @@ def _unlike_the_application(view: RunView, r: Recommendation) -> Recommendation:
     """A replay of an observed capture that misses the application's hold, idle share or statements
     per transaction at its fewest clients (below any knee, where it must match) replays another
     workload: its count is withheld, with what missed and what to do."""
-    data = view.data
-    check = hold_check(data.env, data.steps, {s.step_id: data.database(s.step_id) for s in data.steps},
-                       data.statement_mix[1])
+    check = run_hold_check(view.data)
     if check is None or not check.rows or not r.answered:
         return r
     fewest = min(row.clients for row in check.rows)

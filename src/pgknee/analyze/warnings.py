@@ -5,7 +5,7 @@ warned, short steps, money not conserved. Pure."""
 from __future__ import annotations
 
 from pgknee.analyze.agents import agent_warnings
-from pgknee.analyze.holdcheck import hold_check, hold_warnings
+from pgknee.analyze.holdcheck import hold_warnings, run_hold_check
 from pgknee.analyze.view import Group, PoolerRow, RunView
 from pgknee.model.facts import ActivityGaps, Faults, StepFacts
 from pgknee.model.keys import CheckStatus
@@ -29,8 +29,7 @@ def run_warnings(view: RunView) -> list[str]:
     money = view.money
     if money is not None and money.ok is False:
         out.append(money.text)
-    databases = {s.step_id: data.database(s.step_id) for s in data.steps}
-    held = hold_warnings(hold_check(data.env, data.steps, databases, data.statement_mix[1]))
+    held = hold_warnings(run_hold_check(data))
     return out + _hidden(data) + agent_warnings(data) + held
 
 

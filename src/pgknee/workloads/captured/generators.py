@@ -215,6 +215,11 @@ def _listed(var: str, st: ColumnStats) -> Drawn:
 
 
 
+def median_bucket(bounds: list[float]) -> float:
+    """The median width of a histogram's buckets (its bounds as numbers, at least two)."""
+    return sorted(b - a for a, b in zip(bounds, bounds[1:], strict=False))[(len(bounds) - 1) // 2]
+
+
 def upper_bound(var: str, lower: str, st: ColumnStats, step: str = "") -> tuple[Drawn, str]:
     """A range's upper bound drawn with its lower (`col >= $4 AND col < $3`): the lower (pgbench's
     number `lower`) plus `step` (the width probed on the source, workloads.captured.probe), else one
@@ -226,7 +231,7 @@ def upper_bound(var: str, lower: str, st: ColumnStats, step: str = "") -> tuple[
     if to_number is None or len(st.histogram) < 2:
         raise CannotDraw(f"a range on a column of type {kind} without a histogram: its bounds are drawn apart")
     values = [float(to_number(v)) for v in st.histogram]
-    width = sorted(b - a for a, b in zip(values, values[1:], strict=False))[(len(values) - 1) // 2]
+    width = median_bucket(values)
     step = step or (str(max(1, round(width))) if kind in INTEGERS or kind == "date" else repr(width))
     shown = TEMPORAL[kind][1].format(f":{var}") if kind in TEMPORAL else f":{var}"
     return Drawn((f"\\set {var} :{lower} + {step}",), shown), step

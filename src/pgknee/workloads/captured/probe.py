@@ -98,7 +98,7 @@ def range_width(src: Source, query: str, values: dict[int, str], lo: int, hi: in
         bounds = [float(v) for v in st.histogram]
     except ValueError:
         return None
-    bucket = sorted(b - a for a, b in zip(bounds, bounds[1:], strict=False))[(len(bounds) - 1) // 2]
+    bucket = gen.median_bucket(bounds)
     lower = bounds[len(bounds) // 2]
     integer = kind in gen.INTEGERS
 
