@@ -354,6 +354,18 @@ def test_the_cause_of_a_failed_pgbench_is_the_line_naming_it() -> None:
            'pgbench: error: Run was aborted; the above results are incomplete.\n')
     assert error_cause(err) == ("pgbench: error: client 1 script 0 aborted in command 10 query 0: FATAL:  "
                                 "terminating connection due to administrator command")
+    # two clients terminated at once (PostgreSQL 15's pgbench, seen in one run out of three): libpq's
+    # FATAL for one of them comes first, by itself; the cause is still the client's abort naming it
+    raced = ("FATAL:  terminating connection due to administrator command\n"
+             "pgbench: error: client 1 script 0 aborted in command 7 query 0: FATAL:  terminating connection due to "
+             "administrator command\npgbench: error: client 0 aborted in command 4 (SQL) of script 0; perhaps the "
+             "backend died while processing\npgbench: error: Run was aborted; the above results are incomplete.\n")
+    assert error_cause(raced) == ("pgbench: error: client 1 script 0 aborted in command 7 query 0: FATAL:  "
+                                  "terminating connection due to administrator command")
+    assert error_cause(raced.split("\n", 1)[1].replace("client 1 script 0 aborted in command 7 query 0: ", "")) == \
+        "pgbench: error: client 0 aborted in command 4 (SQL) of script 0; perhaps the backend died while processing"
+    assert error_cause("FATAL:  the server's own\npgbench: error: Run was aborted; the above results are incomplete.") \
+        == "FATAL:  the server's own"
     assert error_cause("pgbench: error: Run was aborted; the above results are incomplete.\n") == \
         "pgbench: error: Run was aborted; the above results are incomplete."
     assert error_cause("something else\n\n") == "something else" and error_cause("") is None

@@ -227,12 +227,19 @@ def parse_progress_line(line: str) -> ProgressPoint | None:
 def error_cause(stderr: str) -> str | None:
     """The line of pgbench's stderr that says why it failed. "Run was aborted; the above results
     are incomplete" says only that something went wrong: the line naming the cause (a client
-    aborted in a command, with the server's ERROR or FATAL) comes before it."""
+    aborted in a command, with the server's ERROR or FATAL) comes before it. A server's message
+    alone (libpq prints a terminated session's FATAL by itself, before or after the client's abort,
+    as the clients race) names no command, so a client's abort with the server's message comes
+    first, then any client's abort, then the server's message alone."""
     lines = [ln.strip() for ln in stderr.splitlines()
              if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
-    causes = [ln for ln in lines if "aborted in command" in ln or "ERROR:" in ln or "FATAL:" in ln]
-    if causes:
-        return causes[0]
+    server = ("ERROR:", "FATAL:")
+    for says in (lambda ln: "aborted in command" in ln and any(m in ln for m in server),
+                 lambda ln: "aborted in command" in ln,
+                 lambda ln: any(m in ln for m in server)):
+        causes = [ln for ln in lines if says(ln)]
+        if causes:
+            return causes[0]
     if lines:
         return lines[-1]
     rest = stderr.strip().splitlines()
