@@ -48,6 +48,7 @@ from typing import Any
 from pgknee.collect import queries
 from pgknee.collect.activity import ACTIVITY_COLUMNS, ActivitySampler
 from pgknee.collect.pgstats import StatsReader, settled, snapshot
+from pgknee.collect.protocol import StepProcesses
 from pgknee.collect.waitsampling import probes_of, profile_diff  # what `pgknee run` reads and counts
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
 from pgknee.plan import WorkloadSpec, parse_seconds
@@ -261,7 +262,7 @@ def one_step(lab: Lab, run: PgbenchRun, env: dict[str, str], cwd: str) -> dict[s
     """One measured step: counters settled before and after, the profile read around pgbench, the
     sampler in its 'bench' phase while pgbench runs."""
     before = settled(lambda: snapshot(lab.stats.conn), 15.0)
-    lab.activity.begin_step(0)
+    lab.activity.begin_step(StepProcesses(0))
     tp0 = time.time()
     prof0 = lab.profile()
     lab.activity.phase = "bench"

@@ -44,6 +44,7 @@ from scipy import stats
 
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.osproc import OsSampler
+from pgknee.collect.protocol import StepProcesses
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, parse_progress_line, pgbench_version
 from pgknee.plan import WorkloadSpec, parse_seconds
 from pgknee.system import proc
@@ -85,9 +86,9 @@ class Switch:
 
     def set(self, on: bool) -> None:
         if on and not self.on:
-            self.activity.begin_step(0)
+            self.activity.begin_step(StepProcesses(0))
             self.activity.phase = "bench"
-            self.os_sampler.begin_step(0)
+            self.os_sampler.begin_step(StepProcesses(0))
         elif not on and self.on:
             samples = next(iter(self.activity.end_step()), None)
             self.os_sampler.end_step()

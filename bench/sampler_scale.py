@@ -42,6 +42,7 @@ from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.memory import memory_picture
 from pgknee.collect.osproc import CLK_TCK, read_meminfo
 from pgknee.collect.pace import Pace
+from pgknee.collect.protocol import StepProcesses
 from pgknee.driver.pgbench import PgbenchRun, find_pgbench, pgbench_version
 from pgknee.model.facts import MemoryAtEnd
 from pgknee.model.samples import ActivitySamples
@@ -265,7 +266,7 @@ def measure(sampler: ActivitySampler, index: int, seconds: float) -> tuple[Activ
     backend, tid = sampler.backend_pid, sampler.thread_id
     server_path, python_path = f"/proc/{backend}/stat", f"/proc/self/task/{tid}/stat"
     s0, p0 = read_ticks(server_path), read_ticks(python_path)
-    sampler.begin_step(index)
+    sampler.begin_step(StepProcesses(index))
     sampler.phase = "bench"
     time.sleep(seconds)
     samples = next(iter(sampler.end_step()), None)

@@ -13,6 +13,7 @@ import pytest
 
 from pgknee.collect.activity import ActivitySampler
 from pgknee.collect.pace import WINDOW, series_125
+from pgknee.collect.protocol import StepProcesses
 from pgknee.targets.local import EmbeddedCluster
 
 BASE_S = 0.0002
@@ -27,10 +28,10 @@ def test_a_sampler_whose_query_overruns_slows_down_says_so_and_starts_each_step_
     s = ActivitySampler(server.endpoint, int(row[0]), BASE_S, jitter=0.0, on_slow=said.append)
     s.start()
     try:
-        s.begin_step(1)
+        s.begin_step(StepProcesses(1))
         time.sleep(1.0)
         (first,) = s.end_step()
-        s.begin_step(2)
+        s.begin_step(StepProcesses(2))
         assert s.interval_s == BASE_S  # a new step: the plan's rate again
         time.sleep(0.5)
         (second,) = s.end_step()

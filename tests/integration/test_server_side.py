@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from pgknee.base.clock import polling
+from pgknee.collect.protocol import StepProcesses
 from pgknee.targets.local import EmbeddedCluster
 
 from .conftest import QUICK, SCALE, own_cluster, pgknee, pgknee_popen, sql, superuser, wait_for
@@ -142,7 +143,7 @@ def test_a_reset_between_the_two_reads_gives_no_record_not_a_negative_one(quiet_
         # first read of requested=0 that the reset leaves at 0 made a record of zeros, on 15 once)
         _checkpoint(conn)
         for c in collectors:
-            c.begin_step(1)
+            c.begin_step(StepProcesses(1))
             c.set_phase("bench")
         _write(conn)
         conn.execute("SELECT pg_stat_reset_shared('wal')")
@@ -152,7 +153,7 @@ def test_a_reset_between_the_two_reads_gives_no_record_not_a_negative_one(quiet_
         assert wal.end_step() == ()
         assert ckpt.end_step() == ()
         for c in collectors:  # the next step: measured as usual
-            c.begin_step(2)
+            c.begin_step(StepProcesses(2))
             c.set_phase("bench")
         _write(conn)
         _checkpoint(conn)

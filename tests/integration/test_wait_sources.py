@@ -12,8 +12,9 @@ import psycopg
 import pytest
 
 from pgknee.analyze.waitsource import compare_sources
+from pgknee.collect.protocol import Collectors
 from pgknee.collect.queries import load
-from pgknee.collect.waitsampling import open_profiler
+from pgknee.collect.waitsampling import WaitProfiler
 from pgknee.model.samples import WaitSampling
 from pgknee.store.db import Store
 from pgknee.targets.local import EmbeddedCluster, find_bindir, wait_sampling_settings
@@ -143,9 +144,10 @@ def test_a_terminated_profile_session_is_replaced(server: EmbeddedCluster) -> No
     with superuser("postgres") as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
     said: list[str] = []
-    profiler, note = open_profiler(server.endpoint, create=False, say=said.append)
+    profiler = WaitProfiler.find(server.endpoint, create=False, say=said.append)
+    collectors = Collectors(0)  # (the profile asks for no version)
     try:
-        assert profiler is not None and note.startswith("on,"), note
+        assert collectors.add(profiler) and profiler.note.startswith("on,"), (collectors.notes, profiler.note)
         with superuser("pgknee") as conn:
             ended = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                                  "WHERE application_name LIKE 'pgknee:waitprofile%'").fetchone()
@@ -160,7 +162,6 @@ def test_a_terminated_profile_session_is_replaced(server: EmbeddedCluster) -> No
         assert result is not None and result.probes_counted and 60 <= result.probes / result.window_s <= 100.5
         assert profiler.errors == [] and len(said) == 1  # only the note: nothing failed
     finally:
-        if profiler is not None:
-            profiler.close()
+        collectors.close()
         with superuser("postgres") as conn:
             conn.execute("DROP EXTENSION IF EXISTS pg_wait_sampling")

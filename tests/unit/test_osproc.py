@@ -68,15 +68,16 @@ def test_the_pooler_processes_changing_between_two_samples() -> None:
     """pgpool started again after the warm-up, or a pgbouncer process gone: the sample across the
     change has no pooler CPU (not a difference between different processes), and sampling goes on."""
     from pgknee.collect.osproc import OsSampler
+    from pgknee.collect.protocol import StepProcesses
 
     me, sleeper = os.getpid(), subprocess.Popen(["sleep", "30"])
     try:
-        s = OsSampler(interval_s=1.0)
-        s.begin_step(1)
-        s.pooler_pids = (me, sleeper.pid)
+        s, step = OsSampler(interval_s=1.0), StepProcesses(1)
+        s.begin_step(step)
+        step.pooler = (me, sleeper.pid)
         s._sample_once()
         s._sample_once()
-        s.pooler_pids = (me,)
+        step.pooler = (me,)
         s._sample_once()  # across the change
         s._sample_once()
         (record,) = s.end_step()

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from pgknee.collect.pgstats import SERVER_START, change, settled
+from pgknee.collect.protocol import StepProcesses
 from pgknee.model.server import DatabaseStep, ServerRestart
 
 
@@ -74,7 +75,7 @@ def test_a_settled_read_on_a_lost_session_is_read_again_and_still_tells_a_restar
     session = Session(Flaky([{"xact_commit": 10.0, SERVER_START: 1e9}], lost_at=2))
     monkeypatch.setattr(pgstats, "snapshot", lambda conn: conn.read())
     c = pgstats.DatabaseCollector(session, settle_s=0.3)
-    c.begin_step(1)
+    c.begin_step(StepProcesses(1))
     c.set_phase("bench")
     with pytest.raises(psycopg.OperationalError):
         c.settled()
@@ -89,6 +90,6 @@ def test_no_first_read_no_record() -> None:
     from pgknee.collect import pgstats
 
     c = pgstats.DatabaseCollector(Session(None), settle_s=0.3)
-    c.begin_step(1)
+    c.begin_step(StepProcesses(1))
     c.settled()  # the bench phase's first read failed (or never ran): nothing to difference
     assert c.end_step() == ()

@@ -28,7 +28,7 @@ from pgknee.base.clock import iso_of
 from pgknee.base.errors import PgkneeError, first_line
 from pgknee.collect import queries
 from pgknee.collect.pace import Pace
-from pgknee.collect.protocol import Hooks, Phase
+from pgknee.collect.protocol import SAMPLERS, Hooks, Phase, StepProcesses
 from pgknee.collect.queries import load
 from pgknee.model.samples import ActivitySamples, SessionRow, SnapshotRow
 from pgknee.targets.base import Endpoint
@@ -58,9 +58,11 @@ class StepSamples:
 
 
 class ActivitySampler(Hooks):
-    """pg_stat_activity, as collect.protocol's Collector: its record is the step's ActivitySamples."""
+    """pg_stat_activity, as collect.protocol's Collector: its record is the step's ActivitySamples;
+    the benchmark's backends it finds in the bench phase go to the step's processes as it goes."""
 
     name = "activity"
+    order = SAMPLERS
 
     def __init__(self, endpoint: Endpoint, server_version_num: int, interval_s: float, *,
                  jitter: float = 0.2, all_databases: bool = False, query_text: bool = True,
@@ -78,6 +80,7 @@ class ActivitySampler(Hooks):
         self.queries_run = 0  # each one is a commit in the benchmark database
         self._lock = threading.Lock()
         self._current: StepSamples | None = None
+        self._step: StepProcesses | None = None  # the step's processes, its backends filled in here
         self._stop = threading.Event()
         self._conn: psycopg.Connection[Any] | None = None
         self._thread: threading.Thread | None = None
@@ -120,19 +123,14 @@ class ActivitySampler(Hooks):
         self._thread = threading.Thread(target=self._loop, name="pgknee-activity", daemon=True)
         self._thread.start()
 
-    def begin_step(self, step_id: int) -> None:
+    def begin_step(self, step: StepProcesses) -> None:
         with self._lock:
-            self._current = StepSamples(step_id)
+            self._current, self._step = StepSamples(step.step_id), step
             self.phase = "pre"
             self.pace.reset()
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
-
-    def bench_pids(self) -> frozenset[int]:
-        """The client backends seen in this step's bench phase so far (the benchmark's sessions)."""
-        with self._lock:
-            return frozenset(self._current.bench_pids) if self._current is not None else frozenset()
 
     def end_step(self) -> tuple[ActivitySamples, ...]:
         """What was not handed to the sink yet, and the step's gap counts."""
@@ -220,6 +218,8 @@ class ActivitySampler(Hooks):
                 db = self.endpoint.params.get("dbname")  # r[COUNTS:]: pid, leader_pid, datid, datname, ...
                 cur.bench_pids.update(int(r[COUNTS]) for r in rows if r[COUNTS] is not None
                                       and r[-1] == "client backend" and r[COUNTS + 3] == db)
+                if self._step is not None:
+                    self._step.backends = frozenset(cur.bench_pids)
             slowed = self.pace.observe(ms / 1000.0) is not None  # (begin_step resets it under the lock)
         if slowed:
             self._slowed(int(head[0]))

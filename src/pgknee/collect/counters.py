@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar
 
 import psycopg
 
-from pgknee.collect.protocol import Hooks, Phase, Session
+from pgknee.collect.protocol import Hooks, Phase, Session, StepProcesses
 from pgknee.model.kinds import StepRecord
 
 T = TypeVar("T")
@@ -40,7 +40,7 @@ class BenchCounters(Hooks, Generic[T]):
         self.read(self.session.conn)  # a trial: a view this role cannot read raises here
         return None
 
-    def begin_step(self, step_id: int) -> None:
+    def begin_step(self, step: StepProcesses) -> None:
         self._before, self._records = None, ()
 
     def set_phase(self, phase: Phase) -> None:

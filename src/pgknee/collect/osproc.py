@@ -137,16 +137,14 @@ class OsSampler(PeriodicSampler[_Raw, OsSample]):
 
     def __init__(self, interval_s: float = 1.0) -> None:
         super().__init__(interval_s, "pgknee-os")
-        self.client_pid: int | None = None
-        # a managed pooler's processes: each single-threaded, so the busiest one's CPU is watched
-        self.pooler_pids: tuple[int, ...] = ()
 
     def _record(self, rows: tuple[OsSample, ...]) -> OsSamples:
         return OsSamples(rows)
 
     def _raw(self) -> tuple[_Raw, int, int]:
         cpu, ctxt, running, blocked = _read_stat()
-        pid, pooler = self.client_pid, self.pooler_pids
+        # pgbench's, and a managed pooler's processes: each single-threaded, so the busiest one's CPU is watched
+        pid, pooler = self.step.client, self.step.pooler
         return _Raw(time.time(), cpu, ctxt, process_ticks(pid) if pid else None,
                     tuple(process_ticks(p) for p in pooler), pooler), running, blocked
 

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Generic, TypeVar
 
-from pgknee.collect.protocol import Hooks, Phase
+from pgknee.collect.protocol import SAMPLERS, Hooks, Phase, StepProcesses
 from pgknee.model.kinds import StepRecord
 
 R = TypeVar("R")  # what a tick reads, kept to difference the next one against
@@ -17,6 +17,8 @@ S = TypeVar("S")  # the row a tick makes of two reads
 
 
 class PeriodicSampler(Hooks, Generic[R, S]):
+    order = SAMPLERS
+
     def __init__(self, interval_s: float, name: str) -> None:
         self.interval_s = interval_s
         self.phase = "pre"
@@ -27,8 +29,11 @@ class PeriodicSampler(Hooks, Generic[R, S]):
         self._active = False
         self._prev: R | None = None
         self._thread: threading.Thread | None = None
+        self.step = StepProcesses(0)  # the step's processes, as the step fills them in
 
     def start(self) -> None:
+        if self.interval_s <= 0:  # not sampled (--os-interval 0): its records are empty
+            return
         self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
         self._thread.start()
 
@@ -40,9 +45,10 @@ class PeriodicSampler(Hooks, Generic[R, S]):
     def queries_run(self) -> int:
         return 0  # reads files, not the benchmark database (collect.serveros's SQL reader counts its own)
 
-    def begin_step(self, step_id: int) -> None:
+    def begin_step(self, step: StepProcesses) -> None:
         with self._lock:
             self._rows, self._prev, self.phase, self._active = [], None, "pre", True
+            self.step = step
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase

@@ -22,7 +22,7 @@ import psycopg
 from pgknee.base.clock import polling
 from pgknee.base.errors import Interrupted, PgkneeError, PoolerError, first_line
 from pgknee.collect.osproc import CLK_TCK, process_cpu_ticks, process_runq_wait_ns
-from pgknee.collect.protocol import Hooks, Phase
+from pgknee.collect.protocol import STEP_OWN, Hooks, Phase
 from pgknee.model.samples import PoolerFacts, PoolerProcessSample, PoolerSample, PoolerSamples
 from pgknee.targets.base import Endpoint
 
@@ -110,6 +110,7 @@ class PoolerSampler(Hooks):
     and post phases begin, or why there is none."""
 
     name = "pooler"
+    order = STEP_OWN  # joined for the step, after the run's own
     queries_run = 0  # the pooler's console, not the benchmark database
 
     def __init__(self, admin: Endpoint | Sequence[Endpoint], database: str, interval_s: float,

@@ -2,7 +2,8 @@
 (`Collectors`) drives them all.
 
 A step goes through its phases, and each collector is told of every one: `begin_step` (the 'pre'
-phase), `set_phase('warmup')`, `set_phase('bench')`, `set_phase('post')`, `settled()` (the bench
+phase, with the step's `StepProcesses`: the processes some collectors watch, filled in as the step
+starts them), `set_phase('warmup')`, `set_phase('bench')`, `set_phase('post')`, `settled()` (the bench
 phase's statistics have reached the server's views: backends report theirs as they go idle), and
 `end_step()`, which hands back the step's typed records (pgknee.model.kinds: each knows its tables
 and its way through a side file). A collector does what its source needs at these moments and
@@ -24,16 +25,20 @@ nothing at the others (`Hooks` gives each a default that does nothing):
 Each says what it needs (`needs`: the server's version, and why an older one cannot serve it)
 and whether this server, role and machine can serve it now (`available()`: an extension
 installed, a privilege held, a trial read that worked). One that cannot is left out with its
-reason, which the run's environment records (`collect.NAME`). A read that fails later costs that
-step its record, not the step. Collectors end in the reverse order of the list, as an ExitStack
-closes (the waits' profile still learns the benchmark's backends from pg_stat_activity's sampler
-before that one ends). A step's own collector (its pooler's console) joins for the step
-(`joined`) and may leave early with its records (`leave`).
+reason, which the run's environment records (`collect.NAME`); one taken is started (`start()`:
+its thread, its sessions) and stopped when the collectors close (`close()`), the last first. A
+read that fails later costs that step its record, not the step. Each declares its place among
+the others (`order`), whatever the order they are added in: the statement mix first, the server's
+counters, the samplers, the waits' profile, a step's pooler last. They end in the reverse order
+(the waits' profile still has the benchmark's backends from pg_stat_activity's sampler before that
+one ends). A step's own collector (its pooler's console) joins for the step (`joined`: started
+then, stopped as it leaves) and may leave early with its records (`leave`).
 
 Adding a collector touches its own module, its query files, its record and its table."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -55,6 +60,24 @@ class Needs:
     lacking: str = ""  # what a server older than `since` lacks, for the note
 
 
+@dataclass
+class StepProcesses:
+    """A step's processes, handed to every collector at `begin_step` and filled in as the step
+    starts them: pgbench (the warm-up's, then the bench's; None between them), a managed pooler's
+    processes, and the benchmark's server backends as pg_stat_activity's sampler finds them. Read
+    from the samplers' threads: each field is replaced whole, never changed in place."""
+
+    step_id: int
+    client: int | None = None
+    pooler: tuple[int, ...] = ()
+    backends: frozenset[int] = frozenset()
+
+
+# each collector's place (`order`): the statement mix reads before pg_stat_database and after it,
+# the counters, then the samplers; the waits' profile ends before pg_stat_activity's sampler
+FIRST, COUNTERS, SAMPLERS, PROFILE, STEP_OWN = 0, 10, 20, 90, 100
+
+
 class Session(Protocol):
     """pgknee's statistics session (collect.pgstats.StatsReader), made again when it was lost."""
 
@@ -72,13 +95,20 @@ class Collector(Protocol):
     def needs(self) -> Needs: ...
 
     @property
+    def order(self) -> int:
+        """Its place among the run's collectors (FIRST ... STEP_OWN)."""
+
+    @property
     def queries_run(self) -> int:
         """Its statements in the benchmark database so far, each a commit there (0 if none)."""
 
     def available(self) -> str | None:
         """None when this server, role and machine can serve it now, else why not."""
 
-    def begin_step(self, step_id: int) -> None:
+    def start(self) -> None:
+        """Taken: start what it runs on (its thread, its sessions)."""
+
+    def begin_step(self, step: StepProcesses) -> None:
         """A step begins (its 'pre' phase)."""
 
     def set_phase(self, phase: Phase) -> None:
@@ -102,11 +132,15 @@ class Hooks:
     `name` and `queries_run` are its own)."""
 
     needs = Needs()
+    order = COUNTERS
 
     def available(self) -> str | None:
         return None
 
-    def begin_step(self, step_id: int) -> None:
+    def start(self) -> None:
+        return None
+
+    def begin_step(self, step: StepProcesses) -> None:
         return None
 
     def set_phase(self, phase: Phase) -> None:
@@ -143,7 +177,7 @@ class Collectors:
 
     def add(self, collector: Collector) -> bool:
         """Take it if this server, role and machine can serve it (its first read, if it reads,
-        works); else leave it out with why. True when taken."""
+        works), and start it, in its place; else leave it out with why. True when taken."""
         c = collector
         if self.version_num < c.needs.since:
             self.notes[c.name] = f"off: PostgreSQL {self.version_num // 10000} {c.needs.lacking}"
@@ -155,22 +189,32 @@ class Collectors:
         if why is not None:
             self.notes[c.name] = f"off: {why}"
             return False
+        c.start()
         self.notes[c.name] = "on"
-        self.all.append(c)
+        self._place(c)
         return True
 
+    def leave_out(self, name: str, why: str) -> None:
+        """A collector the run was asked to go without (a flag): why, for the run's environment."""
+        self.notes[name] = f"off: {why}"
+
+    def _place(self, c: Collector) -> None:
+        self.all.insert(bisect.bisect_right([x.order for x in self.all], c.order), c)
+
     @contextlib.contextmanager
-    def joined(self, collector: Collector, step_id: int) -> Iterator[Collector]:
-        """A step's own collector (started and stopped by what it collects: pooler.lab), driven
-        with the run's from now until it leaves or the step ends."""
-        collector.begin_step(step_id)
-        self.all.append(collector)
+    def joined(self, collector: Collector, step: StepProcesses) -> Iterator[Collector]:
+        """A step's own collector (its pooler's console, made by what it collects: pooler.lab),
+        started and driven with the run's from now until it leaves or the step ends; stopped then."""
+        collector.start()
         try:
+            collector.begin_step(step)
+            self._place(collector)
             yield collector
         finally:
             if collector in self.all:
                 self.all.remove(collector)
                 self._done.append(collector)
+            collector.close()
 
     def leave(self, collector: Collector) -> tuple[StepRecord, ...]:
         """A step's own collector ends before the step does (its pooler is released): its records."""
@@ -200,9 +244,9 @@ class Collectors:
             self._retry = (moment, lost)
             raise psycopg.OperationalError(f"{', '.join(c.name for c in lost)}: the statistics session was lost")
 
-    def begin_step(self, step_id: int) -> None:
+    def begin_step(self, step: StepProcesses) -> None:
         self._done = []
-        self._each("begin", lambda c: c.begin_step(step_id))
+        self._each("begin", lambda c: c.begin_step(step))
 
     def set_phase(self, phase: Phase) -> None:
         self._each(phase, lambda c: c.set_phase(phase))
@@ -223,6 +267,18 @@ class Collectors:
             except Interrupted:
                 raise
             except (psycopg.Error, PgkneeError) as e:
+                failed = failed or e
+        if failed is not None:
+            raise failed
+
+    def close(self) -> None:
+        """Every collector stopped, the last first (each close is idempotent); the first failure
+        raised once all have been told."""
+        failed: BaseException | None = None
+        for c in reversed(self.all):
+            try:
+                c.close()
+            except (psycopg.Error, PgkneeError, OSError) as e:  # the others still stop
                 failed = failed or e
         if failed is not None:
             raise failed

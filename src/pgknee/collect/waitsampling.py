@@ -29,7 +29,7 @@ import psycopg
 
 from pgknee.base.errors import Interrupted, PgkneeError, first_line
 from pgknee.collect import queries
-from pgknee.collect.protocol import Hooks, Phase
+from pgknee.collect.protocol import PROFILE, Hooks, Phase, StepProcesses
 from pgknee.model.samples import WaitSampling
 from pgknee.targets.base import Endpoint
 
@@ -96,11 +96,13 @@ class WaitProfiler(Hooks):
     """Reads the profile around a step's bench phase (`begin`, `end`) and makes the step's
     record (`result`). A failure never fails the step: the step has no second profile.
 
-    As collect.protocol's Collector it reads as the bench phase begins and as the post phase
-    begins, and its record is the profile of the benchmark's backends, which `pids` tells (the
-    pg_stat_activity sampler's, set by the session)."""
+    As collect.protocol's Collector (`find`) it looks, when taken, for where the extension is and
+    opens its sessions then (before the server's connections are counted); it reads as the bench
+    phase begins and as the post phase begins, and its record is the profile of the benchmark's
+    backends (the step's, as pg_stat_activity's sampler found them)."""
 
     name = "waits"
+    order = PROFILE
 
     def __init__(self, endpoint: Endpoint, reference: Endpoint | None, period_ms: float,
                  say: Callable[[str], None] = lambda _: None, *, in_bench_db: bool = False) -> None:
@@ -115,10 +117,39 @@ class WaitProfiler(Hooks):
         self._ref: _Reference | None = None
         self._before: tuple[float, Profile] | None = None
         self._after: tuple[float, Profile] | None = None
-        self.pids: Callable[[], frozenset[int]] = frozenset
+        self.step = StepProcesses(0)
+        self.note = "on"  # how it reads: its profile_period, its probes counted or assumed
+        self._create: bool | None = None  # `find`'s: the extension is looked for when taken
 
-    def begin_step(self, step_id: int) -> None:
+    @classmethod
+    def find(cls, endpoint: Endpoint, *, create: bool, say: Callable[[str], None]) -> WaitProfiler:
+        """A profiler of `endpoint`'s server, which finds where pg_wait_sampling is when the run's
+        collectors take it (created in pgknee's own 'postgres' database when `create`: the embedded
+        server), and is left out, with why, when it is not there or profile_pid is off."""
+        profiler = cls(endpoint, None, 10.0, say)
+        profiler._create = create
+        return profiler
+
+    def available(self) -> str | None:
+        if self._create is None:
+            return None
+        found = _found(self.endpoint, self._create)
+        if isinstance(found, str):
+            return found
+        where, self.reference_endpoint, self.period_ms = found
+        self.in_bench_db, self.endpoint = where is self.endpoint, where
+        self.note = (f"on, profile_period {self.period_ms:g} ms, probes counted on a session in '{REFERENCE_DB}'"
+                     if self.reference_endpoint is not None else f"on, profile_period {self.period_ms:g} ms, "
+                     f"probes assumed (no session in '{REFERENCE_DB}' could be held)")
+        self.say(f"pg_wait_sampling: {self.note}")
+        return None
+
+    def start(self) -> None:
+        self.begin()  # its sessions open now, and are counted with the server's connections in use
+
+    def begin_step(self, step: StepProcesses) -> None:
         self._before = self._after = None
+        self.step = step
 
     def set_phase(self, phase: Phase) -> None:
         if phase == "bench":
@@ -127,7 +158,7 @@ class WaitProfiler(Hooks):
             self.end()
 
     def end_step(self) -> tuple[WaitSampling, ...]:
-        profile = self.result(self.pids())
+        profile = self.result(self.step.backends)
         return (profile,) if profile is not None else ()
 
     def _profile(self) -> Profile:
@@ -223,30 +254,24 @@ def _sleep(conn: psycopg.Connection[Any]) -> None:
 
 # ---- finding it -----------------------------------------------------------------------------------
 
-def open_profiler(endpoint: Endpoint, *, create: bool, say: Callable[[str], None]) -> tuple[WaitProfiler | None, str]:
-    """A profiler when pg_wait_sampling is loaded with profile_pid on (created in pgknee's own
-    'postgres' database when `create`: the embedded server), and what to record about it."""
+def _found(endpoint: Endpoint, create: bool) -> tuple[Endpoint, Endpoint | None, float] | str:
+    """Where the profile is read, the reference session's database (None when no session can be
+    held there) and profile_period; or why the profile cannot serve."""
     other = dataclasses.replace(endpoint, params={**endpoint.params, "dbname": REFERENCE_DB})
     try:
         where = _database_with_extension(endpoint, other, create)
         if where is None:
-            return None, f"off: {_why_not(endpoint)} ({HOW_TO_ENABLE})"
+            return f"{_why_not(endpoint)} ({HOW_TO_ENABLE})"
         with where.connect("setup") as conn:
             period = float(_setting(conn, "pg_wait_sampling.profile_period") or 10)
             if _setting(conn, "pg_wait_sampling.profile_pid") != "on":
-                return None, "off: pg_wait_sampling.profile_pid is off (it must be on to tell the benchmark apart)"
+                return "pg_wait_sampling.profile_pid is off (it must be on to tell the benchmark apart)"
             conn.execute(queries.text("wait_sampling_readable"))  # loaded, and readable by this role
-        reference = other if _can_connect(other) else None
+        return where, (other if _can_connect(other) else None), period
     except Interrupted:  # a stop signal, raised here by its handler: never taken for a server fault
         raise
     except (psycopg.Error, PgkneeError) as e:
-        return None, f"off: {first_line(e)}"
-    note = (f"on, profile_period {period:g} ms, probes counted on a session in '{REFERENCE_DB}'" if reference
-            else f"on, profile_period {period:g} ms, probes assumed (no session in '{REFERENCE_DB}' could be held)")
-    say(f"pg_wait_sampling: {note}")
-    profiler = WaitProfiler(where, reference, period, say, in_bench_db=where is endpoint)
-    profiler.begin()  # its sessions open now, and are counted with the server's connections in use
-    return profiler, note
+        return first_line(e)
 
 
 def _setting(conn: psycopg.Connection[Any], name: str) -> str | None:

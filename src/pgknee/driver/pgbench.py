@@ -233,13 +233,15 @@ def error_cause(stderr: str) -> str | None:
     first, then any client's abort, then the server's message alone."""
     lines = [ln.strip() for ln in stderr.splitlines()
              if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
-    server = ("ERROR:", "FATAL:")
-    for says in (lambda ln: "aborted in command" in ln and any(m in ln for m in server),
-                 lambda ln: "aborted in command" in ln,
-                 lambda ln: any(m in ln for m in server)):
-        causes = [ln for ln in lines if says(ln)]
-        if causes:
-            return causes[0]
+
+    def rank(ln: str) -> int:  # 0: a client's abort with the server's message, 1: an abort, 2: the message
+        server = "ERROR:" in ln or "FATAL:" in ln
+        aborted = "aborted in command" in ln
+        return 0 if aborted and server else 1 if aborted else 2 if server else 3
+
+    causes = sorted((rank(ln), i) for i, ln in enumerate(lines) if rank(ln) < 3)
+    if causes:
+        return lines[causes[0][1]]
     if lines:
         return lines[-1]
     rest = stderr.strip().splitlines()

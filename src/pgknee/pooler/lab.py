@@ -261,22 +261,13 @@ class Poolers:
             if self.external_admin is not None:
                 sampler = PoolerSampler(self.external_admin, self.external.params.get("dbname", ""), interval,
                                         facts=facts)
-                sampler.start()
-            try:
-                yield StepPooler(self.external, sampler, (), lambda: True, lambda: "", lambda: None, facts)
-            finally:
-                if sampler is not None:
-                    sampler.close()
+            yield StepPooler(self.external, sampler, (), lambda: True, lambda: "", lambda: None, facts)
             return
         with self._managed(v, server, run_as, clients, step_seconds + 120) as pgb:
             facts = PoolerFacts("managed", self.version_text, tuple(pgb.describe().items()))
             sampler = PoolerSampler(pgb.admin_endpoints, VIRTUAL_DB, interval, pgb.pids, facts)
-            sampler.start()
-            try:
-                yield StepPooler(pgb.client_endpoint, sampler, pgb.pids, pgb.alive, pgb.log_tail, pgb.stop, facts,
-                                 lambda: close_servers(pgb.admin_endpoints, VIRTUAL_DB), pids_now=lambda: pgb.pids)
-            finally:
-                sampler.close()
+            yield StepPooler(pgb.client_endpoint, sampler, pgb.pids, pgb.alive, pgb.log_tail, pgb.stop, facts,
+                             lambda: close_servers(pgb.admin_endpoints, VIRTUAL_DB), pids_now=lambda: pgb.pids)
 
     def describe_managed(self, max_clients: int, step_seconds: int) -> list[str]:
         """For --dry-run: the pgbouncer each managed variant would get, per step."""
@@ -319,13 +310,8 @@ class Poolers:
             facts = PoolerFacts("pgpool", lab.version_text, tuple(pgp.describe().items()))
             sampler = FunctionSampler(lambda: pgpool_counts(pgp.snapshot()), lambda: pgpool_totals(pgp), interval,
                                       facts)
-            sampler.start()
-            try:
-                yield StepPooler(pgp.client_endpoint, sampler, tuple(pgp.pids()), pgp.alive, pgp.log_tail, pgp.stop,
-                                 facts,
-                                 pgp.restart, "pgpool", lambda: tuple(pgp.pids()))
-            finally:
-                sampler.close()
+            yield StepPooler(pgp.client_endpoint, sampler, tuple(pgp.pids()), pgp.alive, pgp.log_tail, pgp.stop, facts,
+                             pgp.restart, "pgpool", lambda: tuple(pgp.pids()))
 
     def environment(self) -> dict[str, str]:
         env: dict[str, str] = {}

@@ -26,8 +26,8 @@ def read_machine(conn: psycopg.Connection[Any], plan: Plan, target: Target,
 
 def open_machine(stack: contextlib.ExitStack, plan: Plan, target: Target,
                  conn: psycopg.Connection[Any]) -> tuple[ServerOsSampler | None, dict[str, str]]:
-    """The server's machine (its facts, for the run's environment) and its OS sampler, started
-    (stopped when `stack` closes); None when pgknee runs the server here (this machine's OS
+    """The server's machine (its facts, for the run's environment) and its OS sampler (its reader
+    stopped when `stack` closes); None when pgknee runs the server here (this machine's OS
     samples are the server's), or cannot read its /proc (the environment says why)."""
     interval = plan.os_interval_s or 1.0
     ssh, ssh_files = None, None
@@ -52,8 +52,6 @@ def open_machine(stack: contextlib.ExitStack, plan: Plan, target: Target,
         read = ssh if ssh is not None else SqlFiles(target.endpoint)
         if isinstance(read, SqlFiles):
             stack.callback(read.close)
-        sampler = ServerOsSampler(read, plan.os_interval_s, machine.proc)
-        sampler.start()
-        stack.callback(sampler.close)
+        sampler = ServerOsSampler(read, plan.os_interval_s, machine.proc)  # started as the run's collectors take it
         env[Env.SERVER_OS] = f"{machine.proc} every {plan.os_interval_s:g} s"
     return sampler, {str(k): v for k, v in env.items()}

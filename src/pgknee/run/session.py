@@ -24,7 +24,7 @@ from pgknee.collect.protocol import Collectors
 from pgknee.collect.serverfacts import ServerFacts, read_server
 from pgknee.collect.serveros import ServerOsSampler
 from pgknee.collect.serverstats import server_collectors
-from pgknee.collect.waitsampling import WaitProfiler, open_profiler
+from pgknee.collect.waitsampling import WaitProfiler
 from pgknee.driver.pgbench import check_conninfo
 from pgknee.model import keys
 from pgknee.model.facts import Settings
@@ -57,10 +57,9 @@ class RunSession:
     work_dir: Path
     child_env: dict[str, str]
     reader: StatsReader  # pgknee's statistics session, which the server's counters are read on
-    # every step's (collect.protocol): the server's counters, then the samplers of pg_stat_activity,
-    # this machine's and the server's OS and pg_wait_sampling's profile
+    # every step's (collect.protocol): a replay's statement mix, the server's counters, then the
+    # samplers of pg_stat_activity, this machine's and the server's OS and pg_wait_sampling's profile
     collectors: Collectors
-    os: OsSampler  # this machine's, one of the collectors: told pgbench's and the pooler's pids
     scripts: dict[str, list[Script]]
     cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
     settings: Settings | None = None  # the variant's settings as the server took them (read after its restart)
@@ -98,11 +97,7 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     check_conninfo(prepared.pgbench.path, child_env, target.run_as, str(work_dir))  # its libpq takes every keyword
     stats_conn = target.endpoint.connect("stats")
     stack.callback(stats_conn.close)
-    # its sessions open before the server's connections are counted (check_capacity)
-    waits, waits_note = (open_profiler(target.endpoint, create=target.created_by_pgknee, say=ui.say)
-                         if plan.sample_interval_s else (None, "off: no pg_stat_activity sampling"))
-    if waits is not None:
-        stack.callback(waits.close)
+    collectors, waits = _collectors(stack, stats_conn, plan, target, ui.say)
     server = read_server(stats_conn)
     check_capacity(plan, target, server)
     _start_poolers(plan, prepared.poolers, target, ui)
@@ -120,33 +115,46 @@ def open_session(stack: contextlib.ExitStack, plan: Plan, ui: UI, prepared: Prep
     stats_conn.close()  # the statistics reader takes its place (the capacity check counted one)
     reader = StatsReader(lambda: target.endpoint.connect("stats"))
     stack.callback(lambda: reader.conn.close())
-    collectors = _server_collectors(reader, server, plan.settle_s,
-                                    statement_mix(prepared.workload, target, writer, ui.say), ui.say)
-    env[keys.Env.WAIT_SAMPLING] = waits_note
-    os_sampler = _start_samplers(stack, collectors, plan, target, server, writer, ui.say, server_os, waits)
+    _server_collectors(collectors, reader, server, plan.settle_s,
+                       statement_mix(prepared.workload, target, writer, ui.say), ui.say)
+    env[keys.Env.WAIT_SAMPLING] = waits.note if collectors.notes[waits.name] == "on" else collectors.notes[waits.name]
+    _samplers(collectors, plan, target, server, writer, ui.say, server_os)
+    stack.callback(collectors.close)  # each stopped, the last first, before what they read from goes
     # written once every collector is added: each left out says why in the run's environment
     env.update({keys.collector(name): note for name, note in collectors.notes.items()} | _kcache_version(collectors))
     writer.set_environment({**env, **record.extra_env, **_extension_note(plan, record, target),
                             **({keys.Env.AGENTS: ",".join(fleet.names)} if fleet is not None else {})})
     for purpose, argv in ([("pgknee", record.argv)] if record.argv else []) + commands:
         writer.add_command(None, purpose, argv)  # the run's own command line first, then the set-up's
-    return RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, collectors, os_sampler,
+    return RunSession(plan, ui, prepared, target, writer, work_dir, child_env, reader, collectors,
                       {name: [s for s, _ in pairs] for name, pairs in texts.items()}, fleet=fleet), steps
 
 
-def _server_collectors(reader: StatsReader, server: ServerFacts, settle_s: float,
-                       mix: StatementMix | None, say: Callable[[str], None]) -> Collectors:
-    """The run's collectors, first a captured workload's statement mix (its first read before
-    pg_stat_database's, its last after), then those of the server's counters this server and role
-    can serve (each tried once on the statistics session; which are on and why the others are not
+def _collectors(stack: contextlib.ExitStack, conn: psycopg.Connection[Any], plan: Plan, target: Target,
+                say: Callable[[str], None]) -> tuple[Collectors, WaitProfiler]:
+    """The run's collectors, first the waits' profile: its sessions open as it is taken, before
+    the server's connections are counted (check_capacity). Stopped when `stack` closes should the
+    session not open (and again, the others with them, once it has)."""
+    collectors = Collectors(conn.info.server_version)
+    stack.callback(collectors.close)
+    waits = WaitProfiler.find(target.endpoint, create=target.created_by_pgknee, say=say)
+    if plan.sample_interval_s:
+        collectors.add(waits)
+    else:
+        collectors.leave_out(waits.name, "no pg_stat_activity sampling (--sample-interval 0)")
+    return collectors, waits
+
+
+def _server_collectors(collectors: Collectors, reader: StatsReader, server: ServerFacts, settle_s: float,
+                       mix: StatementMix | None, say: Callable[[str], None]) -> None:
+    """A captured workload's statement mix, then the server's counters this server and role can
+    serve (each tried once on the statistics session; which are on and why the others are not
     goes to the run's environment once the samplers are added too)."""
-    collectors = Collectors(server.version_num)
     if mix is not None and not collectors.add(mix):
         say(f"the replay's statement mix is not measured: {collectors.notes[mix.name].removeprefix('off: ')}; "
             "load pg_stat_statements there to compare with the capture")
     for c in server_collectors(reader, server.version_num, settle_s):
         collectors.add(c)
-    return collectors
 
 
 def _kcache_version(collectors: Collectors) -> dict[str, str]:
@@ -222,29 +230,16 @@ def _activity_sink(writer: RunWriter) -> Callable[[int, list[Any], list[Any]], N
     return sink  # its connection closes with the sampler (a connection is closed by the thread that made it)
 
 
-def _start_samplers(stack: contextlib.ExitStack, collectors: Collectors, plan: Plan, target: Target,
-                    server: ServerFacts, writer: RunWriter, say: Callable[[str], None],
-                    server_os: ServerOsSampler | None, waits: WaitProfiler | None) -> OsSampler:
-    """The samplers of every step, after the server's counters, in the order they are driven (and
-    ended in reverse): the profile of the waits ends first, while pg_stat_activity's sampler still
-    knows the benchmark's backends. Each is stopped when `stack` closes (those started elsewhere
-    already are)."""
+def _samplers(collectors: Collectors, plan: Plan, target: Target, server: ServerFacts, writer: RunWriter,
+              say: Callable[[str], None], server_os: ServerOsSampler | None) -> None:
+    """The samplers of every step, each started as it is taken (collect.protocol) and in its place
+    (the waits' profile, taken first, still ends before pg_stat_activity's sampler)."""
     if plan.sample_interval_s:
-        activity = ActivitySampler(target.endpoint, server.version_num, plan.sample_interval_s,
-                                   all_databases=plan.sample_all_databases, query_text=plan.query_text,
-                                   sink=_activity_sink(writer), on_slow=say)
-        activity.start()
-        stack.callback(activity.close)
-        collectors.add(activity)
-        if waits is not None:
-            waits.pids = activity.bench_pids
-    os_sampler = OsSampler(plan.os_interval_s)
-    if plan.os_interval_s:
-        os_sampler.start()
-        stack.callback(os_sampler.close)
-    collectors.add(os_sampler)
+        collectors.add(ActivitySampler(target.endpoint, server.version_num, plan.sample_interval_s,
+                                       all_databases=plan.sample_all_databases, query_text=plan.query_text,
+                                       sink=_activity_sink(writer), on_slow=say))
+    else:
+        collectors.leave_out(ActivitySampler.name, "--sample-interval 0")
+    collectors.add(OsSampler(plan.os_interval_s))  # --os-interval 0: its records are empty
     if server_os is not None:
         collectors.add(server_os)
-    if waits is not None:  # (opened only with pg_stat_activity sampling)
-        collectors.add(waits)
-    return os_sampler

@@ -20,6 +20,7 @@ import psycopg
 from pgknee.base.errors import Interrupted, PgkneeError
 from pgknee.collect import queries
 from pgknee.collect.memory import memory_picture
+from pgknee.collect.protocol import StepProcesses
 from pgknee.driver.execute import Execution, execute
 from pgknee.driver.pgbench import PgbenchRun, parse_summary
 from pgknee.driver.steady import SteadyWatch
@@ -64,13 +65,14 @@ def run_step(s: RunSession, spec: StepSpec, index: int, total: int) -> StepResul
     run = pgbench_run(plan, s.prepared.pgbench, v, s.scripts[v.name], s.prepared.workload.defines(),
                       clients=spec.clients, threads=threads, seconds=plan.duration_s, log_prefix=step_dir / "log",
                       progress=True)
+    procs = StepProcesses(step_id)  # the collectors watch them as the step starts them
     try:
         with contextlib.ExitStack() as stack:
-            pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec, step_id))
+            pooled = _enter(s, spec, step_id, lambda: _pooler(stack, s, spec, procs))
             facts = FactsDraft(s.settings)
             via = _enter(s, spec, step_id, lambda: step_network(stack, s, spec, pooled, facts))
             holder = _enter(s, spec, step_id, lambda: _idle(stack, s, spec, pooled, facts))
-            sampled = _sample(s, spec, step_id, run, step_dir, pooled, holder, facts, via)
+            sampled = _sample(s, spec, procs, run, step_dir, pooled, holder, facts, via)
         result = judge(s, spec, step_id, step_dir, sampled)
         if result.status == "completed" and result.measurement is not None and result.measurement.tps > 0:
             s.tps_seen[v.name] = result.measurement.tps
@@ -140,9 +142,9 @@ def _enter(s: RunSession, spec: StepSpec, step_id: int, start: Callable[[], T]) 
         raise
 
 
-def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, step_id: int) -> StepPooler | None:
-    """The step's pooler, if its variant has one, stopped when `stack` closes; its console's
-    sampler joins the run's collectors for the step."""
+def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, procs: StepProcesses) -> StepPooler | None:
+    """The step's pooler, if its variant has one, stopped when `stack` closes (its processes the
+    step's); its console's sampler joins the run's collectors for the step."""
     v = spec.variant
     if v.pooler is None:
         return None
@@ -150,10 +152,9 @@ def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, step_id:
     plan = s.plan
     pooled = stack.enter_context(s.poolers.step(v, s.target.endpoint, s.target.run_as, spec.clients,
                                                 plan.duration_s + plan.warmup_s))
-    s.os.pooler_pids = pooled.pids
-    stack.callback(setattr, s.os, "pooler_pids", ())
+    procs.pooler = pooled.pids
     if pooled.sampler is not None:
-        stack.enter_context(s.collectors.joined(pooled.sampler, step_id))
+        stack.enter_context(s.collectors.joined(pooled.sampler, procs))
     return pooled
 
 
@@ -181,10 +182,10 @@ def _idle(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, pooled: St
     return holder
 
 
-def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path, *, progress: bool,
-                 watch: SteadyWatch | None = None) -> Execution:
+def _run_pgbench(s: RunSession, procs: StepProcesses, run: PgbenchRun, env: dict[str, str], cwd: Path, *,
+                 progress: bool, watch: SteadyWatch | None = None) -> Execution:
     def started(pid: int) -> None:
-        s.os.client_pid = pid
+        procs.client = pid
 
     try:
         return execute(run, env=env, run_as=s.target.run_as, cwd=cwd,
@@ -192,21 +193,21 @@ def _run_pgbench(s: RunSession, run: PgbenchRun, env: dict[str, str], cwd: Path,
                        on_progress=s.ui.step_progress if progress else None, on_start=started,
                        stop_when=(lambda pt: watch.add(pt.tps)) if watch is not None else None)
     finally:
-        s.os.client_pid = None
+        procs.client = None
 
 
-def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_dir: Path,
+def _sample(s: RunSession, spec: StepSpec, procs: StepProcesses, run: PgbenchRun, step_dir: Path,
             pooled: StepPooler | None, holder: IdleHolder | None, facts: FactsDraft,
             via: Endpoint | None = None) -> Sampled:
     """The phases: pre (samplers only), warmup (unmeasured pgbench), bench, post. pgbench
     connects `via` a simulated network hop when there is one (run.network)."""
-    plan = s.plan
+    plan, step_id = s.plan, procs.step_id
     reach = via or (pooled.endpoint if pooled is not None else None)
     env = reach.child_env(s.work_dir, s.target.run_as) if reach is not None else s.child_env
-    s.collectors.begin_step(step_id)
+    s.collectors.begin_step(procs)
     facts.add(_wait_for_quiet(s))
-    if _warm_up(s, spec, step_id, run, env, step_dir, facts) and pooled is not None:
-        _close_pool(s, pooled)
+    if _warm_up(s, spec, procs, run, env, step_dir, facts) and pooled is not None:
+        _close_pool(s, pooled, procs)
     # the workload's variables as the target stands after the warm-up (a replay's fresh keys above its rows)
     run = dataclasses.replace(run, log_sampling_rate=_sampling_rate(s, spec), defines=_defines(s, spec.clients))
     s.writer.add_command(step_id, "bench", run.argv())
@@ -215,7 +216,7 @@ def _sample(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, step_d
     _collect(s, facts, lambda: s.collectors.set_phase("bench"))  # the server's counters read, the samplers told
     bench_start = time.time()
     merged = fleet_phase(s, spec, run, step_id, "bench", facts) if s.fleet is not None else None
-    execution = _run_pgbench(s, run, env, step_dir, progress=True, watch=watch) if merged is None else \
+    execution = _run_pgbench(s, procs, run, env, step_dir, progress=True, watch=watch) if merged is None else \
         Execution(merged.exit_code, "", merged.reason or "", merged.progress)
     bench_end = time.time()
     _collect(s, facts, lambda: s.collectors.set_phase("post"))
@@ -289,12 +290,12 @@ def _defines(s: RunSession, clients: int) -> tuple[tuple[str, str], ...]:
         return tuple(sorted(s.prepared.workload.defines(s.reader.conn, clients).items()))
 
 
-def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: dict[str, str], step_dir: Path,
-             facts: FactsDraft) -> bool:
+def _warm_up(s: RunSession, spec: StepSpec, procs: StepProcesses, run: PgbenchRun, env: dict[str, str],
+             step_dir: Path, facts: FactsDraft) -> bool:
     """The unmeasured run before the bench: the plan's warm-up, or a short probe when the log's
     sampling rate needs a TPS and none is known yet (the variant's first step). Its progress tells
     the TPS; its transactions are a fact (the workload's books count them)."""
-    plan, v = s.plan, spec.variant
+    plan, v, step_id = s.plan, spec.variant, procs.step_id
     probe = plan.log_sampling_rate is None and v.name not in s.tps_seen and s.fleet is None
     seconds = plan.warmup_s or (PROBE_S if probe else 0)
     if not seconds:
@@ -306,7 +307,7 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
     if s.fleet is not None:  # the agents warm up as they will run: together
         fleet_phase(s, spec, warm, step_id, "warmup", facts)
         return True
-    ex = _run_pgbench(s, warm, env, step_dir, progress=False)
+    ex = _run_pgbench(s, procs, warm, env, step_dir, progress=False)
     rates = [p.tps for p in ex.progress[1:] if p.tps > 0] or [p.tps for p in ex.progress if p.tps > 0]
     if probe and rates:
         s.tps_seen[v.name] = statistics.median(rates)
@@ -315,13 +316,13 @@ def _warm_up(s: RunSession, spec: StepSpec, step_id: int, run: PgbenchRun, env: 
     return True
 
 
-def _close_pool(s: RunSession, pooled: StepPooler) -> None:
+def _close_pool(s: RunSession, pooled: StepPooler, procs: StepProcesses) -> None:
     """The warm-up's server connections closed: idle in the pool, they would report its
     transactions to pg_stat_database only after up to 10 s, inside the bench phase (a pooled
     variant's first step read 13% more commits than transactions). The bench opens its own."""
     try:
         closed = pooled.close_servers()
-        s.os.pooler_pids = pooled.pids_now()  # pgpool is started again: new processes
+        procs.pooler = pooled.pids_now()  # pgpool is started again: new processes
         if not closed:
             s.ui.say("the pool's server connections were still open 3 s after RECONNECT: the step's commits may "
                      "count some of the warm-up's")

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from pgknee.base.errors import Interrupted, PgkneeError, first_line
-from pgknee.collect.protocol import Hooks, Phase
+from pgknee.collect.protocol import FIRST, Hooks, Phase, StepProcesses
 from pgknee.model.server import StatementsStep
 from pgknee.workloads import queries
 from pgknee.workloads.captured.sqlmap import statement_fingerprint
@@ -26,6 +26,7 @@ UNREADABLE = (psycopg.errors.UndefinedTable, psycopg.errors.ObjectNotInPrerequis
 
 class StatementMix(Hooks):
     name = "statement_mix"
+    order = FIRST  # its first read before pg_stat_database's, its last after
     queries_run = 0  # its reads on a connection of their own, outside pg_stat_database's window
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]], fingerprints: dict[str, str],
@@ -67,7 +68,7 @@ class StatementMix(Hooks):
             return f"pg_stat_statements cannot be read on the target ({first_line(e)})"
         return None
 
-    def begin_step(self, step_id: int) -> None:
+    def begin_step(self, step: StepProcesses) -> None:
         self.before = None
 
     def set_phase(self, phase: Phase) -> None:
