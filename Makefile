@@ -5,6 +5,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
+# the tests' modules compiled and assertion-rewritten once, not again by every pytest process
+# (3 workers, and make slow, faults and matrix after make test: about 6 s of CPU each)
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: setup system system-browsers venv servers demo test slow faults matrix unit integration lint docs bench clean
 
 setup: system venv
