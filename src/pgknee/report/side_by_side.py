@@ -8,7 +8,7 @@ from rich import box
 from rich.table import Table
 
 from pgknee.analyze.compare import comparison_rows
-from pgknee.analyze.view import Group, RunView
+from pgknee.analyze.view import Group, MemoryRow, RunView
 from pgknee.model.rules import BEST
 from pgknee.report.cells import ratio, value, with_range
 
@@ -37,14 +37,22 @@ def variant_comparison(view: RunView) -> Table | None:
         if last is not None and g.clients != last:
             t.add_section()
         r = row.tps_ratio
-        noise = "" if r is None else {True: "beyond noise", False: "within noise", None: "unknown"}[r.beyond_noise]
-        t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant + ("*" if g.noisy else ""),
-                  with_range(g.tps, 0 if (g.tps and g.tps.value >= 100) else 2), with_range(g.lat_avg, 3),
+        noise = NOISE[r.beyond_noise] if r is not None else ""
+        t.add_row(_first_of_count(g, last), g.variant + ("*" if g.noisy else ""),
+                  with_range(g.tps, _tps_digits(g)), with_range(g.lat_avg, 3),
                   value(g.lat_stddev, 3), value(g.p99, 3),
                   *((f"{g.failed:,}",) if failures else ()), ratio(r), ratio(row.latency_ratio), noise,
                   *((_pooler_cell(g),) if pooled else ()))
         last = g.clients
     return t
+
+
+NOISE = {True: "beyond noise", False: "within noise", None: "unknown"}
+
+
+def _tps_digits(g: Group) -> int:
+    """Whole transactions from 100 a second up, two decimals below."""
+    return 0 if g.tps and g.tps.value >= 100 else 2
 
 
 def _pooler_cell(g: Group) -> str:
@@ -76,16 +84,32 @@ def idle_memory_table(view: RunView) -> Table | None:
         t.add_column(h, justify="right")
     last = None
     for row in comparison_rows(view):
-        g, m = row.group, row.group.memory
+        g = row.group
         if last is not None and g.clients != last:
             t.add_section()
-        t.add_row(f"c{g.clients}" if g.clients != last else "", g.variant,
-                  f"{m.idle} {m.idle_kind}" if m and m.idle else "0",
-                  *((f"{m.max_connections:.0f}" if m and m.max_connections else "",) if restarts else ()),
-                  value(g.tps, 0), f"{row.tps_change:+.1f}%" if row.tps_change is not None else "",
-                  value(g.p99, 3), value(m.available_mb, 0) if m else "-",
-                  value(m.available_drop_mb, 0) if m and m.idle else "", value(m.server_pss_mb, 0) if m else "-",
-                  value(m.idle_backend_pss_mb, 2) if m and m.idle else "", value(m.blks_read_per_s, 0) if m else "-",
-                  value(m.hit_pct, 2) if m else "-")
+        idle, memory = _memory_cells(g.memory, restarts)
+        t.add_row(_first_of_count(g, last), g.variant, *idle, value(g.tps, 0), _change(row.tps_change),
+                  value(g.p99, 3), *memory)
         last = g.clients
     return t
+
+
+def _first_of_count(g: Group, last: int | None) -> str:
+    """The client count, on the first row of its section only."""
+    return "" if g.clients == last else f"c{g.clients}"
+
+
+def _change(pct: float | None) -> str:
+    return "" if pct is None else f"{pct:+.1f}%"
+
+
+def _memory_cells(m: MemoryRow | None, restarts: bool) -> tuple[list[str], list[str]]:
+    """The idle sessions (and the variant's max_connections) before the TPS, and the memory and
+    reads after the p99; the idle sessions' own figures blank when there were none."""
+    if m is None:
+        return ["0", *([""] if restarts else [])], ["-", "", "-", "", "-", "-"]
+    idle = [f"{m.idle} {m.idle_kind}" if m.idle else "0",
+            *([f"{m.max_connections:.0f}" if m.max_connections else ""] if restarts else [])]
+    own = [value(m.available_drop_mb, 0), value(m.idle_backend_pss_mb, 2)] if m.idle else ["", ""]
+    return idle, [value(m.available_mb, 0), own[0], value(m.server_pss_mb, 0), own[1], value(m.blks_read_per_s, 0),
+                  value(m.hit_pct, 2)]
