@@ -23,8 +23,9 @@ import pytest
 
 from pgknee.driver.pgbench import find_pgbench
 from pgknee.targets.local import EmbeddedCluster, find_bindir
-from pgknee.workloads.captured import probe
+from pgknee.workloads.captured import capture, probe
 from pgknee.workloads.captured.manifest import Manifest, ScriptEntry, Statement
+from pgknee.workloads.captured.observe import StatementCounts
 from pgknee.workloads.captured.source import Source, stats
 
 from .conftest import APP_ENV, QUICK, dsn_of, own_cluster, pgknee, sql, superuser
@@ -246,7 +247,7 @@ def test_a_range_s_width_is_found_by_the_blocks_the_application_reads() -> None:
                 src = Source(ro, {}, {})
                 st = stats(src, "public.r", "id")
                 assert st is not None
-                found = probe.range_width(src, str(query), {}, 1, 2, st, float(per_call))
+                found = probe.range_width(src, str(query), {}, (1, 2, False), st, float(per_call))
                 assert found is not None, query
                 assert 150 <= int(found[0]) <= 450, found
                 probed = [int(w) for w in re.findall(r"(\d+): \d+", found[1])]
@@ -254,3 +255,50 @@ def test_a_range_s_width_is_found_by_the_blocks_the_application_reads() -> None:
                 assert min(probed) <= 150 and max(probed) >= 7000  # a sixteenth of the bucket to four buckets
                 assert ro.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
                 assert ro.execute("SHOW statement_timeout").fetchone() == ("0",)
+
+
+@pytest.mark.parametrize(("app", "shape"), [
+    # an application's literal width: pg_stat_statements numbers it too
+    ("SELECT count(*), max(length(pad)) FROM r WHERE id >= %(lo)s AND id < %(hi)s + 300",
+     "id >= $1 AND id < $2 + $3"),
+    # the same parameter twice (a driver's named parameter): the width is the sum's other term
+    ("SELECT count(*), max(length(pad)) FROM r WHERE id >= %(lo)s AND id < %(lo)s + %(w)s",
+     "id >= $1 AND id < $1 + $2"),
+], ids=["literal-width", "width-parameter"])
+def test_a_range_written_as_a_sum_replays_the_application_s_width(app: str, shape: str, tmp_path: Path) -> None:
+    """Found by the order entry's trial: `id < :id + 50` reached the capture as `id < $2 + $3`,
+    each drawn from id's statistics (their sum about twice an id: ranges over half the table).
+    Now the bound is drawn from the lower at the probed width, or the width parameter is the
+    probed width; the script, run by pgbench on the same server, reads about the application's
+    shared blocks a call (pg_stat_statements' own count of both, half to twice)."""
+    with own_cluster("sum", {"shared_preload_libraries": "pg_stat_statements"},
+                     extensions=("pg_stat_statements",)) as c, superuser(c) as conn:
+        conn.execute("CREATE TABLE r (id int PRIMARY KEY, pad text)")
+        conn.execute("INSERT INTO r SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g")
+        conn.execute("ANALYZE r")
+        conn.execute("SELECT pg_stat_statements_reset()")
+        for lower in range(1000, 190_000, 3700):  # the application: 300 ids a call
+            conn.execute(app, {"lo": lower, "hi": lower, "w": 300})
+        row = conn.execute("SELECT queryid, query, calls, total_exec_time, rows, shared_blks_hit + shared_blks_read "
+                           "FROM pg_stat_statements WHERE query LIKE 'SELECT count(*), max(length(pad))%'").fetchone()
+        assert row is not None and shape in row[1], row
+        counts = StatementCounts(int(row[0]), str(row[1]), int(row[2]), float(row[3]), int(row[4]), int(row[5]))
+        with psycopg.connect(host=str(c.sock), port=c.port, user="pgknee", dbname="pgknee") as ro:
+            ro.read_only = True
+            with ro.transaction():
+                _, script = capture._statement(Source(ro, {}, {}), "s01", counts, (counts.calls, counts.total_ms))
+        assert "shared blocks a call" in script, script  # the width probed, not one histogram bucket
+        width = int(re.search(r"the range's (?:upper bound: \$1 \+|width:) (\d+)", script).group(1))  # type: ignore[union-attr]
+        assert 150 <= width <= 450, script
+        (tmp_path / "s01.sql").write_text(script)
+        conn.execute("SELECT pg_stat_statements_reset()")
+        pgbench = find_pgbench(None)
+        r = subprocess.run([pgbench, "-n", "-t", "50", "-f", str(tmp_path / "s01.sql"), "-h", str(c.sock),
+                            "-p", str(c.port), "-U", "pgknee", "pgknee"], capture_output=True, text=True, timeout=60,
+                           check=False)
+        assert r.returncode == 0, r.stderr
+        calls, blocks = (int(str(x)) for x in conn.execute(
+            "SELECT calls, shared_blks_hit + shared_blks_read FROM pg_stat_statements "
+            "WHERE query LIKE 'SELECT count(*), max(length(pad))%'").fetchone() or (0, 0))
+        app_per_call = counts.blocks / counts.calls
+        assert calls == 50 and app_per_call / 2 <= blocks / calls <= app_per_call * 2, (blocks / calls, app_per_call)

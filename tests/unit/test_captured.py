@@ -424,6 +424,36 @@ def test_a_range_s_bounds_are_drawn_together(tmp_path: Path) -> None:
         gen.upper_bound("t2", "t1", gen.ColumnStats("text", 0.0, -1, (), (), ("a", "b")))
 
 
+def test_a_bound_written_as_a_sum_is_the_bound_or_the_width(tmp_path: Path) -> None:
+    """The order entry's `id < :id + 50` reached the capture as `id < $2 + $3`: each term was drawn
+    from id's statistics, the sum about twice an id. A sum of two parameters as a bound is the
+    bound and a shift of nothing; beside a lower bound of the same parameter it is that lower and
+    the width. A sum that is not a bound, or of a column, stays what it was."""
+    def uses(q: str) -> dict[int, tuple[str, str, str]]:
+        return {n: (u.kind, u.column, u.side) for n, u in sorted(sqlmap.parse(q).params.items())}
+
+    assert uses("SELECT 1 FROM t WHERE id >= $1 AND id < $2 + $3") == {
+        1: ("column", "id", "lower"), 2: ("column", "id", "upper"), 3: ("shift", "id", "")}
+    assert uses("SELECT 1 FROM t WHERE id >= $1 AND id < $1 + $2") == {
+        1: ("column", "id", "lower"), 2: ("width", "id", "upper")}
+    assert uses("SELECT 1 FROM t WHERE $2 + $3 > id AND id >= $1") == {
+        1: ("column", "id", "lower"), 2: ("column", "id", "upper"), 3: ("shift", "id", "")}
+    assert uses("SELECT 1 FROM t WHERE id > $1 - $2 AND id <= $3") == {
+        1: ("column", "id", "lower"), 2: ("shift", "id", ""), 3: ("column", "id", "upper")}
+    assert uses("SELECT 1 FROM t WHERE region = $1 % $2") == {1: ("expression", "region", ""),
+                                                               2: ("expression", "region", "")}
+    assert uses("UPDATE t SET n = n + $1 WHERE id = $2") == {1: ("delta", "n", ""), 2: ("column", "id", "")}
+    # the width alone: a histogram bucket (ids 1..3,001 in 100 buckets of 30) until a probe says more
+    ids = gen.ColumnStats("integer", 0.0, -1, (), (), tuple(str(1 + 30 * i) for i in range(101)))
+    width, step = gen.range_width("s09_p2", ids)
+    assert step == "30" and width.lines == ("\\set s09_p2 30",) and width.placeholder == ":s09_p2"
+    assert gen.range_width("s09_p2", ids, "288")[0].lines == ("\\set s09_p2 288",)
+    low = gen.draw("s09_p1", ids)
+    assert _pgbench_parses(tmp_path, low.lines + width.lines, "SELECT :s09_p1, :s09_p1 + :s09_p2;") == ""
+    with pytest.raises(gen.CannotDraw):
+        gen.range_width("t2", gen.ColumnStats("text", 0.0, -1, (), (), ("a", "b")))
+
+
 def test_a_range_s_width_is_the_one_reading_the_application_s_blocks() -> None:
     """Issue 39: the order entry's stock level asks the last 20 orders; one histogram bucket (30
     orders) tipped its plan from a nested loop (about 31 blocks an order) to a hash join over the

@@ -8,7 +8,6 @@ from typing import Any
 from pgknee.model.facts import AutoDuration, Measured
 from pgknee.model.results import LatencyStats, StepMeasurement, StepResult
 
-
 LATENCY = ("stddev", "min", "p50", "p95", "p99", "max")
 COUNTS = ("transactions", "failed", "retried", "retries", "tps")
 

@@ -313,7 +313,7 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
     placeholders = {n: d.placeholder for n, (_, d) in each.items()}
     sql = re.sub(r"\$(\d+)(?!\d)", lambda m: placeholders.get(int(m.group(1)), m.group(0)), query)
     # as the target's pg_stat_statements will show it: a constant given for a parameter is a parameter again
-    constant = {q.n for q in params if q.use == "typed" and "(" not in placeholders[q.n]}
+    constant = {q.n for q in params if q.use in ("typed", "shift") and "(" not in placeholders[q.n]}
     replayed = re.sub(r":s\d+_p\d+", "$1", re.sub(r"\$(\d+)(?!\d)", lambda m: "$1" if int(m.group(1)) in constant
                                                    else placeholders.get(int(m.group(1)), m.group(0)), query))
     st = Statement(sid, query, parsed.kind, calls, round(total, 3), round(total / max(calls, 1), 4), rows,
@@ -330,6 +330,8 @@ def _param(src: Source, sid: str, n: int, use: sqlmap.ParamUse, rows_per_call: f
     var = f"{sid}_p{n}"
     if use.kind in ("limit", "offset", "delta"):
         return _unseen(var, n, use, rows_per_call)
+    if use.kind in ("shift", "width"):  # a range's bound written as a sum: drawn with its range (_ranges)
+        return _in_sum(src, var, n, use)
     if use.kind == "position":  # INSERT INTO t VALUES (...): the table's column at that place
         use = placed(src, n, use)
     if use.kind not in ("column", "expression"):
@@ -402,7 +404,8 @@ def _ranges(src: Source, sid: str, statement: tuple[str, sqlmap.Parsed], each: d
     query, parsed = statement
     out: dict[int, int] = {}
     for column in {u.column for u in parsed.params.values() if u.side}:
-        sides = {u.side: n for n, u in parsed.params.items() if u.column == column and u.side and u.kind == "column"}
+        sides = {u.side: n for n, u in parsed.params.items()
+                 if u.column == column and u.side and u.kind in ("column", "width")}
         lo, hi = sides.get("lower"), sides.get("upper")
         if lo is None or hi is None or each[lo][0].use != "column":
             continue
@@ -410,35 +413,40 @@ def _ranges(src: Source, sid: str, statement: tuple[str, sqlmap.Parsed], each: d
         st = stats(src, table, column)
         if st is None:
             continue
-        probed = _probed(src, (query, parsed), each, (lo, hi), st, blocks)
+        width = parsed.params[hi].kind == "width"  # `col < $1 + $2`: $2 is the width itself
+        probed = _probed(src, (query, parsed), each, (lo, hi, width), st, blocks)
+        given, var = (probed[0] if probed else ""), f"{sid}_p{hi}"
         try:
-            drawn, step = gen.upper_bound(f"{sid}_p{hi}", f"{sid}_p{lo}", st, probed[0] if probed else "")
+            drawn, step = gen.range_width(var, st, given) if width else gen.upper_bound(var, f"{sid}_p{lo}", st, given)
         except gen.CannotDraw:
             continue  # drawn apart, as each alone
+        what = f"the range's width: {step}" if width else f"the range's upper bound: ${lo} + {step}"
         why = probed[1] if probed else (
-            f"the range's upper bound: ${lo} + {step} (one histogram bucket; the width the application asks is "
-            "not in the statistics, and probing the statement on the source did not tell it: edit the script)")
+            f"{what} (one histogram bucket; the width the application asks is not in the statistics, and probing "
+            "the statement on the source did not tell it: edit the script)")
         each[hi] = (dataclasses.replace(each[hi][0], drawn=why, mcv=[], mcf=[]), drawn)
-        out[hi] = lo
+        if not width:
+            out[hi] = lo
     return out
 
 
 def _probed(src: Source, statement: tuple[str, sqlmap.Parsed], each: dict[int, tuple[Param, gen.Drawn]],
-            bounds: tuple[int, int], st: gen.ColumnStats, blocks: float) -> tuple[str, str] | None:
+            bounds: tuple[int, int, bool], st: gen.ColumnStats, blocks: float) -> tuple[str, str] | None:
     """probe.range_width for a SELECT that locks nothing and whose every other parameter is a
-    column's value; None for any other statement."""
+    column's value (or a bound's shift, 0); None for any other statement."""
     query, parsed = statement
     if parsed.kind != "read" or parsed.locks:
         return None
     values: dict[int, str] = {}
     for n, (p, _) in each.items():
-        if n in bounds:
+        if n in bounds[:2]:
             continue
-        value = probe.typical(src, p.column) if p.use == "column" else None
+        value = probe.typical(src, p.column) if p.use == "column" else "0" if p.use == "shift" else None
         if value is None:
             return None
         values[n] = value
-    return probe.range_width(src, query, values, *bounds, st, blocks)
+    shifts = tuple(n for n, (p, _) in each.items() if p.use == "shift")
+    return probe.range_width(src, query, values, bounds, st, blocks, shifts)
 
 
 # a value of its type for a parameter nothing ties to a column (a constant pg_stat_statements normalised, a
@@ -480,6 +488,26 @@ def _typed(src: Source, sid: str, query: str, n: int, use: sqlmap.ParamUse) -> t
     why = (f"{value}: a value of its type ({kind}); nothing ties it to a column's values (a constant "
            "pg_stat_statements replaced, or a value computed with), so no statistics say more: edit the script")
     return Param(n, "typed", "", kind, why), drawn
+
+
+def _in_sum(src: Source, var: str, n: int, use: sqlmap.ParamUse) -> tuple[Param, gen.Drawn]:
+    """A parameter of a range's bound written as a sum. A 'shift' (`col < $2 + $3`, the bound $2
+    drawn from the lower): nothing, 0 (a zero interval on a timestamp). A 'width' (`col < $1 + $2`
+    beside `col >= $1`): one histogram bucket's width until _ranges probes the one the application
+    reads; numbers only."""
+    table = next(iter(use.tables), "")
+    found = find_table(src, *(table.split(".", 1) if "." in table else ("", table))) if table else ""
+    st = stats(src, found, use.column) if found else None
+    kind = gen.base_type(st.type) if st is not None else ""
+    if use.kind == "shift":
+        zero = "interval '0'" if kind.startswith("timestamp") else "0"
+        return (Param(n, "shift", f"{found}.{use.column}", kind, f"{zero}: added to the range's bound, which is drawn "
+                      "as the bound itself (the lower plus the range's width)"), gen.Drawn((), zero))
+    if st is None or kind not in gen.INTEGERS | gen.FLOATS:
+        raise gen.CannotDraw(f"${n} is the width of a range on {use.column} ({kind or 'no statistics'}): numbers only")
+    drawn, step = gen.range_width(var, st)
+    return (Param(n, "width", f"{found}.{use.column}", kind, f"the range's width: {step} (one histogram bucket)"),
+            drawn)
 
 
 def _unseen(var: str, n: int, use: sqlmap.ParamUse, rows_per_call: float) -> tuple[Param, gen.Drawn]:

@@ -220,6 +220,16 @@ def median_bucket(bounds: list[float]) -> float:
     return sorted(b - a for a, b in zip(bounds, bounds[1:], strict=False))[(len(bounds) - 1) // 2]
 
 
+def range_width(var: str, st: ColumnStats, step: str = "") -> tuple[Drawn, str]:
+    """A range's width as a parameter of its own (`col >= $1 AND col < $1 + $2`): `step` (probed
+    on the source), else one histogram bucket's width. Numbers only."""
+    if base_type(st.type) not in INTEGERS | FLOATS or len(st.histogram) < 2:
+        raise CannotDraw(f"the width of a range on a column of type {st.type} without a histogram")
+    width = median_bucket([float(v) for v in st.histogram])
+    step = step or (str(max(1, round(width))) if base_type(st.type) in INTEGERS else repr(width))
+    return Drawn((f"\\set {var} {step}",), f":{var}"), step
+
+
 def upper_bound(var: str, lower: str, st: ColumnStats, step: str = "") -> tuple[Drawn, str]:
     """A range's upper bound drawn with its lower (`col >= $4 AND col < $3`): the lower (pgbench's
     number `lower`) plus `step` (the width probed on the source, workloads.captured.probe), else one

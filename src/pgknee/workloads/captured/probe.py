@@ -26,6 +26,7 @@ from pgknee.workloads.captured.source import Source, stats
 
 FACTORS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4)  # of one histogram bucket's width
 PROBE_MS = 2000
+NUMBERS = gen.INTEGERS | gen.FLOATS | {"unknown"}  # the types a probe may name for its parameters
 NARROWING = 6  # halvings between the two widths that straddle the application's blocks
 
 
@@ -41,15 +42,21 @@ def typical(src: Source, column: str) -> str | None:
     return st.histogram[len(st.histogram) // 2] if st.histogram else None
 
 
-def blocks(src: Source, query: str, values: dict[int, str]) -> float | None:
+def blocks(src: Source, query: str, values: dict[int, str], types: dict[int, str] | None = None) -> float | None:
     """The shared blocks the statement's execution reads with these values ($n -> a literal's text,
-    every $n of it); None when the server refuses it or it runs out of time."""
+    every $n of it), the numbers among them of the `types` given (`id < $2 + $3` leaves the server
+    nothing to infer them from; any other is inferred); None when the server refuses it or it runs
+    out of time."""
     args = sql.SQL(", ").join(sql.Literal(values[n]) for n in sorted(values))
+    given = [(types or {}).get(n, "unknown") for n in sorted(values)]
+    if any(t not in NUMBERS for t in given):  # (a type's name in the statement: a known one only)
+        return None
+    typed = sql.SQL(" ({})").format(sql.SQL(", ").join(sql.SQL(t) for t in given)) if types else sql.SQL("")
     row = None
     try:
         with src.conn.transaction(force_rollback=True):  # the timeout undone with it
             src.conn.execute(queries.text("captured_probe_timeout"), {"ms": str(PROBE_MS)})
-            src.conn.execute(sql.SQL("PREPARE pgknee_capture_probe AS {}").format(sql.SQL(query)))
+            src.conn.execute(sql.SQL("PREPARE pgknee_capture_probe{} AS {}").format(typed, sql.SQL(query)))
             try:
                 with src.conn.transaction():  # a probe out of time: the prepared statement still deallocated
                     row = src.conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
@@ -86,11 +93,13 @@ def width(at: Callable[[float], float | None], bucket: float, integer: bool,
     return best, seen
 
 
-def range_width(src: Source, query: str, values: dict[int, str], lo: int, hi: int, st: gen.ColumnStats,
-                target: float) -> tuple[str, str] | None:
+def range_width(src: Source, query: str, values: dict[int, str], params: tuple[int, int, bool],
+                st: gen.ColumnStats, target: float, shifts: tuple[int, ...] = ()) -> tuple[str, str] | None:
     """The step a range's upper bound `$hi` is drawn above its lower `$lo` (generators.upper_bound's
-    `step`), found by probing the statement with `values` for its other parameters; with the
-    words saying how. None: numbers only, and a width that changed nothing."""
+    `step`), or the range's width `$hi` itself (`col < $lo + $hi`: `relative`), found by probing the
+    statement with `values` for its other parameters (`shifts`: of the column's type, as the
+    bounds); with the words saying how. None: numbers only, and a width that changed nothing."""
+    lo, hi, relative = params
     kind = gen.base_type(st.type)
     if kind not in gen.INTEGERS | gen.FLOATS or len(st.histogram) < 2:
         return None
@@ -105,12 +114,14 @@ def range_width(src: Source, query: str, values: dict[int, str], lo: int, hi: in
     def shown(x: float) -> str:
         return str(int(x)) if integer else repr(x)
 
-    found = width(lambda w: blocks(src, query, {**values, lo: shown(lower), hi: shown(lower + w)}), bucket, integer,
-                  target)
+    numbers = {n: kind for n in (lo, hi, *shifts)}
+    found = width(lambda w: blocks(src, query, {**values, lo: shown(lower), hi: shown(w if relative else lower + w)},
+                                   numbers), bucket, integer, target)
     if found is None:
         return None
     best, seen = found
     probed = ", ".join(f"{shown(w)}: {b:.0f}" for w, b in sorted(seen.items()))
-    return shown(best), (f"the range's upper bound: ${lo} + {shown(best)}, the width at which the statement reads "
+    what = f"the range's width: {shown(best)}" if relative else f"the range's upper bound: ${lo} + {shown(best)}"
+    return shown(best), (f"{what}, the width at which the statement reads "
                          f"nearest the application's {target:.0f} shared blocks a call on the source (width: blocks "
                          f"read, {probed})")

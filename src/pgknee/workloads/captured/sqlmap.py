@@ -16,6 +16,7 @@ READS = ("SelectStmt",)
 WRITES = ("InsertStmt", "UpdateStmt", "DeleteStmt")
 COMPARISONS = frozenset({"=", "<", ">", "<=", ">=", "<>", "!="})
 ARITHMETIC = frozenset({"+", "-"})
+BOUNDS = frozenset({"<", "<=", ">", ">="})
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,10 @@ class ParamUse:
     """What `$n` stands for: a value of a column ('column'), an amount added to a column
     ('delta': its distribution is not in the statistics), a LIMIT ('limit') or an OFFSET
     ('offset'), the value of an INSERT without a column list ('position': `column` holds its
-    place among the table's columns, from 0), or a value inside an expression compared with a
-    column ('expression': drawn from that column's statistics, said so)."""
+    place among the table's columns, from 0), a value inside an expression compared with a
+    column ('expression': drawn from that column's statistics, said so), or in a range's bound
+    written as a sum (`col < $2 + $3`: $2 the bound, $3 'shift', nothing added in the replay;
+    `col >= $1 AND col < $1 + $2`: $2 the range's 'width')."""
 
     kind: str
     column: str = ""
@@ -77,9 +80,14 @@ def parse(text: str) -> Parsed:
     writes = name in WRITES or any(type(n).__name__ in WRITES for n, _ in nodes)
     tables, aliases = _tables(nodes)
     params: dict[int, ParamUse] = {}
+    bare: dict[int, list[ParamUse]] = {}  # each $n's every use
     for n, parents in nodes:
         if isinstance(n, ast.ParamRef) and n.number is not None:
             params[n.number] = _use(n, parents, tables, aliases)
+            bare.setdefault(n.number, []).append(params[n.number])
+    for n, _ in nodes:
+        if isinstance(n, ast.A_Expr) and n.name and n.name[-1].sval in BOUNDS:
+            params.update(_sum_bound(n, bare, tables, aliases))
     into = _name(stmt.relation) if isinstance(stmt, ast.InsertStmt) else ""
     changes = _name(stmt.relation) if isinstance(stmt, ast.UpdateStmt | ast.DeleteStmt) else ""
     locks = isinstance(stmt, ast.SelectStmt) and bool(stmt.lockingClause)
@@ -146,7 +154,32 @@ def _use(p: ast.ParamRef, parents: tuple[Any, ...], tables: list[tuple[str, str]
     return _in_expression(p, parents, tables, aliases)
 
 
-def _side(p: ast.ParamRef, up: Any, op: str) -> str:
+def _sum_bound(cmp: Any, uses: dict[int, list[ParamUse]], tables: list[tuple[str, str]],
+               aliases: dict[str, tuple[str, str]]) -> dict[int, ParamUse]:
+    """A bound of a range written as a sum of two parameters: `col < $2 + $3` (an application's
+    `:id + 50`, both numbered by pg_stat_statements) makes $2 the bound and $3 a 'shift' (the
+    replay draws $2 as the bound and adds 0); `col < $1 + $2` beside `col >= $1` makes $2 the
+    range's 'width' ($1 stays the lower bound)."""
+    op = cmp.name[-1].sval
+    for col, other in ((cmp.lexpr, cmp.rexpr), (cmp.rexpr, cmp.lexpr)):
+        if not (isinstance(col, ast.ColumnRef) and isinstance(other, ast.A_Expr) and other.name
+                and other.name[-1].sval in ARITHMETIC and isinstance(other.lexpr, ast.ParamRef)
+                and isinstance(other.rexpr, ast.ParamRef)):
+            continue
+        base, amount = other.lexpr.number, other.rexpr.number
+        if base is None or amount is None:
+            continue
+        side = _side(other, cmp, op)
+        column = _column(col, "column", tables, aliases)
+        own = [u for u in uses.get(base, ()) if u.side and u.kind == "column" and u.column == column.column]
+        if own and side == "upper" and own[0].side == "lower" and other.name[-1].sval == "+":
+            return {base: own[0], amount: dataclasses.replace(column, kind="width", side="upper")}
+        if not own:
+            return {base: dataclasses.replace(column, side=side), amount: dataclasses.replace(column, kind="shift")}
+    return {}
+
+
+def _side(p: Any, up: Any, op: str) -> str:
     """Which bound of a range on the column `p` is: col >= $n and col < $m, BETWEEN $n AND $m."""
     if op == "BETWEEN":
         bounds = up.rexpr if isinstance(up.rexpr, tuple | list) else ()
