@@ -87,24 +87,60 @@ class CliResult:
     err: str
 
 
+_BESIDE: list[threading.Thread] = []  # a test's threads for the next in-process command (beside_the_command)
+
+
+@contextlib.contextmanager
+def beside_the_command(act: Callable[[], None]) -> Iterator[None]:
+    """`act` in a thread beside the in-process command the with-block runs: started once that
+    command's environment is set, joined before it is put back. libpq reads the environment as it
+    connects, and C's environment is not safe to change under another thread's read: a test thread
+    connecting while `pgknee` set the command's environment crashed the test process (SIGSEGV in
+    psycopg's connect)."""
+    t = threading.Thread(target=act, daemon=True)
+    _BESIDE.append(t)
+    try:
+        yield
+    finally:
+        if t in _BESIDE:  # no command ran: it never started
+            _BESIDE.remove(t)
+        elif t.is_alive():
+            t.join(timeout=130)
+
+
+def _set_environment(want: dict[str, str]) -> None:
+    """os.environ made `want` by its differences only (each change is one setenv or unsetenv)."""
+    for k in [k for k in os.environ if k not in want]:
+        del os.environ[k]
+    for k, v in want.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
+
+
 @contextlib.contextmanager
 def _as_a_command(args: tuple[str, ...], env: dict[str, str] | None, cwd: Path | None) -> Iterator[None]:
     """What a process of its own would have: its environment (with TMPDIR), working directory and
-    argv; all put back afterwards. tempfile caches the temporary directory: that too."""
+    argv; all put back afterwards. tempfile caches the temporary directory: that too. The threads a
+    test asked for beside the command run while the environment is the command's."""
     saved_env, saved_cwd, saved_argv, saved_tempdir = dict(os.environ), os.getcwd(), sys.argv, tempfile.tempdir
     psycopg_log = logging.getLogger("psycopg")
     saved_log = (list(psycopg_log.handlers), psycopg_log.propagate)
-    os.environ.update({**COMMAND_ENV, **(env or {})})
+    _set_environment({**saved_env, **COMMAND_ENV, **(env or {})})
     tempfile.tempdir = None
     sys.argv = ["pgknee", *args]
+    beside = list(_BESIDE)
+    _BESIDE.clear()
     try:
+        for t in beside:
+            t.start()
         if cwd is not None:
             os.chdir(cwd)
         yield
     finally:
+        for t in beside:
+            t.join(timeout=130)
         os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
+        _set_environment(saved_env)
         sys.argv, tempfile.tempdir = saved_argv, saved_tempdir
         psycopg_log.handlers[:], psycopg_log.propagate = saved_log
 
@@ -294,12 +330,8 @@ def in_bench_phase(act: Callable[[], list[int]], seq: int = 1) -> Iterator[list[
         if wait_for(lambda: step_logged(seq), 120, every=0.05):
             done.extend(act())
 
-    t = threading.Thread(target=beside, daemon=True)
-    t.start()
-    try:
+    with beside_the_command(beside):
         yield done
-    finally:
-        t.join(timeout=130)
 
 
 def wait_for(pred: Callable[[], object], timeout: float, every: float = 0.1) -> bool:

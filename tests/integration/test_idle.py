@@ -5,7 +5,6 @@ embedded server restarted with a variant's max_connections, and the refusals."""
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import psycopg
@@ -13,7 +12,7 @@ import pytest
 
 from pgknee.targets.local import EmbeddedCluster
 
-from .conftest import APP_ENV, QUICK, SCALE, dsn_of, pgknee, pgknee_processes, sql, wait_for
+from .conftest import APP_ENV, QUICK, SCALE, beside_the_command, dsn_of, pgknee, pgknee_processes, sql, wait_for
 
 
 def _idle_sessions(c: EmbeddedCluster) -> list[tuple[str, int]]:
@@ -94,13 +93,9 @@ def test_the_server_ending_idle_sessions_fails_the_step(server: EmbeddedCluster,
                 ended.extend(r[0] for r in conn.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgknee:idle'"))
 
-    killer = threading.Thread(target=end_them, daemon=True)
-    killer.start()
-    try:
+    with beside_the_command(end_them):
         r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_idle", "--clients", "2", "--duration", "3s",
                    "--scale", SCALE, "--variant", "idle=10", "--store", str(store), *QUICK, env=APP_ENV, cwd=tmp_path)
-    finally:
-        killer.join(timeout=130)
     assert ended == [True] * 10, "the ten idle sessions were not seen open during the step"
     assert sql(store, "SELECT status, status_reason FROM steps") == [
         ("failed", "the server ended 10 of the 10 idle sessions during the step")], r.err
