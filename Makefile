@@ -8,6 +8,8 @@ STAMP  := $(VENV)/.installed
 # the tests' modules compiled and assertion-rewritten once, not again by every pytest process
 # (3 workers, and make slow, faults and matrix after make test: about 6 s of CPU each)
 unexport PYTHONDONTWRITEBYTECODE
+# each suite ends with its slowest tests, to see where its minutes go
+TIMES ?= --durations=12 --durations-min=5
 
 .PHONY: setup system system-browsers venv servers demo test slow faults matrix unit integration lint docs bench clean
 
@@ -45,7 +47,7 @@ servers: system venv
 	@$(BIN)/python scripts/servers.py 15 16 17 18 >/dev/null
 
 test: system-browsers venv servers lint docs
-	$(BIN)/python -m pytest -q -n 3 --dist loadgroup -m "not faults and not slow"
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup $(TIMES) -m "not faults and not slow"
 
 # the integration tests whose SQL or behaviour depends on the server's major (a sweep with its
 # samplers, the server-side counters of each version's views, the wait sources, the sampler's pace,
@@ -61,7 +63,7 @@ matrix: system-browsers venv servers
 	@failed=""; for m in $(MATRIX); do \
 		bindir=$$($(BIN)/python scripts/servers.py $$m | cut -d' ' -f2) || exit 1; \
 		echo "== PostgreSQL $$m ($$bindir)"; \
-		PATH="$$bindir:$$PATH" PGKNEE_TEST_PG_MAJOR=$$m $(BIN)/python -m pytest -q -n 3 --dist loadgroup \
+		PATH="$$bindir:$$PATH" PGKNEE_TEST_PG_MAJOR=$$m $(BIN)/python -m pytest -q -n 3 --dist loadgroup $(TIMES) \
 			-m "not faults and not once" --ignore tests/integration/test_majors.py $(MATRIX_TESTS) \
 			|| failed="$$failed $$m"; \
 	done; \
@@ -70,7 +72,7 @@ matrix: system-browsers venv servers
 # the long end-to-end runs of pgknee's own embedded cluster (tens of seconds each): apart from make
 # test to keep it under five minutes; CI runs them
 slow: system venv
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "slow and not faults"
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup $(TIMES) -m "slow and not faults"
 
 # the docs site (MkDocs): warnings are errors; open .site/index.html
 docs: venv
@@ -79,7 +81,7 @@ docs: venv
 # the faults done for real (kill -9, stop signals, a server killed or restarted mid-step, a full
 # disk, a foreign store): slower, so apart from make test; CI runs both
 faults: system venv
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m faults tests/faults
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup $(TIMES) -m faults tests/faults
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit
