@@ -11,8 +11,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 from pgknee.analyze.cpus import server_cpus
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.view import Group, RunView
@@ -44,6 +42,8 @@ def paired_ratio(base: Sequence[StepRecord], other: Sequence[StepRecord], attr: 
     m = statistics.fmean(logs)
     if len(logs) < 2:
         return Ratio(math.exp(m), None, None, 1)
+    from scipy import stats  # imported when first needed (a second at the start of every command otherwise)
+
     half = float(stats.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
     return Ratio(math.exp(m), math.exp(m - half), math.exp(m + half), len(logs))
 

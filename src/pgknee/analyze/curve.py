@@ -36,7 +36,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from pgknee.analyze.noise import Noise, measure
 
@@ -46,7 +45,7 @@ DIP_P = 0.99  # a step out of line: below both neighbours, one-sided at 1% (the 
 # leave the noise few degrees of freedom, and Student's t would then see no step out of line at all)
 GROWS_P = 0.975  # growth beyond the noise: two-sided at 5%
 DECLINE_P = 0.99  # decline beyond the noise: one-sided at 1%
-NORMAL_DIP = float(stats.norm.ppf(DIP_P))
+NORMAL_DIP = statistics.NormalDist().inv_cdf(DIP_P)  # (the standard library's: scipy loads when needed)
 MIN_DIP = 0.05  # and at least 5% below: a noise measured with one degree of freedom may be tiny by chance
 _MEDIAN_VAR = {1: 1.0, 2: 0.5, 3: 0.449, 4: 0.343, 5: 0.287}  # var of a median of k normals, in sigma^2
 

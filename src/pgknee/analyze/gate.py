@@ -15,8 +15,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 from pgknee.analyze.compare import Ratio, paired_ratio
 from pgknee.analyze.view import Group, RunView
 from pgknee.base.errors import UserError
@@ -117,6 +115,8 @@ def welch_ratio(base: Sequence[float], new: Sequence[float]) -> Ratio | None:
     if va + vb == 0:
         return Ratio(math.exp(d), math.exp(d), math.exp(d), min(len(a), len(b)))
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    from scipy import stats  # imported when first needed (a second at the start of every command otherwise)
+
     half = float(stats.t.ppf(0.975, df)) * math.sqrt(va + vb)
     return Ratio(math.exp(d), math.exp(d - half), math.exp(d + half), min(len(a), len(b)))
 
