@@ -5,11 +5,13 @@ resemblance of a replay to its capture."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import random
 import re
 import shutil
 import subprocess
+import types
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import date, datetime
@@ -61,14 +63,21 @@ INNER_CASE = rf"case ((?:when {PLAIN} then {PLAIN} )+)else ({PLAIN}) end"
 def _simulate(lines: tuple[str, ...], var: str, rng: random.Random) -> float:
     """Evaluate the generator's lines as pgbench would (random, CASE, arithmetic), in Python."""
     env: dict[str, float] = {}
-    for line in (ln.replace(gen.NEXT, " ") for ln in lines):
-        name, expr = re.fullmatch(r"\\set (\w+) (.*)", line).groups()  # type: ignore[union-attr]
-        py = re.sub(r"random\(([^,]+), ([^)]+)\)", r"rng.randint(int(\1), int(\2))", expr)
-        py = re.sub(r":(\w+)", r"env['\1']", py)
-        while "case " in py:  # innermost CASE first: when A then B ... else C end -> (B if A else (...))
-            py = re.sub(INNER_CASE, _case, py)
-        env[name] = eval(py, {"rng": rng, "env": env, "_if": _if})  # noqa: S307 - the test's own generator text
+    for line in lines:
+        name, code = _compiled(line)
+        env[name] = eval(code, {"rng": rng, "env": env, "_if": _if})  # noqa: S307 - the test's own generator text
     return env[var]
+
+
+@functools.cache
+def _compiled(line: str) -> tuple[str, types.CodeType]:
+    """A line's variable and its expression as Python, compiled once for the many draws."""
+    name, expr = re.fullmatch(r"\\set (\w+) (.*)", line.replace(gen.NEXT, " ")).groups()  # type: ignore[union-attr]
+    py = re.sub(r"random\(([^,]+), ([^)]+)\)", r"rng.randint(int(\1), int(\2))", expr)
+    py = re.sub(r":(\w+)", r"env['\1']", py)
+    while "case " in py:  # innermost CASE first: when A then B ... else C end -> (B if A else (...))
+        py = re.sub(INNER_CASE, _case, py)
+    return name, compile(py, "<generator>", "eval")
 
 
 def _case(m: re.Match[str]) -> str:
