@@ -7,6 +7,7 @@ said so. The page is this module's output, checked by test_verdicts.py:
 
 from __future__ import annotations
 
+import functools
 import io
 import sys
 from collections.abc import Callable
@@ -134,14 +135,22 @@ def output(e: Entry) -> str:
     """What `pgknee recommend` prints for the entry's variant (the terminal's text, no colour)."""
     from rich.console import Console
 
-    from pgknee.analyze.recommend import recommend
-    from pgknee.analyze.run import build
     from pgknee.report.terminal import recommendation_items
 
     c = Console(width=WIDTH, record=True, file=io.StringIO(), color_system=None)
-    for item in recommendation_items(recommend(build(e.data()), e.variant, **e.options)):
+    for item in recommendation_items(answer(e.title)):
         c.print(item)
     return "\n".join(line.rstrip() for line in c.export_text().splitlines()).strip("\n")
+
+
+@functools.cache
+def answer(title: str) -> Any:
+    """pgknee's recommendation for the entry of that title (made once: the tests read it twice)."""
+    from pgknee.analyze.recommend import recommend
+    from pgknee.analyze.run import build
+
+    e = next(x for x in ENTRIES if x.title == title)
+    return recommend(build(e.data()), e.variant, **e.options)
 
 
 def markdown() -> str:

@@ -86,10 +86,9 @@ def test_a_real_sweep_gets_a_count_the_rule_accepts(name: str) -> None:
     """The counts a DBA accepts were judged from the curve by the rule (corpus.judge, which reads the
     stored steps and none of pgknee's analysis); pgknee's count must lie among them, or it must give
     none where the rule gives none."""
-    doc, data = corpus.load(name)
-    view = build(data)
+    doc, _ = corpus.load(name)
     for variant in doc["variants"]:
-        r = recommend(view, variant)
+        r = corpus.answer(name, variant)
         accepted = doc["dba"][variant]["counts"]
         if accepted is None:
             assert r.connections is None, (name, variant, r.headline())
@@ -162,6 +161,6 @@ def test_the_answers_page_is_what_pgknee_prints() -> None:
 
     page = DOCS.with_name("answers.md").read_text()
     assert page == answers.markdown(), "docs/answers.md is stale: python tests/unit/answers.py > docs/answers.md"
-    verdicts = {recommend(build(e.data()), e.variant, **e.options).verdict for e in answers.ENTRIES}
+    verdicts = {answers.answer(e.title).verdict for e in answers.ENTRIES}
     assert verdicts >= {"levels-off", "peaks", "saturated", "not-identified", "withheld",
                         "no-count-meets-target"}
