@@ -236,8 +236,7 @@ def error_cause(stderr: str) -> str | None:
 
     def rank(ln: str) -> int:  # 0: a client's abort with the server's message, 1: an abort, 2: the message
         server = "ERROR:" in ln or "FATAL:" in ln
-        aborted = "aborted in command" in ln
-        return 0 if aborted and server else 1 if aborted else 2 if server else 3
+        return 2 * ("aborted in command" not in ln) + (not server)
 
     causes = sorted((rank(ln), i) for i, ln in enumerate(lines) if rank(ln) < 3)
     if causes:
