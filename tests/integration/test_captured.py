@@ -222,18 +222,28 @@ def test_replay_refuses_a_server_that_lacks_the_captured_tables(server: Embedded
     assert not store.exists()  # refused before the run began: nothing made
 
 
-def test_a_range_s_width_is_found_by_the_blocks_the_application_reads() -> None:
+@pytest.fixture(scope="module")
+def ranges() -> Iterator[EmbeddedCluster]:
+    """A server with pg_stat_statements and a table of 200,000 ids of 200 bytes (35 a page), ANALYZEd:
+    the range tests' source, shared (each resets pg_stat_statements before its application runs)."""
+    with own_cluster("ranges", {"shared_preload_libraries": "pg_stat_statements"},
+                     extensions=("pg_stat_statements",)) as c, superuser(c) as conn:
+        conn.execute("CREATE TABLE r (id int PRIMARY KEY, pad text)")
+        conn.execute("INSERT INTO r SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g")
+        conn.execute("ANALYZE r")
+        yield c
+
+
+@pytest.mark.xdist_group("ranges")
+def test_a_range_s_width_is_found_by_the_blocks_the_application_reads(ranges: EmbeddedCluster) -> None:
     """Issue 39: the width of `id >= $1 AND id < $2` is in no statistics. An application asks 300
     ids at a time (about 12 shared blocks a call: 35 rows of 200 bytes a page, and the index);
     the probe, run at widths around one histogram bucket (2,000 ids) in a read-only transaction,
     finds a width near 300 from pg_stat_statements' own count of the blocks the application read
     (half to one and a half times: a block holds 35 ids). It leaves nothing behind: no prepared
     statement, the statement_timeout as it was, the capture's transaction usable."""
-    with own_cluster("probe", {"shared_preload_libraries": "pg_stat_statements"},
-                     extensions=("pg_stat_statements",)) as c, superuser(c) as conn:
-        conn.execute("CREATE TABLE r (id int PRIMARY KEY, pad text)")
-        conn.execute("INSERT INTO r SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g")
-        conn.execute("ANALYZE r")
+    c = ranges
+    with superuser(c) as conn:
         conn.execute("SELECT pg_stat_statements_reset()")
         for lower in range(1000, 190_000, 3700):  # the application: 300 ids a call
             conn.execute("SELECT count(*), max(length(pad)) FROM r WHERE id >= %s AND id < %s", (lower, lower + 300))
@@ -265,17 +275,16 @@ def test_a_range_s_width_is_found_by_the_blocks_the_application_reads() -> None:
     ("SELECT count(*), max(length(pad)) FROM r WHERE id >= %(lo)s AND id < %(lo)s + %(w)s",
      "id >= $1 AND id < $1 + $2"),
 ], ids=["literal-width", "width-parameter"])
-def test_a_range_written_as_a_sum_replays_the_application_s_width(app: str, shape: str, tmp_path: Path) -> None:
+@pytest.mark.xdist_group("ranges")
+def test_a_range_written_as_a_sum_replays_the_application_s_width(app: str, shape: str, ranges: EmbeddedCluster,
+                                                                  tmp_path: Path) -> None:
     """Found by the order entry's trial: `id < :id + 50` reached the capture as `id < $2 + $3`,
     each drawn from id's statistics (their sum about twice an id: ranges over half the table).
     Now the bound is drawn from the lower at the probed width, or the width parameter is the
     probed width; the script, run by pgbench on the same server, reads about the application's
     shared blocks a call (pg_stat_statements' own count of both, half to twice)."""
-    with own_cluster("sum", {"shared_preload_libraries": "pg_stat_statements"},
-                     extensions=("pg_stat_statements",)) as c, superuser(c) as conn:
-        conn.execute("CREATE TABLE r (id int PRIMARY KEY, pad text)")
-        conn.execute("INSERT INTO r SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g")
-        conn.execute("ANALYZE r")
+    c = ranges
+    with superuser(c) as conn:
         conn.execute("SELECT pg_stat_statements_reset()")
         for lower in range(1000, 190_000, 3700):  # the application: 300 ids a call
             conn.execute(app, {"lo": lower, "hi": lower, "w": 300})

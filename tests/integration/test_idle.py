@@ -24,7 +24,7 @@ def _idle_sessions(c: EmbeddedCluster) -> list[tuple[str, int]]:
 
 def test_idle_kinds_on_the_users_server_and_none_left(server: EmbeddedCluster, tmp_path: Path) -> None:
     store, js = tmp_path / "i.db", tmp_path / "i.json"
-    r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_idle", "--clients", "2", "--duration", "2s",
+    r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_idle", "--clients", "2", "--duration", "1s",
                "--scale", SCALE, "--variant", "idle=0", "--variant", "idle=30", "--variant", "idle=20:idle_kind=sleep",
                "--variant", "idle=3:idle_kind=catalog", "--store", str(store), "--json", str(js), "--quiet", *QUICK,
                env=APP_ENV, cwd=tmp_path)
@@ -94,7 +94,7 @@ def test_the_server_ending_idle_sessions_fails_the_step(server: EmbeddedCluster,
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgknee:idle'"))
 
     with beside_the_command(end_them):
-        r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_idle", "--clients", "2", "--duration", "3s",
+        r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_idle", "--clients", "2", "--duration", "2s",
                    "--scale", SCALE, "--variant", "idle=10", "--store", str(store), *QUICK, env=APP_ENV, cwd=tmp_path)
     assert ended == [True] * 10, "the ten idle sessions were not seen open during the step"
     assert sql(store, "SELECT status, status_reason FROM steps") == [

@@ -174,7 +174,7 @@ def test_the_users_own_pgbouncer(server: EmbeddedCluster, tmp_path: Path) -> Non
                              f"@127.0.0.1:{server.port}/pgknee",
                "PGKNEE_POOLER_DSN": pooler_dsn, "PGKNEE_POOLER_ADMIN_DSN": admin_dsn}
         store = tmp_path / "e.db"
-        r = pgknee("run", "--protocol", "extended", "--variant", "direct", "--variant", "pooled-external",
+        r = pgknee("run", "--protocol", "extended", "--variant", "pooled-external",
                    "--clients", "6", "--duration", "3s", "--scale", SCALE, "--store", str(store), "--quiet",
                    "--report", str(tmp_path / "e.html"), *QUICK, env=env, cwd=tmp_path)
         assert r.code == 0, r.err
@@ -195,7 +195,7 @@ def test_the_users_own_pgbouncer(server: EmbeddedCluster, tmp_path: Path) -> Non
         # without the console: the run works, and says which figures are missing
         env.pop("PGKNEE_POOLER_ADMIN_DSN")
         r = pgknee("run", "--protocol", "extended", "--variant", "pooled-external", "--clients", "4",
-                   "--duration", "2s", "--scale", SCALE, "--store", str(store), *QUICK, env=env, cwd=tmp_path)
+                   "--duration", "1s", "--scale", SCALE, "--store", str(store), *QUICK, env=env, cwd=tmp_path)
         assert r.code == 0, r.err
         assert "no --pooler-admin-dsn" in r.err + r.out
         assert "pooler figures missing: no admin console" in r.out

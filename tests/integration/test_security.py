@@ -404,26 +404,33 @@ def _watch(stop: threading.Event, seen: dict[int, tuple[str, dict[str, str], int
 
 def test_children_get_no_secret_and_no_argument_holds_one(server: EmbeddedCluster, tmp_path: Path) -> None:
     """What other processes can see is the point: pgknee in a process of its own, with the secrets
-    in its environment, as a user would start it."""
+    in its environment, as a user would start it. The files it writes meanwhile are private: its
+    store, its directories (nobody else lists or writes them) and pgbench's passfiles (their
+    user's, readable by nobody else)."""
     seen: dict[int, tuple[str, dict[str, str], int]] = {}
+    modes: dict[str, int] = {}
     stop = threading.Event()
-    watcher = threading.Thread(target=_watch, args=(stop, seen), daemon=True)
-    watcher.start()
+    watchers = [threading.Thread(target=_watch, args=(stop, seen), daemon=True),
+                threading.Thread(target=_watch_modes, args=(stop, modes), daemon=True)]
+    for w in watchers:
+        w.start()
     try:
         # the embedded server, initdb, pgbench and a managed pgbouncer
-        r = pgknee_process("run", "--clients", "2", "--duration", "2s", "--scale", SCALE, "--protocol", "extended",
+        r = pgknee_process("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--protocol", "extended",
                            "--variant", "direct", "--variant", "pooled:transaction:pool=2", "--store",
                            str(tmp_path / "e.db"), *QUICK, env=SECRETS, cwd=tmp_path)
         assert r.code == 0, r.err
         # the user's server: pgbench and pgbouncer log in with the application's password
         r = pgknee_process("run", "--dsn", dsn_of(server), "--schema", "bench_secret", "--clients", "2",
-                           "--duration", "2s", "--scale", SCALE, "--protocol", "extended", "--variant", "direct",
+                           "--duration", "1s", "--scale", SCALE, "--protocol", "extended", "--variant", "direct",
                            "--variant", "pooled:transaction:pool=2", "--store", str(tmp_path / "r.db"), *QUICK,
                            env={**SECRETS, "PGPASSWORD": APP_PASSWORD}, cwd=tmp_path)
         assert r.code == 0, r.err
     finally:
         stop.set()
-        watcher.join()
+        for w in watchers:
+            w.join()
+    _assert_private(tmp_path / "e.db", modes)
     kinds = {k: [p for p, (cmd, _, _) in seen.items() if cmd.split()[0].endswith(k)]
              for k in ("/pgbench", "/pgbouncer", "/postgres")}
     assert all(kinds.values()), {k: len(v) for k, v in kinds.items()}  # each kind was looked at while it ran
@@ -444,10 +451,8 @@ def test_children_get_no_secret_and_no_argument_holds_one(server: EmbeddedCluste
     assert not list(Path(RUN_TMP).glob("pgknee-run-*"))
 
 
-def test_files_pgknee_writes_are_private(tmp_path: Path) -> None:
-    modes: dict[str, int] = {}
-    stop = threading.Event()
-
+def _watch_modes(stop: threading.Event, modes: dict[str, int]) -> None:
+    """Every pgknee directory, connection directory and passfile seen under RUN_TMP: mode and owner."""
     def listed(pattern: str) -> list[Path]:
         """What the glob finds; nothing this time round when pgknee removes a directory it walks."""
         try:
@@ -455,29 +460,21 @@ def test_files_pgknee_writes_are_private(tmp_path: Path) -> None:
         except OSError:
             return []
 
-    def watch() -> None:
-        while not stop.is_set():
-            for p in listed("pgknee-*") + listed("pgknee-*/conn-*") + listed("pgknee-*/**/pgpass"):
-                with contextlib.suppress(OSError):
-                    st = p.lstat()
-                    modes[str(p)] = st.st_mode | (st.st_uid << 32)
-            time.sleep(0.05)
+    while not stop.is_set():
+        for p in listed("pgknee-*") + listed("pgknee-*/conn-*") + listed("pgknee-*/**/pgpass"):
+            with contextlib.suppress(OSError):
+                st = p.lstat()
+                modes[str(p)] = st.st_mode | (st.st_uid << 32)
+        time.sleep(0.05)
 
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    store = tmp_path / "f.db"
-    try:
-        r = pgknee("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--store", str(store), *QUICK,
-                   cwd=tmp_path)
-    finally:
-        stop.set()
-        t.join()
-    assert r.code == 0, r.err
+
+def _assert_private(store: Path, modes: dict[str, int]) -> None:
     for name in ("", "-wal", "-shm"):
         p = Path(str(store) + name)
         if p.exists():
             assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
     assert modes, "no pgknee directory was seen"
+    assert any(path.endswith("pgpass") for path in modes), "no passfile was seen"
     for path, mode in modes.items():
         uid, m = mode >> 32, stat.S_IMODE(mode & 0xFFFFFFFF)
         assert not stat.S_ISLNK(mode & 0xFFFFFFFF), path

@@ -26,7 +26,7 @@ def kcache_server() -> Iterator[EmbeddedCluster]:
 
 def test_the_steps_queries_cpu_from_pg_stat_kcache(kcache_server: EmbeddedCluster, tmp_path: Path) -> None:
     store = tmp_path / "k.db"
-    r = pgknee("run", "--dsn", f"postgresql://pgknee@127.0.0.1:{kcache_server.port}/pgknee", "--clients", "2,4",
+    r = pgknee("run", "--dsn", f"postgresql://pgknee@127.0.0.1:{kcache_server.port}/pgknee", "--clients", "4",
                "--duration", "2s", "--scale", "0.1", "--quiet", "--no-waits", "--sample-interval", "0",
                "--os-interval", "0", "--store", str(store), *QUICK,
                env={"PGPASSWORD": kcache_server.password}, cwd=tmp_path)
