@@ -14,7 +14,7 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -223,14 +223,18 @@ def test_replay_refuses_a_server_that_lacks_the_captured_tables(server: Embedded
 
 
 @pytest.fixture(scope="module")
-def ranges() -> Iterator[EmbeddedCluster]:
+def ranges(suite_share: Callable[[], AbstractContextManager[None]]) -> Iterator[EmbeddedCluster]:
     """A server with pg_stat_statements and a table of 200,000 ids of 200 bytes (35 a page), ANALYZEd:
-    the range tests' source, shared (each resets pg_stat_statements before its application runs)."""
-    with own_cluster("ranges", {"shared_preload_libraries": "pg_stat_statements"},
-                     extensions=("pg_stat_statements",)) as c, superuser(c) as conn:
-        conn.execute("CREATE TABLE r (id int PRIMARY KEY, pad text)")
-        conn.execute("INSERT INTO r SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g")
-        conn.execute("ANALYZE r")
+    the range tests' source, shared (each resets pg_stat_statements before its application runs);
+    loaded under the suite's shared lock (never beside a test timed alone)."""
+    with ExitStack() as stack:
+        with suite_share():
+            c = stack.enter_context(own_cluster("ranges", {"shared_preload_libraries": "pg_stat_statements"},
+                                                extensions=("pg_stat_statements",)))
+            with superuser(c) as conn:
+                conn.execute("CREATE TABLE r (id int PRIMARY KEY, pad text)")
+                conn.execute("INSERT INTO r SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g")
+                conn.execute("ANALYZE r")
         yield c
 
 

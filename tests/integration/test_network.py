@@ -44,14 +44,25 @@ def _added(server: EmbeddedCluster, asked: float) -> tuple[float, float, float, 
 
 
 @pytest.mark.alone  # a timing measured in microseconds: nothing of the suite beside it
-@pytest.mark.parametrize("asked", [1.0, 5.0])
-def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) -> None:
+def test_relay_adds_the_asked_round_trip_and_reports_its_lateness(server: EmbeddedCluster) -> None:
     """The relay's own cost measured with rtt 0; at 1 ms and 5 ms what it adds beyond that is the
     asked delay within 20% (the issue's test). Measured on this 2-CPU machine, 55 times over (2026-11-25,
     quiet): its own cost 0.156-0.198 ms; what it adds 0.865-0.916 ms at 1 ms, 4.891-4.917 at 5 ms
     (the relay asks its timers early by their usual lateness); the fastest round trip through it 0.898
     ms at 1 ms and 4.883 at 5 ms, 0.117 ms early at worst. No retry: the medians of interleaved rounds
-    carry a burst of the shared machine."""
+    carry a burst of the shared machine. Then what the relay says of itself: its chunks (two a round
+    trip), their lateness and its CPU. (One test, not three: each test alone waits for the whole
+    suite to drain beside it.)"""
+    for asked in (1.0, 5.0):
+        _asked_round_trip(server, asked)
+    with Relay(server.endpoint, 1.0) as r:
+        probe(r.endpoint, expected_ms=1.0)
+        said = r.finish()
+    assert said["chunks"] >= 2 * 30 and abs(said["late_mean_ms"]) < 0.2 and said["cpu_pct"] >= 0
+    assert not r.alive()
+
+
+def _asked_round_trip(server: EmbeddedCluster, asked: float) -> None:
     own, added, fastest, late = _added(server, asked)
     # its own cost is a difference of two medians of round trips: on this virtual machine a direct
     # round trip can be the slower (-0.032 ms once in make matrix, PostgreSQL 17, 1 ms asked, the
@@ -68,15 +79,6 @@ def test_relay_adds_the_asked_round_trip(server: EmbeddedCluster, asked: float) 
     # estimate, about 0.05 ms a direction here and at most 0.1 (0.117 ms early at worst in 55 runs;
     # 0.221 once under the load of a parallel suite, when the estimate could reach 0.5 ms a direction)
     assert fastest >= asked - 0.2, f"the fastest round trip {fastest:.3f} ms at {asked} ms asked"
-
-
-@pytest.mark.alone
-def test_the_relay_reports_its_lateness_and_cpu(server: EmbeddedCluster) -> None:
-    with Relay(server.endpoint, 1.0) as r:
-        probe(r.endpoint, expected_ms=1.0)
-        said = r.finish()
-    assert said["chunks"] >= 2 * 30 and abs(said["late_mean_ms"]) < 0.2 and said["cpu_pct"] >= 0
-    assert not r.alive()
 
 
 @pytest.mark.alone  # two relays' medians compared: another test's load beside one round skews it (0.66 ms once)
@@ -173,7 +175,7 @@ def test_a_relay_that_dies_fails_its_step_with_that_reason(server: EmbeddedClust
     t = threading.Thread(target=kill_the_first_relay, daemon=True)
     t.start()
     r = pgknee("run", "--dsn", dsn_of(server), "--schema", "bench_network", "--scale", SCALE, "--variant",
-               "rtt=1ms", "--clients", "2", "--reps", "2", "--duration", "4s", "--store", str(store), "--no-waits",
+               "rtt=1ms", "--clients", "2", "--reps", "2", "--duration", "2s", "--store", str(store), "--no-waits",
                *PROBED, env=APP_ENV, cwd=tmp_path)
     t.join(timeout=5)
     assert killed

@@ -118,14 +118,6 @@ def test_missing_pgbouncer_and_bad_pooler_input(tmp_path: Path) -> None:
     assert not (tmp_path / "x.db").exists()
 
 
-def test_pool_larger_than_the_server_allows_is_refused(tmp_path: Path) -> None:
-    r = pgknee("run", "--protocol", "extended", "--variant", "pooled:pool=500", "--clients", "600",
-               "--set", "max_connections=100", "--store", str(tmp_path / "x.db"), "--scale", SCALE, cwd=tmp_path)
-    assert r.code == 2 and "a pool of 500 can open 500 server connections but the server has room for" in r.err, r.err
-    assert r.err.count("pgknee: error:") == 1 and not (tmp_path / "x.db").exists()
-    assert pgknee_processes() == []
-
-
 def _managed_pgbouncers() -> list[int]:
     """pids of the pgbouncers pgknee started under this test process's TMPDIR (not another test
     session's, which may run on the same machine)."""

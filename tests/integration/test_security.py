@@ -27,6 +27,7 @@ from pgknee.targets.local import EmbeddedCluster, find_bindir
 from .conftest import (
     APP_ENV,
     APP_PASSWORD,
+    PROBED,
     QUICK,
     RUN_TMP,
     SCALE,
@@ -34,6 +35,7 @@ from .conftest import (
     pgknee,
     pgknee_popen,
     pgknee_process,
+    pgknee_processes,
     sql,
     tmp_pgknee_dirs,
     wait_for,
@@ -76,11 +78,24 @@ def users_pgbench_table(server: EmbeddedCluster) -> Iterator[None]:
 
 def test_builtin_workloads_live_in_pgknees_own_marked_schema(server: EmbeddedCluster, users_pgbench_table: None,
                                                             tmp_path: Path) -> None:
+    """pgbench's own workloads: initialised by pgbench -i in pgknee's marked schema beside the user's
+    pgbench_accounts, which stays as it was; TPC-B's books balance with every transaction, the
+    step's and its unmeasured probe's (a variant's first step probes its TPS for the log's sampling
+    rate); select-only reuses the tables."""
     before = _checksum(server, "public.pgbench_accounts")
+    store = tmp_path / "s.db"
     r = pgknee("run", "--dsn", dsn_of(server), "--workload", "tpcb", "--schema", "bench_tpcb", "--clients", "2",
-               "--duration", "1s", "--store", str(tmp_path / "s.db"), *QUICK, env=APP_ENV, cwd=tmp_path)
+               "--duration", "1s", "--store", str(store), "--no-waits", *PROBED, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0, r.err
     assert _checksum(server, "public.pgbench_accounts") == before  # the user's rows, exactly as they were
+    env = dict(sql(store, "SELECT key, value FROM run_environment"))
+    assert env["check.money.ok"] == "true" and "TPC-B books balance" in env["check.money"]
+    ((measured, warm),) = sql(store, "SELECT s.transactions, f.value FROM steps s JOIN step_facts f USING (step_id) "
+                                     "WHERE f.name = 'warmup.transactions'")
+    assert warm > 0 and int(env["check.money.transactions"]) == measured + warm  # type: ignore[operator]
+    init = [json.loads(a) for (a,) in sql(store, "SELECT argv_json FROM run_commands WHERE purpose = 'init'")]
+    assert init and "--initialize" in init[0] and "--scale=1" in init[0]
+    assert int(env["workload.size.pgbench_accounts"]) > 10_000_000
     with _admin(server) as conn:
         tables = conn.execute("SELECT relname FROM pg_class WHERE relnamespace = 'bench_tpcb'::regnamespace "
                               "AND relkind = 'r' ORDER BY 1").fetchall()
@@ -92,9 +107,11 @@ def test_builtin_workloads_live_in_pgknees_own_marked_schema(server: EmbeddedClu
     assert history is not None and int(history[0]) > 0  # the transactions ran there
     # select-only and read-heavy reuse the same marked tables, and still leave the user's alone
     r = pgknee("run", "--dsn", dsn_of(server), "--workload", "select-only", "--schema", "bench_tpcb", "--clients", "2",
-               "--duration", "1s", "--store", str(tmp_path / "s.db"), *QUICK, env=APP_ENV, cwd=tmp_path)
+               "--duration", "1s", "--store", str(store), "--no-waits", *QUICK, env=APP_ENV, cwd=tmp_path)
     assert r.code == 0 and "reusing the pgbench tables in schema bench_tpcb" in r.err, r.err
     assert _checksum(server, "public.pgbench_accounts") == before
+    tx = sql(store, "SELECT s.transactions FROM steps s JOIN runs r USING (run_id) WHERE r.workload = 'select-only'")
+    assert tx[0][0] > 1000  # type: ignore[operator]
 
 
 @pytest.mark.parametrize("workload", ["ewallet", "tpcb"])
@@ -176,20 +193,6 @@ def test_reinit_never_cascades_and_never_queues_behind_the_users_locks(server: E
     assert r.code == 0 and "--reinit: dropping pgknee's schema bench_reinit" in r.err, r.err
 
 
-def test_custom_scripts_run_as_written_and_pgknee_adds_nothing(server: EmbeddedCluster, tmp_path: Path) -> None:
-    script = tmp_path / "read_orders.sql"
-    script.write_text("SELECT sum(total) FROM userdata.orders;\n")
-    before = _checksum(server, "userdata.orders")
-    with _admin(server) as conn:
-        schemas = conn.execute("SELECT count(*) FROM pg_namespace").fetchone()
-    r = pgknee("run", "--dsn", dsn_of(server), "--workload", "custom", "--script", str(script), "--clients", "2",
-               "--duration", "1s", "--store", str(tmp_path / "c.db"), *QUICK, env=APP_ENV, cwd=tmp_path)
-    assert r.code == 0, r.err
-    with _admin(server) as conn:
-        assert conn.execute("SELECT count(*) FROM pg_namespace").fetchone() == schemas  # no schema, no DDL
-    assert _checksum(server, "userdata.orders") == before
-
-
 # ---- 2. input never becomes configuration or code ------------------------------------------------------
 @pytest.mark.parametrize(("args", "fragment"), [
     (["--set", "work_mem=4MB\nlisten_addresses='*'"], "holds a control character"),
@@ -240,13 +243,16 @@ def test_plan_file_settings_are_checked_with_their_line(tmp_path: Path) -> None:
 
 
 def test_quoted_values_reach_the_server_as_written_and_keep_gives_a_working_passfile(tmp_path: Path) -> None:
+    """--keep leaves a usable server (its data, reached over TCP with the advertised passfile and
+    through its socket directory) that the printed command stops; a --set value with quotes,
+    backslashes and '=' reaches it as written."""
     value = "it's a \\test, = ok"
     r = pgknee("run", "--clients", "2", "--duration", "1s", "--scale", SCALE, "--keep", "--set",
                f"cluster_name={value}", "--store", str(tmp_path / "k.db"), *QUICK, cwd=tmp_path)
     assert r.code == 0, r.err
     line = next(ln for ln in r.err.splitlines() if ln.startswith("kept the embedded server"))
     passfile = Path(line.split("PGPASSFILE=")[1].split()[0])
-    port = int(line.split("port=")[1].split()[0])
+    host, port = line.split("host=")[1].split()[0], int(line.split("port=")[1].split()[0])
     try:
         assert stat.S_IMODE(passfile.stat().st_mode) == 0o600 and passfile.stat().st_uid == os.geteuid()
         # over TCP, with the password from the advertised file (scram: the password is needed)
@@ -256,9 +262,13 @@ def test_quoted_values_reach_the_server_as_written_and_keep_gives_a_working_pass
             wallets = conn.execute("SELECT count(*) FROM pgknee_ewallet.wallets").fetchone()
         assert settings["cluster_name"] == value and settings["listen_addresses"] == "127.0.0.1"
         assert wallets == (1000,)
+        # and through the advertised socket directory, as the line says
+        with psycopg.connect(host=host, port=port, user="pgknee", dbname="pgknee") as conn:
+            assert conn.execute("SELECT count(*) FROM pgknee_ewallet.wallets").fetchone() == (1000,)
     finally:
         subprocess.run(line.split("stop it with: ")[1], shell=True, check=True,  # noqa: S602 - the printed advice
                        capture_output=True)
+    assert pgknee_processes() == []  # the printed advice stopped it
 
 
 def test_a_tampered_stored_plan_is_checked_again(server: EmbeddedCluster, tmp_path: Path) -> None:
