@@ -30,7 +30,7 @@ def test_the_readme_is_a_front_page() -> None:
     assert len(lines) <= 250 and lines[3:5] == [
         "make demo    # installs what it needs, sweeps 2..32 clients on a throwaway local PostgreSQL, answers, reports",
         "make test    # installs what it needs, then runs the test suite (unit + real servers + browsers), about 7 "
-        "min on 2 cores (5.5 of them pytest)"]
+        "min on 2 cores (5 of them pytest)"]
 
 
 def _run_lines() -> list[tuple[str, str]]:
