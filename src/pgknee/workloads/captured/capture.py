@@ -24,7 +24,16 @@ from pgknee.workloads.captured import grouping, observe, pauses, ranges, sqlmap,
 from pgknee.workloads.captured import transactions as tx
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
 from pgknee.workloads.captured.observe import StatementCounts as Counts
-from pgknee.workloads.captured.source import Source, find_table, foreign_keys, param_types, placed, stats, unique_keys
+from pgknee.workloads.captured.source import (
+    Source,
+    find_table,
+    first_column,
+    foreign_keys,
+    param_types,
+    placed,
+    stats,
+    unique_keys,
+)
 from pgknee.workloads.captured.writes import fresh_keys, upsert_rows
 
 ORDERS = {"time": "total_exec_time", "calls": "calls"}
@@ -127,7 +136,7 @@ def _shape(src: Source, statements: list[Statement], tables: list[str]) -> _Shap
         parsed = sqlmap.parse(s.query)
         if parsed.inserts_into or parsed.changes:
             written = parsed.inserts_into or parsed.changes
-            writes[s.id] = find_table(src, *(written.split(".", 1) if "." in written else ("", written)))
+            writes[s.id] = find_table(src, written)
         if parsed.inserts_into:
             keys[s.id] = frozenset(f"{writes[s.id]}.{c}" for _, cols, _ in unique_keys(src, writes[s.id]) for c in cols)
         if parsed.locks:
@@ -149,7 +158,7 @@ def _returned(src: Source, use: sqlmap.ParamUse) -> tuple[str, str] | None:
         return None
     for t in use.tables:
         try:
-            table = find_table(src, *(t.split(".", 1) if "." in t else ("", t)))
+            table = find_table(src, t)
         except gen.CannotDraw:
             continue
         st = stats(src, table, use.column)
@@ -294,7 +303,7 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
                              "statements (see BEGIN's calls against the statements')")
     if parsed.kind == "skip":
         raise gen.CannotDraw(parsed.reason)
-    tables = [find_table(src, s, t) for s, t in parsed.tables]
+    tables = [find_table(src, f"{s}.{t}" if s else t) for s, t in parsed.tables]
     if not tables or all(t.split(".")[0] in SYSTEM for t in tables):
         raise gen.CannotDraw("it reads no table of the application (only the catalogues, or none)")
     if all(t in src.sequences or t.split(".")[0] in SYSTEM for t in tables):
@@ -338,7 +347,7 @@ def _param(src: Source, sid: str, n: int, use: sqlmap.ParamUse, rows_per_call: f
         raise gen.CannotDraw(f"${n} is not compared with a column, set into one or a LIMIT: pgknee cannot tell "
                              "its values")
     for t in use.tables:
-        table = find_table(src, *(t.split(".", 1) if "." in t else ("", t)))
+        table = find_table(src, t)
         st = stats(src, table, use.column)
         if st is None:
             continue
@@ -411,9 +420,7 @@ def _untied(src: Source, query: str, n: int, use: sqlmap.ParamUse) -> bool:
     if use.kind != "expression":
         return False
     types = param_types(src, query)
-    table = next(iter(use.tables), "")
-    found = find_table(src, *(table.split(".", 1) if "." in table else ("", table))) if table else ""
-    st = stats(src, found, use.column) if found else None
+    _, st = first_column(src, use)
     return n <= len(types) and st is not None and gen.base_type(types[n - 1]) != gen.base_type(st.type)
 
 

@@ -9,7 +9,7 @@ import dataclasses
 from pgknee.workloads.captured import generators as gen
 from pgknee.workloads.captured import probe, sqlmap
 from pgknee.workloads.captured.manifest import Param
-from pgknee.workloads.captured.source import Source, find_table, stats
+from pgknee.workloads.captured.source import Source, first_column, stats
 
 
 def drawn_together(src: Source, sid: str, statement: tuple[str, sqlmap.Parsed],
@@ -71,9 +71,7 @@ def in_sum(src: Source, var: str, n: int, use: sqlmap.ParamUse) -> tuple[Param, 
     drawn from the lower): nothing, 0 (a zero interval on a timestamp). A 'width' (`col < $1 + $2`
     beside `col >= $1`): one histogram bucket's width until _ranges probes the one the application
     reads; numbers only."""
-    table = next(iter(use.tables), "")
-    found = find_table(src, *(table.split(".", 1) if "." in table else ("", table))) if table else ""
-    st = stats(src, found, use.column) if found else None
+    found, st = first_column(src, use)
     kind = gen.base_type(st.type) if st is not None else ""
     if use.kind == "shift":
         zero = "interval '0'" if kind.startswith("timestamp") else "0"

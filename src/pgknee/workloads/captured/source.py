@@ -26,8 +26,9 @@ class Source:
     types: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # a statement's parameters' types
 
 
-def find_table(src: Source, schema: str, name: str) -> str:
-    written = f"{schema}.{name}" if schema else name
+def find_table(src: Source, written: str) -> str:
+    """The table a statement names (`schema.name`, or `name` on the role's search_path) as
+    schema.name; raises CannotDraw when the capturing role cannot see it."""
     if written not in src.tables:
         row = src.conn.execute(queries.text("captured_table"), (written,)).fetchone()
         # an extension's relation (pg_stat_statements' view, the capture's own reads) is not the application's
@@ -43,13 +44,22 @@ def find_table(src: Source, schema: str, name: str) -> str:
 
 def placed(src: Source, n: int, use: sqlmap.ParamUse) -> sqlmap.ParamUse:
     """An INSERT's value without a column list: the table's column at its place."""
-    table = find_table(src, *(use.tables[0].split(".", 1) if "." in use.tables[0] else ("", use.tables[0])))
+    table = find_table(src, use.tables[0])
     schema, name = table.split(".", 1)
     row = src.conn.execute(queries.text("captured_column_at"), {"qualified": f'"{schema}"."{name}"',
                                                                "place": int(use.column)}).fetchone()
     if row is None:
         raise gen.CannotDraw(f"${n}: {table} has no column at place {int(use.column) + 1}")
     return sqlmap.ParamUse("column", str(row[0]), (table,), inserted=True)
+
+
+def first_column(src: Source, use: sqlmap.ParamUse) -> tuple[str, gen.ColumnStats | None]:
+    """The table of a parameter's column (the first its statement may mean) and the column's
+    statistics; ('', None) when the use names no table."""
+    if not use.tables:
+        return "", None
+    table = find_table(src, use.tables[0])
+    return table, stats(src, table, use.column)
 
 
 def stats(src: Source, table: str, column: str) -> gen.ColumnStats | None:
