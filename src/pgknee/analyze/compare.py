@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pgknee.analyze.cpus import server_cpus
 from pgknee.analyze.summary import pct_change
 from pgknee.analyze.view import Group, RunView
+from pgknee.base import lazy
 from pgknee.model.keys import SETTING, Env, workload_fact
 from pgknee.model.results import StepRecord
 
@@ -42,9 +43,7 @@ def paired_ratio(base: Sequence[StepRecord], other: Sequence[StepRecord], attr: 
     m = statistics.fmean(logs)
     if len(logs) < 2:
         return Ratio(math.exp(m), None, None, 1)
-    from scipy import stats  # imported when first needed (a second at the start of every command otherwise)
-
-    half = float(stats.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
+    half = float(lazy.stats().t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
     return Ratio(math.exp(m), math.exp(m - half), math.exp(m + half), len(logs))
 
 

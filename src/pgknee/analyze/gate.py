@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from pgknee.analyze.compare import Ratio, paired_ratio
 from pgknee.analyze.view import Group, RunView
+from pgknee.base import lazy
 from pgknee.base.errors import UserError
 
 # a rule's metric -> the step's field
@@ -115,9 +116,7 @@ def welch_ratio(base: Sequence[float], new: Sequence[float]) -> Ratio | None:
     if va + vb == 0:
         return Ratio(math.exp(d), math.exp(d), math.exp(d), min(len(a), len(b)))
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    from scipy import stats  # imported when first needed (a second at the start of every command otherwise)
-
-    half = float(stats.t.ppf(0.975, df)) * math.sqrt(va + vb)
+    half = float(lazy.stats().t.ppf(0.975, df)) * math.sqrt(va + vb)
     return Ratio(math.exp(d), math.exp(d - half), math.exp(d + half), min(len(a), len(b)))
 
 

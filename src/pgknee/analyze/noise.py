@@ -32,26 +32,11 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from pgknee.analyze.usl import LOWER, UPPER, fit_params, usl
-
-
-def _optimize() -> Any:
-    """scipy.optimize, imported when first needed (a second at the start of every command otherwise)."""
-    from scipy import optimize
-
-    return optimize
-
-
-def _stats() -> Any:
-    """scipy.stats, imported when first needed (a second at the start of every command otherwise)."""
-    from scipy import stats
-
-    return stats
-
+from pgknee.base import lazy
 
 FLOOR = 0.001  # a step's TPS does not repeat to better than 0.1%: a noiseless curve reads no difference as real
 HOMOGENEOUS_P = 0.99  # values of one level scatter less than this quantile (analyze/curve.py's plateau)
@@ -75,15 +60,15 @@ class Noise:
     def quantile(self, p: float) -> float:
         """Student's t quantile with the estimate's degrees of freedom (the normal's when known)."""
         if math.isinf(self.dof) or self.source == "scatter":  # the scatter errs high already (see the module)
-            return float(_stats().norm.ppf(p))
-        return float(_stats().t.ppf(p, self.dof))
+            return float(lazy.stats().norm.ppf(p))
+        return float(lazy.stats().t.ppf(p, self.dof))
 
     def homogeneous(self, m: int, p: float = HOMOGENEOUS_P) -> float:
         """The largest scatter (sum of squared deviations over sd^2) that m values of one level
         show with probability p: (m - 1) F(m - 1, dof), chi-square(m - 1) when the noise is known."""
         if m <= 1:
             return math.inf
-        return float(_stats().chi2.ppf(p, m - 1))
+        return float(lazy.stats().chi2.ppf(p, m - 1))
 
     def draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """`n` values the true noise could have, given the estimate: sd * sqrt(dof / chi2(dof))."""
@@ -181,7 +166,7 @@ def _repetitions(data: Mapping[int, Sequence[float]]) -> tuple[float, float] | N
         return math.sqrt(sum(float(np.sum((g - g.mean()) ** 2)) for g in groups) / dof), dof
     variances = [float(np.var(g, ddof=1)) for g in groups]
     k = int(statistics.median(len(g) for g in groups))
-    scale = float(_stats().chi2.median(k - 1)) / (k - 1)
+    scale = float(lazy.stats().chi2.median(k - 1)) / (k - 1)
     return math.sqrt(statistics.median(variances) / scale), max(2.0 / 3.0 * dof, 1.0)
 
 
@@ -223,7 +208,7 @@ def _usl_log(n: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
         return np.asarray(sw * (y - np.log(np.maximum(usl(n, q[0], q[1], q[2]), 1e-12))))
 
     try:
-        r = _optimize().least_squares(resid, x0=[p.lam, p.sigma, p.kappa], bounds=(LOWER, UPPER), method="trf",
+        r = lazy.optimize().least_squares(resid, x0=[p.lam, p.sigma, p.kappa], bounds=(LOWER, UPPER), method="trf",
                                    x_scale=[max(p.lam, 1e-9), 0.1, 1e-3], max_nfev=500)
         return float(min(np.sum(r.fun ** 2), np.sum(resid(np.array([p.lam, p.sigma, p.kappa])) ** 2)))
     except ValueError:

@@ -18,17 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-
-def _optimize() -> Any:
-    """scipy.optimize, imported when first needed (a second at the start of every command otherwise)."""
-    from scipy import optimize
-
-    return optimize
-
+from pgknee.base import lazy
 
 BOOTSTRAP = 1000  # draws per bootstrap (wild residuals; repetitions too when there are several)
 FAR_BEYOND = 2.0  # N* more than this times the largest N measured is an extrapolation
@@ -93,7 +86,7 @@ def fit_params(n: Sequence[float], x: Sequence[float], start: Params | None = No
     costs = np.sum((usl(nn, fits[:, :1], fits[:, 1:2], fits[:, 2:]) - xx) ** 2, axis=1)
     best = fits[int(np.argmin(costs))]
     try:
-        r = _optimize().least_squares(lambda p: usl(nn, p[0], p[1], p[2]) - xx, x0=best,
+        r = lazy.optimize().least_squares(lambda p: usl(nn, p[0], p[1], p[2]) - xx, x0=best,
                                    jac=lambda p: jacobian(nn, p), bounds=(LOWER, UPPER), method="trf",
                                    x_scale=[lam0, 0.1, 1e-3], max_nfev=2000)
         if 2.0 * r.cost < costs.min():

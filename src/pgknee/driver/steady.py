@@ -17,17 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-
-def _stats() -> Any:
-    """scipy.stats, imported when first needed (a second at the start of every command otherwise)."""
-    from scipy import stats
-
-    return stats
-
+from pgknee.base import lazy
 
 BATCH = 5  # seconds per batch: MSER-5
 MIN_STEADY_BATCHES = 4  # the interval needs at least this many batch means after the warm-up
@@ -86,13 +79,13 @@ def steadiness(tps: Sequence[float], *, batch: int = BATCH, min_batches: int = M
     # spirit of Geweke's test of the early against the late part) is not steady yet
     drifting = False
     if rest.size >= 3:
-        fit = _stats().linregress(np.arange(rest.size), rest)
+        fit = lazy.stats().linregress(np.arange(rest.size), rest)
         moved = abs(float(fit.slope)) * (rest.size - 1) / max(float(rest.mean()), 1e-9)
         drifting = float(fit.pvalue) < 0.05 and (target is None or moved > target)
     mean = float(rest.mean())
     if rest.size < min_batches or mean <= 0:
         return Steadiness(len(tps), d * batch, False, mean, math.inf)
-    half = float(_stats().t.ppf(0.975, rest.size - 1)) * float(rest.std(ddof=1)) / math.sqrt(rest.size) / mean
+    half = float(lazy.stats().t.ppf(0.975, rest.size - 1)) * float(rest.std(ddof=1)) / math.sqrt(rest.size) / mean
     return Steadiness(len(tps), d * batch, not drifting, mean, half)
 
 
