@@ -13,7 +13,6 @@ Cost, and how the suite keeps it down:
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 import logging
 import os
@@ -24,7 +23,6 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,17 +161,14 @@ def pgknee(*args: str, env: dict[str, str] | None = None, cwd: Path | None = Non
     output and error captured; all restored afterwards. Runs in the calling (main) thread, where
     `pgknee run` can install its signal handlers."""
     out, err = _stream(), _stream()
-    with _as_a_command(args, env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            warnings.catch_warnings():
-        # pgknee run leaves pgbench's output pipes for the garbage collector to close: unseen in a
-        # process of its own, here each would be an unclosed-file warning, which this suite makes an
-        # error. (A product matter: the suite does not test for leaked descriptors.)
-        warnings.simplefilter("ignore", ResourceWarning)
+    # no gc.collect() afterwards (0.1-0.3 s a command in a worker holding scipy and matplotlib,
+    # a fifth of the workers' CPU by py-spy): a file or pipe pgknee leaves unclosed is an
+    # unclosed-file warning, which this suite makes an error, in this test or at the next collection
+    with _as_a_command(args, env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = cli.main(list(args))
         except SystemExit as e:  # argparse's --help and --version
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        gc.collect()
     return CliResult(code, _text(out), _text(err))
 
 

@@ -139,8 +139,13 @@ def reap(p: subprocess.Popen[bytes]) -> None:
 
 
 def release(p: subprocess.Popen[bytes]) -> None:
-    """Let a child outlive pgknee on purpose (an embedded server kept with --keep)."""
+    """Let a child outlive pgknee on purpose (an embedded server kept with --keep). Its Popen is
+    kept for the life of this process: collected, it would say "subprocess is still running"."""
     _forget(p)
+    _released.append(p)
+
+
+_released: list[subprocess.Popen[bytes]] = []
 
 
 def _forget(p: subprocess.Popen[bytes]) -> None:
