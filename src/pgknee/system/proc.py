@@ -139,13 +139,11 @@ def reap(p: subprocess.Popen[bytes]) -> None:
 
 
 def release(p: subprocess.Popen[bytes]) -> None:
-    """Let a child outlive pgknee on purpose (an embedded server kept with --keep). Its Popen is
-    kept for the life of this process: collected, it would say "subprocess is still running"."""
+    """Let a child outlive pgknee on purpose (an embedded server kept with --keep): nobody waits
+    for it. Its returncode set is Popen's own mark of that (not its exit status): collected, the
+    Popen would say "subprocess is still running", at the latest when Python exits."""
     _forget(p)
-    _released.append(p)
-
-
-_released: list[subprocess.Popen[bytes]] = []
+    p.returncode = 0
 
 
 def _forget(p: subprocess.Popen[bytes]) -> None:
