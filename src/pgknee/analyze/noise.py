@@ -28,6 +28,7 @@ vary it as its estimate would (a scaled inverse chi-square)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -60,15 +61,15 @@ class Noise:
     def quantile(self, p: float) -> float:
         """Student's t quantile with the estimate's degrees of freedom (the normal's when known)."""
         if math.isinf(self.dof) or self.source == "scatter":  # the scatter errs high already (see the module)
-            return float(lazy.stats().norm.ppf(p))
-        return float(lazy.stats().t.ppf(p, self.dof))
+            return _quantile(p, math.inf)
+        return _quantile(p, self.dof)
 
     def homogeneous(self, m: int, p: float = HOMOGENEOUS_P) -> float:
         """The largest scatter (sum of squared deviations over sd^2) that m values of one level
         show with probability p: (m - 1) F(m - 1, dof), chi-square(m - 1) when the noise is known."""
         if m <= 1:
             return math.inf
-        return float(lazy.stats().chi2.ppf(p, m - 1))
+        return _chi2_quantile(p, m - 1)
 
     def draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """`n` values the true noise could have, given the estimate: sd * sqrt(dof / chi2(dof))."""
@@ -96,6 +97,19 @@ class Noise:
 def _dof(d: float) -> str:
     return f"{d:.0f} degree{'s' if round(d) != 1 else ''} of freedom"
 
+
+
+# scipy's quantile functions cost about 0.3 ms a call, and an answer asks for the same few
+# hundreds of times (a fifth of its time): remembered per (p, degrees of freedom)
+@functools.lru_cache(maxsize=4096)
+def _quantile(p: float, dof: float) -> float:
+    """Student's t quantile; the normal's for infinite degrees of freedom."""
+    return float(lazy.stats().norm.ppf(p) if math.isinf(dof) else lazy.stats().t.ppf(p, dof))
+
+
+@functools.lru_cache(maxsize=4096)
+def _chi2_quantile(p: float, dof: int) -> float:
+    return float(lazy.stats().chi2.ppf(p, dof))
 
 def measure(by_n: Mapping[int, Sequence[float]], progress: Mapping[int, Sequence[Sequence[float]]] | None = None,
             allowance_pct: float = 10.0, leave_out: Iterable[int] = (), others: Sequence[Noise] = (),
