@@ -161,8 +161,8 @@ def pgknee(*args: str, env: dict[str, str] | None = None, cwd: Path | None = Non
     output and error captured; all restored afterwards. Runs in the calling (main) thread, where
     `pgknee run` can install its signal handlers."""
     out, err = _stream(), _stream()
-    # no gc.collect() afterwards (0.1-0.3 s a command in a worker holding scipy and matplotlib,
-    # a fifth of the workers' CPU by py-spy): a file or pipe pgknee leaves unclosed is an
+    # no gc.collect() afterwards (0.1-0.3 s a command in a worker holding scipy and matplotlib:
+    # about 100 of make test's 575 CPU-seconds): a file or pipe pgknee leaves unclosed is an
     # unclosed-file warning, which this suite makes an error, in this test or at the next collection
     with _as_a_command(args, env, cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

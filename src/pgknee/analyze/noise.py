@@ -98,7 +98,6 @@ def _dof(d: float) -> str:
     return f"{d:.0f} degree{'s' if round(d) != 1 else ''} of freedom"
 
 
-
 # scipy's quantile functions cost about 0.3 ms a call, and an answer asks for the same few
 # hundreds of times (a fifth of its time): remembered per (p, degrees of freedom)
 @functools.lru_cache(maxsize=4096)
@@ -110,6 +109,7 @@ def _quantile(p: float, dof: float) -> float:
 @functools.lru_cache(maxsize=4096)
 def _chi2_quantile(p: float, dof: int) -> float:
     return float(lazy.stats().chi2.ppf(p, dof))
+
 
 def measure(by_n: Mapping[int, Sequence[float]], progress: Mapping[int, Sequence[Sequence[float]]] | None = None,
             allowance_pct: float = 10.0, leave_out: Iterable[int] = (), others: Sequence[Noise] = (),
