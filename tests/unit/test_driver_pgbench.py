@@ -363,7 +363,18 @@ def test_the_cause_of_a_failed_pgbench_is_the_line_naming_it() -> None:
     assert error_cause(raced) == ("pgbench: error: client 1 script 0 aborted in command 7 query 0: FATAL:  "
                                   "terminating connection due to administrator command")
     assert error_cause(raced.split("\n", 1)[1].replace("client 1 script 0 aborted in command 7 query 0: ", "")) == \
-        "pgbench: error: client 0 aborted in command 4 (SQL) of script 0; perhaps the backend died while processing"
+        ("pgbench: error: client 0 aborted in command 4 (SQL) of script 0; perhaps the backend died while processing "
+         "(FATAL:  terminating connection due to administrator command)")
+    # the other order of the race (bare pgbench 15, two clients terminated at once, 1 run in 10): no
+    # client's abort names the server's message, which came alone first; the cause says both
+    alone = ("FATAL:  terminating connection due to administrator command\n"
+             "pgbench: error: client 0 aborted in command 7 (SQL) of script 0; perhaps the backend died while "
+             "processing\npgbench: error: Run was aborted; the above results are incomplete.\n")
+    assert error_cause(alone) == ("pgbench: error: client 0 aborted in command 7 (SQL) of script 0; perhaps the "
+                                  "backend died while processing (FATAL:  terminating connection due to administrator "
+                                  "command)")
+    assert error_cause(alone.split("\n", 1)[1]) == \
+        "pgbench: error: client 0 aborted in command 7 (SQL) of script 0; perhaps the backend died while processing"
     assert error_cause("FATAL:  the server's own\npgbench: error: Run was aborted; the above results are incomplete.") \
         == "FATAL:  the server's own"
     assert error_cause("pgbench: error: Run was aborted; the above results are incomplete.\n") == \

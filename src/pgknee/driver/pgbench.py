@@ -230,7 +230,8 @@ def error_cause(stderr: str) -> str | None:
     aborted in a command, with the server's ERROR or FATAL) comes before it. A server's message
     alone (libpq prints a terminated session's FATAL by itself, before or after the client's abort,
     as the clients race) names no command, so a client's abort with the server's message comes
-    first, then any client's abort, then the server's message alone."""
+    first, then any client's abort (with the server's message seen alone, if any, after it), then
+    the server's message alone."""
     lines = [ln.strip() for ln in stderr.splitlines()
              if ln.strip() and ("error" in ln or "FATAL" in ln or "could not" in ln or "aborted" in ln)]
 
@@ -240,11 +241,20 @@ def error_cause(stderr: str) -> str | None:
 
     causes = sorted((rank(ln), i) for i, ln in enumerate(lines) if rank(ln) < 3)
     if causes:
+        said = [lines[i] for r, i in causes if r == 2]
+        if causes[0][0] == 1 and said:  # "perhaps the backend died": the server's message came alone
+            return f"{lines[causes[0][1]]} ({_server_message(said[0])})"
         return lines[causes[0][1]]
     if lines:
         return lines[-1]
     rest = stderr.strip().splitlines()
     return rest[-1].strip() if rest else None
+
+
+def _server_message(line: str) -> str:
+    """The server's message in a line of pgbench's stderr (from its ERROR or FATAL on)."""
+    at = min(i for i in (line.find("ERROR:"), line.find("FATAL:")) if i >= 0)
+    return line[at:]
 
 
 def parse_summary(stdout: str) -> PgbenchSummary:
