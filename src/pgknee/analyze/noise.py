@@ -60,9 +60,8 @@ class Noise:
 
     def quantile(self, p: float) -> float:
         """Student's t quantile with the estimate's degrees of freedom (the normal's when known)."""
-        if math.isinf(self.dof) or self.source == "scatter":  # the scatter errs high already (see the module)
-            return _quantile(p, math.inf)
-        return _quantile(p, self.dof)
+        # the normal's for the scatter too: it errs high already (see the module)
+        return _quantile(p, math.inf if self.source == "scatter" else self.dof)
 
     def homogeneous(self, m: int, p: float = HOMOGENEOUS_P) -> float:
         """The largest scatter (sum of squared deviations over sd^2) that m values of one level
