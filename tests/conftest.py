@@ -74,6 +74,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def _suite_lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("PGKNEE_TEST_SUITE_LOCK")
+    if given:  # make test's: lint and the docs build beside the tests hold it shared (Makefile)
+        return Path(given)
     base = tmp_path_factory.getbasetemp()
     # under xdist each worker's base is a directory of the run's own: its parent is shared
     return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "suite.lock"
@@ -110,7 +113,17 @@ def suite_share(_suite_lock: Path) -> Callable[[], contextlib.AbstractContextMan
     return lambda: holding(_suite_lock, exclusive=False)
 
 
+@pytest.fixture(scope="session")
+def suite_alone(_suite_lock: Path) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """For a test marked `alone_in_part`: `with suite_alone():` around the part that times its steps
+    (the rest under `with suite_share():`), so that its long setup leaves the other workers free."""
+    return lambda: holding(_suite_lock, exclusive=True)
+
+
 @pytest.fixture(autouse=True)
 def _one_at_a_time_when_timing(request: pytest.FixtureRequest, _suite_lock: Path) -> Iterator[None]:
+    if request.node.get_closest_marker("alone_in_part") is not None:  # it takes the lock itself
+        yield
+        return
     with holding(_suite_lock, exclusive=request.node.get_closest_marker("alone") is not None):
         yield
