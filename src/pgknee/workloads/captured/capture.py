@@ -303,7 +303,7 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
                              "statements (see BEGIN's calls against the statements')")
     if parsed.kind == "skip":
         raise gen.CannotDraw(parsed.reason)
-    tables = [find_table(src, f"{s}.{t}" if s else t) for s, t in parsed.tables]
+    tables = [find_table(src, sqlmap.qualified(s, t)) for s, t in parsed.tables]
     if not tables or all(t.split(".")[0] in SYSTEM for t in tables):
         raise gen.CannotDraw("it reads no table of the application (only the catalogues, or none)")
     if all(t in src.sequences or t.split(".")[0] in SYSTEM for t in tables):

@@ -138,7 +138,7 @@ def _tables(nodes: list[tuple[Any, tuple[Any, ...]]]) -> tuple[list[tuple[str, s
 
 def _use(p: ast.ParamRef, parents: tuple[Any, ...], tables: list[tuple[str, str]],
          aliases: dict[str, tuple[str, str]]) -> ParamUse:
-    up: Any = parents[-1] if parents else None
+    up: Any = parents[-1]  # a $n is never the statement itself, the one node _walk gives no parents
     for n in reversed(parents):  # the nearest statement: INSERT's values, UPDATE's SET, a LIMIT
         found = _in_statement(p, n, up)
         if found is not None:
@@ -182,12 +182,12 @@ def _sum_bound(cmp: Any, uses: dict[int, list[ParamUse]], tables: list[tuple[str
 def _side(p: Any, up: Any, op: str) -> str:
     """Which bound of a range on the column `p` is: col >= $n and col < $m, BETWEEN $n AND $m."""
     if op == "BETWEEN":
-        bounds = up.rexpr if isinstance(up.rexpr, tuple | list) else ()
-        return "lower" if bounds and bounds[0] is p else "upper" if len(bounds) > 1 and bounds[1] is p else ""
+        low, high = up.rexpr  # the grammar's BETWEEN: always its two bounds (list_make2)
+        return "lower" if low is p else "upper" if high is p else ""
     if op not in ("<", "<=", ">", ">="):
         return ""
-    below = op in ("<", "<=")  # col < $n: $n bounds it from above
-    return ("upper" if below else "lower") if up.rexpr is p else ("lower" if below else "upper")
+    below = op in ("<", "<=")  # col < $n: $n bounds it from above; $n < col from below
+    return "upper" if below == (up.rexpr is p) else "lower"
 
 
 def _in_expression(p: ast.ParamRef, parents: tuple[Any, ...], tables: list[tuple[str, str]],
@@ -219,8 +219,13 @@ def _in_statement(p: ast.ParamRef, n: Any, up: Any) -> ParamUse | None:
     return None
 
 
+def qualified(schema: str, name: str) -> str:
+    """A table's name as written: schema.name, or the name alone when no schema was written."""
+    return f"{schema}.{name}" if schema else name
+
+
 def _name(rv: Any) -> str:
-    return f"{rv.schemaname}.{rv.relname}" if rv.schemaname else str(rv.relname)
+    return qualified(str(rv.schemaname or ""), str(rv.relname))
 
 
 def _column(ref: Any, kind: str, tables: list[tuple[str, str]],
@@ -229,6 +234,5 @@ def _column(ref: Any, kind: str, tables: list[tuple[str, str]],
     if not fields:
         return ParamUse("unknown")
     if len(fields) >= 2 and fields[-2] in aliases:
-        s, t = aliases[fields[-2]]
-        return ParamUse(kind, fields[-1], (f"{s}.{t}" if s else t,))
-    return ParamUse(kind, fields[-1], tuple(dict.fromkeys(f"{s}.{t}" if s else t for s, t in tables)))
+        return ParamUse(kind, fields[-1], (qualified(*aliases[fields[-2]]),))
+    return ParamUse(kind, fields[-1], tuple(dict.fromkeys(qualified(s, t) for s, t in tables)))
