@@ -42,31 +42,32 @@ def typical(src: Source, column: str) -> str | None:
     return st.histogram[len(st.histogram) // 2] if st.histogram else None
 
 
-def blocks(src: Source, query: str, values: dict[int, str], types: dict[int, str] | None = None) -> float | None:
+def blocks(src: Source, query: str, values: dict[int, str], types: dict[int, str]) -> float | None:
     """The shared blocks the statement's execution reads with these values ($n -> a literal's text,
     every $n of it), the numbers among them of the `types` given (`id < $2 + $3` leaves the server
-    nothing to infer them from; any other is inferred); None when the server refuses it or it runs
-    out of time."""
+    nothing to infer them from; any other is inferred: 'unknown'); None when the server refuses it
+    or it runs out of time."""
     args = sql.SQL(", ").join(sql.Literal(values[n]) for n in sorted(values))
-    given = [(types or {}).get(n, "unknown") for n in sorted(values)]
+    given = [types.get(n, "unknown") for n in sorted(values)]
     if any(t not in NUMBERS for t in given):  # (a type's name in the statement: a known one only)
         return None
-    typed = sql.SQL(" ({})").format(sql.SQL(", ").join(sql.SQL(t) for t in given)) if types else sql.SQL("")
-    row = None
+    typed = sql.SQL(" ({})").format(sql.SQL(", ").join(sql.SQL(t) for t in given))
     try:
         with src.conn.transaction(force_rollback=True):  # the timeout undone with it
             src.conn.execute(queries.text("captured_probe_timeout"), {"ms": str(PROBE_MS)})
             src.conn.execute(sql.SQL("PREPARE pgknee_capture_probe{} AS {}").format(typed, sql.SQL(query)))
             try:
                 with src.conn.transaction():  # a probe out of time: the prepared statement still deallocated
-                    row = src.conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
-                                                   "EXECUTE pgknee_capture_probe ({})").format(args)).fetchone()
+                    # EXPLAIN's one row: FORMAT JSON's array of one object, its Plan's buffer figures always
+                    # there under BUFFERS (every figure is shown in the structured formats, zeros too)
+                    explain = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE pgknee_capture_probe ({})")
+                    [(explained,)] = src.conn.execute(explain.format(args)).fetchall()
             finally:
                 src.conn.execute("DEALLOCATE pgknee_capture_probe")
     except psycopg.Error:
         return None
-    plan = row[0][0].get("Plan", {}) if row and row[0] else {}
-    return float(plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0)) if plan else None
+    plan = explained[0]["Plan"]
+    return float(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"])
 
 
 def width(at: Callable[[float], float | None], bucket: float, integer: bool,
@@ -121,7 +122,12 @@ def range_width(src: Source, query: str, values: dict[int, str], params: tuple[i
         return None
     best, seen = found
     probed = ", ".join(f"{shown(w)}: {b:.0f}" for w, b in sorted(seen.items()))
-    what = f"the range's width: {shown(best)}" if relative else f"the range's upper bound: ${lo} + {shown(best)}"
-    return shown(best), (f"{what}, the width at which the statement reads "
+    return shown(best), (f"{said(shown(best), lo, relative)}, the width at which the statement reads "
                          f"nearest the application's {target:.0f} shared blocks a call on the source (width: blocks "
                          f"read, {probed})")
+
+
+def said(step: str, lo: int, relative: bool) -> str:
+    """A range's step in words: the width itself (`relative`: `col < $lo + $hi`), or the upper
+    bound drawn `step` above the lower `$lo`."""
+    return f"the range's width: {step}" if relative else f"the range's upper bound: ${lo} + {step}"
