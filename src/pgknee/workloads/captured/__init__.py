@@ -19,7 +19,7 @@ from pgknee.model.results import CapturedStatement
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads import queries
 from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
-from pgknee.workloads.captured.manifest import Manifest, load
+from pgknee.workloads.captured.manifest import Manifest, load, per_transaction
 
 FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ \d+$", re.MULTILINE)  # a fresh key's counter (writes.py)
 
@@ -95,7 +95,7 @@ class Captured:
         calls = sum(s.calls for s in self.manifest.statements if s.id in scripted)
         # per transaction, the scripted statements' calls alone: what a replay can run of them
         figures = {"hold_ms": o.hold_ms, "idle_share": o.idle_share, "transactions_per_s": o.transactions_per_s,
-                   "statements_per_transaction": calls / n_tx if n_tx >= 1 else None,
+                   "statements_per_transaction": per_transaction(calls, n_tx),
                    "sessions_open_p99": o.sessions_open.p99, "sessions_busy_p99": o.sessions_busy.p99,
                    "think_ms": o.think_ms}
         return {f"observed.{k}": repr(float(v)) for k, v in figures.items() if v is not None}

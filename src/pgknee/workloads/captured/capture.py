@@ -85,8 +85,9 @@ def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None],
 
 
 def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
-    row = conn.execute(sql).fetchone()
-    return row[0] if row else None
+    """The value of a query that returns one row always (a function's without FROM, a count)."""
+    [(value,)] = conn.execute(sql).fetchall()
+    return value
 
 
 def _check_statements(conn: psycopg.Connection[Any]) -> int:

@@ -96,9 +96,10 @@ def param_types(src: Source, query: str) -> list[str]:
         try:
             with src.conn.transaction():  # a savepoint: a statement the server refuses leaves the capture's alone
                 src.conn.execute(sql.SQL("PREPARE pgknee_capture_types AS {}").format(sql.SQL(query)))
-                row = src.conn.execute(queries.text("captured_param_types")).fetchone()
+                # the statement just prepared: its one row of pg_prepared_statements
+                [(types,)] = src.conn.execute(queries.text("captured_param_types")).fetchall()
                 src.conn.execute("DEALLOCATE pgknee_capture_types")
-            src.types[query] = [str(t) for t in (row[0] if row else [])]
+            src.types[query] = [str(t) for t in types]
         except psycopg.Error:
             src.types[query] = []
     return src.types[query]

@@ -78,11 +78,11 @@ class EWallet:
             wschema.create(conn, self.schema, "ewallet")
             conn.execute(self._render(_sql("schema")).encode())
             conn.execute(self._render(_sql("seed")).encode())
-            total = conn.execute(sql.SQL(queries.text("ewallet_total_balance")).format(
-                sql.Identifier(self.schema))).fetchone()
+            [(total,)] = conn.execute(sql.SQL(queries.text("ewallet_total_balance")).format(  # sum(): one row
+                sql.Identifier(self.schema))).fetchall()
             meta = {"workload": "ewallet", "users": str(self.users),
                     "transactions_seeded": str(self.transactions), "opening_balance": str(OPENING_BALANCE),
-                    "total_balance": str(total[0] if total else 0),
+                    "total_balance": str(total),
                     "seeded_at": time.strftime("%Y-%m-%d %H:%M:%S%z"), "scale": str(self.spec.scale)}
             wschema.write_meta(conn, self.schema, meta)
         for t in TABLES:
