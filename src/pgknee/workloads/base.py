@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 import psycopg
 
+from pgknee.base.errors import UserError
 from pgknee.system import safefs
 from pgknee.system.proc import RunAs
 
@@ -19,6 +20,16 @@ class ScriptSource:
     filename: str  # the name pgbench shows in its messages: transfer.sql, or the user's own file's name
     text: str
     weight: int
+
+
+def read_script(path: Path, shown: str, hint: str) -> str:
+    """A script file's text (UTF-8); else a UserError saying why it cannot be read (shown as
+    `shown`), and `hint`."""
+    try:
+        return path.read_text(encoding="utf-8", errors="strict")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
+        raise UserError(f"script {shown} cannot be read: {why}", hint) from None
 
 
 @dataclass(frozen=True)

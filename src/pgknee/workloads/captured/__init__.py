@@ -18,7 +18,7 @@ from pgknee.base.errors import UserError
 from pgknee.model.results import CapturedStatement
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads import queries
-from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource, read_script
 from pgknee.workloads.captured.manifest import Manifest, load, per_transaction
 
 FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ \d+$", re.MULTILINE)  # a fresh key's counter (writes.py)
@@ -61,11 +61,7 @@ class Captured:
             if sc.weight <= 0:
                 continue
             path = Path(spec.path) / sc.file
-            try:
-                text = path.read_text(encoding="utf-8", errors="strict")
-            except (OSError, UnicodeDecodeError) as e:
-                why = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
-                raise UserError(f"script {path} cannot be read: {why}", "capture again, or fix the file") from None
+            text = read_script(path, str(path), "capture again, or fix the file")
             self._sources.append(ScriptSource(sc.name, sc.file, text, sc.weight))
 
     def install(self, conn: psycopg.Connection[Any], *, say: Callable[[str], None],
