@@ -321,11 +321,10 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
         if n not in after:  # a range's upper bound comes after its lower, which it is drawn from
             lines += [*d.lines, *(ln for u, lo in after.items() if lo == n for ln in each[u][1].lines)]
     placeholders = {n: d.placeholder for n, (_, d) in each.items()}
-    sql = re.sub(r"\$(\d+)(?!\d)", lambda m: placeholders.get(int(m.group(1)), m.group(0)), query)
+    sql = _substituted(query, placeholders)
     # as the target's pg_stat_statements will show it: a constant given for a parameter is a parameter again
     constant = {q.n for q in params if q.use in ("typed", "shift") and "(" not in placeholders[q.n]}
-    replayed = re.sub(r":s\d+_p\d+", "$1", re.sub(r"\$(\d+)(?!\d)", lambda m: "$1" if int(m.group(1)) in constant
-                                                   else placeholders.get(int(m.group(1)), m.group(0)), query))
+    replayed = re.sub(r":s\d+_p\d+", "$1", _substituted(query, {**placeholders, **dict.fromkeys(constant, "$1")}))
     st = Statement(sid, query, parsed.kind, calls, round(total, 3), round(total / max(calls, 1), 4), rows,
                    round(calls / totals[0], 6), round(total / totals[1], 6), tables,
                    sqlmap.statement_fingerprint(replayed), params)
@@ -333,6 +332,11 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
             f"{rows / max(calls, 1):.1f} rows per call, {st.share_time:.1%} of the database's time"]
     head += [f"-- ${p.n}: {p.column or p.use} ({p.type or '-'}): {p.drawn}" for p in params]
     return st, "\n".join([*head, *lines, sql.rstrip().rstrip(";") + ";", ""])
+
+
+def _substituted(query: str, values: dict[int, str]) -> str:
+    """The statement with each `$n` that `values` holds replaced by its value."""
+    return re.sub(r"\$(\d+)(?!\d)", lambda m: values.get(int(m.group(1)), m.group(0)), query)
 
 
 def _param(src: Source, sid: str, n: int, use: sqlmap.ParamUse, rows_per_call: float
@@ -376,8 +380,8 @@ def _evidence(src: Source, column: str, st: gen.ColumnStats) -> tuple[gen.Column
     says its values are among, said so; else None and why."""
     if st.mcv or len(st.histogram) >= 2:
         return st, ""
-    for child, parent in foreign_keys(src, [column.rsplit(".", 1)[0]]):
-        theirs = stats(src, *parent.rsplit(".", 1)) if child == column else None
+    for parent in [parent for child, parent in foreign_keys(src, [column.rsplit(".", 1)[0]]) if child == column]:
+        theirs = stats(src, *parent.rsplit(".", 1))
         if theirs is not None and (theirs.mcv or len(theirs.histogram) >= 2):
             return dataclasses.replace(theirs, type=st.type), (
                 f"its column has no statistics (its table empty when analysed): from {parent}'s, which a "
