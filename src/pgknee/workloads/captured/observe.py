@@ -167,7 +167,7 @@ def _spread(values: list[tuple[float, float]], scale: float = 1.0) -> Spread:
         return Spread()
     q = [tx.weighted_quantile(values, p) for p in (0.5, 0.9, 0.99)]
     top = max(v for v, _ in values)
-    return Spread(*(round(x * scale, 3) if x is not None else None for x in (*q, top)))
+    return Spread(*(round(x * scale, 3) for x in (*q, top)))  # (weights() gives each a weight: 1 or more)
 
 
 def _counts(values: list[int]) -> Spread:
