@@ -144,7 +144,7 @@ def _shape(src: Source, statements: list[Statement], tables: list[str]) -> _Shap
             locks[s.id] = frozenset(s.tables)
         if read := tuple(r for use in parsed.returns if (r := _returned(src, use)) is not None):
             returns[s.id] = read
-    pairs = foreign_keys(src, tables) if tables else []
+    pairs = foreign_keys(src, tables)  # none for no tables
     parents: dict[str, set[str]] = {}
     for child, parent in pairs:
         parents.setdefault(child.rsplit(".", 1)[0], set()).add(parent.rsplit(".", 1)[0])
@@ -426,7 +426,7 @@ def _untied(src: Source, query: str, n: int, use: sqlmap.ParamUse) -> bool:
         return False
     types = param_types(src, query)
     _, st = first_column(src, use)
-    return n <= len(types) and st is not None and gen.base_type(types[n - 1]) != gen.base_type(st.type)
+    return n in types and st is not None and gen.base_type(types[n]) != gen.base_type(st.type)
 
 
 def _typed(src: Source, sid: str, query: str, n: int, use: sqlmap.ParamUse) -> tuple[Param, gen.Drawn]:
@@ -435,7 +435,7 @@ def _typed(src: Source, sid: str, query: str, n: int, use: sqlmap.ParamUse) -> t
     0..999, so that it does not pick the same ones each time; any other is 1 (a CASE's constant, a
     length: 999 in `substr(x, 1, $2)` overflowed a varchar(500))."""
     types = param_types(src, query)
-    kind = gen.base_type(types[n - 1]) if n <= len(types) else ""
+    kind = gen.base_type(types.get(n, ""))  # '': the server could not infer it
     if kind not in BY_TYPE:
         raise gen.CannotDraw(f"${n} is not compared with a column or set into one, and its type "
                              f"({kind or 'unknown: the server could not prepare the statement'}) has no value "
