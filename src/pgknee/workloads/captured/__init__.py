@@ -98,11 +98,11 @@ class Captured:
 
     def _refuse_the_source(self, conn: psycopg.Connection[Any]) -> None:
         try:
-            row = conn.execute(queries.text("captured_system_identifier")).fetchone()
+            [(readable,)] = conn.execute(queries.text("captured_system_identifier")).fetchall()  # its one row
+            target = str(readable)
         except psycopg.errors.InsufficientPrivilege:
             conn.rollback() if not conn.autocommit else None
-            row = None
-        target = str(row[0]) if row else ""
+            target = ""
         if not target or not self.manifest.system_identifier:
             raise UserError("pgknee cannot tell whether the target is the capture's source (pg_control_system() "
                             "was not readable), and the workload writes",
