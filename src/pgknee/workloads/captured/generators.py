@@ -114,13 +114,14 @@ def _numeric(var: str, st: ColumnStats) -> Drawn:
     mcv = [_number(v, integer) for v in st.mcv]
     bounds = [_number(v, integer) for v in st.histogram]
     lines = [f"\\set {var}_r random(1, {SCALE})"] if mcv else []  # which common value, if any
-    rest = mcv[-1] if mcv else "0"
     if len(bounds) == 2 or _even(bounds):  # one bucket, or buckets alike (a key): one range, no case to choose
         rest = _within(bounds[0], bounds[-1], integer)
     elif len(bounds) > 2:
         lines.append(f"\\set {var}_b random(0, {len(bounds) - 2})")
         picks = [(str(i), _within(lo, hi, integer)) for i, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False))]
         rest = _first_at_most(f":{var}_b", picks[:-1], picks[-1][1])
+    else:  # no histogram, so common values (draw refuses a column with neither): the last is the case's else
+        rest = mcv[-1]
     if mcv:
         arms = [(str(t), v) for t, v in zip(_thresholds(st), mcv, strict=True)]
         lines.append(f"\\set {var} {_first_at_most(f':{var}_r', arms, rest)}")
