@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psycopg
+from psycopg import sql
+from psycopg.abc import Params
 
 from pgknee.base.errors import UserError
 from pgknee.system import safefs
@@ -30,6 +32,13 @@ def read_script(path: Path, shown: str, hint: str) -> str:
     except (OSError, UnicodeDecodeError) as e:
         why = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
         raise UserError(f"script {shown} cannot be read: {why}", hint) from None
+
+
+def aggregate_int(conn: psycopg.Connection[Any], query: str | sql.Composed, params: Params | None = None) -> int:
+    """The integer an aggregate without GROUP BY returns in its one row (max, sum): 0 for its NULL,
+    when there was no row to aggregate."""
+    [(value,)] = conn.execute(query, params).fetchall()
+    return int(value) if value is not None else 0
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pgknee.base.errors import UserError
 from pgknee.model.results import CapturedStatement
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads import queries
-from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource, read_script
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource, aggregate_int, read_script
 from pgknee.workloads.captured.manifest import Manifest, load, per_transaction
 
 FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ \d+$", re.MULTILINE)  # a fresh key's counter (writes.py)
@@ -29,8 +29,7 @@ def _highest(conn: psycopg.Connection[Any], column: str) -> int:
     schema, table, name = column.split(".", 2)
     q = sql.SQL(queries.text("captured_highest_key")).format(column=sql.Identifier(name),
                                                                table=sql.Identifier(schema, table))
-    row = conn.execute(q).fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+    return aggregate_int(conn, q)
 
 
 def _warn_unanalysed(conn: psycopg.Connection[Any], tables: list[str], say: Callable[[str], None]) -> None:

@@ -15,7 +15,7 @@ from pgknee.base.errors import UserError
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads import queries
 from pgknee.workloads import schema as wschema
-from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource, aggregate_int
 
 # Scale 1 is close to the article's data set (section 6, about 35 MB): 10k users
 # and wallets, 100k transactions, 200k ledger entries.
@@ -92,8 +92,7 @@ class EWallet:
             conn.execute(queries.text("checkpoint"))
         except psycopg.errors.InsufficientPrivilege:
             say("note: CHECKPOINT after seeding skipped (needs superuser or pg_checkpoint)")
-        size = conn.execute(queries.text("ewallet_size"), (self.schema,)).fetchone()
-        meta["size_bytes"] = str(int(size[0]) if size and size[0] is not None else 0)
+        meta["size_bytes"] = str(aggregate_int(conn, queries.text("ewallet_size"), (self.schema,)))
         say(f"seeded in {time.monotonic() - t0:.1f} s: {int(meta['size_bytes']) / 2**20:.1f} MB, "
             "ANALYZE and CHECKPOINT done")
         return meta
