@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
@@ -28,6 +29,23 @@ FACTORS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4)  # of one histogram bucket's wi
 PROBE_MS = 2000
 NUMBERS = gen.INTEGERS | gen.FLOATS | {"unknown"}  # the types a probe may name for its parameters
 NARROWING = 6  # halvings between the two widths that straddle the application's blocks
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A column's numbers as a probe widens and narrows a range on them: whole (an integer
+    column's) or real."""
+
+    whole: bool
+    widened: Callable[[float, float], float]  # one bucket's width and a factor of FACTORS -> the width probed
+    between: Callable[[float, float], float]  # two widths -> the one probed between them
+    shown: Callable[[float], str]  # a number as the statement's literal
+
+
+# whole: widths rounded, one at least, halved between two; real: as they are, the geometric mean between two
+WHOLE = Scale(True, lambda bucket, f: max(1.0, float(round(bucket * f))), lambda a, b: float((a + b) // 2),
+              lambda x: str(int(x)))
+REAL = Scale(False, lambda bucket, f: bucket * f, lambda a, b: math.sqrt(a * b), repr)
 
 
 def typical(src: Source, column: str) -> str | None:
@@ -70,13 +88,13 @@ def blocks(src: Source, query: str, values: dict[int, str], types: dict[int, str
     return float(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"])
 
 
-def width(at: Callable[[float], float | None], bucket: float, integer: bool,
+def width(at: Callable[[float], float | None], bucket: float, scale: Scale,
           target: float) -> tuple[float, dict[float, float]] | None:
     """The width (of a range of one histogram bucket `bucket`) at which `at(width)`, the blocks read,
     comes nearest `target` (the application's blocks per call), and every width probed with its
     blocks; None when no two widths read differently (the width changes nothing: keep the bucket).
     Pure but for `at`."""
-    widths = sorted({max(1.0, float(round(bucket * f))) if integer else bucket * f for f in FACTORS})
+    widths = sorted({scale.widened(bucket, f) for f in FACTORS})
     seen = {w: b for w in widths if (b := at(w)) is not None}
     if target <= 0 or len(set(seen.values())) < 2:
         return None
@@ -85,8 +103,8 @@ def width(at: Callable[[float], float | None], bucket: float, integer: bool,
     if below and above and below[-1] < above[0]:  # narrowed between the two: plans change within a bucket
         a, b = below[-1], above[0]
         for _ in range(NARROWING):
-            m = float((a + b) // 2) if integer else math.sqrt(a * b)
-            if integer and b - a <= 1 or (got := at(m)) is None:
+            m = scale.between(a, b)
+            if scale.whole and b - a <= 1 or (got := at(m)) is None:
                 break
             seen[m] = got
             a, b = (m, b) if got < target else (a, m)
@@ -110,14 +128,11 @@ def range_width(src: Source, query: str, values: dict[int, str], params: tuple[i
         return None
     bucket = gen.median_bucket(bounds)
     lower = bounds[len(bounds) // 2]
-    integer = kind in gen.INTEGERS
-
-    def shown(x: float) -> str:
-        return str(int(x)) if integer else repr(x)
-
+    scale = WHOLE if kind in gen.INTEGERS else REAL
+    shown = scale.shown
     numbers = {n: kind for n in (lo, hi, *shifts)}
     found = width(lambda w: blocks(src, query, {**values, lo: shown(lower), hi: shown(w if relative else lower + w)},
-                                   numbers), bucket, integer, target)
+                                   numbers), bucket, scale, target)
     if found is None:
         return None
     best, seen = found
