@@ -135,10 +135,9 @@ def _shape(src: Source, statements: list[Statement], tables: list[str]) -> _Shap
     returns: dict[str, tuple[tuple[str, str], ...]] = {}
     for s in statements:
         parsed = sqlmap.parse(s.query)
-        if parsed.inserts_into or parsed.changes:
-            written = parsed.inserts_into or parsed.changes
-            writes[s.id] = find_table(src, written)
-        if parsed.inserts_into:
+        if parsed.written:
+            writes[s.id] = find_table(src, parsed.written)
+        if parsed.inserts:
             keys[s.id] = frozenset(f"{writes[s.id]}.{c}" for _, cols, _ in unique_keys(src, writes[s.id]) for c in cols)
         if parsed.locks:
             locks[s.id] = frozenset(s.tables)
@@ -311,7 +310,7 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
         # pg_dump before 18 reads each sequence so (SELECT last_value, is_called FROM s), once per dump
         raise gen.CannotDraw(f"it reads the state of sequence {', '.join(t for t in tables if t in src.sequences)} "
                              "as a relation, as pg_dump and monitoring tools do (an application calls nextval())")
-    fresh = (upsert_rows if parsed.upsert else fresh_keys)(src, sid, parsed) if parsed.inserts_into else {}
+    fresh = (upsert_rows if parsed.upsert else fresh_keys)(src, sid, parsed) if parsed.inserts else {}
     each = {n: fresh[n] if n in fresh else _typed(src, sid, query, n, use) if _untied(src, query, n, use)
             else _param(src, sid, n, use, rows / max(calls, 1)) for n, use in sorted(parsed.params.items())}
     after = ranges.drawn_together(src, sid, (query, parsed), each, e.blocks / max(calls, 1))

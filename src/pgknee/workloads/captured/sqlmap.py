@@ -42,8 +42,8 @@ class Parsed:
     reason: str = ""  # why it was skipped
     tables: tuple[tuple[str, str], ...] = ()  # (schema or '', name)
     params: dict[int, ParamUse] = field(default_factory=dict)
-    inserts_into: str = ""  # an INSERT's table, as written
-    changes: str = ""  # an UPDATE's or a DELETE's table, as written
+    written: str = ""  # an INSERT's, an UPDATE's or a DELETE's table, as written
+    inserts: bool = False  # an INSERT (into `written`)
     locks: bool = False  # a SELECT ... FOR UPDATE / FOR SHARE (of its tables)
     upsert: bool = False  # an INSERT ... ON CONFLICT: the application means its keys to meet rows
     # a SELECT's plain columns, each (the name it returns under, the column, the tables it may be of):
@@ -88,12 +88,12 @@ def parse(text: str) -> Parsed:
     for n, _ in nodes:
         if isinstance(n, ast.A_Expr) and n.name and n.name[-1].sval in BOUNDS:
             params.update(_sum_bound(n, bare, tables, aliases))
-    into = _name(stmt.relation) if isinstance(stmt, ast.InsertStmt) else ""
-    changes = _name(stmt.relation) if isinstance(stmt, ast.UpdateStmt | ast.DeleteStmt) else ""
+    written = _name(stmt.relation) if isinstance(stmt, ast.InsertStmt | ast.UpdateStmt | ast.DeleteStmt) else ""
+    inserts = isinstance(stmt, ast.InsertStmt)
     locks = isinstance(stmt, ast.SelectStmt) and bool(stmt.lockingClause)
     upsert = isinstance(stmt, ast.InsertStmt) and stmt.onConflictClause is not None
-    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, into, changes, locks, upsert,
-                  _returns(stmt, tables, aliases))
+    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, written, inserts, locks,
+                  upsert, _returns(stmt, tables, aliases))
 
 
 def _returns(stmt: Any, tables: list[tuple[str, str]], aliases: dict[str, tuple[str, str]]) -> tuple[ParamUse, ...]:
