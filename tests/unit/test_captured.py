@@ -475,14 +475,14 @@ def test_a_range_s_width_is_the_one_reading_the_application_s_blocks() -> None:
         probed.append(w)
         return 31.0 * w if w <= 24 else 900.0
 
-    best, seen = probe.width(nested_then_hash, 30.0, True, 631.0) or (0.0, {})
+    best, seen = probe.width(nested_then_hash, 30.0, probe.WHOLE, 631.0) or (0.0, {})
     assert best == 20.0 and seen[20.0] == 620.0
     assert {2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0} <= set(seen) and len(probed) <= 7 + probe.NARROWING
     assert all(w == int(w) for w in seen)  # an integer column's widths are whole
-    assert probe.width(lambda w: 50.0, 30.0, True, 631.0) is None  # the width changes nothing
-    assert probe.width(lambda w: None, 30.0, True, 631.0) is None  # every probe refused
+    assert probe.width(lambda w: 50.0, 30.0, probe.WHOLE, 631.0) is None  # the width changes nothing
+    assert probe.width(lambda w: None, 30.0, probe.WHOLE, 631.0) is None  # every probe refused
     # the application reads more than the widest probe: the widest; a float column's widths are not rounded
-    assert (probe.width(lambda w: 10.0 * w, 0.5, False, 1e6) or (0.0, {}))[0] == 2.0
+    assert (probe.width(lambda w: 10.0 * w, 0.5, probe.REAL, 1e6) or (0.0, {}))[0] == 2.0
 
 
 def test_a_row_is_locked_before_it_is_updated_and_inserted_before_what_references_it(tmp_path: Path) -> None:

@@ -6,7 +6,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psycopg
+from psycopg import sql
+from psycopg.abc import Params
 
+from pgknee.base.errors import UserError
 from pgknee.system import safefs
 from pgknee.system.proc import RunAs
 
@@ -19,6 +22,23 @@ class ScriptSource:
     filename: str  # the name pgbench shows in its messages: transfer.sql, or the user's own file's name
     text: str
     weight: int
+
+
+def read_script(path: Path, shown: str, hint: str) -> str:
+    """A script file's text (UTF-8); else a UserError saying why it cannot be read (shown as
+    `shown`), and `hint`."""
+    try:
+        return path.read_text(encoding="utf-8", errors="strict")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
+        raise UserError(f"script {shown} cannot be read: {why}", hint) from None
+
+
+def aggregate_int(conn: psycopg.Connection[Any], query: str | sql.Composed, params: Params | None = None) -> int:
+    """The integer an aggregate without GROUP BY returns in its one row (max, sum): 0 for its NULL,
+    when there was no row to aggregate."""
+    [(value,)] = conn.execute(query, params).fetchall()
+    return int(value) if value is not None else 0
 
 
 @dataclass(frozen=True)

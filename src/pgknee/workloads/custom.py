@@ -9,9 +9,8 @@ from typing import Any
 
 import psycopg
 
-from pgknee.base.errors import UserError
 from pgknee.plan import WorkloadSpec
-from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource, read_script
 
 
 class Custom:
@@ -22,11 +21,7 @@ class Custom:
         self._sources: list[ScriptSource] = []
         for p, w in spec.scripts:
             path = Path(p)
-            try:
-                text = path.read_text(encoding="utf-8", errors="strict")
-            except (OSError, UnicodeDecodeError) as e:
-                why = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
-                raise UserError(f"script {p} cannot be read: {why}", "check the path given to --script") from None
+            text = read_script(path, p, "check the path given to --script")
             self._sources.append(ScriptSource(path.stem, path.name, text, w))
 
     def install(self, conn: psycopg.Connection[Any], *, say: Callable[[str], None],

@@ -18,8 +18,8 @@ from pgknee.base.errors import UserError
 from pgknee.model.results import CapturedStatement
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads import queries
-from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
-from pgknee.workloads.captured.manifest import Manifest, load
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource, aggregate_int, read_script
+from pgknee.workloads.captured.manifest import Manifest, load, per_transaction
 
 FRESH_COUNTER = re.compile(r"^\\set (\w+_seq) :\1 \+ \d+$", re.MULTILINE)  # a fresh key's counter (writes.py)
 
@@ -29,8 +29,7 @@ def _highest(conn: psycopg.Connection[Any], column: str) -> int:
     schema, table, name = column.split(".", 2)
     q = sql.SQL(queries.text("captured_highest_key")).format(column=sql.Identifier(name),
                                                                table=sql.Identifier(schema, table))
-    row = conn.execute(q).fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+    return aggregate_int(conn, q)
 
 
 def _warn_unanalysed(conn: psycopg.Connection[Any], tables: list[str], say: Callable[[str], None]) -> None:
@@ -61,11 +60,7 @@ class Captured:
             if sc.weight <= 0:
                 continue
             path = Path(spec.path) / sc.file
-            try:
-                text = path.read_text(encoding="utf-8", errors="strict")
-            except (OSError, UnicodeDecodeError) as e:
-                why = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
-                raise UserError(f"script {path} cannot be read: {why}", "capture again, or fix the file") from None
+            text = read_script(path, str(path), "capture again, or fix the file")
             self._sources.append(ScriptSource(sc.name, sc.file, text, sc.weight))
 
     def install(self, conn: psycopg.Connection[Any], *, say: Callable[[str], None],
@@ -95,18 +90,18 @@ class Captured:
         calls = sum(s.calls for s in self.manifest.statements if s.id in scripted)
         # per transaction, the scripted statements' calls alone: what a replay can run of them
         figures = {"hold_ms": o.hold_ms, "idle_share": o.idle_share, "transactions_per_s": o.transactions_per_s,
-                   "statements_per_transaction": calls / n_tx if n_tx >= 1 else None,
+                   "statements_per_transaction": per_transaction(calls, n_tx),
                    "sessions_open_p99": o.sessions_open.p99, "sessions_busy_p99": o.sessions_busy.p99,
                    "think_ms": o.think_ms}
         return {f"observed.{k}": repr(float(v)) for k, v in figures.items() if v is not None}
 
     def _refuse_the_source(self, conn: psycopg.Connection[Any]) -> None:
         try:
-            row = conn.execute(queries.text("captured_system_identifier")).fetchone()
+            [(readable,)] = conn.execute(queries.text("captured_system_identifier")).fetchall()  # its one row
+            target = str(readable)
         except psycopg.errors.InsufficientPrivilege:
             conn.rollback() if not conn.autocommit else None
-            row = None
-        target = str(row[0]) if row else ""
+            target = ""
         if not target or not self.manifest.system_identifier:
             raise UserError("pgknee cannot tell whether the target is the capture's source (pg_control_system() "
                             "was not readable), and the workload writes",

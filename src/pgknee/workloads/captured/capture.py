@@ -85,8 +85,9 @@ def capture(dsn: str, *, top: int, order_by: str, say: Callable[[str], None],
 
 
 def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
-    row = conn.execute(sql).fetchone()
-    return row[0] if row else None
+    """The value of a query that returns one row always (a function's without FROM, a count)."""
+    [(value,)] = conn.execute(sql).fetchall()
+    return value
 
 
 def _check_statements(conn: psycopg.Connection[Any]) -> int:
@@ -134,16 +135,15 @@ def _shape(src: Source, statements: list[Statement], tables: list[str]) -> _Shap
     returns: dict[str, tuple[tuple[str, str], ...]] = {}
     for s in statements:
         parsed = sqlmap.parse(s.query)
-        if parsed.inserts_into or parsed.changes:
-            written = parsed.inserts_into or parsed.changes
-            writes[s.id] = find_table(src, written)
-        if parsed.inserts_into:
+        if parsed.written:
+            writes[s.id] = find_table(src, parsed.written)
+        if parsed.inserts:
             keys[s.id] = frozenset(f"{writes[s.id]}.{c}" for _, cols, _ in unique_keys(src, writes[s.id]) for c in cols)
         if parsed.locks:
             locks[s.id] = frozenset(s.tables)
         if read := tuple(r for use in parsed.returns if (r := _returned(src, use)) is not None):
             returns[s.id] = read
-    pairs = foreign_keys(src, tables) if tables else []
+    pairs = foreign_keys(src, tables)  # none for no tables
     parents: dict[str, set[str]] = {}
     for child, parent in pairs:
         parents.setdefault(child.rsplit(".", 1)[0], set()).add(parent.rsplit(".", 1)[0])
@@ -303,14 +303,14 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
                              "statements (see BEGIN's calls against the statements')")
     if parsed.kind == "skip":
         raise gen.CannotDraw(parsed.reason)
-    tables = [find_table(src, f"{s}.{t}" if s else t) for s, t in parsed.tables]
+    tables = [find_table(src, sqlmap.qualified(s, t)) for s, t in parsed.tables]
     if not tables or all(t.split(".")[0] in SYSTEM for t in tables):
         raise gen.CannotDraw("it reads no table of the application (only the catalogues, or none)")
     if all(t in src.sequences or t.split(".")[0] in SYSTEM for t in tables):
         # pg_dump before 18 reads each sequence so (SELECT last_value, is_called FROM s), once per dump
         raise gen.CannotDraw(f"it reads the state of sequence {', '.join(t for t in tables if t in src.sequences)} "
                              "as a relation, as pg_dump and monitoring tools do (an application calls nextval())")
-    fresh = (upsert_rows if parsed.upsert else fresh_keys)(src, sid, parsed) if parsed.inserts_into else {}
+    fresh = (upsert_rows if parsed.upsert else fresh_keys)(src, sid, parsed) if parsed.inserts else {}
     each = {n: fresh[n] if n in fresh else _typed(src, sid, query, n, use) if _untied(src, query, n, use)
             else _param(src, sid, n, use, rows / max(calls, 1)) for n, use in sorted(parsed.params.items())}
     after = ranges.drawn_together(src, sid, (query, parsed), each, e.blocks / max(calls, 1))
@@ -320,11 +320,10 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
         if n not in after:  # a range's upper bound comes after its lower, which it is drawn from
             lines += [*d.lines, *(ln for u, lo in after.items() if lo == n for ln in each[u][1].lines)]
     placeholders = {n: d.placeholder for n, (_, d) in each.items()}
-    sql = re.sub(r"\$(\d+)(?!\d)", lambda m: placeholders.get(int(m.group(1)), m.group(0)), query)
+    sql = _substituted(query, placeholders)
     # as the target's pg_stat_statements will show it: a constant given for a parameter is a parameter again
     constant = {q.n for q in params if q.use in ("typed", "shift") and "(" not in placeholders[q.n]}
-    replayed = re.sub(r":s\d+_p\d+", "$1", re.sub(r"\$(\d+)(?!\d)", lambda m: "$1" if int(m.group(1)) in constant
-                                                   else placeholders.get(int(m.group(1)), m.group(0)), query))
+    replayed = re.sub(r":s\d+_p\d+", "$1", _substituted(query, {**placeholders, **dict.fromkeys(constant, "$1")}))
     st = Statement(sid, query, parsed.kind, calls, round(total, 3), round(total / max(calls, 1), 4), rows,
                    round(calls / totals[0], 6), round(total / totals[1], 6), tables,
                    sqlmap.statement_fingerprint(replayed), params)
@@ -332,6 +331,11 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
             f"{rows / max(calls, 1):.1f} rows per call, {st.share_time:.1%} of the database's time"]
     head += [f"-- ${p.n}: {p.column or p.use} ({p.type or '-'}): {p.drawn}" for p in params]
     return st, "\n".join([*head, *lines, sql.rstrip().rstrip(";") + ";", ""])
+
+
+def _substituted(query: str, values: dict[int, str]) -> str:
+    """The statement with each `$n` that `values` holds replaced by its value."""
+    return re.sub(r"\$(\d+)(?!\d)", lambda m: values.get(int(m.group(1)), m.group(0)), query)
 
 
 def _param(src: Source, sid: str, n: int, use: sqlmap.ParamUse, rows_per_call: float
@@ -375,8 +379,8 @@ def _evidence(src: Source, column: str, st: gen.ColumnStats) -> tuple[gen.Column
     says its values are among, said so; else None and why."""
     if st.mcv or len(st.histogram) >= 2:
         return st, ""
-    for child, parent in foreign_keys(src, [column.rsplit(".", 1)[0]]):
-        theirs = stats(src, *parent.rsplit(".", 1)) if child == column else None
+    for parent in [parent for child, parent in foreign_keys(src, [column.rsplit(".", 1)[0]]) if child == column]:
+        theirs = stats(src, *parent.rsplit(".", 1))
         if theirs is not None and (theirs.mcv or len(theirs.histogram) >= 2):
             return dataclasses.replace(theirs, type=st.type), (
                 f"its column has no statistics (its table empty when analysed): from {parent}'s, which a "
@@ -421,7 +425,7 @@ def _untied(src: Source, query: str, n: int, use: sqlmap.ParamUse) -> bool:
         return False
     types = param_types(src, query)
     _, st = first_column(src, use)
-    return n <= len(types) and st is not None and gen.base_type(types[n - 1]) != gen.base_type(st.type)
+    return n in types and st is not None and gen.base_type(types[n]) != gen.base_type(st.type)
 
 
 def _typed(src: Source, sid: str, query: str, n: int, use: sqlmap.ParamUse) -> tuple[Param, gen.Drawn]:
@@ -430,7 +434,7 @@ def _typed(src: Source, sid: str, query: str, n: int, use: sqlmap.ParamUse) -> t
     0..999, so that it does not pick the same ones each time; any other is 1 (a CASE's constant, a
     length: 999 in `substr(x, 1, $2)` overflowed a varchar(500))."""
     types = param_types(src, query)
-    kind = gen.base_type(types[n - 1]) if n <= len(types) else ""
+    kind = gen.base_type(types.get(n, ""))  # '': the server could not infer it
     if kind not in BY_TYPE:
         raise gen.CannotDraw(f"${n} is not compared with a column or set into one, and its type "
                              f"({kind or 'unknown: the server could not prepare the statement'}) has no value "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
@@ -21,13 +22,6 @@ SCALE = 1_000_000  # the MCVs' cumulative frequencies in millionths
 NEXT = " \\\n    "  # a meta-command continued on the next line (pgbench: backslash-return)
 # a type name as format_type writes it, and nothing else, becomes part of the script
 TYPE_NAME = re.compile(r"[a-z][a-z ]{0,40}(\(\d{1,6}(,\d{1,6})?\))?(\[\])?")
-# temporal types drawn as numbers: (the number's unit, the statement's expression of it)
-TEMPORAL = {
-    "timestamp with time zone": ("seconds since the epoch", "to_timestamp({})"),
-    "timestamp without time zone": ("seconds since the epoch", "(to_timestamp({}) AT TIME ZONE 'UTC')"),
-    "date": ("days since 2000-01-01", "(DATE '2000-01-01' + {})"),
-    "interval": ("seconds", "make_interval(secs => {})"),
-}
 DAY_ZERO = date(2000, 1, 1)
 INTERVAL = re.compile(r"(?:(-?\d+) days? ?)?(?:(-)?(\d+):(\d\d):(\d\d(?:\.\d+)?))?")
 # pgbench replaces ':name' in a statement even inside a quoted literal; control characters stay out
@@ -106,8 +100,13 @@ def _number(text: str, integer: bool) -> str:
     if not math.isfinite(x):
         raise CannotDraw(f"the statistics value {text[:20]!r} is not a finite number")
     if integer:
-        return f"({int(x)})" if x < 0 else str(int(x))
-    return f"({x!r})" if x < 0 else repr(x)
+        return _signed(x, str(int(x)))
+    return _signed(x, repr(x))
+
+
+def _signed(x: float, text: str) -> str:
+    """A number's text in pgbench's expressions: a negative one in parentheses."""
+    return f"({text})" if x < 0 else text
 
 
 def _numeric(var: str, st: ColumnStats) -> Drawn:
@@ -115,13 +114,14 @@ def _numeric(var: str, st: ColumnStats) -> Drawn:
     mcv = [_number(v, integer) for v in st.mcv]
     bounds = [_number(v, integer) for v in st.histogram]
     lines = [f"\\set {var}_r random(1, {SCALE})"] if mcv else []  # which common value, if any
-    rest = mcv[-1] if mcv else "0"
     if len(bounds) == 2 or _even(bounds):  # one bucket, or buckets alike (a key): one range, no case to choose
         rest = _within(bounds[0], bounds[-1], integer)
     elif len(bounds) > 2:
         lines.append(f"\\set {var}_b random(0, {len(bounds) - 2})")
         picks = [(str(i), _within(lo, hi, integer)) for i, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False))]
         rest = _first_at_most(f":{var}_b", picks[:-1], picks[-1][1])
+    else:  # no histogram, so common values (draw refuses a column with neither): the last is the case's else
+        rest = mcv[-1]
     if mcv:
         arms = [(str(t), v) for t, v in zip(_thresholds(st), mcv, strict=True)]
         lines.append(f"\\set {var} {_first_at_most(f':{var}_r', arms, rest)}")
@@ -156,12 +156,11 @@ def _even(bounds: list[str]) -> bool:
 
 def _temporal(var: str, st: ColumnStats) -> Drawn:
     """A date, a time with its day or an interval, drawn as a number and turned back in the statement."""
-    kind = base_type(st.type)
-    to_number = {"date": _days, "interval": _seconds_of_interval}.get(kind, _epoch)
-    as_numbers = replace(st, type="integer" if kind == "date" else "double precision",
-                         mcv=tuple(to_number(v) for v in st.mcv), histogram=tuple(to_number(v) for v in st.histogram))
+    how = TEMPORAL[base_type(st.type)]
+    as_numbers = replace(st, type=how.number_type, mcv=tuple(how.of_text(v) for v in st.mcv),
+                         histogram=tuple(how.of_text(v) for v in st.histogram))
     drawn = _numeric(var, as_numbers)
-    return Drawn(drawn.lines, TEMPORAL[kind][1].format(drawn.placeholder))
+    return Drawn(drawn.lines, how.expression.format(drawn.placeholder))
 
 
 def _epoch(text: str) -> str:
@@ -214,6 +213,33 @@ def _listed(var: str, st: ColumnStats) -> Drawn:
     return Drawn(tuple(lines), f"(ARRAY[{', '.join(values)}]::{st.type}[])[:{var}]")
 
 
+@dataclass(frozen=True)
+class AsNumber:
+    """A type whose values pgbench draws as numbers: the number's unit, the statement's expression
+    of it (`{}` the number), the number's type as _numeric draws it, the number from pg_stats' text."""
+
+    unit: str
+    expression: str
+    number_type: str
+    of_text: Callable[[str], str]
+
+    @property
+    def whole(self) -> bool:
+        """Its numbers are whole: a range's width is one at least."""
+        return self.number_type in INTEGERS
+
+
+# temporal types drawn as numbers
+TEMPORAL = {
+    "timestamp with time zone": AsNumber("seconds since the epoch", "to_timestamp({})", "double precision", _epoch),
+    "timestamp without time zone": AsNumber("seconds since the epoch", "(to_timestamp({}) AT TIME ZONE 'UTC')",
+                                            "double precision", _epoch),
+    "date": AsNumber("days since 2000-01-01", "(DATE '2000-01-01' + {})", "integer", _days),
+    "interval": AsNumber("seconds", "make_interval(secs => {})", "double precision", _seconds_of_interval),
+}
+# every type a range's bounds may be drawn apart by a width: the numbers as they are, and the temporal ones
+AS_NUMBER = {**{k: AsNumber("", "{}", k, str) for k in INTEGERS | FLOATS}, **TEMPORAL}
+
 
 def median_bucket(bounds: list[float]) -> float:
     """The median width of a histogram's buckets (its bounds as numbers, at least two)."""
@@ -226,7 +252,7 @@ def range_width(var: str, st: ColumnStats, step: str = "") -> tuple[Drawn, str]:
     if base_type(st.type) not in INTEGERS | FLOATS or len(st.histogram) < 2:
         raise CannotDraw(f"the width of a range on a column of type {st.type} without a histogram")
     width = median_bucket([float(v) for v in st.histogram])
-    step = step or (str(max(1, round(width))) if base_type(st.type) in INTEGERS else repr(width))
+    step = step or _step(width, AS_NUMBER[base_type(st.type)].whole)
     return Drawn((f"\\set {var} {step}",), f":{var}"), step
 
 
@@ -236,12 +262,14 @@ def upper_bound(var: str, lower: str, st: ColumnStats, step: str = "") -> tuple[
     histogram bucket's width (the median bucket: 1% of the rows at pg_stats' 100), where two values
     drawn apart would span half the table. Numbers and times only."""
     kind = base_type(st.type)
-    to_number = {"date": _days, "interval": _seconds_of_interval}.get(kind, _epoch) if kind in TEMPORAL else \
-        (lambda v: v) if kind in INTEGERS | FLOATS else None
-    if to_number is None or len(st.histogram) < 2:
+    how = AS_NUMBER.get(kind)
+    if how is None or len(st.histogram) < 2:
         raise CannotDraw(f"a range on a column of type {kind} without a histogram: its bounds are drawn apart")
-    values = [float(to_number(v)) for v in st.histogram]
-    width = median_bucket(values)
-    step = step or (str(max(1, round(width))) if kind in INTEGERS or kind == "date" else repr(width))
-    shown = TEMPORAL[kind][1].format(f":{var}") if kind in TEMPORAL else f":{var}"
-    return Drawn((f"\\set {var} :{lower} + {step}",), shown), step
+    width = median_bucket([float(how.of_text(v)) for v in st.histogram])
+    step = step or _step(width, how.whole)
+    return Drawn((f"\\set {var} :{lower} + {step}",), how.expression.format(f":{var}")), step
+
+
+def _step(width: float, whole: bool) -> str:
+    """A range's width as its script adds it: whole numbers rounded, one at least."""
+    return str(max(1, round(width))) if whole else repr(width)

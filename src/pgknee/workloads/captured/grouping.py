@@ -289,7 +289,7 @@ def _alone_inside(groups: list[Group], calls: dict[str, int], seqs: list[list[st
     for s in seqs:
         for sid in set(s):
             inside[sid] += 1
-    least = 1 if len(seqs) < 20 else 2
+    least = _least(seqs)
     said = ("never with another statement nor in autocommit: a transaction of its own as far as the samples "
             "tell (a transaction much shorter than their interval may hide its company: join them in the "
             "manifest if you know it)")
@@ -338,7 +338,7 @@ def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],
             for other in s[i + 1:]:
                 together[tuple(sorted((sid, other)))] += 1  # type: ignore[index]
                 before[sid, other] += 1
-    least = 1 if len(seqs) < 20 else 2
+    least = _least(seqs)
     appear = {sid: sum(1 for s in seqs if sid in s) for sid in positions}
     # a pair seen together in a sliver of the transactions either was seen in is chance, not a transaction
     edges = [(a, b) for (a, b), n in together.items() if n >= max(least, LINK_SHARE * min(appear[a], appear[b]))]
@@ -358,6 +358,12 @@ def _from_samples(calls: dict[str, int], seen: list[tuple[list[str], int]],
     opened = f"the {begins} transactions BEGIN opened" if begins is not None else "the transactions (BEGIN not counted)"
     return groups, (f"by the sampled transactions: {len(seqs)} showed captured statements inside BEGIN ... COMMIT; "
                     f"the groups hold {grouped} of {opened} in the window")
+
+
+def _least(seqs: list[list[str]]) -> int:
+    """The sampled transactions that are evidence of a statement's company: one among fewer than
+    twenty sampled, else two."""
+    return 1 if len(seqs) < 20 else 2
 
 
 def _every_time(counts: Iterable[int]) -> int:

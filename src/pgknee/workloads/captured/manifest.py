@@ -119,6 +119,11 @@ class Observation:
         return idle / explicit if idle is not None and explicit >= 1 else None
 
 
+def per_transaction(x: float, transactions: float) -> float | None:
+    """A window's total per transaction; None when not one transaction ended in it."""
+    return x / transactions if transactions >= 1 else None
+
+
 @dataclass(frozen=True)
 class Manifest:
     source: str  # the DSN without its password

@@ -31,7 +31,7 @@ import psycopg
 from pgknee.workloads import queries
 from pgknee.workloads.captured import sqlmap
 from pgknee.workloads.captured import transactions as tx
-from pgknee.workloads.captured.manifest import Observation, Spread
+from pgknee.workloads.captured.manifest import Observation, Spread, per_transaction
 from pgknee.workloads.captured.moves import MOVES_S
 
 OWN_MARK = "pgknee:observe"
@@ -86,8 +86,8 @@ def _calls(conn: psycopg.Connection[Any]) -> dict[int, int]:
 
 
 def _sample(conn: psycopg.Connection[Any]) -> tx.Sample:
-    rows = conn.execute(queries.text("observe_activity")).fetchall()
-    at = float(rows[0][0]) if rows else time.time()
+    rows = conn.execute(queries.text("observe_activity")).fetchall()  # one at least: the clock's, joined
+    at = float(rows[0][0])
     return tx.Sample(at, tuple(tx.SessionSeen(int(pid), float(bs or 0.0), xs, st, sc, qid, qs)
                                for _, pid, bs, xs, st, sc, qid, qs in rows if pid is not None))
 
@@ -167,7 +167,7 @@ def _spread(values: list[tuple[float, float]], scale: float = 1.0) -> Spread:
         return Spread()
     q = [tx.weighted_quantile(values, p) for p in (0.5, 0.9, 0.99)]
     top = max(v for v, _ in values)
-    return Spread(*(round(x * scale, 3) if x is not None else None for x in (*q, top)))
+    return Spread(*(round(x * scale, 3) for x in (*q, top)))  # (weights() gives each a weight: 1 or more)
 
 
 def _counts(values: list[int]) -> Spread:
@@ -212,16 +212,16 @@ def summarise(before_db: dict[str, float], after_db: dict[str, float],
         notes.append("no transaction of the application ended in the window: was it running?")
     if not seen and samples:
         notes.append("the samples saw no transaction end: a longer window, or the application was idle")
-    hold = (active + idle) / n_tx if n_tx >= 1 else None
+    hold = per_transaction(active + idle, n_tx)
     think = _think(samples, hold)
     explicit = [(t.idle_s, w) for t, w in weighted if t.explicit]
     obs = Observation(
         window_s=round(window, 3), interval_s=round(interval_s, 4), samples=len(samples),
         transactions_per_s=round(n_tx / window, 3), rollbacks_per_s=round(rollbacks / window, 3),
         explicit_per_s=round(begins / window, 3),
-        statements_per_transaction=round(sum(s.calls for s in app) / n_tx, 3) if n_tx >= 1 else None,
-        hold_ms=_r(hold), active_ms=_r(active / n_tx if n_tx >= 1 else None),
-        idle_in_transaction_ms=_r(idle / n_tx if n_tx >= 1 else None),
+        statements_per_transaction=_r(per_transaction(sum(s.calls for s in app), n_tx)),
+        hold_ms=_r(hold), active_ms=_r(per_transaction(active, n_tx)),
+        idle_in_transaction_ms=_r(per_transaction(idle, n_tx)),
         idle_share=round(idle / (active + idle), 4) if active + idle > 0 else None,
         transaction_ms=_spread([(t.duration_s, w) for t, w in weighted], 1000.0),
         explicit_idle_ms=_spread(explicit, 1000.0), transactions_seen=len(seen),

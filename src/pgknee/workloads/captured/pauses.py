@@ -21,8 +21,8 @@ def idle_points(values: Sequence[tuple[float, float]], mean_ms: float | None) ->
     scaled so that their mean is the counters' `mean_ms`; [] when nothing was seen."""
     if not values:
         return [round(mean_ms, 3)] * len(POINTS) if mean_ms else []
-    pts = [(tx.weighted_quantile(values, p / 100) or 0.0) * 1000.0 for p in POINTS]
-    sampled = tx.weighted_mean([(v * 1000.0, w) for v, w in values]) or 0.0
+    pts = [tx.weighted_quantile(values, p / 100) * 1000.0 for p in POINTS]
+    sampled = tx.weighted_mean([(v * 1000.0, w) for v, w in values])
     scale = mean_ms / sampled if mean_ms is not None and sampled > 0 else 1.0
     return [round(p * scale, 3) for p in pts]
 

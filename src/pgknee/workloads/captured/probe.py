@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
@@ -30,6 +31,23 @@ NUMBERS = gen.INTEGERS | gen.FLOATS | {"unknown"}  # the types a probe may name 
 NARROWING = 6  # halvings between the two widths that straddle the application's blocks
 
 
+@dataclass(frozen=True)
+class Scale:
+    """A column's numbers as a probe widens and narrows a range on them: whole (an integer
+    column's) or real."""
+
+    whole: bool
+    widened: Callable[[float, float], float]  # one bucket's width and a factor of FACTORS -> the width probed
+    between: Callable[[float, float], float]  # two widths -> the one probed between them
+    shown: Callable[[float], str]  # a number as the statement's literal
+
+
+# whole: widths rounded, one at least, halved between two; real: as they are, the geometric mean between two
+WHOLE = Scale(True, lambda bucket, f: max(1.0, float(round(bucket * f))), lambda a, b: float((a + b) // 2),
+              lambda x: str(int(x)))
+REAL = Scale(False, lambda bucket, f: bucket * f, lambda a, b: math.sqrt(a * b), repr)
+
+
 def typical(src: Source, column: str) -> str | None:
     """A value of schema.table.column the application is likely to ask: its most common, else the
     middle of its histogram; None without statistics."""
@@ -42,40 +60,41 @@ def typical(src: Source, column: str) -> str | None:
     return st.histogram[len(st.histogram) // 2] if st.histogram else None
 
 
-def blocks(src: Source, query: str, values: dict[int, str], types: dict[int, str] | None = None) -> float | None:
+def blocks(src: Source, query: str, values: dict[int, str], types: dict[int, str]) -> float | None:
     """The shared blocks the statement's execution reads with these values ($n -> a literal's text,
     every $n of it), the numbers among them of the `types` given (`id < $2 + $3` leaves the server
-    nothing to infer them from; any other is inferred); None when the server refuses it or it runs
-    out of time."""
+    nothing to infer them from; any other is inferred: 'unknown'); None when the server refuses it
+    or it runs out of time."""
     args = sql.SQL(", ").join(sql.Literal(values[n]) for n in sorted(values))
-    given = [(types or {}).get(n, "unknown") for n in sorted(values)]
+    given = [types.get(n, "unknown") for n in sorted(values)]
     if any(t not in NUMBERS for t in given):  # (a type's name in the statement: a known one only)
         return None
-    typed = sql.SQL(" ({})").format(sql.SQL(", ").join(sql.SQL(t) for t in given)) if types else sql.SQL("")
-    row = None
+    typed = sql.SQL(" ({})").format(sql.SQL(", ").join(sql.SQL(t) for t in given))
     try:
         with src.conn.transaction(force_rollback=True):  # the timeout undone with it
             src.conn.execute(queries.text("captured_probe_timeout"), {"ms": str(PROBE_MS)})
             src.conn.execute(sql.SQL("PREPARE pgknee_capture_probe{} AS {}").format(typed, sql.SQL(query)))
             try:
                 with src.conn.transaction():  # a probe out of time: the prepared statement still deallocated
-                    row = src.conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
-                                                   "EXECUTE pgknee_capture_probe ({})").format(args)).fetchone()
+                    # EXPLAIN's one row: FORMAT JSON's array of one object, its Plan's buffer figures always
+                    # there under BUFFERS (every figure is shown in the structured formats, zeros too)
+                    explain = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE pgknee_capture_probe ({})")
+                    [(explained,)] = src.conn.execute(explain.format(args)).fetchall()
             finally:
                 src.conn.execute("DEALLOCATE pgknee_capture_probe")
     except psycopg.Error:
         return None
-    plan = row[0][0].get("Plan", {}) if row and row[0] else {}
-    return float(plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0)) if plan else None
+    plan = explained[0]["Plan"]
+    return float(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"])
 
 
-def width(at: Callable[[float], float | None], bucket: float, integer: bool,
+def width(at: Callable[[float], float | None], bucket: float, scale: Scale,
           target: float) -> tuple[float, dict[float, float]] | None:
     """The width (of a range of one histogram bucket `bucket`) at which `at(width)`, the blocks read,
     comes nearest `target` (the application's blocks per call), and every width probed with its
     blocks; None when no two widths read differently (the width changes nothing: keep the bucket).
     Pure but for `at`."""
-    widths = sorted({max(1.0, float(round(bucket * f))) if integer else bucket * f for f in FACTORS})
+    widths = sorted({scale.widened(bucket, f) for f in FACTORS})
     seen = {w: b for w in widths if (b := at(w)) is not None}
     if target <= 0 or len(set(seen.values())) < 2:
         return None
@@ -84,8 +103,8 @@ def width(at: Callable[[float], float | None], bucket: float, integer: bool,
     if below and above and below[-1] < above[0]:  # narrowed between the two: plans change within a bucket
         a, b = below[-1], above[0]
         for _ in range(NARROWING):
-            m = float((a + b) // 2) if integer else math.sqrt(a * b)
-            if integer and b - a <= 1 or (got := at(m)) is None:
+            m = scale.between(a, b)
+            if scale.whole and b - a <= 1 or (got := at(m)) is None:
                 break
             seen[m] = got
             a, b = (m, b) if got < target else (a, m)
@@ -109,19 +128,21 @@ def range_width(src: Source, query: str, values: dict[int, str], params: tuple[i
         return None
     bucket = gen.median_bucket(bounds)
     lower = bounds[len(bounds) // 2]
-    integer = kind in gen.INTEGERS
-
-    def shown(x: float) -> str:
-        return str(int(x)) if integer else repr(x)
-
+    scale = WHOLE if kind in gen.INTEGERS else REAL
+    shown = scale.shown
     numbers = {n: kind for n in (lo, hi, *shifts)}
     found = width(lambda w: blocks(src, query, {**values, lo: shown(lower), hi: shown(w if relative else lower + w)},
-                                   numbers), bucket, integer, target)
+                                   numbers), bucket, scale, target)
     if found is None:
         return None
     best, seen = found
     probed = ", ".join(f"{shown(w)}: {b:.0f}" for w, b in sorted(seen.items()))
-    what = f"the range's width: {shown(best)}" if relative else f"the range's upper bound: ${lo} + {shown(best)}"
-    return shown(best), (f"{what}, the width at which the statement reads "
+    return shown(best), (f"{said(shown(best), lo, relative)}, the width at which the statement reads "
                          f"nearest the application's {target:.0f} shared blocks a call on the source (width: blocks "
                          f"read, {probed})")
+
+
+def said(step: str, lo: int, relative: bool) -> str:
+    """A range's step in words: the width itself (`relative`: `col < $lo + $hi`), or the upper
+    bound drawn `step` above the lower `$lo`."""
+    return f"the range's width: {step}" if relative else f"the range's upper bound: ${lo} + {step}"

@@ -11,6 +11,8 @@ from pgknee.workloads.captured import probe, sqlmap
 from pgknee.workloads.captured.manifest import Param
 from pgknee.workloads.captured.source import Source, first_column, stats
 
+NOT_PROBED = ("", "")  # no step found on the source, no words for it: one histogram bucket's, said so
+
 
 def drawn_together(src: Source, sid: str, statement: tuple[str, sqlmap.Parsed],
                    each: dict[int, tuple[Param, gen.Drawn]], blocks: float) -> dict[int, int]:
@@ -31,16 +33,15 @@ def drawn_together(src: Source, sid: str, statement: tuple[str, sqlmap.Parsed],
         if st is None:
             continue
         width = parsed.params[hi].kind == "width"  # `col < $1 + $2`: $2 is the width itself
-        probed = _probed(src, (query, parsed), each, (lo, hi, width), st, blocks)
-        given, var = (probed[0] if probed else ""), f"{sid}_p{hi}"
+        given, told = _probed(src, (query, parsed), each, (lo, hi, width), st, blocks)
+        var = f"{sid}_p{hi}"
         try:
             drawn, step = gen.range_width(var, st, given) if width else gen.upper_bound(var, f"{sid}_p{lo}", st, given)
         except gen.CannotDraw:
             continue  # drawn apart, as each alone
-        what = f"the range's width: {step}" if width else f"the range's upper bound: ${lo} + {step}"
-        why = probed[1] if probed else (
-            f"{what} (one histogram bucket; the width the application asks is not in the statistics, and probing "
-            "the statement on the source did not tell it: edit the script)")
+        why = told or (
+            f"{probe.said(step, lo, width)} (one histogram bucket; the width the application asks is not in the "
+            "statistics, and probing the statement on the source did not tell it: edit the script)")
         each[hi] = (dataclasses.replace(each[hi][0], drawn=why, mcv=[], mcf=[]), drawn)
         if not width:
             out[hi] = lo
@@ -48,22 +49,23 @@ def drawn_together(src: Source, sid: str, statement: tuple[str, sqlmap.Parsed],
 
 
 def _probed(src: Source, statement: tuple[str, sqlmap.Parsed], each: dict[int, tuple[Param, gen.Drawn]],
-            bounds: tuple[int, int, bool], st: gen.ColumnStats, blocks: float) -> tuple[str, str] | None:
+            bounds: tuple[int, int, bool], st: gen.ColumnStats, blocks: float) -> tuple[str, str]:
     """probe.range_width for a SELECT that locks nothing and whose every other parameter is a
-    column's value (or a bound's shift, 0); None for any other statement."""
+    column's value (or a bound's shift, 0): the step and the words saying how it was found;
+    NOT_PROBED for any other statement, or a probe that told nothing."""
     query, parsed = statement
     if parsed.kind != "read" or parsed.locks:
-        return None
+        return NOT_PROBED
     values: dict[int, str] = {}
     for n, (p, _) in each.items():
         if n in bounds[:2]:
             continue
         value = probe.typical(src, p.column) if p.use == "column" else "0" if p.use == "shift" else None
         if value is None:
-            return None
+            return NOT_PROBED
         values[n] = value
     shifts = tuple(n for n, (p, _) in each.items() if p.use == "shift")
-    return probe.range_width(src, query, values, bounds, st, blocks, shifts)
+    return probe.range_width(src, query, values, bounds, st, blocks, shifts) or NOT_PROBED
 
 
 def in_sum(src: Source, var: str, n: int, use: sqlmap.ParamUse) -> tuple[Param, gen.Drawn]:

@@ -23,7 +23,7 @@ class Source:
     tables: dict[str, str | None]  # as written -> schema.table, None: not visible
     stats: dict[tuple[str, str], gen.ColumnStats | None]
     sequences: set[str] = dataclasses.field(default_factory=set)  # schema.name of the sequences read as relations
-    types: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # a statement's parameters' types
+    types: dict[str, dict[int, str]] = dataclasses.field(default_factory=dict)  # a statement's parameters' types
 
 
 def find_table(src: Source, written: str) -> str:
@@ -88,17 +88,18 @@ def foreign_keys(src: Source, tables: list[str]) -> list[tuple[str, str]]:
     return [(str(a), str(b)) for a, b in rows]
 
 
-def param_types(src: Source, query: str) -> list[str]:
-    """Each `$n`'s type as the server infers it: the statement prepared (never run: the capture's
-    transaction is read-only, and a statement is checked for that when it runs, not when it is
-    prepared) and its parameter types read back; [] when the server cannot prepare it."""
+def param_types(src: Source, query: str) -> dict[int, str]:
+    """Each `$n`'s type as the server infers it, by n: the statement prepared (never run: the
+    capture's transaction is read-only, and a statement is checked for that when it runs, not when
+    it is prepared) and its parameter types read back; none when the server cannot prepare it."""
     if query not in src.types:
         try:
             with src.conn.transaction():  # a savepoint: a statement the server refuses leaves the capture's alone
                 src.conn.execute(sql.SQL("PREPARE pgknee_capture_types AS {}").format(sql.SQL(query)))
-                row = src.conn.execute(queries.text("captured_param_types")).fetchone()
+                # the statement just prepared: its one row of pg_prepared_statements
+                [(types,)] = src.conn.execute(queries.text("captured_param_types")).fetchall()
                 src.conn.execute("DEALLOCATE pgknee_capture_types")
-            src.types[query] = [str(t) for t in (row[0] if row else [])]
+            src.types[query] = {n: str(t) for n, t in enumerate(types, 1)}
         except psycopg.Error:
-            src.types[query] = []
+            src.types[query] = {}
     return src.types[query]

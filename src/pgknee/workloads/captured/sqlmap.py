@@ -42,8 +42,8 @@ class Parsed:
     reason: str = ""  # why it was skipped
     tables: tuple[tuple[str, str], ...] = ()  # (schema or '', name)
     params: dict[int, ParamUse] = field(default_factory=dict)
-    inserts_into: str = ""  # an INSERT's table, as written
-    changes: str = ""  # an UPDATE's or a DELETE's table, as written
+    written: str = ""  # an INSERT's, an UPDATE's or a DELETE's table, as written
+    inserts: bool = False  # an INSERT (into `written`)
     locks: bool = False  # a SELECT ... FOR UPDATE / FOR SHARE (of its tables)
     upsert: bool = False  # an INSERT ... ON CONFLICT: the application means its keys to meet rows
     # a SELECT's plain columns, each (the name it returns under, the column, the tables it may be of):
@@ -88,12 +88,12 @@ def parse(text: str) -> Parsed:
     for n, _ in nodes:
         if isinstance(n, ast.A_Expr) and n.name and n.name[-1].sval in BOUNDS:
             params.update(_sum_bound(n, bare, tables, aliases))
-    into = _name(stmt.relation) if isinstance(stmt, ast.InsertStmt) else ""
-    changes = _name(stmt.relation) if isinstance(stmt, ast.UpdateStmt | ast.DeleteStmt) else ""
+    written = _name(stmt.relation) if isinstance(stmt, ast.InsertStmt | ast.UpdateStmt | ast.DeleteStmt) else ""
+    inserts = isinstance(stmt, ast.InsertStmt)
     locks = isinstance(stmt, ast.SelectStmt) and bool(stmt.lockingClause)
     upsert = isinstance(stmt, ast.InsertStmt) and stmt.onConflictClause is not None
-    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, into, changes, locks, upsert,
-                  _returns(stmt, tables, aliases))
+    return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, written, inserts, locks,
+                  upsert, _returns(stmt, tables, aliases))
 
 
 def _returns(stmt: Any, tables: list[tuple[str, str]], aliases: dict[str, tuple[str, str]]) -> tuple[ParamUse, ...]:
@@ -138,7 +138,7 @@ def _tables(nodes: list[tuple[Any, tuple[Any, ...]]]) -> tuple[list[tuple[str, s
 
 def _use(p: ast.ParamRef, parents: tuple[Any, ...], tables: list[tuple[str, str]],
          aliases: dict[str, tuple[str, str]]) -> ParamUse:
-    up: Any = parents[-1] if parents else None
+    up: Any = parents[-1]  # a $n is never the statement itself, the one node _walk gives no parents
     for n in reversed(parents):  # the nearest statement: INSERT's values, UPDATE's SET, a LIMIT
         found = _in_statement(p, n, up)
         if found is not None:
@@ -182,12 +182,12 @@ def _sum_bound(cmp: Any, uses: dict[int, list[ParamUse]], tables: list[tuple[str
 def _side(p: Any, up: Any, op: str) -> str:
     """Which bound of a range on the column `p` is: col >= $n and col < $m, BETWEEN $n AND $m."""
     if op == "BETWEEN":
-        bounds = up.rexpr if isinstance(up.rexpr, tuple | list) else ()
-        return "lower" if bounds and bounds[0] is p else "upper" if len(bounds) > 1 and bounds[1] is p else ""
+        low, high = up.rexpr  # the grammar's BETWEEN: always its two bounds (list_make2)
+        return "lower" if low is p else "upper" if high is p else ""
     if op not in ("<", "<=", ">", ">="):
         return ""
-    below = op in ("<", "<=")  # col < $n: $n bounds it from above
-    return ("upper" if below else "lower") if up.rexpr is p else ("lower" if below else "upper")
+    below = op in ("<", "<=")  # col < $n: $n bounds it from above; $n < col from below
+    return "upper" if below == (up.rexpr is p) else "lower"
 
 
 def _in_expression(p: ast.ParamRef, parents: tuple[Any, ...], tables: list[tuple[str, str]],
@@ -219,8 +219,13 @@ def _in_statement(p: ast.ParamRef, n: Any, up: Any) -> ParamUse | None:
     return None
 
 
+def qualified(schema: str, name: str) -> str:
+    """A table's name as written: schema.name, or the name alone when no schema was written."""
+    return f"{schema}.{name}" if schema else name
+
+
 def _name(rv: Any) -> str:
-    return f"{rv.schemaname}.{rv.relname}" if rv.schemaname else str(rv.relname)
+    return qualified(str(rv.schemaname or ""), str(rv.relname))
 
 
 def _column(ref: Any, kind: str, tables: list[tuple[str, str]],
@@ -229,6 +234,5 @@ def _column(ref: Any, kind: str, tables: list[tuple[str, str]],
     if not fields:
         return ParamUse("unknown")
     if len(fields) >= 2 and fields[-2] in aliases:
-        s, t = aliases[fields[-2]]
-        return ParamUse(kind, fields[-1], (f"{s}.{t}" if s else t,))
-    return ParamUse(kind, fields[-1], tuple(dict.fromkeys(f"{s}.{t}" if s else t for s, t in tables)))
+        return ParamUse(kind, fields[-1], (qualified(*aliases[fields[-2]]),))
+    return ParamUse(kind, fields[-1], tuple(dict.fromkeys(qualified(s, t) for s, t in tables)))

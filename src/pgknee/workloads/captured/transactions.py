@@ -50,7 +50,7 @@ class Transaction:
     start: float
     first_seen: float
     last_seen: float
-    samples: int = 0
+    samples: int  # the samples that saw it: one at least (made by the first, which counts itself)
     idle_samples: int = 0
     statements: list[int] = field(default_factory=list)  # query_ids in the order first seen
     end: float | None = None
@@ -71,7 +71,7 @@ class Transaction:
     @property
     def idle_s(self) -> float:
         """Its time idle in transaction, estimated from the share of its samples in that state."""
-        return self.duration_s * self.idle_samples / self.samples if self.samples else 0.0
+        return self.duration_s * self.idle_samples / self.samples
 
     @property
     def explicit(self) -> bool:
@@ -101,7 +101,7 @@ class _Tracker:
             self.close(s.pid, s.xact_start, False)  # the next one began: it had ended by then
             t = None
         if t is None:
-            t = self.open[s.pid] = Transaction(s.pid, s.xact_start, at, at)
+            t = self.open[s.pid] = Transaction(s.pid, s.xact_start, at, at, 0)  # this sample counted below
             t.autocommit = s.state == "active" and (s.query_start is None or abs(s.query_start - s.xact_start) < 1e-6)
         t.last_seen = at
         t.samples += 1
@@ -142,13 +142,14 @@ def weights(txs: Iterable[Transaction], interval_s: float) -> list[tuple[Transac
     return [(t, max(1.0, interval_s / t.duration_s) if t.duration_s > 0 else 1.0) for t in txs]
 
 
-def weighted_quantile(values: Sequence[tuple[float, float]], q: float) -> float | None:
+def weighted_quantile(values: Sequence[tuple[float, float]], q: float) -> float:
     """The q-quantile (0..1) of (value, weight) pairs: the smallest value whose cumulative weight
-    reaches q of the total."""
+    reaches q of the total. Pairs of a positive weight, one at least (weights() gives every
+    transaction one, 1 or more); ValueError without, as statistics.median on no data."""
     pairs = sorted((v, w) for v, w in values if w > 0)
     total = sum(w for _, w in pairs)
-    if not pairs or total <= 0:
-        return None
+    if not pairs:
+        raise ValueError("a quantile of no weighted values")
     acc = 0.0
     for v, w in pairs:
         acc += w
@@ -157,6 +158,6 @@ def weighted_quantile(values: Sequence[tuple[float, float]], q: float) -> float 
     return pairs[-1][0]
 
 
-def weighted_mean(values: Sequence[tuple[float, float]]) -> float | None:
-    total = sum(w for _, w in values)
-    return sum(v * w for v, w in values) / total if total > 0 else None
+def weighted_mean(values: Sequence[tuple[float, float]]) -> float:
+    """The mean of (value, weight) pairs, of a positive total weight (weights()'s)."""
+    return sum(v * w for v, w in values) / sum(w for _, w in values)

@@ -167,7 +167,7 @@ def text(name: str, g: grouping.Group, parts: Sequence[Part], links: dict[str, s
     units = blocks(parts, g.choices)
     slots = sum(k * len(members) for k, members in units)
     gaps = gaps_of(units)
-    slept = pauses.share_slept(points, slots, turn_ms) if points else 0.0
+    slept = pauses.share_slept(points, slots, turn_ms)  # 0 without points: their mean is 0
     sleeps = slept > 0
     head: list[str] = []
     other = _other_arms(units, g.choices)

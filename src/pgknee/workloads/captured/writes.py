@@ -60,7 +60,7 @@ def upsert_rows(src: Source, sid: str, parsed: sqlmap.Parsed) -> dict[int, tuple
 
 def _inserted(src: Source, parsed: sqlmap.Parsed) -> tuple[str, dict[str, list[int]]]:
     """The INSERT's table (schema.table) and each column its VALUES set: the parameters, row by row."""
-    into = find_table(src, parsed.inserts_into)
+    into = find_table(src, parsed.written)
     by_column: dict[str, list[int]] = {}
     for n, use in sorted(parsed.params.items()):
         if use.inserted:

@@ -15,7 +15,7 @@ from pgknee.base.errors import UserError
 from pgknee.plan import WorkloadSpec
 from pgknee.workloads import queries
 from pgknee.workloads import schema as wschema
-from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource
+from pgknee.workloads.base import CheckResult, RunPgbench, ScriptSource, aggregate_int
 
 # Scale 1 is close to the article's data set (section 6, about 35 MB): 10k users
 # and wallets, 100k transactions, 200k ledger entries.
@@ -78,11 +78,11 @@ class EWallet:
             wschema.create(conn, self.schema, "ewallet")
             conn.execute(self._render(_sql("schema")).encode())
             conn.execute(self._render(_sql("seed")).encode())
-            total = conn.execute(sql.SQL(queries.text("ewallet_total_balance")).format(
-                sql.Identifier(self.schema))).fetchone()
+            [(total,)] = conn.execute(sql.SQL(queries.text("ewallet_total_balance")).format(  # sum(): one row
+                sql.Identifier(self.schema))).fetchall()
             meta = {"workload": "ewallet", "users": str(self.users),
                     "transactions_seeded": str(self.transactions), "opening_balance": str(OPENING_BALANCE),
-                    "total_balance": str(total[0] if total else 0),
+                    "total_balance": str(total),
                     "seeded_at": time.strftime("%Y-%m-%d %H:%M:%S%z"), "scale": str(self.spec.scale)}
             wschema.write_meta(conn, self.schema, meta)
         for t in TABLES:
@@ -92,8 +92,7 @@ class EWallet:
             conn.execute(queries.text("checkpoint"))
         except psycopg.errors.InsufficientPrivilege:
             say("note: CHECKPOINT after seeding skipped (needs superuser or pg_checkpoint)")
-        size = conn.execute(queries.text("ewallet_size"), (self.schema,)).fetchone()
-        meta["size_bytes"] = str(int(size[0]) if size and size[0] is not None else 0)
+        meta["size_bytes"] = str(aggregate_int(conn, queries.text("ewallet_size"), (self.schema,)))
         say(f"seeded in {time.monotonic() - t0:.1f} s: {int(meta['size_bytes']) / 2**20:.1f} MB, "
             "ANALYZE and CHECKPOINT done")
         return meta
