@@ -49,10 +49,8 @@ class Sampled:
 def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
            x: Sampled) -> StepResult:
     """What the step measured, from pgbench's log and summary, and whether it counts."""
-    plan, ex, run = s.plan, x.execution, x.run
-    summary = parse_summary(ex.stdout) if x.merged is None else x.merged.summary
-    window = window_of(summary, plan.duration_s) if x.merged is None else x.merged.window_s
-    m, err = _measurement(s, spec, run, step_dir, window, ex) if x.merged is None else (x.merged.measurement, "")
+    plan, ex = s.plan, x.execution
+    summary, window, m, err = _figures(s, spec, step_dir, x)
     for record in _measurement_facts(plan, m, window, x):
         x.facts.add(record)
     commits = x.database.xact_commit if x.database is not None else None
@@ -69,6 +67,18 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     reason = "; ".join([*outside, *([own] if own else [])]) or None
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
                       ex.progress, x.facts.freeze(), x.records, agents=x.merged.shares if x.merged is not None else ())
+
+
+def _figures(s: RunSession, spec: StepSpec, step_dir: Path,
+             x: Sampled) -> tuple[PgbenchSummary, float, StepMeasurement | None, str]:
+    """pgbench's summary, its measured window, what its log measured, and what it said on stderr:
+    the agents' merged figures when they ran the step (they kept their stderr), else the local
+    pgbench's."""
+    if x.merged is not None:
+        return x.merged.summary, x.merged.window_s, x.merged.measurement, ""
+    summary = parse_summary(x.execution.stdout)
+    window = window_of(summary, s.plan.duration_s)
+    return (summary, window, *_measurement(s, spec, x.run, step_dir, window, x.execution))
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
@@ -157,7 +167,8 @@ def steady_note(facts: StepFacts) -> str:
     auto, measured, steady = facts.of(AutoDuration), facts.of(Measured), facts.of(Steadiness)
     if auto is None:
         return ""
-    seconds = measured.bench_seconds if measured is not None else 0.0
+    assert measured is not None  # _measurement_facts adds it to every step, first, and AutoDuration only beside it
+    seconds = measured.bench_seconds
     if steady is None:
         return f"; not steady after {seconds:.0f} s (the maximum)"
     how = "stopped once known" if auto.stopped else "ran to its maximum"
