@@ -17,18 +17,18 @@ from typing import Any
 from pgknee.base.dsn import TARGETS, environment_dsn, parse_dsn, redact_dsn, scrub_secrets, split_secret
 from pgknee.base.errors import UserError
 from pgknee.model.results import Reopening
-from pgknee.plan import DEFAULTS, Plan, PlanFile, load_plan_file, plan_from_values
+from pgknee.plan import DEFAULTS, NO_FILE, Plan, PlanFile, load_plan_file, plan_from_values
 from pgknee.scenarios import SMALL_MACHINE_CPUS
 from pgknee.scenarios import find as find_scenario
 
 FLAG_KEYS = tuple(DEFAULTS)
 
 
-def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
+def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile]:
     """The plan file (if one is given) with the flags given on top; then the environment's DSN."""
     if a.plan and a.scenario:
         raise UserError("give a plan file or --scenario, not both")
-    source = None
+    source = NO_FILE
     if a.scenario:
         scenario = find_scenario(a.scenario)
         small = (os.cpu_count() or 1) < SMALL_MACHINE_CPUS
@@ -41,25 +41,25 @@ def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
     flags = {k: getattr(a, k) for k in FLAG_KEYS if getattr(a, k, None) is not None}
     flags.update(_dsns_from_environment(flags, source))
     for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
-        dsn = flags.get(key) or (source.values.get(key) if source else None)
+        dsn = flags.get(key) or source.values.get(key)
         if dsn:
             redact_dsn(dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
     return plan_from_values(flags, source), source
 
 
-def _dsns_from_environment(flags: dict[str, Any], source: PlanFile | None) -> dict[str, str]:
+def _dsns_from_environment(flags: dict[str, Any], source: PlanFile) -> dict[str, str]:
     """PGKNEE_DSN, and the pooler's variables when a pooled-external variant needs them, unless
     a flag or the plan file gives the DSN."""
     def given(key: str) -> bool:
-        return key in flags or bool(source and key in source.values)
+        return key in flags or key in source.values
 
     out = {}
-    target = flags.get("target") or (source.values.get("target") if source else None)
+    target = flags.get("target") or source.values.get("target")
     if target is not None:
         out.update(_target_dsn(target, given("dsn")))
     elif not given("dsn") and os.environ.get("PGKNEE_DSN"):
         out["dsn"] = os.environ["PGKNEE_DSN"]
-    specs = flags.get("variants") or (source.values.get("variants") if source else None) or []
+    specs = flags.get("variants") or source.values.get("variants") or []
     if any("pooled-external" in str(s) for s in specs):  # the variables matter only to such a variant
         for key, var in (("pooler_dsn", "PGKNEE_POOLER_DSN"), ("pooler_admin_dsn", "PGKNEE_POOLER_ADMIN_DSN")):
             if not given(key) and os.environ.get(var):

@@ -81,8 +81,16 @@ class PlanFile:
     values: dict[str, Any]
     lines: dict[str, int]  # flat key -> line in the file
 
+    @property
+    def given(self) -> bool:
+        """A file was read (NO_FILE: the plan is the flags alone)."""
+        return bool(self.path)
+
     def where(self, key: str) -> str:
         return f"{self.path}:{self.lines[key]}: " if key in self.lines else ""
+
+
+NO_FILE = PlanFile("", "", {}, {})  # no plan file: no values, no lines (a file read always has its path)
 
 
 def _key_line(text: str, section: str, key: str) -> int:
@@ -155,18 +163,18 @@ class _Values:
     """A plan file's values with the flags given on top (flags win), parsed one key at a time;
     an error in a value from the file carries its file and line, one from a flag its --name."""
 
-    def __init__(self, flags: dict[str, Any], source: PlanFile | None) -> None:
+    def __init__(self, flags: dict[str, Any], source: PlanFile) -> None:
         self.flags, self.source = flags, source
-        self.v = {**DEFAULTS, **(source.values if source else {}), **flags}
+        self.v = {**DEFAULTS, **source.values, **flags}
 
     def label(self, key: str) -> str:
-        return f"--{key.replace('_', '-')}" if self.source is None or key in self.flags else key
+        return f"--{key.replace('_', '-')}" if not self.source.given or key in self.flags else key
 
     def parse(self, key: str, fn: Any) -> Any:
         try:
             return fn(self.v[key])
         except UserError as e:
-            where = self.source.where(key) if self.source is not None and key not in self.flags else ""
+            where = self.source.where(key) if key not in self.flags else ""  # NO_FILE's where is ""
             raise UserError(where + e.message, e.hint) from None
 
     def seconds(self, key: str, *, allow_zero: bool = True, whole: bool = False) -> float:
@@ -185,7 +193,7 @@ def _clients(x: Any) -> tuple[int, ...]:
     return parse_clients(",".join(str(i) for i in x) if isinstance(x, list) else str(x))
 
 
-def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> Plan:
+def plan_from_values(flags: dict[str, Any], source: PlanFile = NO_FILE) -> Plan:
     """A plan file's values with the flags given on top (flags win) -> validated Plan."""
     p = _Values(flags, source)
     v = p.v
@@ -223,6 +231,6 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             until_answer=bool(v["until_answer"]),
             budget_s=p.seconds("budget", allow_zero=False) if v["budget"] is not None else None)
     except UserError as e:
-        if source is not None and not e.message.startswith(source.path):
+        if source.given and not e.message.startswith(source.path):
             raise UserError(f"{source.path}: {e.message}", e.hint) from None
         raise
