@@ -303,7 +303,7 @@ def _share(t: coord.Task, r: dict[str, Any]) -> AgentShare:
     end = r.get("ended")
     return AgentShare(
         agent=t.agent, host=str(r.get("host", "")), clients=int(spec["clients"]), threads=int(spec["threads"]),
-        cpus=int(r.get("cpus") or 0), exit_code=int(r.get("exit_code", -1)) if r else -1,
+        cpus=int(r.get("cpus") or 0), exit_code=int(r.get("exit_code", -1)),  # r is {} without a result: -1
         transactions=c.get("transactions"), failed=c.get("failed"), tps=_tps(r) if r else None,
         bench_start=(float(end) - window) if end is not None and window > 0 else r.get("started"),
         bench_end=end, cpu_pct=r.get("cpu_pct"), rtt_ms=r.get("rtt_ms"),
