@@ -177,6 +177,11 @@ class _Values:
             where = self.source.where(key) if key not in self.flags else ""  # NO_FILE's where is ""
             raise UserError(where + e.message, e.hint) from None
 
+    def optional(self, key: str, fn: Any) -> Any:
+        """fn of the key's value, or None when it has none (its default, and neither the file nor a
+        flag gives one)."""
+        return None if self.v[key] is None else self.parse(key, fn)
+
     def seconds(self, key: str, *, allow_zero: bool = True, whole: bool = False) -> float:
         return float(self.parse(key, lambda x: parse_seconds(str(x), self.label(key), allow_zero=allow_zero,
                                                              whole=whole)))
@@ -208,8 +213,8 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile = NO_FILE) -> Plan:
                               settings=p.items("settings", lambda s: (parse_setting(s),)),
                               server_cpus=v["server_cpus"], server_ssh=v["server_ssh"] or None,
                               server_ssh_config=v["server_ssh_config"] or None,
-                              server_memory_gb=p.parse("server_memory", lambda x: parse_memory_gb(
-                                  str(x), p.label("server_memory"))) if v["server_memory"] is not None else None),
+                              server_memory_gb=p.optional("server_memory", lambda x: parse_memory_gb(
+                                  str(x), p.label("server_memory")))),
             workload=WorkloadSpec(name=v["workload"], scale=float(v["scale"]), schema=v["schema"],
                                   reinit=bool(v["reinit"]), scripts=p.items("scripts", lambda s: (parse_script(s),)),
                                   allow_writes=bool(v["allow_writes"])),
@@ -221,7 +226,7 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile = NO_FILE) -> Plan:
             warmup_s=int(p.seconds("warmup", whole=True)), threads=v["threads"], max_tries=int(v["max_tries"]),
             variants=variants or (Variant(protocol=v["protocol"]),),
             sample_interval_s=p.seconds("sample_interval"), os_interval_s=p.seconds("os_interval"),
-            log_sampling_rate=(float(v["log_sampling_rate"]) if v["log_sampling_rate"] is not None else None),
+            log_sampling_rate=p.optional("log_sampling_rate", float),
             pgbench=v["pgbench"], pgbouncer=v["pgbouncer"], pgpool=v["pgpool"],
             pooler_dsn=v["pooler_dsn"] or None, pooler_admin_dsn=v["pooler_admin_dsn"] or None,
             pooler_interval_s=p.seconds("pooler_interval", allow_zero=False),
@@ -229,7 +234,7 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile = NO_FILE) -> Plan:
             pre_s=p.seconds("pre"), post_s=p.seconds("post"), settle_s=p.seconds("settle"),
             idle_flush_s=p.seconds("idle_flush"), server_wait_s=p.seconds("server_wait"),
             until_answer=bool(v["until_answer"]),
-            budget_s=p.seconds("budget", allow_zero=False) if v["budget"] is not None else None)
+            budget_s=p.optional("budget", lambda x: parse_seconds(str(x), p.label("budget"), allow_zero=False)))
     except UserError as e:
         if source.given and not e.message.startswith(source.path):
             raise UserError(f"{source.path}: {e.message}", e.hint) from None
