@@ -456,7 +456,6 @@ class Plan:
         from pgknee.base.dsn import redact_dsn
 
         d = asdict(self)
-        d["target"]["dsn"] = redact_dsn(self.target.dsn) if self.target.dsn else None
-        for key in ("pooler_dsn", "pooler_admin_dsn"):
-            d[key] = redact_dsn(d[key]) if d[key] else None
+        for where, key in ((d["target"], "dsn"), (d, "pooler_dsn"), (d, "pooler_admin_dsn")):
+            where[key] = redact_dsn(where[key]) if where[key] else None
         return d
