@@ -15,7 +15,7 @@ from pgknee.driver.pgbench import PgbenchRun, error_cause, log_files, parse_coun
 from pgknee.driver.steady import SteadyWatch, steadiness
 from pgknee.model.facts import AutoDuration, FactsDraft, Faults, Measured, RelayEnd, Steadiness, StepFacts
 from pgknee.model.kinds import StepRecord, first_of
-from pgknee.model.results import PgbenchSummary, StepMeasurement, StepResult
+from pgknee.model.results import AgentShare, PgbenchSummary, StepMeasurement, StepResult
 from pgknee.model.server import DatabaseStep
 from pgknee.plan import Plan
 from pgknee.run.distributed import Merged
@@ -50,13 +50,13 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
            x: Sampled) -> StepResult:
     """What the step measured, from pgbench's log and summary, and whether it counts."""
     plan, ex = s.plan, x.execution
-    summary, window, m, err = _figures(s, spec, step_dir, x)
+    f = _figures(s, spec, step_dir, x)
+    summary, window, m = f.summary, f.window_s, f.measurement
     for record in _measurement_facts(plan, m, window, x):
         x.facts.add(record)
     commits = x.database.xact_commit if x.database is not None else None
     tps_db = (commits - x.own_commits) / window if commits is not None and window > 0 else None
-    own = _pgbench_failure(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
-        f"agents: {x.merged.reason}"
+    own = _pgbench_failure(s, ex.exit_code, f.stderr, m) if f.agents_failed is None else f"agents: {f.agents_failed}"
     own = own or _not_counted(spec, plan.duration_s, summary, m, window, x.idle_lost)
     outside = _outside_causes(x.facts)
     failed = own is not None or bool(outside)
@@ -66,19 +66,28 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     status = "failed" if failed else "completed"
     reason = "; ".join([*outside, *([own] if own else [])]) or None
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
-                      ex.progress, x.facts.freeze(), x.records, agents=x.merged.shares if x.merged is not None else ())
+                      ex.progress, x.facts.freeze(), x.records, agents=f.agents)
 
 
-def _figures(s: RunSession, spec: StepSpec, step_dir: Path,
-             x: Sampled) -> tuple[PgbenchSummary, float, StepMeasurement | None, str]:
-    """pgbench's summary, its measured window, what its log measured, and what it said on stderr:
-    the agents' merged figures when they ran the step (they kept their stderr), else the local
-    pgbench's."""
+@dataclass(frozen=True)
+class _Figures:
+    """What the step's pgbench measured: the local one's, or the agents' merged (run/distributed.py)."""
+
+    summary: PgbenchSummary
+    window_s: float
+    measurement: StepMeasurement | None
+    stderr: str  # the local pgbench's (the agents kept theirs)
+    agents: tuple[AgentShare, ...] = ()  # each agent's part, when agents ran the step
+    agents_failed: str | None = None  # why the agents' run does not count, when it does not
+
+
+def _figures(s: RunSession, spec: StepSpec, step_dir: Path, x: Sampled) -> _Figures:
     if x.merged is not None:
-        return x.merged.summary, x.merged.window_s, x.merged.measurement, ""
+        mg = x.merged
+        return _Figures(mg.summary, mg.window_s, mg.measurement, "", mg.shares, mg.reason)
     summary = parse_summary(x.execution.stdout)
     window = window_of(summary, s.plan.duration_s)
-    return (summary, window, *_measurement(s, spec, x.run, step_dir, window, x.execution))
+    return _Figures(summary, window, *_measurement(s, spec, x.run, step_dir, window, x.execution))
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
