@@ -208,8 +208,7 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     dup = [c for c in clients if c in known]
     if dup:
         raise UserError(f"run {run.run_id} already has {dup[0]} clients", "give counts it has not run")
-    dsn = args.dsn or os.environ.get("PGKNEE_DSN")
-    plan = plan_from_stored(stored, clients, dsn if stored.get("target", {}).get("dsn") else None,
+    plan = plan_from_stored(stored, clients, _dsn_again(args, stored),
                             binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
     _same_scripts(plan, view.data.env)
     merged = {**stored, "clients": [*stored.get("clients", ()), *clients]}
@@ -217,6 +216,13 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
 
 
 _EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer", "pgpool")
+
+
+def _dsn_again(args: argparse.Namespace, stored: dict[str, Any]) -> str | None:
+    """The DSN a stored run's server is reached by again (--dsn, else $PGKNEE_DSN; the stored one
+    has no password); none for a run on an embedded server, which is started anew."""
+    dsn: str | None = args.dsn or os.environ.get("PGKNEE_DSN")
+    return dsn if stored.get("target", {}).get("dsn") else None
 
 
 def resumption(args: argparse.Namespace) -> tuple[Plan, Reopening, Counter[tuple[str, int, int]]]:
@@ -240,9 +246,8 @@ def resumption(args: argparse.Namespace) -> tuple[Plan, Reopening, Counter[tuple
     if refusal is not None:
         raise refusal
     stored = run.plan
-    dsn = args.dsn or os.environ.get("PGKNEE_DSN")
-    plan = plan_from_stored(stored, tuple(stored.get("clients") or ()), dsn if stored.get("target", {}).get("dsn")
-                            else None, binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
+    plan = plan_from_stored(stored, tuple(stored.get("clients") or ()), _dsn_again(args, stored),
+                            binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
     _same_scripts(plan, data.env)
     # a plan may name a client count twice: steps are counted, not just matched
     todo = Counter((s.variant.name, s.clients, s.rep) for s in schedule(plan))
