@@ -159,7 +159,6 @@ def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, procs: S
     v = spec.variant
     if v.pooler is None:
         return None
-    assert s.poolers is not None
     plan = s.plan
     pooled = stack.enter_context(s.poolers.step(v, s.target.endpoint, s.target.run_as, spec.clients,
                                                 plan.duration_s + plan.warmup_s))
@@ -200,7 +199,7 @@ def _run_pgbench(s: RunSession, procs: StepProcesses, run: PgbenchRun, env: dict
 
     try:
         return execute(run, env=env, run_as=s.target.run_as, cwd=cwd,
-                       cpus=s.poolers.client_cpus if s.poolers else None,
+                       cpus=s.poolers.client_cpus,
                        on_progress=on_progress, on_start=started,
                        stop_when=(lambda pt: watch.add(pt.tps)) if watch is not None else None)
     finally:
