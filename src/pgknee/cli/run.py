@@ -418,13 +418,13 @@ def _answer_range(args: argparse.Namespace, plan: Plan, source: PlanFile) -> Pla
 
     from pgknee.analyze.adaptive import coarse, grid
     from pgknee.base.errors import UserError
-    from pgknee.plan import parse_clients
+    from pgknee.plan import clients_text, parse_clients
 
     given = args.clients if args.clients is not None else source.values.get("clients")
     if given is None:
         lo, hi = 1, 4 * _server_cpus_before_connecting(plan)
     else:
-        text = ",".join(map(str, given)) if isinstance(given, list) else str(given)
+        text = clients_text(given)
         counts = parse_clients(text)
         if "," in text:
             raise UserError(f"--until-answer chooses the client counts itself, and --clients {text} fixes them",

@@ -13,6 +13,7 @@ from pgknee.model.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, check_noise_p
 from pgknee.plan.model import Plan, TargetSpec, Variant, WorkloadSpec
 from pgknee.plan.parse import (
     DEFAULT_CLIENTS,
+    clients_text,
     parse_clients,
     parse_memory_gb,
     parse_percent,
@@ -195,7 +196,7 @@ class _Values:
 
 
 def _clients(x: Any) -> tuple[int, ...]:
-    return parse_clients(",".join(str(i) for i in x) if isinstance(x, list) else str(x))
+    return parse_clients(clients_text(x))
 
 
 def plan_from_values(flags: dict[str, Any], source: PlanFile = NO_FILE) -> Plan:
