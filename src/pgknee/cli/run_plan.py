@@ -186,7 +186,7 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     if args.plan or args.scenario or others:
         raise UserError("--extend runs the stored run's own plan; only --clients, --dsn and the programs "
                         "(--pgbench, --pg-bindir, --pgbouncer) may be given with it",
-                        f"drop {('--' + others[0].replace('_', '-')) if others else 'the plan file or --scenario'}")
+                        _drop(others, "the plan file or --scenario"))
     store = Store(args.store, create=False)
     view = build(load_run(store, args.extend))
     run = view.data.run
@@ -218,6 +218,11 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
 _EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer", "pgpool")
 
 
+def _drop(others: list[str], otherwise: str) -> str:
+    """The hint of --extend's and --resume's refusal: the first flag they cannot take, else `otherwise`."""
+    return f"drop {'--' + others[0].replace('_', '-') if others else otherwise}"
+
+
 def _dsn_again(args: argparse.Namespace, stored: dict[str, Any]) -> str | None:
     """The DSN a stored run's server is reached by again (--dsn, else $PGKNEE_DSN; the stored one
     has no password); none for a run on an embedded server, which is started anew."""
@@ -239,7 +244,7 @@ def resumption(args: argparse.Namespace) -> tuple[Plan, Reopening, Counter[tuple
     if args.plan or args.scenario or args.extend or others:
         raise UserError("--resume runs the stored run's own plan; only --dsn and the programs (--pgbench, "
                         "--pg-bindir, --pgbouncer) may be given with it",
-                        f"drop {('--' + others[0].replace('_', '-')) if others else 'the other plan'}")
+                        _drop(others, "the other plan"))
     data = load_run(Store(args.store, create=False), args.resume)
     run = data.run
     refusal = refusal_for(run, resume=True)  # a live pgknee holds it; one that is gone is taken over
