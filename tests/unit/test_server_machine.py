@@ -180,14 +180,14 @@ def test_until_answer_ranges_over_the_servers_cpus() -> None:
 
     from pgknee.base.errors import UserError
     from pgknee.cli.run import _answer_range
-    from pgknee.plan import Plan, TargetSpec
+    from pgknee.plan import NO_FILE, Plan, TargetSpec
 
     args = argparse.Namespace(clients=None)
     remote = TargetSpec(dsn="postgresql://app@db1/app")
-    told = _answer_range(args, Plan(target=dataclasses.replace(remote, server_cpus=3), until_answer=True), None)
+    told = _answer_range(args, Plan(target=dataclasses.replace(remote, server_cpus=3), until_answer=True), NO_FILE)
     assert told.clients[-1] == 12
     with pytest.raises(UserError, match="a remote server's are not known before pgknee connects"):
-        _answer_range(args, Plan(target=remote, until_answer=True), None)
+        _answer_range(args, Plan(target=remote, until_answer=True), NO_FILE)
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -13,7 +13,7 @@ import pytest
 from pgknee import cli
 from pgknee.base.errors import UserError
 from pgknee.cli.run import _answer_range
-from pgknee.plan import Plan, Variant, load_plan_file, plan_from_values
+from pgknee.plan import NO_FILE, Plan, Variant, load_plan_file, plan_from_values
 
 UNTOUCHED = "not a directory: pgknee cannot start anything here\n"
 
@@ -62,11 +62,11 @@ def _args(clients: str | None) -> argparse.Namespace:
 def test_the_range_is_1_to_4x_the_cpus_or_the_clients_bound_and_the_plan_starts_coarse() -> None:
     plan = Plan(until_answer=True, budget_s=600.0)
     cpus = os.cpu_count() or 1
-    assert _answer_range(_args(None), plan, None).clients[-1] == 4 * cpus
-    assert _answer_range(_args(None), plan, None).clients[:2] == (1, 2)
-    assert _answer_range(_args("12"), plan, None).clients == (1, 2, 4, 8, 12)
-    assert _answer_range(_args("3:40:1"), plan, None).clients == (3, 6, 12, 24, 40)
-    assert _answer_range(_args("2:64:x2"), plan, None).clients == (2, 4, 8, 16, 32, 64)
+    assert _answer_range(_args(None), plan, NO_FILE).clients[-1] == 4 * cpus
+    assert _answer_range(_args(None), plan, NO_FILE).clients[:2] == (1, 2)
+    assert _answer_range(_args("12"), plan, NO_FILE).clients == (1, 2, 4, 8, 12)
+    assert _answer_range(_args("3:40:1"), plan, NO_FILE).clients == (3, 6, 12, 24, 40)
+    assert _answer_range(_args("2:64:x2"), plan, NO_FILE).clients == (2, 4, 8, 16, 32, 64)
 
 
 def test_a_plan_file_says_until_answer_and_budget(tmp_path: Path) -> None:

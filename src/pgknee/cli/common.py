@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 DEFAULT_STORE = "pgknee.db"
 
 
+def variant_suffix(variant: str) -> str:
+    """' NAME' after a step's label ('c8 pooled'); nothing for 'base', a run's one variant by default."""
+    return "" if variant == "base" else f" {variant}"
+
+
 def default_store() -> str:
     """The store when --store is not given: $PGKNEE_STORE_DSN (a PostgreSQL store's DSN, which
     may hold its password), $PGKNEE_STORE, or ./pgknee.db."""

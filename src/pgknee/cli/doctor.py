@@ -119,8 +119,9 @@ def _library(bindir: Path | None, name: str, without: str) -> Finding:
     if bindir is None:
         return Finding(name, False, "no server binaries to look beside", without)
     lib = bindir.parent / "lib" / f"{name}.so"
-    return Finding(name, lib.is_file(), str(lib) if lib.is_file() else f"not installed for this server ({lib})",
-                   "" if lib.is_file() else without)
+    found = lib.is_file()
+    detail, disabled = (str(lib), "") if found else (f"not installed for this server ({lib})", without)
+    return Finding(name, found, detail, disabled)
 
 
 def _store() -> Finding:
@@ -130,8 +131,9 @@ def _store() -> Finding:
         return Finding("store", True, "a PostgreSQL store ($PGKNEE_STORE_DSN; its DSN is not shown)", "")
     path = Path(default_store()).absolute()
     writable = os.access(path.parent, os.W_OK)
-    return Finding("store", writable, f"{path} ($PGKNEE_STORE, else ./pgknee.db; --store on any command)"
-                   + ("" if writable else ": its directory is not writable"), "" if writable else "storing runs here")
+    why, disabled = ("", "") if writable else (": its directory is not writable", "storing runs here")
+    return Finding("store", writable, f"{path} ($PGKNEE_STORE, else ./pgknee.db; --store on any command){why}",
+                   disabled)
 
 
 def _registry() -> Finding:

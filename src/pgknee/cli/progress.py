@@ -9,6 +9,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from pgknee.cli.common import variant_suffix
 from pgknee.model.results import ProgressPoint
 
 
@@ -44,7 +45,7 @@ class LiveUI:
         if self.task is not None:
             self.progress.remove_task(self.task)
         self.step_seconds = seconds
-        name = f"step {seq}/{total} c{clients} rep {rep}" + ("" if variant == "base" else f" {variant}")
+        name = f"step {seq}/{total} c{clients} rep {rep}{variant_suffix(variant)}"
         self.task = self.progress.add_task(name, total=seconds, secs=f"0/{seconds:.0f}s", tps="",
                                            run_left=self._left())
 
@@ -76,8 +77,7 @@ class PlainUI:
             print(text, file=sys.stderr, flush=True)
 
     def step_started(self, seq: int, total: int, variant: str, clients: int, rep: int, seconds: float) -> None:
-        self.say(f"step {seq}/{total}: c{clients} rep {rep}" + ("" if variant == "base" else f" {variant}")
-                 + f", {seconds:.0f} s")
+        self.say(f"step {seq}/{total}: c{clients} rep {rep}{variant_suffix(variant)}, {seconds:.0f} s")
 
     def step_progress(self, point: ProgressPoint) -> None:
         now = time.monotonic()

@@ -235,7 +235,8 @@ def _run_command(args: argparse.Namespace) -> int:
     store = Store(args.store) if not new_store else Store.check_new(args.store)
     prepared = preflight(plan)
     store = store or Store(args.store)
-    run_id = _sweep(args, plan, store, prepared, extend, plan_file_env(source) if source else {}, new_store, only)
+    run_id = _sweep(args, plan, store, prepared, extend, plan_file_env(source) if source.given else {}, new_store,
+                    only)
     nothing = _nothing_measured(store, run_id)
     if nothing:  # said first, before the tables; the run is kept, and the exit code is pgbench's
         print(f"pgknee: {nothing}", file=sys.stderr)
@@ -254,23 +255,24 @@ def _nothing_measured(store: Store, run_id: str) -> str:
             f"'pgknee show {run_id}' has each step's reason")
 
 
-def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile | None,
+def _plan(args: argparse.Namespace) -> tuple[Plan, Reopening | None, PlanFile,
                                              Counter[tuple[str, int, int]] | None]:
     """The plan: a stored run's (--extend, --resume: and which of its steps to run), or a plan
     file's or a scenario's with the flags on top."""
     from pgknee.cli.run_plan import extension, resumption
+    from pgknee.plan import NO_FILE
 
     if args.resume:
         plan, run, only = resumption(args)
-        return plan, run, None, only
+        return plan, run, NO_FILE, only
     if args.extend:
         plan, extend = extension(args)
-        return plan, extend, None, None
+        return plan, extend, NO_FILE, None
     plan, source = fresh_plan(args)
     return plan, None, source, None
 
 
-def fresh_plan(args: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
+def fresh_plan(args: argparse.Namespace) -> tuple[Plan, PlanFile]:
     """The plan of a new run from its flags (a plan file's or a scenario's with the flags on top),
     with every check `pgknee run` makes before it starts (k8s render makes the same)."""
     from pgknee.cli.run_plan import as_observed, coverage_note, plan_from_args
@@ -409,20 +411,20 @@ def _answer_options(p: argparse.ArgumentParser) -> None:
                         "would not end within it is not started")
 
 
-def _answer_range(args: argparse.Namespace, plan: Plan, source: PlanFile | None) -> Plan:
+def _answer_range(args: argparse.Namespace, plan: Plan, source: PlanFile) -> Plan:
     """The range the adaptive sweep chooses in: 1 to 4x the CPUs, or --clients N (1..N) or one
     range LOW:HIGH:STEP; the plan's counts become its coarse start."""
     import dataclasses
 
     from pgknee.analyze.adaptive import coarse, grid
     from pgknee.base.errors import UserError
-    from pgknee.plan import parse_clients
+    from pgknee.plan import clients_text, parse_clients
 
-    given = args.clients if args.clients is not None else (source.values.get("clients") if source else None)
+    given = args.clients if args.clients is not None else source.values.get("clients")
     if given is None:
         lo, hi = 1, 4 * _server_cpus_before_connecting(plan)
     else:
-        text = ",".join(map(str, given)) if isinstance(given, list) else str(given)
+        text = clients_text(given)
         counts = parse_clients(text)
         if "," in text:
             raise UserError(f"--until-answer chooses the client counts itself, and --clients {text} fixes them",

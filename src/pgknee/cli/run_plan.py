@@ -17,18 +17,18 @@ from typing import Any
 from pgknee.base.dsn import TARGETS, environment_dsn, parse_dsn, redact_dsn, scrub_secrets, split_secret
 from pgknee.base.errors import UserError
 from pgknee.model.results import Reopening
-from pgknee.plan import DEFAULTS, Plan, PlanFile, load_plan_file, plan_from_values
+from pgknee.plan import DEFAULTS, NO_FILE, Plan, PlanFile, load_plan_file, plan_from_values
 from pgknee.scenarios import SMALL_MACHINE_CPUS
 from pgknee.scenarios import find as find_scenario
 
 FLAG_KEYS = tuple(DEFAULTS)
 
 
-def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
+def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile]:
     """The plan file (if one is given) with the flags given on top; then the environment's DSN."""
     if a.plan and a.scenario:
         raise UserError("give a plan file or --scenario, not both")
-    source = None
+    source = NO_FILE
     if a.scenario:
         scenario = find_scenario(a.scenario)
         small = (os.cpu_count() or 1) < SMALL_MACHINE_CPUS
@@ -41,25 +41,25 @@ def plan_from_args(a: argparse.Namespace) -> tuple[Plan, PlanFile | None]:
     flags = {k: getattr(a, k) for k in FLAG_KEYS if getattr(a, k, None) is not None}
     flags.update(_dsns_from_environment(flags, source))
     for key in ("dsn", "pooler_dsn", "pooler_admin_dsn"):
-        dsn = flags.get(key) or (source.values.get(key) if source else None)
+        dsn = flags.get(key) or source.values.get(key)
         if dsn:
             redact_dsn(dsn)  # a DSN that cannot be parsed is bad input: say so before anything starts
     return plan_from_values(flags, source), source
 
 
-def _dsns_from_environment(flags: dict[str, Any], source: PlanFile | None) -> dict[str, str]:
+def _dsns_from_environment(flags: dict[str, Any], source: PlanFile) -> dict[str, str]:
     """PGKNEE_DSN, and the pooler's variables when a pooled-external variant needs them, unless
     a flag or the plan file gives the DSN."""
     def given(key: str) -> bool:
-        return key in flags or bool(source and key in source.values)
+        return key in flags or key in source.values
 
     out = {}
-    target = flags.get("target") or (source.values.get("target") if source else None)
+    target = flags.get("target") or source.values.get("target")
     if target is not None:
         out.update(_target_dsn(target, given("dsn")))
     elif not given("dsn") and os.environ.get("PGKNEE_DSN"):
         out["dsn"] = os.environ["PGKNEE_DSN"]
-    specs = flags.get("variants") or (source.values.get("variants") if source else None) or []
+    specs = flags.get("variants") or source.values.get("variants") or []
     if any("pooled-external" in str(s) for s in specs):  # the variables matter only to such a variant
         for key, var in (("pooler_dsn", "PGKNEE_POOLER_DSN"), ("pooler_admin_dsn", "PGKNEE_POOLER_ADMIN_DSN")):
             if not given(key) and os.environ.get(var):
@@ -186,7 +186,7 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     if args.plan or args.scenario or others:
         raise UserError("--extend runs the stored run's own plan; only --clients, --dsn and the programs "
                         "(--pgbench, --pg-bindir, --pgbouncer) may be given with it",
-                        f"drop {('--' + others[0].replace('_', '-')) if others else 'the plan file or --scenario'}")
+                        _drop(others, "the plan file or --scenario"))
     store = Store(args.store, create=False)
     view = build(load_run(store, args.extend))
     run = view.data.run
@@ -208,8 +208,7 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
     dup = [c for c in clients if c in known]
     if dup:
         raise UserError(f"run {run.run_id} already has {dup[0]} clients", "give counts it has not run")
-    dsn = args.dsn or os.environ.get("PGKNEE_DSN")
-    plan = plan_from_stored(stored, clients, dsn if stored.get("target", {}).get("dsn") else None,
+    plan = plan_from_stored(stored, clients, _dsn_again(args, stored),
                             binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
     _same_scripts(plan, view.data.env)
     merged = {**stored, "clients": [*stored.get("clients", ()), *clients]}
@@ -217,6 +216,18 @@ def extension(args: argparse.Namespace) -> tuple[Plan, Reopening]:
 
 
 _EXTEND_BINARIES = ("pgbench", "pg_bindir", "pgbouncer", "pgpool")
+
+
+def _drop(others: list[str], otherwise: str) -> str:
+    """The hint of --extend's and --resume's refusal: the first flag they cannot take, else `otherwise`."""
+    return f"drop {'--' + others[0].replace('_', '-') if others else otherwise}"
+
+
+def _dsn_again(args: argparse.Namespace, stored: dict[str, Any]) -> str | None:
+    """The DSN a stored run's server is reached by again (--dsn, else $PGKNEE_DSN; the stored one
+    has no password); none for a run on an embedded server, which is started anew."""
+    dsn: str | None = args.dsn or os.environ.get("PGKNEE_DSN")
+    return dsn if stored.get("target", {}).get("dsn") else None
 
 
 def resumption(args: argparse.Namespace) -> tuple[Plan, Reopening, Counter[tuple[str, int, int]]]:
@@ -233,16 +244,15 @@ def resumption(args: argparse.Namespace) -> tuple[Plan, Reopening, Counter[tuple
     if args.plan or args.scenario or args.extend or others:
         raise UserError("--resume runs the stored run's own plan; only --dsn and the programs (--pgbench, "
                         "--pg-bindir, --pgbouncer) may be given with it",
-                        f"drop {('--' + others[0].replace('_', '-')) if others else 'the other plan'}")
+                        _drop(others, "the other plan"))
     data = load_run(Store(args.store, create=False), args.resume)
     run = data.run
     refusal = refusal_for(run, resume=True)  # a live pgknee holds it; one that is gone is taken over
     if refusal is not None:
         raise refusal
     stored = run.plan
-    dsn = args.dsn or os.environ.get("PGKNEE_DSN")
-    plan = plan_from_stored(stored, tuple(stored.get("clients") or ()), dsn if stored.get("target", {}).get("dsn")
-                            else None, binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
+    plan = plan_from_stored(stored, tuple(stored.get("clients") or ()), _dsn_again(args, stored),
+                            binaries={k: getattr(args, k) for k in _EXTEND_BINARIES})
     _same_scripts(plan, data.env)
     # a plan may name a client count twice: steps are counted, not just matched
     todo = Counter((s.variant.name, s.clients, s.rep) for s in schedule(plan))

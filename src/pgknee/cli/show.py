@@ -8,7 +8,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from pgknee.base.errors import UserError
-from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs
+from pgknee.cli.common import add_noise_threshold, add_store, print_items, stdout_outputs, variant_suffix
 from pgknee.model.rules import SUMMARIES
 from pgknee.report.output import write_text_file
 
@@ -177,10 +177,10 @@ def cmd_waits(args: argparse.Namespace) -> int:
         n, _, _, hidden = store.snapshot_stats(ids, phases)
         profile = profile_of(wait_profile(store.wait_counts(ids, phases, args.backend), n), n, hidden=hidden)
         profiles.append((variant, clients, len(ids), profile))
-        items.append(wait_table(f"c{clients}" + (f" {variant}" if variant != "base" else "") +
-                                f" ({len(ids)} step(s))", profile))
+        label = f"c{clients}{variant_suffix(variant)}"
+        items.append(wait_table(f"{label} ({len(ids)} step(s))", profile))
         if phases == ("bench",) and args.backend == "client":
-            items += _second_source(store, ids, f"c{clients}" + (f" {variant}" if variant != "base" else ""))
+            items += _second_source(store, ids, label)
     if args.json:
         from pgknee.report.jsonout import dumps, waits_json
 

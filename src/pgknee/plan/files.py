@@ -13,6 +13,7 @@ from pgknee.model.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, check_noise_p
 from pgknee.plan.model import Plan, TargetSpec, Variant, WorkloadSpec
 from pgknee.plan.parse import (
     DEFAULT_CLIENTS,
+    clients_text,
     parse_clients,
     parse_memory_gb,
     parse_percent,
@@ -81,8 +82,16 @@ class PlanFile:
     values: dict[str, Any]
     lines: dict[str, int]  # flat key -> line in the file
 
+    @property
+    def given(self) -> bool:
+        """A file was read (NO_FILE: the plan is the flags alone)."""
+        return bool(self.path)
+
     def where(self, key: str) -> str:
         return f"{self.path}:{self.lines[key]}: " if key in self.lines else ""
+
+
+NO_FILE = PlanFile("", "", {}, {})  # no plan file: no values, no lines (a file read always has its path)
 
 
 def _key_line(text: str, section: str, key: str) -> int:
@@ -155,19 +164,24 @@ class _Values:
     """A plan file's values with the flags given on top (flags win), parsed one key at a time;
     an error in a value from the file carries its file and line, one from a flag its --name."""
 
-    def __init__(self, flags: dict[str, Any], source: PlanFile | None) -> None:
+    def __init__(self, flags: dict[str, Any], source: PlanFile) -> None:
         self.flags, self.source = flags, source
-        self.v = {**DEFAULTS, **(source.values if source else {}), **flags}
+        self.v = {**DEFAULTS, **source.values, **flags}
 
     def label(self, key: str) -> str:
-        return f"--{key.replace('_', '-')}" if self.source is None or key in self.flags else key
+        return f"--{key.replace('_', '-')}" if not self.source.given or key in self.flags else key
 
     def parse(self, key: str, fn: Any) -> Any:
         try:
             return fn(self.v[key])
         except UserError as e:
-            where = self.source.where(key) if self.source is not None and key not in self.flags else ""
+            where = self.source.where(key) if key not in self.flags else ""  # NO_FILE's where is ""
             raise UserError(where + e.message, e.hint) from None
+
+    def optional(self, key: str, fn: Any) -> Any:
+        """fn of the key's value, or None when it has none (its default, and neither the file nor a
+        flag gives one)."""
+        return None if self.v[key] is None else self.parse(key, fn)
 
     def seconds(self, key: str, *, allow_zero: bool = True, whole: bool = False) -> float:
         return float(self.parse(key, lambda x: parse_seconds(str(x), self.label(key), allow_zero=allow_zero,
@@ -182,10 +196,10 @@ class _Values:
 
 
 def _clients(x: Any) -> tuple[int, ...]:
-    return parse_clients(",".join(str(i) for i in x) if isinstance(x, list) else str(x))
+    return parse_clients(clients_text(x))
 
 
-def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> Plan:
+def plan_from_values(flags: dict[str, Any], source: PlanFile = NO_FILE) -> Plan:
     """A plan file's values with the flags given on top (flags win) -> validated Plan."""
     p = _Values(flags, source)
     v = p.v
@@ -200,8 +214,8 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
                               settings=p.items("settings", lambda s: (parse_setting(s),)),
                               server_cpus=v["server_cpus"], server_ssh=v["server_ssh"] or None,
                               server_ssh_config=v["server_ssh_config"] or None,
-                              server_memory_gb=p.parse("server_memory", lambda x: parse_memory_gb(
-                                  str(x), p.label("server_memory"))) if v["server_memory"] is not None else None),
+                              server_memory_gb=p.optional("server_memory", lambda x: parse_memory_gb(
+                                  str(x), p.label("server_memory")))),
             workload=WorkloadSpec(name=v["workload"], scale=float(v["scale"]), schema=v["schema"],
                                   reinit=bool(v["reinit"]), scripts=p.items("scripts", lambda s: (parse_script(s),)),
                                   allow_writes=bool(v["allow_writes"])),
@@ -213,7 +227,7 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             warmup_s=int(p.seconds("warmup", whole=True)), threads=v["threads"], max_tries=int(v["max_tries"]),
             variants=variants or (Variant(protocol=v["protocol"]),),
             sample_interval_s=p.seconds("sample_interval"), os_interval_s=p.seconds("os_interval"),
-            log_sampling_rate=(float(v["log_sampling_rate"]) if v["log_sampling_rate"] is not None else None),
+            log_sampling_rate=p.optional("log_sampling_rate", float),
             pgbench=v["pgbench"], pgbouncer=v["pgbouncer"], pgpool=v["pgpool"],
             pooler_dsn=v["pooler_dsn"] or None, pooler_admin_dsn=v["pooler_admin_dsn"] or None,
             pooler_interval_s=p.seconds("pooler_interval", allow_zero=False),
@@ -221,8 +235,8 @@ def plan_from_values(flags: dict[str, Any], source: PlanFile | None = None) -> P
             pre_s=p.seconds("pre"), post_s=p.seconds("post"), settle_s=p.seconds("settle"),
             idle_flush_s=p.seconds("idle_flush"), server_wait_s=p.seconds("server_wait"),
             until_answer=bool(v["until_answer"]),
-            budget_s=p.seconds("budget", allow_zero=False) if v["budget"] is not None else None)
+            budget_s=p.optional("budget", lambda x: parse_seconds(str(x), p.label("budget"), allow_zero=False)))
     except UserError as e:
-        if source is not None and not e.message.startswith(source.path):
+        if source.given and not e.message.startswith(source.path):
             raise UserError(f"{source.path}: {e.message}", e.hint) from None
         raise

@@ -57,6 +57,11 @@ def parse_percent(text: str, what: str) -> float:
     return value
 
 
+def clients_text(x: object) -> str:
+    """Client counts as given (a plan file's list or number, a flag's text) as parse_clients reads them."""
+    return ",".join(str(i) for i in x) if isinstance(x, list) else str(x)
+
+
 def parse_clients(text: str) -> tuple[int, ...]:
     """'2,4,8' or ranges: '50:1000:50' (linear) and '2:32:x2' (doubling); kept in the order given."""
     out: list[int] = []

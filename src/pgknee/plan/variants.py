@@ -124,13 +124,16 @@ def _idle_or_setting(key: str, value: str, spec: str, fields: dict[str, Any]) ->
         fields["settings"] = (*[s for s in fields.get("settings", ()) if s[0] != setting[0]], setting)
 
 
+_POOL_NUMBERS = {"pool": ("pool_size", 1), "reserve": ("pool_reserve", 0)}  # the field each sets, its least
+
+
 def _pooler_value(key: str, value: str, spec: str, fields: dict[str, Any]) -> None:
-    if key in ("pool", "reserve"):
-        if not value.isdigit() or not (1 if key == "pool" else 0) <= int(value) <= MAX_POOL:
-            raise UserError(f"{key}={value!r} in variant {spec!r} must be a whole number "
-                            f"{'from 1' if key == 'pool' else 'from 0'} to {MAX_POOL}",
+    if key in _POOL_NUMBERS:
+        field, low = _POOL_NUMBERS[key]
+        if not value.isdigit() or not low <= int(value) <= MAX_POOL:
+            raise UserError(f"{key}={value!r} in variant {spec!r} must be a whole number from {low} to {MAX_POOL}",
                             "for example pooled:transaction:pool=20")
-        fields["pool_size" if key == "pool" else "pool_reserve"] = int(value)
+        fields[field] = int(value)
     elif key == "processes":
         if not value.isdigit() or not 1 <= int(value) <= MAX_POOLER_PROCESSES:
             raise UserError(f"processes={value!r} in variant {spec!r} must be a whole number from 1 to "

@@ -127,7 +127,7 @@ class _Worker:
         self.say, self.heart = say, heart
         self.run_as = server_user()
         self.work_dir = safefs.private_dir("pgknee-agent-", reachable_by=self.run_as)
-        self.endpoints: dict[str, tuple[Endpoint, RttProbe | None]] = {}
+        self.endpoints: dict[str, tuple[Endpoint, dict[str, float | None]]] = {}
 
     def close(self) -> None:
         safefs.remove_private_dir(self.work_dir)
@@ -165,12 +165,13 @@ class _Worker:
         if result is not None:
             coord.report(self.store, task.task_id, "done", result=result)
 
-    def _endpoint(self, spec: dict[str, Any]) -> tuple[Endpoint, RttProbe | None]:
-        """The server as this host reaches it, and the round trip there (probed once per run)."""
+    def _endpoint(self, spec: dict[str, Any]) -> tuple[Endpoint, dict[str, float | None]]:
+        """The server as this host reaches it, and the round trip there (probed once per run) as
+        a result's fields."""
         dsn = self.opts.dsn or str(spec["dsn"])
         if dsn not in self.endpoints:
             endpoint = Endpoint.resolve(dsn)
-            self.endpoints[dsn] = (endpoint, try_probe(endpoint))
+            self.endpoints[dsn] = (endpoint, _rtt_fields(try_probe(endpoint)))
         return self.endpoints[dsn]
 
     def _execute(self, task: coord.Task) -> dict[str, Any] | None:
@@ -194,8 +195,7 @@ class _Worker:
                 self.heart.running = None
             t1, cpu = time.time(), _children_cpu() - cpu0
             result = self._result(spec, run, ex.stdout, ex.stderr, ex.exit_code, step_dir)
-            result.update(rtt_ms=rtt.median_ms if rtt else None, rtt_p99_ms=rtt.p99_ms if rtt else None,
-                          rtt_min_ms=rtt.min_ms if rtt else None, cpu_pct=100 * cpu / max(t1 - t0, 1e-9),
+            result.update(**rtt, cpu_pct=100 * cpu / max(t1 - t0, 1e-9),
                           started=t0 + self.offset, ended=t1 + self.offset, progress=[asdict(p) for p in ex.progress],
                           cpus=os.cpu_count() or 1, clock_offset_ms=self.offset * 1000, host=socket.gethostname())
             self._keep(task, step_dir)
@@ -261,3 +261,11 @@ def _children_cpu() -> float:
     """CPU seconds of the children waited for (pgbench: the agent runs one at a time)."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
+
+
+def _rtt_fields(rtt: RttProbe | None) -> dict[str, float | None]:
+    """A task result's round trip to the server: the probe's three figures, or all three None when
+    it could not be probed."""
+    if rtt is None:
+        return {"rtt_ms": None, "rtt_p99_ms": None, "rtt_min_ms": None}
+    return {"rtt_ms": rtt.median_ms, "rtt_p99_ms": rtt.p99_ms, "rtt_min_ms": rtt.min_ms}

@@ -219,10 +219,10 @@ def merge(tasks: list[coord.Task], scripts: Sequence[Script], run: PgbenchRun) -
     ok = [(t, r) for t, r in results if t.state == "done" and r]
     log, counts = _merged_log(r for _, r in ok), _merged_counts([r.get("counts") for _, r in ok])
     tps_sum = sum(_tps(r) for _, r in ok)
-    total = counts.transactions if counts is not None else 0
+    total, failed_txns = (counts.transactions, counts.failed) if counts is not None else (0, None)
     window = total / tps_sum if tps_sum > 0 else float(run.duration_s)
     m = measure(log, scripts, window, rate=run.log_sampling_rate, counts=counts) if ok and log is not None else None
-    summary = PgbenchSummary(transactions=total, failed=counts.failed if counts else None, tps=tps_sum,
+    summary = PgbenchSummary(transactions=total, failed=failed_txns, tps=tps_sum,
                              lat_avg_ms=m.latency.mean_ms if m and m.latency else None,
                              conn_time_ms=max((r["summary"].get("conn_time_ms") or 0.0 for _, r in ok), default=None),
                              duration_s=max((r["summary"].get("duration_s") or 0.0 for _, r in ok), default=None))
@@ -303,7 +303,7 @@ def _share(t: coord.Task, r: dict[str, Any]) -> AgentShare:
     end = r.get("ended")
     return AgentShare(
         agent=t.agent, host=str(r.get("host", "")), clients=int(spec["clients"]), threads=int(spec["threads"]),
-        cpus=int(r.get("cpus") or 0), exit_code=int(r.get("exit_code", -1)) if r else -1,
+        cpus=int(r.get("cpus") or 0), exit_code=int(r.get("exit_code", -1)),  # r is {} without a result: -1
         transactions=c.get("transactions"), failed=c.get("failed"), tps=_tps(r) if r else None,
         bench_start=(float(end) - window) if end is not None and window > 0 else r.get("started"),
         bench_end=end, cpu_pct=r.get("cpu_pct"), rtt_ms=r.get("rtt_ms"),

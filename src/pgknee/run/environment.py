@@ -18,7 +18,7 @@ from pgknee.workloads import Workload
 
 
 def run_environment(plan: Plan, target: Target, server: ServerFacts, pgbench: Pgbench, workload: Workload,
-                    meta: dict[str, str], poolers: Poolers | None,
+                    meta: dict[str, str], poolers: Poolers,
                     texts: dict[str, list[tuple[str, str]]]) -> dict[str, str]:
     """`texts`: per variant, its scripts' names and the text each runs."""
     env = {Env.PGKNEE_VERSION: __version__, **host_facts(), Env.PGBENCH_PATH: pgbench.path,
@@ -30,8 +30,7 @@ def run_environment(plan: Plan, target: Target, server: ServerFacts, pgbench: Pg
     env.update({keys.setting(k): v for k, v in server.settings.items()})
     env.update(target.describe())
     env.update({keys.workload_fact(k): v for k, v in meta.items()})
-    if poolers is not None:
-        env.update(poolers.environment())
+    env.update(poolers.environment())  # none of it without pooled variants
     env.update({keys.commits_per_txn(variant, name): repr(commits_per_transaction(text))
                 for variant, pairs in texts.items() for name, text in pairs})
     env.update({keys.script_sha256(s.filename): hashlib.sha256(s.text.encode()).hexdigest()

@@ -31,7 +31,7 @@ class Prepared:
 
     pgbench: Pgbench
     workload: Workload
-    poolers: Poolers | None
+    poolers: Poolers  # without pooled variants it has nothing to check, start, describe or record
 
 
 def preflight(plan: Plan) -> Prepared:
@@ -42,8 +42,8 @@ def preflight(plan: Plan) -> Prepared:
     check_config(plan.target.server_ssh_config)  # before anything starts: a file ssh would run commands from
     workload = get_workload(plan.workload)  # a missing script file is bad input: say so now
     check_scripts(plan, pgbench, workload)
-    poolers = Poolers(plan) if plan.pooled() else None
-    if poolers is not None:
+    poolers = Poolers(plan)
+    if plan.pooled():
         texts = {v.name: [(src.filename, text) for src, text in script_texts(workload, v)] for v in plan.variants}
         poolers.check_before_start(texts, embedded=plan.target.dsn is None)
     return Prepared(pgbench, workload, poolers)
@@ -152,8 +152,7 @@ def dry_run(plan: Plan, prepared: Prepared, cpus: int) -> list[str]:
     target = plan.target.dsn and f"--dsn {plan.to_dict()['target']['dsn']}" or "an embedded throwaway cluster"
     lines = [f"target: {target}; workload {workload.name} at scale {plan.workload.scale:g}; {len(steps)} steps; "
              "variants: " + "; ".join(f"{v.name} = {v.describe()}" for v in plan.variants)]
-    if prepared.poolers is not None:
-        lines += prepared.poolers.describe_managed(max(plan.clients), plan.duration_s + plan.warmup_s)
+    lines += prepared.poolers.describe_managed(max(plan.clients), plan.duration_s + plan.warmup_s)
     with tempfile.TemporaryDirectory(prefix="pgknee-dry-") as tmp:
         scripts = {v.name: [s for s, _ in scripts_for(workload, v, Path(tmp), None)] for v in plan.variants}
         for spec in steps:

@@ -67,7 +67,7 @@ class RunSession:
     fleet: Fleet | None = None  # the agents that run the steps' pgbench (run/distributed.py), if any
 
     @property
-    def poolers(self) -> Poolers | None:
+    def poolers(self) -> Poolers:
         return self.prepared.poolers
 
 
@@ -170,10 +170,9 @@ def _fleet(stack: contextlib.ExitStack, writer: RunWriter, run_id: str, agents: 
     return fleet
 
 
-def _start_poolers(plan: Plan, poolers: Poolers | None, target: Target, ui: UI) -> None:
-    """Log in through every pooler once; pin a local server when placement asks."""
-    if poolers is None:
-        return
+def _start_poolers(plan: Plan, poolers: Poolers, target: Target, ui: UI) -> None:
+    """Log in through every pooler once (none without pooled variants); pin a local server when
+    placement asks."""
     poolers.check_through(target.endpoint, target.run_as, max(plan.clients), ui.say)
     pid = target.server_pid() if poolers.server_cpus is not None else None
     if pid is not None and poolers.server_cpus is not None:

@@ -35,10 +35,11 @@ from pgknee.model.facts import (
     Warmup,
 )
 from pgknee.model.kinds import StepRecord, first_of
-from pgknee.model.results import StepResult
+from pgknee.model.results import ProgressPoint, StepResult
 from pgknee.model.rules import PROBE_S, log_sampling_rate
 from pgknee.model.samples import PoolerFacts
 from pgknee.model.server import ServerRestart
+from pgknee.plan import PoolerSpec
 from pgknee.pooler.lab import StepPooler
 from pgknee.run.fleetstep import fleet_phase
 from pgknee.run.idle import IdleHolder
@@ -95,19 +96,29 @@ def _sampling_rate(s: RunSession, spec: StepSpec) -> float:
 
 def _step_row(s: RunSession, spec: StepSpec, threads: int) -> dict[str, object]:
     v, plan = spec.variant, s.plan
-    managed = v.pooler is not None and v.pooler.kind in ("managed", "pgpool")  # pools pgknee sets
     return {"seq": spec.seq, "variant": v.name, "clients": spec.clients, "rep": spec.rep, "threads": threads,
             "protocol": v.protocol, "duration_s": plan.duration_s, "warmup_s": plan.warmup_s,
             "pipeline": int(v.pipeline), "connect_per_txn": int(v.connect_per_txn), "rate": v.rate,
-            "think_ms": v.think_ms, "pooler_kind": v.pooler.kind if v.pooler else None,
-            # pgpool-II gives each client session a child and its server connection: session pooling
-            "pool_mode": ("session" if v.pooler.kind == "pgpool" else v.pooler.mode) if v.pooler and managed else None,
-            "pool_size": v.pooler.pool_size if v.pooler and managed else None,
-            "pool_reserve": v.pooler.reserve if v.pooler and managed else 0,
-            "pool_processes": v.pooler.processes if v.pooler and managed else 1, "idle": v.idle,
+            "think_ms": v.think_ms, **_pool_columns(v.pooler), "idle": v.idle,
             "idle_kind": v.idle_kind if v.idle else None,
             "settings_json": _json(dict(v.settings)) if v.settings else None, "rtt_ms": v.rtt_ms,
             "rtt_jitter_ms": v.rtt_jitter_ms}
+
+
+_NO_POOL: dict[str, object] = {"pooler_kind": None, "pool_mode": None, "pool_size": None, "pool_reserve": 0,
+                               "pool_processes": 1}
+
+
+def _pool_columns(p: PoolerSpec | None) -> dict[str, object]:
+    """The step row's pooler columns: its kind, and the pool pgknee sets up (a managed pgbouncer's
+    or pgpool's) all together; your own pooler's pool is not pgknee's to say."""
+    if p is None:
+        return _NO_POOL
+    if p.kind == "external":
+        return {**_NO_POOL, "pooler_kind": p.kind}
+    # pgpool-II gives each client session a child and its server connection: session pooling
+    return {"pooler_kind": p.kind, "pool_mode": "session" if p.kind == "pgpool" else p.mode,
+            "pool_size": p.pool_size, "pool_reserve": p.reserve, "pool_processes": p.processes}
 
 
 def _json(d: dict[str, str]) -> str:
@@ -148,7 +159,6 @@ def _pooler(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, procs: S
     v = spec.variant
     if v.pooler is None:
         return None
-    assert s.poolers is not None
     plan = s.plan
     pooled = stack.enter_context(s.poolers.step(v, s.target.endpoint, s.target.run_as, spec.clients,
                                                 plan.duration_s + plan.warmup_s))
@@ -183,14 +193,14 @@ def _idle(stack: contextlib.ExitStack, s: RunSession, spec: StepSpec, pooled: St
 
 
 def _run_pgbench(s: RunSession, procs: StepProcesses, run: PgbenchRun, env: dict[str, str], cwd: Path, *,
-                 progress: bool, watch: SteadyWatch | None = None) -> Execution:
+                 on_progress: Callable[[ProgressPoint], None] | None, watch: SteadyWatch | None = None) -> Execution:
     def started(pid: int) -> None:
         procs.client = pid
 
     try:
         return execute(run, env=env, run_as=s.target.run_as, cwd=cwd,
-                       cpus=s.poolers.client_cpus if s.poolers else None,
-                       on_progress=s.ui.step_progress if progress else None, on_start=started,
+                       cpus=s.poolers.client_cpus,
+                       on_progress=on_progress, on_start=started,
                        stop_when=(lambda pt: watch.add(pt.tps)) if watch is not None else None)
     finally:
         procs.client = None
@@ -216,8 +226,8 @@ def _sample(s: RunSession, spec: StepSpec, procs: StepProcesses, run: PgbenchRun
     _collect(s, facts, lambda: s.collectors.set_phase("bench"))  # the server's counters read, the samplers told
     bench_start = time.time()
     merged = fleet_phase(s, spec, run, step_id, "bench", facts) if s.fleet is not None else None
-    execution = _run_pgbench(s, procs, run, env, step_dir, progress=True, watch=watch) if merged is None else \
-        Execution(merged.exit_code, "", merged.reason or "", merged.progress)
+    execution = (_run_pgbench(s, procs, run, env, step_dir, on_progress=s.ui.step_progress, watch=watch)
+                 if merged is None else Execution(merged.exit_code, "", merged.reason or "", merged.progress))
     bench_end = time.time()
     _collect(s, facts, lambda: s.collectors.set_phase("post"))
     pooler, died = _pooler_after(s, pooled)
@@ -230,9 +240,9 @@ def _sample(s: RunSession, spec: StepSpec, procs: StepProcesses, run: PgbenchRun
     records = s.collectors.end_step()
     if any(isinstance(r, ServerRestart) for r in records):
         _restarted(facts)
-    return Sampled(run, execution, bench_start, bench_end, own, facts, died,
-                   spec.variant.idle - idle_alive if holder is not None else 0, watch, merged,
-                   tuple(r for r in records if not isinstance(r, ServerRestart)) + pooler)
+    # without idle sessions (holder None) the variant's idle is 0 and so is idle_alive: none lost
+    return Sampled(run, execution, bench_start, bench_end, own, facts, died, spec.variant.idle - idle_alive, watch,
+                   merged, tuple(r for r in records if not isinstance(r, ServerRestart)) + pooler)
 
 
 def _collect(s: RunSession, facts: FactsDraft, moment: Callable[[], None]) -> None:
@@ -307,7 +317,7 @@ def _warm_up(s: RunSession, spec: StepSpec, procs: StepProcesses, run: PgbenchRu
     if s.fleet is not None:  # the agents warm up as they will run: together
         fleet_phase(s, spec, warm, step_id, "warmup", facts)
         return True
-    ex = _run_pgbench(s, procs, warm, env, step_dir, progress=False)
+    ex = _run_pgbench(s, procs, warm, env, step_dir, on_progress=None)
     rates = [p.tps for p in ex.progress[1:] if p.tps > 0] or [p.tps for p in ex.progress if p.tps > 0]
     if probe and rates:
         s.tps_seen[v.name] = statistics.median(rates)

@@ -15,7 +15,7 @@ from pgknee.driver.pgbench import PgbenchRun, error_cause, log_files, parse_coun
 from pgknee.driver.steady import SteadyWatch, steadiness
 from pgknee.model.facts import AutoDuration, FactsDraft, Faults, Measured, RelayEnd, Steadiness, StepFacts
 from pgknee.model.kinds import StepRecord, first_of
-from pgknee.model.results import PgbenchSummary, StepMeasurement, StepResult
+from pgknee.model.results import AgentShare, PgbenchSummary, StepMeasurement, StepResult
 from pgknee.model.server import DatabaseStep
 from pgknee.plan import Plan
 from pgknee.run.distributed import Merged
@@ -49,16 +49,14 @@ class Sampled:
 def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
            x: Sampled) -> StepResult:
     """What the step measured, from pgbench's log and summary, and whether it counts."""
-    plan, ex, run = s.plan, x.execution, x.run
-    summary = parse_summary(ex.stdout) if x.merged is None else x.merged.summary
-    window = window_of(summary, plan.duration_s) if x.merged is None else x.merged.window_s
-    m, err = _measurement(s, spec, run, step_dir, window, ex) if x.merged is None else (x.merged.measurement, "")
+    plan, ex = s.plan, x.execution
+    f = _figures(s, spec, step_dir, x)
+    summary, window, m = f.summary, f.window_s, f.measurement
     for record in _measurement_facts(plan, m, window, x):
         x.facts.add(record)
     commits = x.database.xact_commit if x.database is not None else None
     tps_db = (commits - x.own_commits) / window if commits is not None and window > 0 else None
-    own = _pgbench_failure(s, ex.exit_code, err, m) if x.merged is None or x.merged.reason is None else \
-        f"agents: {x.merged.reason}"
+    own = _pgbench_failure(s, ex.exit_code, f.stderr, m) if f.agents_failed is None else f"agents: {f.agents_failed}"
     own = own or _not_counted(spec, plan.duration_s, summary, m, window, x.idle_lost)
     outside = _outside_causes(x.facts)
     failed = own is not None or bool(outside)
@@ -68,7 +66,28 @@ def judge(s: RunSession, spec: StepSpec, step_id: int, step_dir: Path,
     status = "failed" if failed else "completed"
     reason = "; ".join([*outside, *([own] if own else [])]) or None
     return StepResult(step_id, status, reason, ex.exit_code, x.bench_start, x.bench_end, summary, m, tps_db,
-                      ex.progress, x.facts.freeze(), x.records, agents=x.merged.shares if x.merged is not None else ())
+                      ex.progress, x.facts.freeze(), x.records, agents=f.agents)
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """What the step's pgbench measured: the local one's, or the agents' merged (run/distributed.py)."""
+
+    summary: PgbenchSummary
+    window_s: float
+    measurement: StepMeasurement | None
+    stderr: str  # the local pgbench's (the agents kept theirs)
+    agents: tuple[AgentShare, ...] = ()  # each agent's part, when agents ran the step
+    agents_failed: str | None = None  # why the agents' run does not count, when it does not
+
+
+def _figures(s: RunSession, spec: StepSpec, step_dir: Path, x: Sampled) -> _Figures:
+    if x.merged is not None:
+        mg = x.merged
+        return _Figures(mg.summary, mg.window_s, mg.measurement, "", mg.shares, mg.reason)
+    summary = parse_summary(x.execution.stdout)
+    window = window_of(summary, s.plan.duration_s)
+    return _Figures(summary, window, *_measurement(s, spec, x.run, step_dir, window, x.execution))
 
 
 def _measurement(s: RunSession, spec: StepSpec, run: PgbenchRun, step_dir: Path, window: float,
@@ -157,7 +176,8 @@ def steady_note(facts: StepFacts) -> str:
     auto, measured, steady = facts.of(AutoDuration), facts.of(Measured), facts.of(Steadiness)
     if auto is None:
         return ""
-    seconds = measured.bench_seconds if measured is not None else 0.0
+    assert measured is not None  # _measurement_facts adds it to every step, first, and AutoDuration only beside it
+    seconds = measured.bench_seconds
     if steady is None:
         return f"; not steady after {seconds:.0f} s (the maximum)"
     how = "stopped once known" if auto.stopped else "ran to its maximum"
