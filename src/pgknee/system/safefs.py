@@ -155,8 +155,8 @@ def output_kind(path: str) -> str:
     except OSError as e:
         raise UserError(f"cannot write {path}: {e.strerror}", "choose a writable path for the output") from None
     if lst is not None and stat.S_ISLNK(lst.st_mode) and os.geteuid() == 0 \
-            and writable_by_others(p.parent if str(p.parent) else Path(".")) and not _is_own_stdout(os.stat(p)):
-        raise UserError(f"{path} is a symbolic link in {p.parent or '.'}, which other users can write: as root, "
+            and writable_by_others(p.parent) and not _is_own_stdout(os.stat(p)):
+        raise UserError(f"{path} is a symbolic link in {p.parent}, which other users can write: as root, "
                         "pgknee does not follow it", "give the path it points to, or a path in a directory of root's")
     try:
         st = os.stat(p)
