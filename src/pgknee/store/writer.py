@@ -134,7 +134,7 @@ class RunWriter:
             self._beat()
         self.recorded = True
         self._keep_room()
-        return int(last[0]) if last else 0
+        return int(last[0])
 
     def _changed(self, reopening: Reopening, plan_json: str | None) -> StoreBusy | None:
         """The run is no longer as pgknee read it: its plan or its completed steps changed."""
@@ -259,7 +259,7 @@ class RunWriter:
                     self._each("clear_step_samples", {"step_id": step_id, "samples_from": None})
                     self._each("remove_step", {"step_id": step_id})
             kept = [c for _, c, st in steps if st == "completed"]
-            old = json.loads(b.plan_json) if b.plan_json else {}
+            old = json.loads(b.plan_json)
             new_counts = list(b.merged_plan.get("clients", []))[len(old.get("clients", [])):]
             kept_counts = [c for c in new_counts if c in kept]
             notes = self._attempt_notes(new_counts, kept_counts, status, reason, b.env)
