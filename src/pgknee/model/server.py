@@ -179,7 +179,7 @@ class DatabaseStep:
 
     @classmethod
     def loaded(cls, tables: tuple[Rows, ...]) -> tuple[DatabaseStep, ...]:
-        return (cls.of_items({str(k): float(v) for k, v in tables[0]}),) if tables[0] else ()
+        return (cls.of_items({str(k): float(v) for k, v in tables[0]}),)
 
     @classmethod
     def of_items(cls, d: Mapping[str, float]) -> DatabaseStep:
