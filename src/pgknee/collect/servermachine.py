@@ -74,8 +74,8 @@ def classify(roles: list[str], aurora: bool, prefixes: list[str]) -> Managed | N
 
 
 def read_managed(conn: psycopg.Connection[Any]) -> Managed | None:
-    row = conn.execute(queries.text("managed"), (list(_ROLES), list(_PREFIXES), list(_SETTINGS))).fetchone()
-    return classify(list(row[0]), bool(row[1]), [*row[2], *row[3]]) if row else None
+    row = queries.one_row(conn, "managed", (list(_ROLES), list(_PREFIXES), list(_SETTINGS)))
+    return classify(list(row[0]), bool(row[1]), [*row[2], *row[3]])
 
 
 def read_files_sql(conn: psycopg.Connection[Any], files: Mapping[str, str]) -> tuple[dict[str, str], str]:

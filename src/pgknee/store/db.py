@@ -252,7 +252,7 @@ class Store:
     def busy_sessions(self, step_id: int, phases: Sequence[str]) -> float | None:
         """Mean sessions active or idle in transaction per snapshot (pgknee's own left out)."""
         row = self.db.execute(load("busy_sessions", phases=len(phases)), (step_id, *phases)).fetchone()
-        return None if row is None or row[0] is None else float(row[0])
+        return None if row[0] is None else float(row[0])  # an aggregate: one row, NULL without snapshots
 
     def wait_counts(self, step_ids: Sequence[int], phases: Sequence[str], backend: str) -> list[tuple[str, str, int]]:
         """Active sessions by wait event: (type, event, occurrences). `backend`: client|background|all."""
