@@ -36,6 +36,10 @@ class RunAs:
     gid: int
     name: str
 
+    def popen_args(self) -> dict[str, Any]:
+        """Popen's arguments that start the child as this user, with none of pgknee's groups."""
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
+
 
 def spawn(
     argv: Sequence[str],
@@ -70,9 +74,7 @@ def spawn(
             stderr=stderr,
             stdin=stdin,
             start_new_session=True,
-            user=run_as.uid if run_as else None,
-            group=run_as.gid if run_as else None,
-            extra_groups=[] if run_as else None,
+            **(run_as.popen_args() if run_as else {}),  # else as pgknee's own user and groups
             preexec_fn=_in_child(cpus, die_with_parent, os.getpid()),  # noqa: PLW1509 - no locks taken
         )
         _live.add(p)
