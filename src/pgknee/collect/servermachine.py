@@ -128,13 +128,13 @@ def from_files(files: Mapping[str, str], source: str) -> ServerMachine:
     """The machine from its own files (/proc/stat, /proc/meminfo, a process's status, cpu.max)."""
     st = parse_stat(files.get("stat", ""))
     mem = parse_meminfo(files.get("meminfo", "")).get("MemTotal")
+    mem_source = source if mem else "unknown"
     if st is None or st.cpus == 0:
-        return ServerMachine(None, f"unknown: {source} gave no CPU count", mem, source if mem else "unknown")
+        return ServerMachine(None, f"unknown: {source} gave no CPU count", mem, mem_source)
     quota = parse_cpu_max(files.get("cpu_max", "")) or parse_cpu_max(
         f"{files.get('cfs_quota', '').strip()} {files.get('cfs_period', '').strip()}")
     n, limited = usable_cpus(st.cpus, allowed_cpus(files.get("status", "")), quota)
     cap = parse_memory_max(files.get("memory_max", "")) or parse_memory_max(files.get("memory_limit", ""))
-    mem_source = source if mem else "unknown"
     if cap is not None and mem is not None and cap < mem:
         mem, mem_source = cap, f"{source}; cgroup memory.max"
     return ServerMachine(n, source, mem, mem_source, limited=limited, proc=source)
