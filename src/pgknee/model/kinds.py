@@ -28,6 +28,11 @@ class Read(NamedTuple):
     bench_only: bool = False
 
 
+def stored_value(v: Any) -> Any:
+    """A value as the store keeps it: a bool as 0 or 1 (SQLite's integers, the PostgreSQL store's bigint)."""
+    return int(v) if isinstance(v, bool) else v
+
+
 def columns_of(fields: Iterable[str]) -> tuple[str, ...]:
     """A sample's fields as its table's columns: its phase is the table's _phase."""
     return tuple("_phase" if f == "phase" else f for f in fields)
