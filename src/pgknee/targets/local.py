@@ -26,7 +26,7 @@ from pgknee.model import keys
 from pgknee.model.keys import Env
 from pgknee.plan.serverconf import check_setting, conf_line, conf_path_line
 from pgknee.system import proc, registry, safefs
-from pgknee.system.serverwheel import wheel_bindir
+from pgknee.system.serverwheel import wheel_bindir, wheel_bindirs
 from pgknee.targets.base import Endpoint
 from pgknee.targets.conninfo import passfile_escape
 
@@ -86,8 +86,7 @@ def _candidates() -> list[Path]:
     versioned = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
                        key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0, reverse=True)
     candidates.extend(Path(p) for p in versioned)
-    wheel = wheel_bindir()
-    return [*candidates, *([wheel] if wheel is not None else [])]
+    return [*candidates, *wheel_bindirs()]
 
 
 def find_bindir(explicit: str | None = None) -> Path:
