@@ -158,17 +158,17 @@ def this_machine() -> ServerMachine:
     return ServerMachine(os.cpu_count() or 1, where, mem, where)
 
 
-def server_machine(conn: psycopg.Connection[Any] | None, told: Told,
+def server_machine(conn: psycopg.Connection[Any], told: Told,
                    ssh_files: tuple[dict[str, str], str] | None = None) -> ServerMachine:
     """The machine as well as pgknee can know it: what the user told wins, then the server's
     own /proc (over ssh, else through SQL), then this machine for the embedded server."""
-    managed = read_managed(conn) if conn is not None else None
+    managed = read_managed(conn)
     if told.embedded:
         found = this_machine()
     elif ssh_files is not None and ssh_files[0]:
         found = from_files(ssh_files[0], ssh_files[1])
     else:
-        files, why = read_files_sql(conn, FACT_FILES) if conn is not None else ({}, "no connection")
+        files, why = read_files_sql(conn, FACT_FILES)
         if ssh_files is not None:
             why = f"{ssh_files[1]}; {why}"
         found = from_files(files, "pg_read_file /proc") if files else \
