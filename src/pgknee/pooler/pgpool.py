@@ -491,4 +491,4 @@ class ManagedPgpool:
 
     def describe(self) -> dict[str, str]:
         return {**self.settings.describe(), "auth": "scram-sha-256 (pool_passwd)",
-                "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any"}
+                "cpus": proc.cpus_said(self.cpus)}

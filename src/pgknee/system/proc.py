@@ -83,6 +83,11 @@ def spawn(
     return p
 
 
+def cpus_said(cpus: frozenset[int] | None) -> str:
+    """The CPUs a child is pinned to (spawn's `cpus`) as its settings say them: 'any' when not pinned."""
+    return ",".join(map(str, sorted(cpus))) if cpus else "any"
+
+
 _PR_SET_PDEATHSIG = 1
 # how the registry's watchdog stops a child if pgknee dies: as the kernel would, and a child that
 # is to outlive pgknee (--keep) with a fast shutdown until it is released
