@@ -359,13 +359,20 @@ class RunWriter:
         return (self.run_id, step_id, *row)
 
     # ---- side files -----------------------------------------------------------------------------
+    def _side_origin(self) -> tuple[str, str]:
+        """What a side file says of the store (its file's absolute path, or a PostgreSQL store's
+        label) and the name side files begin with (the store file's, or 'pgknee-store')."""
+        path = self.store.path
+        return (str(path.absolute()), path.name) if path is not None else (self.store.label, "pgknee-store")
+
     def _side_doc(self, reason: str) -> dict[str, Any]:
-        where = str(self.store.path.absolute()) if self.store.path is not None else self.store.label
+        where, _ = self._side_origin()
         return {"store": where, "run_id": self.run_id, "owner": owner(),
                 "written_at": now_iso(), "reason": reason}
 
     def _side_name(self) -> str:
-        return self.store.path.name if self.store.path is not None else "pgknee-store"
+        _, name = self._side_origin()
+        return name
 
     def _step_aside(self, r: StepResult, e: Exception) -> StoreError:
         step = self._begun.get(r.step_id, {})
