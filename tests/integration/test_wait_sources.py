@@ -156,10 +156,10 @@ def test_a_terminated_profile_session_is_replaced(server: EmbeddedCluster) -> No
         profiler.begin()
         time.sleep(1.0)
         profiler.end()
-        result = profiler.result(frozenset({1}))
+        (result,) = profiler.result(frozenset({1}))
         # pg_wait_sampling's collector probes every 10 ms at best; on a loaded machine its timer runs late (100
         # probes in 1.11 s beside another suite): counted means more than half, never more than the period allows
-        assert result is not None and result.probes_counted and 60 <= result.probes / result.window_s <= 100.5
+        assert result.probes_counted and 60 <= result.probes / result.window_s <= 100.5
         assert profiler.errors == [] and len(said) == 1  # only the note: nothing failed
     finally:
         collectors.close()

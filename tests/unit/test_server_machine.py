@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 from builders import make_run_data, renew
 from test_recommend import _sweep
@@ -120,10 +122,28 @@ def test_managed_services_by_their_signs(roles: list[str], aurora: bool, prefixe
     assert (m.service if m else None) == service
 
 
+class _PlainServer:
+    """A connection to a server that is no managed service and whose files this role may not read."""
+
+    def execute(self, query: str, params: object = None) -> Any:
+        if "pg_read_file" in query:
+            raise psycopg.errors.InsufficientPrivilege("permission denied for function pg_read_file")
+        return _Rows([([], False, [], [])])
+
+
+@dataclasses.dataclass
+class _Rows:
+    rows: list[tuple[Any, ...]]
+
+    def fetchone(self) -> tuple[Any, ...]:
+        return self.rows[0]
+
+
 def test_what_the_user_told_wins_and_managed_services_say_where_to_look() -> None:
-    m = server_machine(None, Told(cpus=16, mem_gb=64.0))
+    conn: Any = _PlainServer()
+    m = server_machine(conn, Told(cpus=16, mem_gb=64.0))
     assert (m.cpus, m.cpus_source, m.mem_kb, m.mem_source) == (16, "--server-cpus", 64 * 2**20, "--server-memory")
-    unknown = server_machine(None, Told(), ssh_files=({}, "ssh db1: Permission denied (publickey)"))
+    unknown = server_machine(conn, Told(), ssh_files=({}, "ssh db1: Permission denied (publickey)"))
     assert unknown.cpus is None and unknown.cpus_source.startswith("unknown: ssh db1: Permission denied")
     assert all(s.where and s.hidden for s in SERVICES.values())
     assert "CloudWatch" in SERVICES["rds"].where and "Azure Monitor" in SERVICES["azure"].where

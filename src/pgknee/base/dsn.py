@@ -54,6 +54,11 @@ TARGETS = ("embedded", "env")
 _NOT_FROM_ENV = (*_SECRET_KEYS, "passfile")  # libpq still reads them from the environment itself
 
 
+def option_text(field: bytes | None) -> str | None:
+    """A field of a libpq option as PQconndefaults lists it (NULL or empty: unset) as text."""
+    return field.decode() if field else None
+
+
 def environment_dsn(environ: dict[str, str]) -> str:
     """`--target env`: the server libpq's own environment variables name (PGHOST, PGSERVICE,
     PGPORT, PGUSER, PGDATABASE, PGSSLMODE, ...), as a DSN without secrets. The variables are the
@@ -63,7 +68,7 @@ def environment_dsn(environ: dict[str, str]) -> str:
 
     params = {}
     for o in pq.Conninfo.get_defaults():
-        var = o.envvar.decode() if o.envvar else None
+        var = option_text(o.envvar)
         key = o.keyword.decode()
         if var and environ.get(var) and key not in _NOT_FROM_ENV:
             params[key] = environ[var]

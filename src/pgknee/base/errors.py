@@ -119,11 +119,11 @@ def store_error(e: BaseException, path: str | Path | None, doing: str | None = N
                 timeout_s: float | None = None) -> StoreError:
     """An SQLite error on the collector database at `path`, as one line with its cause and a fix.
     `doing`: what pgknee was doing ('writing step 3'); `timeout_s`: how long it waited for a lock."""
+    during = f" ({doing})" if doing else ""
     if isinstance(e, DbError):
-        return _pg_store_error(e, path, doing)
+        return _pg_store_error(e, path, during)
     name = getattr(e, "sqlite_errorname", None) or ""
     what = f"the collector database {path}" if path else "the collector database"
-    during = f" ({doing})" if doing else ""
     if name.startswith("SQLITE_FULL") or "disk is full" in str(e):
         return StoreFull(f"{what}: its disk is full{during}",
                          "free space on that disk, or give --store a file on another disk")
@@ -150,10 +150,10 @@ def store_error(e: BaseException, path: str | Path | None, doing: str | None = N
     return StoreError(f"{what}: {e}{during}", "check the file, or give --store another one")
 
 
-def _pg_store_error(e: DbError, label: str | Path | None, doing: str | None) -> StoreError:
-    """A PostgreSQL results store's error: its first line, and what to do."""
+def _pg_store_error(e: DbError, label: str | Path | None, during: str) -> StoreError:
+    """A PostgreSQL results store's error: its first line, and what to do (`during`: store_error's
+    ' (what pgknee was doing)', or '')."""
     what = f"the results store {label}" if label else "the results store"
-    during = f" ({doing})" if doing else ""
     first = first_line(e.cause) if not str(e).strip() else first_line(e)
     state = e.sqlstate or ""
     if state == "53100":

@@ -43,12 +43,16 @@ def process_tree(root: int) -> list[int]:
     return out
 
 
+def _pss(pids: Iterable[int]) -> list[int]:
+    """The PSS (kB) of those of `pids` still there and readable."""
+    return [s for pid in pids if (s := pss_kb(pid)) is not None]
+
+
 def memory_picture(kind: type[M], server_pid: int | None, idle_pids: Iterable[int] = ()) -> M:
     """The machine's memory from /proc/meminfo (kB); with a local server, its processes' PSS (kB)
     in all, their count, and the mean of the idle sessions' backends."""
     mem = read_meminfo()
-    server = [s for pid in process_tree(server_pid) if (s := pss_kb(pid)) is not None] if server_pid else []
-    idle = [s for pid in idle_pids if (s := pss_kb(pid)) is not None] if server_pid else []
+    server, idle = (_pss(process_tree(server_pid)), _pss(idle_pids)) if server_pid else ([], [])
 
     def kb(name: str) -> float | None:
         return float(mem[name]) if name in mem else None

@@ -124,8 +124,8 @@ class StatsReader:
         longest_s."""
         for waited in polling(longest_s, every_s):
             self.reads += 1
-            row = self.conn.execute(queries.text("quiet")).fetchone()
-            backends, checkpointing, spread = (int(row[0]), bool(row[1]), bool(row[2])) if row else (0, False, False)
+            row = queries.one_row(self.conn, "quiet")
+            backends, checkpointing, spread = int(row[0]), bool(row[1]), bool(row[2])
             if waited >= shortest_s and backends == 0 and not checkpointing:
                 break
         return Quiet(waited, backends, checkpointing, spread)

@@ -113,9 +113,9 @@ class PoolerSampler(Hooks):
     order = STEP_OWN  # joined for the step, after the run's own
     queries_run = 0  # the pooler's console, not the benchmark database
 
-    def __init__(self, admin: Endpoint | Sequence[Endpoint], database: str, interval_s: float,
+    def __init__(self, admins: Sequence[Endpoint], database: str, interval_s: float,
                  pids: Sequence[int] = (), facts: PoolerFacts = NO_FACTS) -> None:
-        self.admins = [admin] if isinstance(admin, Endpoint) else list(admin)
+        self.admins = list(admins)  # a console each process (an external pooler's one)
         self.facts = facts
         self._stats_at: dict[str, list[dict[str, float]] | None] = {}  # SHOW STATS as the bench, the post begin
         self.pids = tuple(pids)  # in the consoles' order: pgknee's own processes

@@ -43,14 +43,14 @@ def read_server(conn: psycopg.Connection[Any]) -> ServerFacts:
                         (["server_version_num", "reserved_connections", *SERVER_SETTINGS],)).fetchall()
     raw = {str(name): str(setting) for name, setting, _ in rows}
     shown = {str(name): str(with_unit) for name, _, with_unit in rows if name in SERVER_SETTINGS}
-    show = conn.execute(queries.text("server_version")).fetchone()
+    show = queries.one_row(conn, "server_version")
     row = conn.execute(queries.text("is_superuser")).fetchone()
-    in_use = conn.execute(queries.text("client_backends")).fetchone()
-    return ServerFacts(version=str(show[0]) if show else "?", version_num=int(raw.get("server_version_num", "0")),
+    in_use = queries.one_row(conn, "client_backends")
+    return ServerFacts(version=str(show[0]), version_num=int(raw.get("server_version_num", "0")),
                        is_superuser=bool(row and row[0]), max_connections=int(raw.get("max_connections", "100")),
                        superuser_reserved=int(raw.get("superuser_reserved_connections", "3")),
                        reserved=int(raw.get("reserved_connections", "0")),
-                       connections_in_use=int(in_use[0]) if in_use else 0, settings=shown)
+                       connections_in_use=int(in_use[0]), settings=shown)
 
 
 def host_facts() -> dict[str, str]:

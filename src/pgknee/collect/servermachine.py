@@ -74,8 +74,8 @@ def classify(roles: list[str], aurora: bool, prefixes: list[str]) -> Managed | N
 
 
 def read_managed(conn: psycopg.Connection[Any]) -> Managed | None:
-    row = conn.execute(queries.text("managed"), (list(_ROLES), list(_PREFIXES), list(_SETTINGS))).fetchone()
-    return classify(list(row[0]), bool(row[1]), [*row[2], *row[3]]) if row else None
+    row = queries.one_row(conn, "managed", (list(_ROLES), list(_PREFIXES), list(_SETTINGS)))
+    return classify(list(row[0]), bool(row[1]), [*row[2], *row[3]])
 
 
 def read_files_sql(conn: psycopg.Connection[Any], files: Mapping[str, str]) -> tuple[dict[str, str], str]:
@@ -128,13 +128,13 @@ def from_files(files: Mapping[str, str], source: str) -> ServerMachine:
     """The machine from its own files (/proc/stat, /proc/meminfo, a process's status, cpu.max)."""
     st = parse_stat(files.get("stat", ""))
     mem = parse_meminfo(files.get("meminfo", "")).get("MemTotal")
+    mem_source = source if mem else "unknown"
     if st is None or st.cpus == 0:
-        return ServerMachine(None, f"unknown: {source} gave no CPU count", mem, source if mem else "unknown")
+        return ServerMachine(None, f"unknown: {source} gave no CPU count", mem, mem_source)
     quota = parse_cpu_max(files.get("cpu_max", "")) or parse_cpu_max(
         f"{files.get('cfs_quota', '').strip()} {files.get('cfs_period', '').strip()}")
     n, limited = usable_cpus(st.cpus, allowed_cpus(files.get("status", "")), quota)
     cap = parse_memory_max(files.get("memory_max", "")) or parse_memory_max(files.get("memory_limit", ""))
-    mem_source = source if mem else "unknown"
     if cap is not None and mem is not None and cap < mem:
         mem, mem_source = cap, f"{source}; cgroup memory.max"
     return ServerMachine(n, source, mem, mem_source, limited=limited, proc=source)
@@ -158,17 +158,17 @@ def this_machine() -> ServerMachine:
     return ServerMachine(os.cpu_count() or 1, where, mem, where)
 
 
-def server_machine(conn: psycopg.Connection[Any] | None, told: Told,
+def server_machine(conn: psycopg.Connection[Any], told: Told,
                    ssh_files: tuple[dict[str, str], str] | None = None) -> ServerMachine:
     """The machine as well as pgknee can know it: what the user told wins, then the server's
     own /proc (over ssh, else through SQL), then this machine for the embedded server."""
-    managed = read_managed(conn) if conn is not None else None
+    managed = read_managed(conn)
     if told.embedded:
         found = this_machine()
     elif ssh_files is not None and ssh_files[0]:
         found = from_files(ssh_files[0], ssh_files[1])
     else:
-        files, why = read_files_sql(conn, FACT_FILES) if conn is not None else ({}, "no connection")
+        files, why = read_files_sql(conn, FACT_FILES)
         if ssh_files is not None:
             why = f"{ssh_files[1]}; {why}"
         found = from_files(files, "pg_read_file /proc") if files else \

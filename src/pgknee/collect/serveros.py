@@ -27,7 +27,8 @@ from pgknee.collect.servermachine import PROC_FILES
 from pgknee.model.samples import ServerOsSample, ServerOsSamples
 from pgknee.targets import Endpoint
 
-# what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names)
+# what one read of the server's files gives: {'t': epoch seconds, name: text} (PROC_FILES' names);
+# {} when a read gave nothing (a gap)
 Files = dict[str, Any]
 
 
@@ -36,7 +37,7 @@ class FilesReader(Protocol):
 
     queries_run: int  # statements it ran in the benchmark database
 
-    def __call__(self) -> Files | None: ...
+    def __call__(self) -> Files: ...
 
 
 @dataclass(frozen=True)
@@ -87,19 +88,17 @@ class SqlFiles:
         self.queries_run = 0
         self.errors: list[str] = []
 
-    def __call__(self) -> Files | None:
+    def __call__(self) -> Files:
         try:
             if self.conn is None or self.conn.closed:
                 self.conn = self.endpoint.connect("serveros", timeout=5.0)
             self.queries_run += 1
-            row = self.conn.execute(queries.text("read_files"), (list(PROC_FILES.values()),)).fetchone()
+            row = queries.one_row(self.conn, "read_files", (list(PROC_FILES.values()),))
         except (psycopg.Error, PgkneeError, OSError) as e:  # a lost connection, a restart: a gap, not a failure
             if len(self.errors) < 10:
                 self.errors.append(first_line(e))
             self.close()
-            return None
-        if row is None:
-            return None
+            return {}
         return {"t": float(row[0]), **dict(zip(PROC_FILES, row[1], strict=True))}
 
     def close(self) -> None:
@@ -111,7 +110,7 @@ class SqlFiles:
 
 class ServerOsSampler(PeriodicSampler[_Raw, ServerOsSample]):
     """Like collect.osproc.OsSampler for this machine, on the same thread's schedule; `read` gives
-    the server's files (or None: a gap)."""
+    the server's files (or {}: a gap)."""
 
     def __init__(self, read: FilesReader, interval_s: float, source: str) -> None:
         super().__init__(interval_s, "pgknee-serveros")
@@ -126,8 +125,7 @@ class ServerOsSampler(PeriodicSampler[_Raw, ServerOsSample]):
         return ServerOsSamples(rows)
 
     def _sample_once(self) -> None:
-        files = self.read()
-        raw = raw_of(files) if files is not None else None
+        raw = raw_of(self.read())  # None for a gap ({}: no /proc/stat)
         if raw is None:
             return
         prev, self._prev = self._prev, raw

@@ -87,7 +87,7 @@ class SshFiles:
         self.label = f"ssh {destination}"
         self.argv = ssh_argv(destination, interval_s, config)
         self.p: subprocess.Popen[bytes] | None = None
-        self.latest: dict[str, Any] | None = None
+        self.latest: dict[str, Any] = {}  # none yet (each line it takes has the time 't')
         self.first = threading.Event()
         self.stderr: deque[str] = deque(maxlen=5)
         self.queries_run = 0  # none on the database
@@ -109,7 +109,7 @@ class SshFiles:
             self.p.stdin.close()
         proc.wait_until(lambda: self.first.is_set() or (self.p is not None and self.p.poll() is not None),
                         timeout=FIRST_LINE_S)
-        if self.latest is not None:
+        if self.latest:
             return {k: v for k, v in self.latest.items() if isinstance(v, str)}, ""
         if self.p.poll() is not None:  # ssh ended: its last words (the reason) are read to the end first
             readers[1].join(timeout=2.0)
@@ -136,7 +136,7 @@ class SshFiles:
                 if text:
                     self.stderr.append(text)
 
-    def __call__(self) -> dict[str, Any] | None:
+    def __call__(self) -> dict[str, Any]:
         return self.latest
 
     def close(self) -> None:

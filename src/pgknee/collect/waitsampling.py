@@ -158,8 +158,7 @@ class WaitProfiler(Hooks):
             self.end()
 
     def end_step(self) -> tuple[WaitSampling, ...]:
-        profile = self.result(self.step.backends)
-        return (profile,) if profile is not None else ()
+        return self.result(self.step.backends)
 
     def _profile(self) -> Profile:
         """The profile now; on a new session once when the one held was ended (a DBA's
@@ -207,13 +206,13 @@ class WaitProfiler(Hooks):
         except (psycopg.Error, PgkneeError) as e:
             self._failed(e)
 
-    def result(self, pids: frozenset[int]) -> WaitSampling | None:
-        """The step's profile of `pids`, if both reads worked and the benchmark had backends."""
+    def result(self, pids: frozenset[int]) -> tuple[WaitSampling, ...]:
+        """The step's profile of `pids`, if both reads worked and the benchmark had backends (else none)."""
         before, after, self._before, self._after = self._before, self._after, None, None
         if before is None or after is None or not pids:
-            return None
+            return ()
         ref = self._ref.pid if self._ref is not None and self._ref.alive() else None
-        return step_profile(before[1], after[1], after[0] - before[0], pids, ref, self.period_ms)
+        return (step_profile(before[1], after[1], after[0] - before[0], pids, ref, self.period_ms),)
 
     def _failed(self, e: BaseException) -> None:
         why = first_line(e)

@@ -79,8 +79,8 @@ def _exact_sums(v: np.ndarray) -> tuple[int, int]:
     """The sum and the sum of squares of int64 values, as exact integers."""
     small = v[v < _SQUARE_BELOW]
     starts = np.arange(0, small.size, _BLOCK)
-    total = sum(np.add.reduceat(small, starts).tolist()) if small.size else 0
-    total_sq = sum(np.add.reduceat(small * small, starts).tolist()) if small.size else 0
+    total = sum(np.add.reduceat(small, starts).tolist())  # no small value: no starts, an empty sum, 0
+    total_sq = sum(np.add.reduceat(small * small, starts).tolist())
     if small.size < v.size:
         large = [int(x) for x in v[v >= _SQUARE_BELOW].tolist()]
         total, total_sq = total + sum(large), total_sq + sum(x * x for x in large)

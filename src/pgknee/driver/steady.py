@@ -42,10 +42,11 @@ class Steadiness:
 
 
 def batch_means(tps: Sequence[float], batch: int = BATCH) -> np.ndarray:
-    """Means of consecutive whole batches (a trailing partial batch is left out)."""
+    """Means of consecutive whole batches (a trailing partial batch is left out; none: an empty array)."""
     y = np.asarray(tps, dtype=float)
     b = y.size // batch
-    return y[:b * batch].reshape(b, batch).mean(axis=1) if b else np.empty(0)
+    means: np.ndarray = y[:b * batch].reshape(b, batch).mean(axis=1)
+    return means
 
 
 def mser_truncation(z: np.ndarray) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, cast
 
 from pgknee.model import keys
 from pgknee.model.keys import StepFact
@@ -334,8 +334,7 @@ class FactsDraft:
             self._by_kind[type(record)] = record
 
     def of(self, kind: type[R]) -> R | None:
-        got = self._by_kind.get(kind)  # type: ignore[arg-type]
-        return got if isinstance(got, kind) else None
+        return cast("R | None", self._by_kind.get(kind))  # type: ignore[arg-type]  # (keyed by its type)
 
     def freeze(self) -> StepFacts:
         return StepFacts(tuple(self._by_kind.values()))

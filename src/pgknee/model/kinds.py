@@ -2,8 +2,9 @@
 the same way. A record says where it goes (`stored`: its statements in store/sql, each with its
 rows, which the writer puts after the run's and the step's ids), travels through a side file by
 its kind's name (`to_json`, `from_json`), and says how it comes back (`stored_in`: the tables and
-columns it is read from; `loaded`: the step's records from those rows), which store.db.Store.records
-does for every kind alike and RunData.of hands to the analysis. A new kind of record needs `@kind`,
+columns it is read from; `loaded`: the step's records from those rows, given only for a step with
+rows in at least one of them), which store.db.Store.records does for every kind alike and RunData.of
+hands to the analysis. A new kind of record needs `@kind`,
 its own `stored`, `stored_in` and `loaded`; the writer, the side files, the store's reads, the loader
 and the step that carries it stay as they are."""
 
@@ -25,6 +26,11 @@ class Read(NamedTuple):
     table: str
     columns: tuple[str, ...]
     bench_only: bool = False
+
+
+def stored_value(v: Any) -> Any:
+    """A value as the store keeps it: a bool as 0 or 1 (SQLite's integers, the PostgreSQL store's bigint)."""
+    return int(v) if isinstance(v, bool) else v
 
 
 def columns_of(fields: Iterable[str]) -> tuple[str, ...]:

@@ -199,7 +199,8 @@ class RunRecord:
     @property
     def plan(self) -> dict[str, Any]:
         """The validated plan the run was made from (DSN without secrets)."""
-        return json.loads(self.plan_json) if self.plan_json else {}
+        plan: dict[str, Any] = json.loads(self.plan_json)
+        return plan
 
 
 @dataclass(frozen=True, slots=True)

@@ -237,7 +237,7 @@ class _Rows:
     @classmethod
     def loaded(cls, tables: tuple[Rows, ...]) -> tuple[Any, ...]:
         rows = sorted((cls.ROW(*r) for r in tables[0]), key=lambda r: r.epoch)
-        return (cls(rows=tuple(rows)),) if rows else ()  # type: ignore[call-arg]  # (each kind is a dataclass)
+        return (cls(rows=tuple(rows)),)  # type: ignore[call-arg]  # (each kind is a dataclass)
 
 
 @kind
@@ -284,7 +284,7 @@ class PoolerSamples(_Rows):
     def loaded(cls, tables: tuple[Rows, ...]) -> tuple[Any, ...]:
         rows = sorted((PoolerSample(*r) for r in tables[0]), key=lambda r: r.epoch)
         procs = sorted((PoolerProcessSample(*r) for r in tables[1]), key=lambda r: (r.process, r.epoch))
-        return (cls(tuple(rows), processes=tuple(procs)),) if rows or procs else ()
+        return (cls(tuple(rows), processes=tuple(procs)),)
 
 
 def _number(text: str) -> float | None:
@@ -341,7 +341,7 @@ class PoolerFacts:
 
     @classmethod
     def loaded(cls, tables: tuple[Rows, ...]) -> tuple[PoolerFacts, ...]:
-        return (cls.of_items({str(k): str(v) for k, v in tables[0]}),) if tables[0] else ()
+        return (cls.of_items({str(k): str(v) for k, v in tables[0]}),)
 
     @classmethod
     def of_items(cls, d: dict[str, str]) -> PoolerFacts:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pgknee.model.kinds import Read, Rows, StoredRow, kind
+from pgknee.model.kinds import Read, Rows, StoredRow, kind, stored_value
 
 
 class _InItsTable:
@@ -179,7 +179,7 @@ class DatabaseStep:
 
     @classmethod
     def loaded(cls, tables: tuple[Rows, ...]) -> tuple[DatabaseStep, ...]:
-        return (cls.of_items({str(k): float(v) for k, v in tables[0]}),) if tables[0] else ()
+        return (cls.of_items({str(k): float(v) for k, v in tables[0]}),)
 
     @classmethod
     def of_items(cls, d: Mapping[str, float]) -> DatabaseStep:
@@ -230,7 +230,7 @@ def columns(kind: type[Any]) -> tuple[str, ...]:
 def as_row(record: Any) -> dict[str, Any]:
     """A record (a dataclass) as its table's named values (booleans as 0 and 1)."""
     values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
-    return {name: int(v) if isinstance(v, bool) else v for name, v in values.items()}
+    return {name: stored_value(v) for name, v in values.items()}
 
 
 def from_row(kind: type[Any], row: dict[str, Any]) -> Any:

@@ -147,12 +147,11 @@ class Relay:
 
     @staticmethod
     def _read_port(p: subprocess.Popen[bytes]) -> int:
-        assert p.stdout is not None
-        ready, _, _ = select.select([p.stdout], [], [], START_TIMEOUT_S)
-        line = p.stdout.readline() if ready else b""
+        assert p.stderr is not None  # spawned with stderr=PIPE
+        line = _line_within(p, START_TIMEOUT_S)
         if not line.strip().isdigit():  # the port, or 0 for a Unix socket
             proc.stop(p, grace=1.0)
-            err = p.stderr.read().decode(errors="replace").strip() if p.stderr else ""
+            err = p.stderr.read().decode(errors="replace").strip()
             _close_pipes(p)
             raise TargetError("the network relay (rtt=) did not start: "
                               f"{err.splitlines()[-1] if err else 'no port within 10 s'}")
@@ -173,9 +172,7 @@ class Relay:
         lived = time.monotonic() - self.started
         p.send_signal(signal.SIGTERM)
         out: dict[str, float] = {}
-        assert p.stdout is not None
-        ready, _, _ = select.select([p.stdout], [], [], 5.0)
-        line = p.stdout.readline() if ready else b""
+        line = _line_within(p, 5.0)
         with contextlib.suppress(ValueError):
             out = {k: float(v) for k, v in json.loads(line or b"{}").items()}
         if cpu_s is not None and lived > 0:
@@ -209,6 +206,13 @@ def _cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _line_within(p: subprocess.Popen[bytes], timeout_s: float) -> bytes:
+    """The relay's next line on its stdout, or b"" when none began within `timeout_s`."""
+    assert p.stdout is not None  # spawned with stdout=PIPE
+    ready, _, _ = select.select([p.stdout], [], [], timeout_s)
+    return p.stdout.readline() if ready else b""
 
 
 def _close_pipes(p: subprocess.Popen[bytes]) -> None:

@@ -259,7 +259,7 @@ class Poolers:
             sampler = None
             facts = PoolerFacts("external", external=tuple(self.external_facts.items()))
             if self.external_admin is not None:
-                sampler = PoolerSampler(self.external_admin, self.external.params.get("dbname", ""), interval,
+                sampler = PoolerSampler([self.external_admin], self.external.params.get("dbname", ""), interval,
                                         facts=facts)
             yield StepPooler(self.external, sampler, (), lambda: True, lambda: "", lambda: None, facts)
             return

@@ -405,7 +405,7 @@ class ManagedPgbouncer:
                 "processes": str(s.processes),
                 "max_client_conn": str(s.max_clients + 20), "max_db_connections": str(s.pool_size + s.reserve),
                 "query_wait_timeout": str(s.query_wait_timeout_s), "auth_type": s.auth,
-                "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any",
+                "cpus": proc.cpus_said(self.cpus),
                 "server_tls_sslmode": self.tls["server_tls_sslmode"]}
 
 

@@ -87,8 +87,13 @@ class PgpoolSettings:
     console: bool = True
 
     @property
+    def console_children(self) -> int:
+        """The child kept for pgknee's console session (SHOW POOL_POOLS), if any."""
+        return 1 if self.console else 0
+
+    @property
     def num_init_children(self) -> int:
-        return self.pool_size + (1 if self.console else 0)
+        return self.pool_size + self.console_children
 
     @property
     def backlog_multiplier(self) -> int:
@@ -122,7 +127,7 @@ class PgpoolSettings:
     def describe(self) -> dict[str, str]:
         n = self.num_init_children
         return {"pool_size": str(self.pool_size), "num_init_children": str(n), "max_pool": "1",
-                "console_child": "1" if self.console else "0", "connection_cache": "on",
+                "console_child": str(self.console_children), "connection_cache": "on",
                 "backend_clustering_mode": "raw", "listen_backlog_multiplier": str(self.backlog_multiplier),
                 "listen_backlog": str(self.backlog_multiplier * n), "child_life_time": "0",
                 "child_max_connections": "0", "connection_life_time": "0", "client_idle_limit": "0",
@@ -486,4 +491,4 @@ class ManagedPgpool:
 
     def describe(self) -> dict[str, str]:
         return {**self.settings.describe(), "auth": "scram-sha-256 (pool_passwd)",
-                "cpus": ",".join(map(str, sorted(self.cpus))) if self.cpus else "any"}
+                "cpus": proc.cpus_said(self.cpus)}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgknee.store.db import Store
-from pgknee.store.sql import load
+from pgknee.store.sql import load, real_or_none
 
 HEARTBEAT_S = 1.0  # how often an agent says it is alive
 STALE_S = 10.0  # an agent not heard from for this long is gone (killed, its host or network lost)
@@ -146,7 +146,7 @@ class Task:
 def _task(r: Any) -> Task:
     """A task from its row: the columns of coord_tasks.sql and coord_next_task.sql, in their order."""
     return Task(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), json.loads(r[5]), str(r[6]),
-                None if r[7] is None else float(r[7]), json.loads(r[8]) if r[8] else None, r[9],
+                real_or_none(r[7]), json.loads(r[8]) if r[8] else None, r[9],
                 json.loads(r[10]) if r[10] else [])
 
 
@@ -162,7 +162,7 @@ def next_task(store: Store, agent: str) -> Task | None:
 
 def task_state(store: Store, task_id: int) -> tuple[str, float | None]:
     row = store.db.execute(load("coord_task_state"), (task_id,)).fetchone()
-    return (str(row[0]), None if row[1] is None else float(row[1])) if row else ("cancelled", None)
+    return (str(row[0]), real_or_none(row[1])) if row else ("cancelled", None)
 
 
 def progress(store: Store, task_id: int, points: list[dict[str, Any]]) -> None:

@@ -28,7 +28,7 @@ from pgknee.model.results import (
 )
 from pgknee.store.location import Location, locate
 from pgknee.store.migrate import SCHEMA_VERSION, judge, migrate, read_header
-from pgknee.store.sql import load
+from pgknee.store.sql import load, real_or_none
 from pgknee.store.sqlitefile import (
     Reader,
     check_writable,
@@ -247,12 +247,12 @@ class Store:
         role: None before format 15)"""
         q = load("snapshot_stats", steps=len(step_ids), phases=len(phases))
         n, cb, ms, hidden = self.db.execute(q, (*step_ids, *phases)).fetchone()
-        return int(n), float(cb or 0), float(ms or 0), None if hidden is None else float(hidden)
+        return int(n), float(cb or 0), float(ms or 0), real_or_none(hidden)
 
     def busy_sessions(self, step_id: int, phases: Sequence[str]) -> float | None:
         """Mean sessions active or idle in transaction per snapshot (pgknee's own left out)."""
         row = self.db.execute(load("busy_sessions", phases=len(phases)), (step_id, *phases)).fetchone()
-        return None if row is None or row[0] is None else float(row[0])
+        return real_or_none(row[0])  # an aggregate: one row, NULL without snapshots
 
     def wait_counts(self, step_ids: Sequence[int], phases: Sequence[str], backend: str) -> list[tuple[str, str, int]]:
         """Active sessions by wait event: (type, event, occurrences). `backend`: client|background|all."""

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pgknee.base.errors import DbError, StoreError, first_line, store_error
+from pgknee.model.kinds import stored_value
 from pgknee.store import dialect
 from pgknee.store.location import Location
 from pgknee.store.sql import load
@@ -97,8 +98,8 @@ def _plain(params: Params) -> Params:
     """SQLite takes a bool as an integer: so does the store's PostgreSQL schema (its INTEGER
     columns are bigint)."""
     if isinstance(params, Mapping):
-        return {k: int(v) if isinstance(v, bool) else v for k, v in params.items()}
-    return tuple(int(v) if isinstance(v, bool) else v for v in params)
+        return {k: stored_value(v) for k, v in params.items()}
+    return tuple(stored_value(v) for v in params)
 
 
 def connect(location: Location, *, readonly: bool) -> Connection:

@@ -139,10 +139,11 @@ def write(doc: dict[str, Any], store: Path | None, name: str, *, disk_full: bool
     directory did not take it). `replace`: a side file to write anew (same name, same place)."""
     data = json.dumps({"kind": KIND, "version": VERSION, **doc}, default=str).encode()
     tried: list[str] = []
-    places = [replace.parent] if replace is not None else list(directories(store, disk_full=disk_full))
+    places, name = (([replace.parent], replace.name) if replace is not None
+                    else (list(directories(store, disk_full=disk_full)), name))
     for d in places:
         try:
-            return _write_whole(d, replace.name if replace is not None else name, data, replace is not None), tried
+            return _write_whole(d, name, data, replace is not None), tried
         except OSError as e:
             tried.append(f"{d}: {e.strerror or e}")
     return None, tried

@@ -60,8 +60,8 @@ def open_here(path: Path) -> bool:
 def refuse_shared_dir(path: Path) -> None:
     """As root, never a store in a directory another user can write: they could put a link
     where the store, its -wal or its -shm file is about to be opened."""
-    if os.geteuid() == 0 and safefs.writable_by_others(path.parent if str(path.parent) else Path(".")):
-        raise StoreError(f"as root, pgknee keeps its store out of {path.parent or '.'}, which other users can "
+    if os.geteuid() == 0 and safefs.writable_by_others(path.parent):
+        raise StoreError(f"as root, pgknee keeps its store out of {path.parent}, which other users can "
                          "write (a link planted there would redirect root's writes)",
                          "give --store a path in a directory only root can write")
 
@@ -98,7 +98,7 @@ def connect(uri: str, timeout_s: float) -> sqlite3.Connection:
 
 def check_writable(path: Path) -> None:
     """A writing command on a store it cannot write: one line before anything is started."""
-    parent = path.parent if str(path.parent) else Path(".")
+    parent = path.parent
     why = None
     with contextlib.suppress(OSError):
         if os.statvfs(path).f_flag & os.ST_RDONLY:
@@ -168,7 +168,7 @@ def tidy(path: Path) -> None:
     wal = Path(f"{path}-wal")
     try:
         if not wal.exists() or wal.stat().st_size != 0 or not os.access(path, os.W_OK) \
-                or not os.access(path.parent if str(path.parent) else ".", os.W_OK | os.X_OK):
+                or not os.access(path.parent, os.W_OK | os.X_OK):
             return
         with contextlib.closing(connect(uri(path, "rw"), 0)) as db:
             db.execute("PRAGMA query_only = ON")

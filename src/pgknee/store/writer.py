@@ -134,7 +134,7 @@ class RunWriter:
             self._beat()
         self.recorded = True
         self._keep_room()
-        return int(last[0]) if last else 0
+        return int(last[0])
 
     def _changed(self, reopening: Reopening, plan_json: str | None) -> StoreBusy | None:
         """The run is no longer as pgknee read it: its plan or its completed steps changed."""
@@ -259,7 +259,7 @@ class RunWriter:
                     self._each("clear_step_samples", {"step_id": step_id, "samples_from": None})
                     self._each("remove_step", {"step_id": step_id})
             kept = [c for _, c, st in steps if st == "completed"]
-            old = json.loads(b.plan_json) if b.plan_json else {}
+            old = json.loads(b.plan_json)
             new_counts = list(b.merged_plan.get("clients", []))[len(old.get("clients", [])):]
             kept_counts = [c for c in new_counts if c in kept]
             notes = self._attempt_notes(new_counts, kept_counts, status, reason, b.env)
@@ -359,13 +359,20 @@ class RunWriter:
         return (self.run_id, step_id, *row)
 
     # ---- side files -----------------------------------------------------------------------------
+    def _side_origin(self) -> tuple[str, str]:
+        """What a side file says of the store (its file's absolute path, or a PostgreSQL store's
+        label) and the name side files begin with (the store file's, or 'pgknee-store')."""
+        path = self.store.path
+        return (str(path.absolute()), path.name) if path is not None else (self.store.label, "pgknee-store")
+
     def _side_doc(self, reason: str) -> dict[str, Any]:
-        where = str(self.store.path.absolute()) if self.store.path is not None else self.store.label
+        where, _ = self._side_origin()
         return {"store": where, "run_id": self.run_id, "owner": owner(),
                 "written_at": now_iso(), "reason": reason}
 
     def _side_name(self) -> str:
-        return self.store.path.name if self.store.path is not None else "pgknee-store"
+        _, name = self._side_origin()
+        return name
 
     def _step_aside(self, r: StepResult, e: Exception) -> StoreError:
         step = self._begun.get(r.step_id, {})

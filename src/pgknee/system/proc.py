@@ -36,6 +36,10 @@ class RunAs:
     gid: int
     name: str
 
+    def popen_args(self) -> dict[str, Any]:
+        """Popen's arguments that start the child as this user, with none of pgknee's groups."""
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
+
 
 def spawn(
     argv: Sequence[str],
@@ -70,15 +74,18 @@ def spawn(
             stderr=stderr,
             stdin=stdin,
             start_new_session=True,
-            user=run_as.uid if run_as else None,
-            group=run_as.gid if run_as else None,
-            extra_groups=[] if run_as else None,
+            **(run_as.popen_args() if run_as else {}),  # else as pgknee's own user and groups
             preexec_fn=_in_child(cpus, die_with_parent, os.getpid()),  # noqa: PLW1509 - no locks taken
         )
         _live.add(p)
         registry.current().child(os.path.basename(argv[0]), p.pid, _STOP_BY_SIGNAL.get(die_with_parent, "fast"),
                                  group=die_with_parent == signal.SIGKILL if group is None else group)
     return p
+
+
+def cpus_said(cpus: frozenset[int] | None) -> str:
+    """The CPUs a child is pinned to (spawn's `cpus`) as its settings say them: 'any' when not pinned."""
+    return ",".join(map(str, sorted(cpus))) if cpus else "any"
 
 
 _PR_SET_PDEATHSIG = 1

@@ -155,8 +155,8 @@ def output_kind(path: str) -> str:
     except OSError as e:
         raise UserError(f"cannot write {path}: {e.strerror}", "choose a writable path for the output") from None
     if lst is not None and stat.S_ISLNK(lst.st_mode) and os.geteuid() == 0 \
-            and writable_by_others(p.parent if str(p.parent) else Path(".")) and not _is_own_stdout(os.stat(p)):
-        raise UserError(f"{path} is a symbolic link in {p.parent or '.'}, which other users can write: as root, "
+            and writable_by_others(p.parent) and not _is_own_stdout(os.stat(p)):
+        raise UserError(f"{path} is a symbolic link in {p.parent}, which other users can write: as root, "
                         "pgknee does not follow it", "give the path it points to, or a path in a directory of root's")
     try:
         st = os.stat(p)
@@ -168,10 +168,13 @@ def output_kind(path: str) -> str:
         return "file"
     if stat.S_ISCHR(st.st_mode) or _is_own_stdout(st):
         return "device"
-    what = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-            else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+    what = _NOT_REPLACED.get(stat.S_IFMT(st.st_mode), "not a regular file")
     raise UserError(f"cannot write {path}: it is {what}, which pgknee does not replace",
                     "give the name of a file ('-' writes to standard output)")
+
+
+# what output_kind says of a path that is neither a file nor a device, by its file type
+_NOT_REPLACED = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
 
 
 def write_output(path: str, data: bytes) -> None:

@@ -12,3 +12,9 @@ def wheel_bindir() -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def wheel_bindirs() -> list[Path]:
+    """The wheel's bin directory as places to look for a program: none when it is not installed."""
+    d = wheel_bindir()
+    return [d] if d is not None else []

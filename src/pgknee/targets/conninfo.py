@@ -20,6 +20,7 @@ from typing import Any
 import psycopg.conninfo
 from psycopg import pq
 
+from pgknee.base.dsn import option_text
 from pgknee.base.errors import UserError
 from pgknee.system import safefs
 from pgknee.system.proc import RunAs, base_env
@@ -38,7 +39,7 @@ def _libpq_options() -> dict[str, tuple[str | None, str | None]]:
     """keyword -> (environment variable, default value), as libpq itself lists them."""
     out = {}
     for o in pq.Conninfo.get_defaults():
-        out[o.keyword.decode()] = (o.envvar.decode() if o.envvar else None, o.val.decode() if o.val else None)
+        out[o.keyword.decode()] = (option_text(o.envvar), option_text(o.val))
     return out
 
 

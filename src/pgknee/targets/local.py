@@ -16,6 +16,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -25,7 +26,7 @@ from pgknee.model import keys
 from pgknee.model.keys import Env
 from pgknee.plan.serverconf import check_setting, conf_line, conf_path_line
 from pgknee.system import proc, registry, safefs
-from pgknee.system.serverwheel import wheel_bindir
+from pgknee.system.serverwheel import wheel_bindir, wheel_bindirs
 from pgknee.targets.base import Endpoint
 from pgknee.targets.conninfo import passfile_escape
 
@@ -85,8 +86,7 @@ def _candidates() -> list[Path]:
     versioned = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
                        key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0, reverse=True)
     candidates.extend(Path(p) for p in versioned)
-    wheel = wheel_bindir()
-    return [*candidates, *([wheel] if wheel is not None else [])]
+    return [*candidates, *wheel_bindirs()]
 
 
 def find_bindir(explicit: str | None = None) -> Path:
@@ -147,6 +147,16 @@ def reachable_by_others(path: Path) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class _Postmaster:
+    """A postmaster of the cluster's directory found from its postmaster.pid (one someone else
+    started, pg_ctl restart, is adopted), and its start time when it was found (None: gone by
+    then): a later process with its pid is not it."""
+
+    pid: int
+    start: str | None
+
+
 class EmbeddedCluster:
     """The throwaway server. Its directory is pgknee's own (root-owned when pgknee is root,
     0711 so the server's user can reach what is inside by name): pgknee writes the
@@ -183,8 +193,7 @@ class EmbeddedCluster:
         self.version = server_version(bindir)
         self.kept = False
         self.variant_settings: dict[str, str] = {}
-        self._adopted: int | None = None  # a postmaster of this directory someone else started (pg_ctl restart)
-        self._adopted_start: str | None = None  # its start time: a later process with its pid is not it
+        self._adopted: _Postmaster | None = None  # one someone else started (pg_ctl restart): pgknee stops it
 
     # ---- lifecycle -------------------------------------------------------------
     def start(self) -> None:
@@ -263,7 +272,7 @@ class EmbeddedCluster:
             raise TargetError("the embedded PostgreSQL server did not accept connections within 60 s",
                               f"see {self.logfile}")
         owner = self._postmaster_from_pidfile()
-        if owner is not None and owner != p.pid:  # another postmaster holds the directory: it answered, not ours
+        if owner is not None and owner.pid != p.pid:  # another postmaster holds the directory: it answered, not ours
             proc.stop(p, first=signal.SIGINT)
             self._proc = None
             return False
@@ -321,14 +330,14 @@ class EmbeddedCluster:
         adopted = self._postmaster_from_pidfile()
         if adopted is None:
             return False
-        if adopted != self._adopted:
-            self._adopted, self._adopted_start = adopted, registry.start_time(adopted)
-            registry.current().child("postgres", adopted, "fast")
-            say(f"the embedded server was restarted by someone else (postmaster {adopted}): pgknee stops it at the "
-                "end")
+        if self._adopted is None or adopted.pid != self._adopted.pid:
+            self._adopted = adopted
+            registry.current().child("postgres", adopted.pid, "fast")
+            say(f"the embedded server was restarted by someone else (postmaster {adopted.pid}): pgknee stops it at "
+                "the end")
         return True
 
-    def _postmaster_from_pidfile(self) -> int | None:
+    def _postmaster_from_pidfile(self) -> _Postmaster | None:
         """The postmaster of this data directory when it is not pgknee's child: the pid in
         postmaster.pid, trusted only if that process is a postgres running on this directory."""
         try:
@@ -338,17 +347,17 @@ class EmbeddedCluster:
             cwd = os.readlink(f"/proc/{pid}/cwd")  # a postmaster works in its data directory
         except (OSError, ValueError, IndexError):
             return None
-        return pid if program == b"postgres" and os.path.realpath(cwd) == os.path.realpath(self.data) else None
+        mine = program == b"postgres" and os.path.realpath(cwd) == os.path.realpath(self.data)
+        return _Postmaster(pid, registry.start_time(pid)) if mine else None
 
     def _stop_server(self) -> None:
         if self._adopted is None and (self._proc is None or self._proc.poll() is not None):
             self._adopted = self._postmaster_from_pidfile()  # someone restarted it: it is stopped all the same
-            self._adopted_start = registry.start_time(self._adopted) if self._adopted is not None else None
         if self._adopted is not None:
-            if self._adopted_start is not None:
-                registry.stop_process(self._adopted, signal.SIGINT, group=False, start=self._adopted_start)
-            registry.current().forget_child(self._adopted)
-            self._adopted = self._adopted_start = None
+            if self._adopted.start is not None:
+                registry.stop_process(self._adopted.pid, signal.SIGINT, group=False, start=self._adopted.start)
+            registry.current().forget_child(self._adopted.pid)
+            self._adopted = None
         p = self._proc
         if p is None:
             return
@@ -406,8 +415,8 @@ class EmbeddedCluster:
     def server_pid(self) -> int | None:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc.pid
-        if self._adopted is not None and registry.is_alive(self._adopted, self._adopted_start):
-            return self._adopted
+        if self._adopted is not None and registry.is_alive(self._adopted.pid, self._adopted.start):
+            return self._adopted.pid
         return None
 
     def alive(self) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
 from pgknee.base import sqlfiles
 
@@ -67,3 +68,8 @@ def marks(count: int) -> str:
     if count < 0:
         raise ValueError(f"{count} parameter marks")
     return ", ".join("?" * count) or "NULL"
+
+
+def real_or_none(value: Any) -> float | None:
+    """A nullable number read back (a REAL column, an aggregate of no rows): None for NULL."""
+    return None if value is None else float(value)
