@@ -3,6 +3,8 @@ metrics-by-client-count layout they share. Formatting only."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+
 from rich import box
 from rich.table import Table
 
@@ -12,8 +14,13 @@ from pgknee.analyze.view import Spread
 WIDE = 7  # more client counts than this: one row per client count instead of one column
 
 
+def cell(v: float | None, spec: str, unit: str = "", none: str = "-") -> str:
+    """A value that may be missing: formatted with `spec` and followed by `unit`, or `none`."""
+    return none if v is None else format(v, spec) + unit
+
+
 def fmt(v: float | None, digits: int = 2) -> str:
-    return "-" if v is None else f"{v:,.{digits}f}"
+    return cell(v, f",.{digits}f")
 
 
 def value(f: Spread | None, digits: int = 2) -> str:
@@ -37,6 +44,11 @@ def with_range(f: Spread | None, digits: int) -> str:
     return f"{fmt(f.value, digits)} ({fmt(f.lo, digits)}..{fmt(f.hi, digits)})"
 
 
+def span(f: Spread | None, digits: int) -> str:
+    """'1,355..1,570': a figure's min..max over the repetitions, '-' without one."""
+    return "-" if f is None else f"{fmt(f.lo, digits)}..{fmt(f.hi, digits)}"
+
+
 def ratio(r: Ratio | None) -> str:
     if r is None:
         return ""
@@ -51,9 +63,15 @@ def matrix(title: str, header: list[str], rows: list[list[str]]) -> Table:
     if len(header) - 1 > WIDE + 1:
         header, rows = [header[0].replace("Metric", "Step"), *[r[0] for r in rows]], \
             [[header[i], *[r[i] for r in rows]] for i in range(1, len(header))]
-    t = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
-    for i, h in enumerate(header):
-        t.add_column(h, justify="left" if i == 0 else "right")
+    t = columns(Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left"), header, header[:1])
     for r in rows:
         t.add_row(*r)
+    return t
+
+
+def columns(t: Table, header: Iterable[str], left: Collection[str], fold: Collection[str] = ()) -> Table:
+    """The table's columns: those named in `left` (words) justified left, the others (figures)
+    right; those named in `fold` wrap their text instead of cutting it."""
+    for h in header:
+        t.add_column(h, justify="left" if h in left else "right", overflow="fold" if h in fold else "ellipsis")
     return t

@@ -15,7 +15,7 @@ from pgknee.analyze.view import Group, PoolerRow, RunView, Spread
 from pgknee.analyze.waits import WaitProfile
 from pgknee.model.facts import AutoDuration, Measured, Steadiness, StepFacts
 from pgknee.model.keys import CheckId, CheckStatus, Env
-from pgknee.report.cells import fmt, matrix, value, with_change
+from pgknee.report.cells import fmt, matrix, span, value, with_change
 
 MAX_WAIT_ROWS = 20
 
@@ -76,14 +76,14 @@ def _length(f: StepFacts) -> str:
 
 def _spreads(groups: tuple[Group, ...]) -> list[list[str]]:
     """How far the repetitions of each count are apart."""
-    rows = [["TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], ""],
+    rows = [["TPS min..max", *[span(g.tps, 0) for g in groups], ""],
             ["TPS spread %", *[f"{g.tps_spread_pct:.1f}" + (" noisy" if g.noisy else "") if g.tps else "-"
                                for g in groups], f"> {groups[0].noise_pct:g}% = noisy"]]
     spread_rows: tuple[tuple[str, Callable[[Group], Spread | None]], ...] = (
         ("Avg Latency min..max", lambda g: g.lat_avg), ("p99 min..max", lambda g: g.p99))
     for label, get in spread_rows:
         figs = [get(g) for g in groups]
-        rows.append([label, *[f"{f.lo:,.3f}..{f.hi:,.3f}" if f else "-" for f in figs], ""])
+        rows.append([label, *[span(f, 3) for f in figs], ""])
     return rows
 
 

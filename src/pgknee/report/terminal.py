@@ -25,6 +25,7 @@ from pgknee.model.keys import Env
 from pgknee.model.rules import BEST
 from pgknee.plan import variant_from_dict
 from pgknee.report.agents import AGENTS_NOTE, agents_table
+from pgknee.report.cells import columns
 from pgknee.report.network import network_items, rtt_line
 from pgknee.report.server import server_table
 from pgknee.report.serverside import NOTE as SERVER_SIDE_NOTE
@@ -178,9 +179,9 @@ def rule_of_thumb(r: Recommendation) -> str:
 
 
 def runs_table(runs: Sequence[RunListing]) -> Table:
-    t = Table(box=box.SIMPLE, title="Runs", title_justify="left")
-    for c in ("Run", "Created (UTC)", "Status", "Workload", "Target", "Steps", "Best TPS"):
-        t.add_column(c, justify="right" if c in ("Steps", "Best TPS") else "left")
+    t = columns(Table(box=box.SIMPLE, title="Runs", title_justify="left"),
+                ("Run", "Created (UTC)", "Status", "Workload", "Target", "Steps", "Best TPS"),
+                ("Run", "Created (UTC)", "Status", "Workload", "Target"))
     for x in runs:
         r, best = x.run, x.best
         t.add_row(r.run_id, r.created_at[:19], x.status, r.workload, f"{r.target_kind} {r.target_label}",
