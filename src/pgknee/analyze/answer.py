@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pgknee.analyze.usl import Fit
+from pgknee.analyze.words import plural
 from pgknee.model.keys import CheckId
 
 ANSWERED = ("levels-off", "peaks", "saturated")  # verdicts that give a count
@@ -165,9 +166,9 @@ class Recommendation:
                     f"of the best — try {', '.join(map(str, self.next_counts))} processes, or measure without it")
         span = f" ({self.span_text()})" if self.counts_interval and self.counts_interval != (n, n) else ""
         if self.level_tps is None:
-            return (f"{v}: run {n} pgbouncer process{'es' if n > 1 else ''} — the fewest with none near a full "
+            return (f"{v}: run {n} pgbouncer {plural(n, 'process', 'es')} — the fewest with none near a full "
                     "core (their server connections differed, so their throughput could not tell)")
-        return (f"{v}: run {n} pgbouncer process{'es' if n > 1 else ''}{span} — the fewest reaching "
+        return (f"{v}: run {n} pgbouncer {plural(n, 'process', 'es')}{span} — the fewest reaching "
                 f"{self.fraction:.0%} of the best ({self.level_tps or 0:,.0f} TPS with {best}) with none near a full "
                 "core" + self.noise_text())
 

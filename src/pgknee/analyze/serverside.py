@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from pgknee.analyze.checks import Check, CheckUnit
 from pgknee.analyze.view import Spread
+from pgknee.analyze.words import plural
 from pgknee.model.keys import CheckId, CheckStatus
 from pgknee.model.results import RunData, StepRecord
 from pgknee.model.server import CheckpointStep, IoStep, ServerRecord, WalStep
@@ -167,7 +168,7 @@ def checkpoint_check(data: RunData, step: StepRecord) -> Check:
         if ran:
             kinds = "requested" if ckpt.requested and not ckpt.timed else "timed" if not ckpt.requested else \
                 "timed and requested"
-            why.append(f"{ran} {kinds} checkpoint{'s' if ran > 1 else ''} ended during the step "
+            why.append(f"{ran} {kinds} {plural(ran, 'checkpoint')} ended during the step "
                        f"({ckpt.buffers_written:,} buffers written in {ckpt.write_ms / 1000:.1f} s, "
                        f"sync {ckpt.sync_ms / 1000:.1f} s)")
         running = [w for w, on in (("began", ckpt.running_at_start), ("ended", ckpt.running_at_end)) if on]

@@ -3,13 +3,16 @@ metrics-by-client-count layout they share. Formatting only."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TypeVar
 
 from rich import box
 from rich.table import Table
 
 from pgknee.analyze.compare import Ratio
 from pgknee.analyze.view import Spread
+
+R = TypeVar("R")
 
 WIDE = 7  # more client counts than this: one row per client count instead of one column
 
@@ -42,6 +45,11 @@ def with_range(f: Spread | None, digits: int) -> str:
     if f.n < 2:
         return fmt(f.value, digits)
     return f"{fmt(f.value, digits)} ({fmt(f.lo, digits)}..{fmt(f.hi, digits)})"
+
+
+def across(rows: Sequence[R | None], cell_of: Callable[[R], str]) -> list[str]:
+    """A table row's cells, one per client count: `cell_of` its record, '-' where it has none."""
+    return ["-" if r is None else cell_of(r) for r in rows]
 
 
 def span(f: Spread | None, digits: int) -> str:

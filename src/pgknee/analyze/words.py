@@ -1,0 +1,9 @@
+"""How the analysis's sentences write a count of things. Pure."""
+
+from __future__ import annotations
+
+
+def plural(n: float, word: str, ending: str = "s") -> str:
+    """The word for n of them: 'checkpoint' for one, 'checkpoints' (or 'processes', ending 'es')
+    for any other number."""
+    return word if n == 1 else word + ending
