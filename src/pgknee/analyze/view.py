@@ -226,6 +226,11 @@ class RunView:
         """One step's wait profile (client backends, bench phase)."""
         return wait_profile(self.data.waits.get(step.step_id, []), self.step_snapshots(step))
 
+    def named(self, variant: str, sep: str = " ") -> str:
+        """The variant's name after a label or a title (' pooled'; ' — pooled' with sep ' — ')
+        when the run has several variants; nothing when it has one."""
+        return sep + variant if len(self.variants()) > 1 else ""
+
     def variants(self) -> list[str]:
         seen: list[str] = []
         for g in self.groups:

@@ -23,7 +23,7 @@ def run_warnings(view: RunView) -> list[str]:
         out.append("one repetition per step: run-to-run noise (about ±15% on small shared machines) is not "
                    "visible; use --reps 3 before drawing conclusions")
     for g in view.groups:
-        out += _group_warnings(g.label + ("" if len(view.variants()) == 1 else f" {g.variant}"), g)
+        out += _group_warnings(g.label + view.named(g.variant), g)
     if plan.get("duration_s", 60) < 60 and done:
         out.append("steps are shorter than a minute: the 1-minute load average lags behind them; "
                    "read runnable processes (procs running) instead")

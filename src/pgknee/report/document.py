@@ -325,19 +325,18 @@ def _server_side(view: RunView) -> list[Block]:
 
 
 def _waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
-    several = len(view.variants()) > 1
     b: list[Block] = [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():
         if (c := charts.get(pl.key_of("waits", view, v))) is not None:
             sampled = True
             b.append(ChartBlock(c))
-        tables: list[Block] = [TableBlock(tb.wait_table(g.label + (f" {v}" if several else ""), g.wait_profile))
+        tables: list[Block] = [TableBlock(tb.wait_table(g.label + view.named(v), g.wait_profile))
                                for g in view.groups if g.variant == v and g.done and g.snapshots]
         if tables:
-            b.append(Details("Wait profile per client count" + (f" — {v}" if several else ""), tuple(tables)))
+            b.append(Details("Wait profile per client count" + view.named(v, " — "), tuple(tables)))
         if sources := [x for t, line in run_sources(view, v) for x in (TableBlock(t), Para(line, "note"))]:
-            b.append(Details("Two wait sources: pg_stat_activity and pg_wait_sampling" + (f" — {v}" if several else ""),
+            b.append(Details("Two wait sources: pg_stat_activity and pg_wait_sampling" + view.named(v, " — "),
                              (*sources, Para(SOURCES_NOTE, "note"))))
     if not sampled:
         b.append(Para("pg_stat_activity sampling was off in this run (--sample-interval 0), so there is no wait "

@@ -130,8 +130,7 @@ def _variant_items(view: RunView, variant: str, waits: bool) -> list[RenderableT
         items += [side, Text(SERVER_SIDE_NOTE, style="dim")]
     if waits:
         items.append(Text(WAIT_NOTE, style="dim"))
-        several = len(view.variants()) > 1
-        items += [wait_table(f"Wait profile {g.label}" + (f" {variant}" if several else "")
+        items += [wait_table(f"Wait profile {g.label}" + view.named(variant)
                              + " (client backends, bench phase)", g.wait_profile)
                   for g in view.groups if g.variant == variant and g.done]
         items += sources_items(view, variant)  # pg_wait_sampling beside them, when recorded
