@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pgknee.analyze.words import clause
 from pgknee.model.keys import observed
 from pgknee.model.results import ReplayedStatement, RunData, StepRecord
 from pgknee.model.server import DatabaseStep
@@ -119,7 +120,7 @@ def application_terms(env: Mapping[str, str], count: int | None) -> list[str]:
     cap = captured_of(env)
     if cap is None:
         return []
-    share = f", {cap.idle_share:.0%} of it idle inside the transaction" if cap.idle_share is not None else ""
+    share = clause(", {:.0%} of it idle inside the transaction", cap.idle_share)
     out = [f"hold time: the application's as captured, {cap.hold_ms:.1f} ms per transaction{share} (the replay held "
            "its transactions open as long: 'pgknee workload mix' checks each step)"]
     opened, busy = (float(v) if (v := env.get(observed(k))) is not None else None

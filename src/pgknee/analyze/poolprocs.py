@@ -16,7 +16,7 @@ from pgknee.analyze.answer import Recommendation
 from pgknee.analyze.curve import copies, middle
 from pgknee.analyze.noise import measure
 from pgknee.analyze.view import Group, RunView
-from pgknee.analyze.words import plural
+from pgknee.analyze.words import clause, plural
 from pgknee.model.keys import CheckId, CheckStatus
 
 _PROCESSES = re.compile(r"(^|:)\s*processes\s*=\s*(\d+)\s*(?=:|$)")
@@ -138,6 +138,6 @@ def _reasons(at: Mapping[int, Group], clients: int, bound: set[int]) -> tuple[st
             continue
         cpu = busiest_cpu(g)
         rows.append(f"{n} {plural(n, 'process', 'es')}: {g.tps.value:,.0f} TPS"
-                    + (f", the busiest at {cpu:.0f}% of a core" if cpu is not None else "")
+                    + clause(", the busiest at {:.0f}% of a core", cpu)
                     + (" (pooler-bound)" if n in bound else ""))
     return (f"at {clients} clients through pgbouncer, by processes: " + "; ".join(rows),)

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pgknee.analyze.compare import Ratio
 from pgknee.analyze.view import Spread
+from pgknee.analyze.words import clause
 
 R = TypeVar("R")
 
@@ -35,7 +36,7 @@ def with_change(f: Spread | None, change: float | None, digits: int) -> str:
     """'1,906.79 +30.4%': a figure and its change against the first client count."""
     if f is None:
         return "-"
-    return fmt(f.value, digits) + (f" {change:+.1f}%" if change is not None else "")
+    return fmt(f.value, digits) + clause(" {:+.1f}%", change)
 
 
 def with_range(f: Spread | None, digits: int) -> str:

@@ -21,6 +21,7 @@ from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.run import RunListing
 from pgknee.analyze.sizing import Held, Reach, Sizing
 from pgknee.analyze.view import RunView
+from pgknee.analyze.words import clause
 from pgknee.model.keys import Env
 from pgknee.model.rules import BEST
 from pgknee.plan import variant_from_dict
@@ -205,7 +206,7 @@ def sizing_text(s: Sizing, measured: Reach | None, cores_source: str = "", held:
              f"Little's law: {s.tps:g} transactions/s x {s.latency_s:g} s in the database = {s.busy:g} connections "
              f"busy on average (round up: {s.busy_whole})",
              f"rule of thumb (cores x 2) + spindles: ({s.cores} x 2) + {s.spindles} = {s.rule_of_thumb} connections "
-             "doing work at once" + (f" (cores: {cores_source})" if cores_source else "")]
+             "doing work at once" + clause(" (cores: {})", cores_source)]
     if measured is not None and measured.first is not None:
         lines.append(f"measured ({measured.variant}): {measured.tps:g} TPS first reached at {measured.first} clients")
     elif measured is not None and measured.best is not None:

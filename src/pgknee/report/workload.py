@@ -10,6 +10,7 @@ from rich.table import Table
 
 from pgknee.analyze.holdcheck import HOLD_TOL, SHARE_TOL, STATEMENTS_TOL, TURN_SPREAD_MS, HoldCheck
 from pgknee.analyze.resemblance import Resemblance
+from pgknee.analyze.words import clause
 from pgknee.report.cells import cell, columns
 
 if TYPE_CHECKING:  # a report reads no server: the captured package's workload would load psycopg
@@ -106,7 +107,7 @@ def _grouping_note(m: Manifest) -> str:
     if not begins:
         return "each statement runs as its own transaction (autocommit); no BEGIN among the top statements read"
     near = [s.id for s in m.statements if abs(s.calls - begins) <= 0.1 * begins]
-    hint = f"; statements with about as many calls: {', '.join(near)}" if near else ""
+    hint = clause("; statements with about as many calls: {}", ", ".join(near))
     return (f"BEGIN was called {begins:,} times{hint}: to replay them as one transaction, list them in one "
             "[[scripts]] entry of workload.toml and put BEGIN; ... COMMIT; in its file")
 
