@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pgknee.analyze.checks import Check
-from pgknee.analyze.waits import WaitProfile, profile_of, total_aas, wait_profile
+from pgknee.analyze.waits import WaitProfile, profile_of, sampled_aas, wait_profile
 from pgknee.model.keys import Env
 from pgknee.model.results import RunData, RunRecord, StepRecord, WaitRow
 from pgknee.model.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, is_noisy, spread_pct
@@ -179,7 +179,7 @@ class Group:
     @property
     def server_aas(self) -> float | None:
         """Average active client sessions on the server over the bench phases, if sampled."""
-        return total_aas(self.waits) if self.snapshots else None
+        return sampled_aas(self.waits, self.snapshots)
 
     @property
     def wait_profile(self) -> WaitProfile:

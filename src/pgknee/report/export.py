@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgknee.analyze.view import RunView
-from pgknee.analyze.waits import total_aas
+from pgknee.analyze.waits import sampled_aas, total_aas
 from pgknee.model.results import StepRecord
 from pgknee.model.samples import OsSample
 
@@ -130,7 +130,7 @@ def steps_csv(view: RunView) -> str:
         n = view.step_snapshots(s)
         row: dict[str, Any] = {**step_labels(view, s), **{c: getattr(s, c, None) for c in STEP_COLUMNS[4:]}}
         row["snapshots"] = n
-        row["aas"] = total_aas(view.step_waits(s)) if n else None
+        row["aas"] = sampled_aas(view.step_waits(s), n)
         row["cpu_busy_pct"], row["client_cpu_pct"] = _cpu(view.data.client_os(s.step_id))
         w.writerow(["" if row[c] is None else row[c] for c in STEP_COLUMNS])
     return out.getvalue()

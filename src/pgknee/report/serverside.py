@@ -3,7 +3,6 @@ beside them; and the same per step for the JSON. Formatting only."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ from pgknee.model.keys import collector
 from pgknee.model.results import RunData, StepRecord
 from pgknee.model.server import as_row
 from pgknee.report.cells import across, fmt, matrix, value
+from pgknee.report.jsonfields import fields_json
 
 _ROWS: tuple[tuple[str, Callable[[ServerRow], Spread | None], int], ...] = (
     ("TPS", lambda r: r.tps, 1),
@@ -83,7 +83,4 @@ def group_server_json(data: RunData, done: tuple[StepRecord, ...]) -> dict[str, 
     row = server_side(data, done)
     if row is None:
         return None
-    def plain(v: object) -> object:  # a figure over repetitions as the JSON's other figures are
-        return {"median": v.value, "min": v.lo, "max": v.hi, "n": v.n} if isinstance(v, Spread) else v
-
-    return {f.name: plain(getattr(row, f.name)) for f in dataclasses.fields(row)}
+    return fields_json(row)
