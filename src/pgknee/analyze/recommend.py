@@ -346,10 +346,10 @@ def _unsampled(view: RunView, groups: Sequence[Group], m: Machine) -> str:
     waits = any(g.snapshots for g in groups) and m.server.n is not None
     if cpu or waits:
         return ""
-    missing = ["the CPU was not sampled (--os-interval 0)" if m.local or not cpu else ""]
+    missing = ["the CPU was not sampled (--os-interval 0)"]  # (cpu is False here)
     missing.append("no wait profile was taken (--sample-interval 0)" if not any(g.snapshots for g in groups)
                    else "the server's CPUs are unknown, so no wait class could be read against them")
-    return " and ".join(x for x in missing if x)
+    return " and ".join(missing)
 
 
 @dataclass(frozen=True)
@@ -393,7 +393,7 @@ class _Evidence:
             return ()
         counts = self.reading.counts
         lo, hi = r.counts_interval or (r.connections, r.connections)
-        i = counts.index(r.connections) if r.connections in counts else 0
+        i = counts.index(r.connections)  # the count read off this reading: one of its counts
         near = set(counts[max(i - 1, 0):i + 2]) | {c for c in counts if lo <= c <= hi}
 
         def agrees(c: float) -> str:
