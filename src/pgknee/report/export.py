@@ -132,7 +132,7 @@ def steps_csv(view: RunView) -> str:
         row["snapshots"] = n
         row["aas"] = sampled_aas(view.step_waits(s), n)
         row["cpu_busy_pct"], row["client_cpu_pct"] = _cpu(view.data.client_os(s.step_id))
-        w.writerow(["" if row[c] is None else row[c] for c in STEP_COLUMNS])
+        w.writerow([row[c] for c in STEP_COLUMNS])  # csv writes None as an empty field
     return out.getvalue()
 
 
@@ -146,7 +146,7 @@ def samples_csv(view: RunView) -> str:
         labels = step_labels(view, s)
         for p in (*step_points(view, s), *sample_points(view, s)):
             w.writerow([*labels.values(), p.family.split("_")[0], p.family,
-                        ";".join(f"{k}={v}" for k, v in p.extra), "" if p.timestamp is None else p.timestamp,
+                        ";".join(f"{k}={v}" for k, v in p.extra), p.timestamp,
                         p.value])
     return out.getvalue()
 
