@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pgknee.analyze.checks import Check, CheckUnit
+from pgknee.analyze.checks import Check, CheckUnit, _status
 from pgknee.analyze.view import Group, RunView
 from pgknee.analyze.waits import total_aas
 from pgknee.analyze.words import clause
@@ -173,7 +173,7 @@ def rtt_achieved(step: StepRecord, net: Network, relay: RelayEnd | None) -> Chec
                    + clause(", the relay at {:.0f}% of a core", relay.cpu_pct))
     ok = abs(d) <= RTT_TOLERANCE and late_pct <= RTT_TOLERANCE
     worst = max(d, late_pct, key=abs)
-    return Check(name, CheckStatus.OK if ok else CheckStatus.WARN,
+    return Check(name, _status(ok),
                  detail + ("" if ok else "; the machine is too busy for the relay to keep time"), worst,
                  CheckUnit.DEVIATION_PCT)
 
