@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgknee.analyze.checks import CLIENT_CPU_SATURATED, Check, CheckUnit, _status
+from pgknee.analyze.checks import CLIENT_CPU_SATURATED, Check, CheckUnit, _status, _unless
 from pgknee.analyze.words import clause
 from pgknee.model.keys import CheckId, CheckStatus
 from pgknee.model.results import AgentShare, RunData, StepRecord
@@ -53,7 +53,7 @@ def agents_cpu(step: StepRecord, shares: Sequence[AgentShare]) -> Check:
     return Check(CheckId.CLIENT_CPU, _status(ok),
                  f"agent {busiest.agent}'s pgbench used {busiest.cpu_pct:.0f}% CPU over {busiest.threads} thread(s) "
                  f"({cap:.0f}% of their capacity), the busiest of {len(shares)} agents"
-                 + ("" if ok else f"; agent {busiest.agent} may be the bottleneck: use more agents or more CPUs"),
+                 + _unless(ok, f"; agent {busiest.agent} may be the bottleneck: use more agents or more CPUs"),
                  cap, CheckUnit.CAPACITY_PCT)
 
 

@@ -55,6 +55,11 @@ def _status(ok: bool) -> CheckStatus:
     return CheckStatus.OK if ok else CheckStatus.WARN
 
 
+def _unless(ok: bool, why: str) -> str:
+    """What a check adds to its detail when it warns; nothing when it passes."""
+    return "" if ok else why
+
+
 def _deviation(check: CheckId, d: float, tolerance: float, detail: str) -> Check:
     """A check that two figures agree: `d` % apart, within `tolerance` % passes."""
     return Check(check, _status(abs(d) <= tolerance), detail, d, CheckUnit.DEVIATION_PCT)
@@ -203,7 +208,7 @@ def client_cpu(step: StepRecord, samples: Sequence[OsSample]) -> Check:
     ok = share <= CLIENT_CPU_SATURATED
     return Check(CheckId.CLIENT_CPU, _status(ok),
                  f"pgbench used {mean:.0f}% CPU over {step.threads} thread(s) ({share:.0f}% of their capacity)"
-                 + ("" if ok else "; the client may be the bottleneck"), share, CheckUnit.CAPACITY_PCT)
+                 + _unless(ok, "; the client may be the bottleneck"), share, CheckUnit.CAPACITY_PCT)
 
 
 def pooler_bound(step: StepRecord, pooler: PoolerRecord | None, samples: Sequence[OsSample]) -> Check:
@@ -234,7 +239,7 @@ def pooler_bound(step: StepRecord, pooler: PoolerRecord | None, samples: Sequenc
         cpu = sum(vals) / len(vals)
         detail = f"{what} was at {cpu:.0f}% of a core"
     ok = cpu < POOLER_BOUND_PCT
-    return Check(name, _status(ok), detail + ("" if ok else ": the step shows the pooler's ceiling, not the server's"),
+    return Check(name, _status(ok), detail + _unless(ok, ": the step shows the pooler's ceiling, not the server's"),
                  cpu, CheckUnit.CAPACITY_PCT)
 
 

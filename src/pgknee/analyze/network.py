@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pgknee.analyze.checks import Check, CheckUnit, _status
+from pgknee.analyze.checks import Check, CheckUnit, _status, _unless
 from pgknee.analyze.view import Group, RunView
 from pgknee.analyze.waits import total_aas
 from pgknee.analyze.words import clause
@@ -174,7 +174,7 @@ def rtt_achieved(step: StepRecord, net: Network, relay: RelayEnd | None) -> Chec
     ok = abs(d) <= RTT_TOLERANCE and late_pct <= RTT_TOLERANCE
     worst = max(d, late_pct, key=abs)
     return Check(name, _status(ok),
-                 detail + ("" if ok else "; the machine is too busy for the relay to keep time"), worst,
+                 detail + _unless(ok, "; the machine is too busy for the relay to keep time"), worst,
                  CheckUnit.DEVIATION_PCT)
 
 
