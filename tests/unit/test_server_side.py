@@ -37,13 +37,14 @@ def test_per_transaction_and_per_second() -> None:
     x = step_server(s, (wal(records=10_000, fpi=50, nbytes=800_000.0, syncs=400),
                         io("client backend", reads=100, hits=9_900, writes=20), io("checkpointer", writes=300),
                         io("client backend", reads=999, obj="wal")))
-    assert x is not None
-    assert (x.wal_bytes_per_txn, x.wal_records_per_txn, x.fpi_per_txn) == (800.0, 10.0, 0.05)
-    assert x.fpi_pct == pytest.approx(0.5) and x.wal_mb_s == pytest.approx(0.08)
-    assert x.commits_per_sync == 2.5  # group commit: 1,000 transactions, 400 syncs
-    assert x.reads_per_s == 10.0 and x.hit_pct == 99.0  # relations only: the WAL row is not a buffer read
-    assert (x.backend_writes_per_s, x.checkpointer_writes_per_s, x.bgwriter_writes_per_s) == (2.0, 30.0, 0.0)
-    assert x.checkpoints is None and step_server(s, ()) is None
+    assert x is not None and x.wal is not None and x.io is not None
+    w, i = x.wal, x.io
+    assert (w.bytes_per_txn, w.records_per_txn, w.fpi_per_txn) == (800.0, 10.0, 0.05)
+    assert w.fpi_pct == pytest.approx(0.5) and w.mb_s == pytest.approx(0.08)
+    assert w.commits_per_sync == 2.5  # group commit: 1,000 transactions, 400 syncs
+    assert i.reads_per_s == 10.0 and i.hit_pct == 99.0  # relations only: the WAL row is not a buffer read
+    assert (i.backend_writes_per_s, i.checkpointer_writes_per_s, i.bgwriter_writes_per_s) == (2.0, 30.0, 0.0)
+    assert x.checkpoint is None and step_server(s, ()) is None
 
 
 def _run(records: dict[int, tuple[Any, ...]], n: int = 4, fpi_txn: float | None = None) -> Any:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgknee.analyze.checks import CLIENT_CPU_SATURATED, Check, CheckUnit, _status
+from pgknee.analyze.checks import CLIENT_CPU_SATURATED, Check, CheckUnit, _status, _unless
+from pgknee.analyze.words import clause
 from pgknee.model.keys import CheckId, CheckStatus
 from pgknee.model.results import AgentShare, RunData, StepRecord
 
@@ -52,7 +53,7 @@ def agents_cpu(step: StepRecord, shares: Sequence[AgentShare]) -> Check:
     return Check(CheckId.CLIENT_CPU, _status(ok),
                  f"agent {busiest.agent}'s pgbench used {busiest.cpu_pct:.0f}% CPU over {busiest.threads} thread(s) "
                  f"({cap:.0f}% of their capacity), the busiest of {len(shares)} agents"
-                 + ("" if ok else f"; agent {busiest.agent} may be the bottleneck: use more agents or more CPUs"),
+                 + _unless(ok, f"; agent {busiest.agent} may be the bottleneck: use more agents or more CPUs"),
                  cap, CheckUnit.CAPACITY_PCT)
 
 
@@ -80,8 +81,7 @@ def agents_agree(step: StepRecord, shares: Sequence[AgentShare]) -> Check:
     if spread > MAX_CLOCK_SPREAD_MS:
         problems.append(f"their clocks are {spread:.0f} ms apart (corrected by the offsets measured to the store's "
                         "clock; run NTP on the load generators)")
-    detail = (f"{len(shares)} agents, windows overlapping {o:.1%}" if o is not None else f"{len(shares)} agents") + \
-        f", clocks within {spread:.1f} ms"
+    detail = f"{len(shares)} agents{clause(', windows overlapping {:.1%}', o)}, clocks within {spread:.1f} ms"
     return Check(CheckId.AGENTS_AGREE, _status(not problems), "; ".join(problems) or detail,
                  o * 100 if o is not None else None, CheckUnit.CAPACITY_PCT)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pgknee.analyze.usl import Fit
+from pgknee.analyze.words import clause, plural
 from pgknee.model.keys import CheckId
 
 ANSWERED = ("levels-off", "peaks", "saturated")  # verdicts that give a count
@@ -93,7 +94,7 @@ class Recommendation:
     def count_text(self) -> str:
         """'8 connections (95% interval 4..16)', or a pool: 'a pool of 8 server connections (...)'."""
         n, span = self.connections, self.span_text()
-        span = f" ({span})" if span else ""
+        span = clause(" ({})", span)
         return (f"a pool of {n} server connections{span}" if self.concurrency == "pool size"
                 else f"{n} connections{span}")
 
@@ -147,13 +148,13 @@ class Recommendation:
         upward = bool(self.next_counts) and min(self.next_counts) > max(self.measured, default=0)
         between = f"counts between ({', '.join(map(str, self.next_counts))})" if self.next_counts else ""
         if self.repetitions < 3:
-            settle = (f"repetitions (--reps 3){' and ' + between if between else ''} would tell whether it "
+            settle = (f"repetitions (--reps 3){clause(' and {}', between)} would tell whether it "
                       "levels off")
         elif upward:
             settle = (f"the growth holds over {self.repetitions} repetitions, bought with latency: one doubling "
                       f"more ({self.next_counts[0]} clients) would show where it ends")
         else:
-            settle = f"over {self.repetitions} repetitions" + (f"; {between} would narrow it" if between else "")
+            settle = f"over {self.repetitions} repetitions" + clause("; {} would narrow it", between)
         grew = "beyond the noise" if self.settled else "by more than 95% of the best leaves, within the noise,"
         return (f"{v}: use {self.count_text()} for now — {what}, yet throughput still grew {grew} at the largest "
                 f"count; {settle}")
@@ -165,9 +166,9 @@ class Recommendation:
                     f"of the best — try {', '.join(map(str, self.next_counts))} processes, or measure without it")
         span = f" ({self.span_text()})" if self.counts_interval and self.counts_interval != (n, n) else ""
         if self.level_tps is None:
-            return (f"{v}: run {n} pgbouncer process{'es' if n > 1 else ''} — the fewest with none near a full "
+            return (f"{v}: run {n} pgbouncer {plural(n, 'process', 'es')} — the fewest with none near a full "
                     "core (their server connections differed, so their throughput could not tell)")
-        return (f"{v}: run {n} pgbouncer process{'es' if n > 1 else ''}{span} — the fewest reaching "
+        return (f"{v}: run {n} pgbouncer {plural(n, 'process', 'es')}{span} — the fewest reaching "
                 f"{self.fraction:.0%} of the best ({self.level_tps or 0:,.0f} TPS with {best}) with none near a full "
                 "core" + self.noise_text())
 
@@ -195,7 +196,7 @@ class Recommendation:
             return (f"{v}: no recommendation — an open-loop variant (--rate) runs at its schedule, so its throughput "
                     "does not show what more connections could do; read its latency and schedule lag instead")
         if self.verdict == "no-count-meets-target":
-            cost = f": {self.target_missed}" if self.target_missed else ""
+            cost = clause(": {}", self.target_missed)
             return (f"{v}: no measured count meets both {self.fraction:.0%} of the peak and p99 under "
                     f"{self.p99_target_ms:g} ms{cost} — relax --p99-target or --min-fraction, or read p99 by count in "
                     "the tables")

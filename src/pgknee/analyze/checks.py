@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from pgknee.analyze.words import clause
 from pgknee.model.keys import CheckId, CheckStatus
 from pgknee.model.results import PoolerRecord, StepRecord
 from pgknee.model.rules import database_concurrency, measured_window
@@ -52,6 +53,11 @@ def _na(check: CheckId, why: str) -> Check:
 
 def _status(ok: bool) -> CheckStatus:
     return CheckStatus.OK if ok else CheckStatus.WARN
+
+
+def _unless(ok: bool, why: str) -> str:
+    """What a check adds to its detail when it warns; nothing when it passes."""
+    return "" if ok else why
 
 
 def _deviation(check: CheckId, d: float, tolerance: float, detail: str) -> Check:
@@ -187,7 +193,7 @@ def sampled_vs_active_time(step: StepRecord, sampled_aas: float | None, snapshot
     # sampling error ~ 1/sqrt(sessions x snapshots); allow 3 sigma, at least 10%
     tol = max(10.0, 300.0 / max((truth * snapshots) ** 0.5, 1e-9))
     d = _diff_pct(sampled, truth)
-    detail = f"{what} ({d:+.1f}%, tolerance {tol:.0f}%)" + (f"; {active}" if active else "")
+    detail = f"{what} ({d:+.1f}%, tolerance {tol:.0f}%)" + clause("; {}", active)
     if step.protocol in _CLOCK_LEAVES_OUT_PARSE_BIND and d > 0:
         detail += f"; {_PARSE_BIND}"
     return _deviation(name, d, tol, detail)
@@ -202,7 +208,7 @@ def client_cpu(step: StepRecord, samples: Sequence[OsSample]) -> Check:
     ok = share <= CLIENT_CPU_SATURATED
     return Check(CheckId.CLIENT_CPU, _status(ok),
                  f"pgbench used {mean:.0f}% CPU over {step.threads} thread(s) ({share:.0f}% of their capacity)"
-                 + ("" if ok else "; the client may be the bottleneck"), share, CheckUnit.CAPACITY_PCT)
+                 + _unless(ok, "; the client may be the bottleneck"), share, CheckUnit.CAPACITY_PCT)
 
 
 def pooler_bound(step: StepRecord, pooler: PoolerRecord | None, samples: Sequence[OsSample]) -> Check:
@@ -224,7 +230,7 @@ def pooler_bound(step: StepRecord, pooler: PoolerRecord | None, samples: Sequenc
         process, user, system, wait = busiest
         cpu = user + system
         where = f"process {process} of {n}, " if n > 1 else ""
-        waited = f"; it waited for a CPU {wait:.0f}% of the time" if wait is not None else ""
+        waited = clause("; it waited for a CPU {:.0f}% of the time", wait)
         detail = f"{what} was at {cpu:.0f}% of a core ({where}user {user:.0f}%, system {system:.0f}%{waited})"
     else:
         vals = [s.pooler_cpu_pct for s in samples if s.pooler_cpu_pct is not None]
@@ -233,7 +239,7 @@ def pooler_bound(step: StepRecord, pooler: PoolerRecord | None, samples: Sequenc
         cpu = sum(vals) / len(vals)
         detail = f"{what} was at {cpu:.0f}% of a core"
     ok = cpu < POOLER_BOUND_PCT
-    return Check(name, _status(ok), detail + ("" if ok else ": the step shows the pooler's ceiling, not the server's"),
+    return Check(name, _status(ok), detail + _unless(ok, ": the step shows the pooler's ceiling, not the server's"),
                  cpu, CheckUnit.CAPACITY_PCT)
 
 

@@ -71,12 +71,12 @@ def comparison_rows(view: RunView) -> list[ComparisonRow]:
             g = by.get((v, c))
             if g is None:
                 continue
-            paired = base is not None and v != first
             change = (pct_change(g.tps.value, base.tps.value)
                       if base is not None and base is not g and g.tps and base.tps else None)
-            rows.append(ComparisonRow(
-                g, first, paired_ratio(base.done, g.done) if base is not None and paired else None,
-                paired_ratio(base.done, g.done, "lat_avg_ms") if base is not None and paired else None, change))
+            # the TPS and latency ratios to the first variant: both from its paired repetitions, or neither
+            ratios = ((paired_ratio(base.done, g.done), paired_ratio(base.done, g.done, "lat_avg_ms"))
+                      if base is not None and v != first else (None, None))
+            rows.append(ComparisonRow(g, first, *ratios, change))
     return rows
 
 
@@ -101,8 +101,9 @@ def headlines(view: RunView) -> list[str]:
             if g.variant == v and b is not None and (r := paired_ratio(b.done, g.done)) is not None:
                 ratios.append((g.clients, r))
         several = len(tps_curve(view, v)) > 1  # with one client count, where it saturates says nothing
-        out.append(headline(v, first, ratios, saturation_point(tps_curve(view, v)) if several else None,
-                            saturation_point(tps_curve(view, first)) if several else None))
+        sats = ((saturation_point(tps_curve(view, v)), saturation_point(tps_curve(view, first))) if several
+                else (None, None))
+        out.append(headline(v, first, ratios, *sats))
     return out
 
 

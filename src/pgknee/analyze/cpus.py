@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pgknee.analyze.view import Group, RunView
+from pgknee.analyze.words import clause
 from pgknee.model.facts import KcacheBefore16, Measured, StepFacts
 from pgknee.model.keys import Env
 from pgknee.model.results import RunData
@@ -59,7 +60,7 @@ def server_cpus(env: Mapping[str, str], target_kind: str | None = None) -> Cpus:
     source = env.get(Env.SERVER_CPUS_SOURCE)
     if n is not None and n > 0:
         limited = env.get(Env.SERVER_CPUS_LIMITED)
-        return Cpus(n, f"{source or '?'}{'; ' + limited if limited else ''}")
+        return Cpus(n, f"{source or '?'}{clause('; {}', limited)}")
     if source is not None:
         why = source.removeprefix("unknown: ")
         managed = env.get(Env.SERVER_MANAGED)

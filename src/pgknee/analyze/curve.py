@@ -123,6 +123,11 @@ class Reading:
             return "peaks"
         return "unsettled" if self.growth is not None and self.growth.unsettled else "levels-off"
 
+    @property
+    def verdict(self) -> str:
+        """What a count read off it answers: 'peaks', else 'levels-off' (for now, when unsettled)."""
+        return "peaks" if self.shape == "peaks" else "levels-off"
+
     def tps_at(self, n: int) -> float:
         return self.tps[self.counts.index(n)]
 
@@ -320,6 +325,11 @@ def interval(r: Reading, fraction: float, allowed: Iterable[int] | None = None, 
     picked = _rule(counts, ys, var, sd, r.noise, fraction, ok, for_now)
     chosen = picked[picked > 0]
     return middle(chosen.tolist()), 1.0 - chosen.size / draws
+
+
+def widened(span: tuple[int, int] | None, chosen: int) -> tuple[int, int]:
+    """An interval taken out to take in the chosen count; the chosen count alone without one."""
+    return (min(span[0], chosen), max(span[1], chosen)) if span else (chosen, chosen)
 
 
 def middle(chosen: Sequence[int]) -> tuple[int, int] | None:

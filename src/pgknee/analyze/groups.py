@@ -12,7 +12,7 @@ from pgknee.analyze.agents import agents_agree, agents_cpu
 from pgknee.analyze.network import network_checks
 from pgknee.analyze.serverside import checkpoint_check
 from pgknee.analyze.view import Group, MemoryRow, PoolerProcessRow, PoolerRow, ScriptSummary, Spread, SystemRow
-from pgknee.analyze.waits import total_aas, wait_profile
+from pgknee.analyze.waits import sampled_aas, wait_profile
 from pgknee.model.facts import IdleSessions, MemoryAtEnd, MemoryBeforeIdle, StepFacts
 from pgknee.model.keys import commits_per_txn
 from pgknee.model.results import PoolerRecord, RunData, ScriptRow, StepRecord
@@ -250,7 +250,7 @@ def step_checks(data: RunData, s: StepRecord) -> tuple[ck.Check, ...]:
     pgdb = data.database(s.step_id)
     checks = [ck.tps_vs_pgbench(s), ck.tps_vs_database(s, _commits_per_txn(data, s), pgdb.maintenance),
               ck.littles_law(s),
-              ck.sampled_vs_active_time(s, total_aas(rows) if n else None, n, pgdb.active_time,
+              ck.sampled_vs_active_time(s, sampled_aas(rows, n), n, pgdb.active_time,
                                         data.busy.get(s.step_id), pgdb.idle_in_transaction_time),
               _client_cpu(data, s), ck.failures(s)]
     if data.agents.get(s.step_id):

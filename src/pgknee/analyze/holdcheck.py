@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pgknee.analyze.words import clause
 from pgknee.model.keys import observed
 from pgknee.model.results import ReplayedStatement, RunData, StepRecord
 from pgknee.model.server import DatabaseStep
@@ -63,14 +64,17 @@ class HoldCheck:
     rows: tuple[HoldRow, ...]
 
 
+def _observed(env: Mapping[str, str], name: str) -> float | None:
+    """One figure --observe recorded with the run, None when it did not."""
+    v = env.get(observed(name))
+    return float(v) if v is not None else None
+
+
 def captured_of(env: Mapping[str, str]) -> Captured | None:
     """The application's figures, as the replay's run recorded them (none: not observed)."""
-    def num(name: str) -> float | None:
-        v = env.get(observed(name))
-        return float(v) if v is not None else None
-
-    hold = num("hold_ms")
-    return Captured(hold, num("idle_share"), num("statements_per_transaction")) if hold is not None else None
+    hold = _observed(env, "hold_ms")
+    return (Captured(hold, _observed(env, "idle_share"), _observed(env, "statements_per_transaction"))
+            if hold is not None else None)
 
 
 def _off(value: float | None, ref: float | None, tol: float, slack: float = 0.0) -> bool:
@@ -119,11 +123,10 @@ def application_terms(env: Mapping[str, str], count: int | None) -> list[str]:
     cap = captured_of(env)
     if cap is None:
         return []
-    share = f", {cap.idle_share:.0%} of it idle inside the transaction" if cap.idle_share is not None else ""
+    share = clause(", {:.0%} of it idle inside the transaction", cap.idle_share)
     out = [f"hold time: the application's as captured, {cap.hold_ms:.1f} ms per transaction{share} (the replay held "
            "its transactions open as long: 'pgknee workload mix' checks each step)"]
-    opened, busy = (float(v) if (v := env.get(observed(k))) is not None else None
-                    for k in ("sessions_open_p99", "sessions_busy_p99"))
+    opened, busy = _observed(env, "sessions_open_p99"), _observed(env, "sessions_busy_p99")
     if opened is None or busy is None or count is None:
         return out
     if count >= opened:

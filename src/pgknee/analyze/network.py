@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pgknee.analyze.checks import Check, CheckUnit
+from pgknee.analyze.checks import Check, CheckUnit, _status, _unless
 from pgknee.analyze.view import Group, RunView
 from pgknee.analyze.waits import total_aas
+from pgknee.analyze.words import clause
 from pgknee.model.facts import Network, RelayEnd, StepFacts
 from pgknee.model.keys import CheckId, CheckStatus
 from pgknee.model.results import StepRecord, WaitRow
@@ -167,14 +168,13 @@ def rtt_achieved(step: StepRecord, net: Network, relay: RelayEnd | None) -> Chec
     # during the step: each round trip crosses the relay twice, each crossing late by this on average
     late = relay.late_mean_ms if relay is not None else None
     late_pct = 100.0 * 2 * late / step.rtt_ms if late is not None else 0.0
-    if late is not None:
-        cpu = relay.cpu_pct if relay is not None else None
+    if relay is not None and late is not None:  # (late is only known from a relay)
         detail += (f"; during it {2 * late:.3f} ms late per round trip ({late_pct:+.1f}%)"
-                   + (f", the relay at {cpu:.0f}% of a core" if cpu is not None else ""))
+                   + clause(", the relay at {:.0f}% of a core", relay.cpu_pct))
     ok = abs(d) <= RTT_TOLERANCE and late_pct <= RTT_TOLERANCE
     worst = max(d, late_pct, key=abs)
-    return Check(name, CheckStatus.OK if ok else CheckStatus.WARN,
-                 detail + ("" if ok else "; the machine is too busy for the relay to keep time"), worst,
+    return Check(name, _status(ok),
+                 detail + _unless(ok, "; the machine is too busy for the relay to keep time"), worst,
                  CheckUnit.DEVIATION_PCT)
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pgknee.analyze.usl import LOWER, UPPER, fit_params, usl
+from pgknee.analyze.words import plural
 from pgknee.base import lazy
 
 FLOOR = 0.001  # a step's TPS does not repeat to better than 0.1%: a noiseless curve reads no difference as real
@@ -94,7 +95,7 @@ class Noise:
 
 
 def _dof(d: float) -> str:
-    return f"{d:.0f} degree{'s' if round(d) != 1 else ''} of freedom"
+    return f"{d:.0f} {plural(round(d), 'degree')} of freedom"
 
 
 # scipy's quantile functions cost about 0.3 ms a call, and an answer asks for the same few

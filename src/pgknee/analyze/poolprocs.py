@@ -16,6 +16,7 @@ from pgknee.analyze.answer import Recommendation
 from pgknee.analyze.curve import copies, middle
 from pgknee.analyze.noise import measure
 from pgknee.analyze.view import Group, RunView
+from pgknee.analyze.words import clause, plural
 from pgknee.model.keys import CheckId, CheckStatus
 
 _PROCESSES = re.compile(r"(^|:)\s*processes\s*=\s*(\d+)\s*(?=:|$)")
@@ -136,7 +137,7 @@ def _reasons(at: Mapping[int, Group], clients: int, bound: set[int]) -> tuple[st
         if g.tps is None:
             continue
         cpu = busiest_cpu(g)
-        rows.append(f"{n} process{'es' if n > 1 else ''}: {g.tps.value:,.0f} TPS"
-                    + (f", the busiest at {cpu:.0f}% of a core" if cpu is not None else "")
+        rows.append(f"{n} {plural(n, 'process', 'es')}: {g.tps.value:,.0f} TPS"
+                    + clause(", the busiest at {:.0f}% of a core", cpu)
                     + (" (pooler-bound)" if n in bound else ""))
     return (f"at {clients} clients through pgbouncer, by processes: " + "; ".join(rows),)

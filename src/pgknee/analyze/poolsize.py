@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from pgknee.analyze.answer import Recommendation
-from pgknee.analyze.curve import interval, read
+from pgknee.analyze.curve import interval, read, widened
 from pgknee.analyze.view import Group, RunView
 
 _POOL = re.compile(r"(^|:)\s*pool\s*=\s*(\d+)\s*(?=:|$)")
@@ -65,10 +65,8 @@ def recommend_pool(view: RunView, family: str, members: Sequence[tuple[int, str]
     if chosen is None:
         return dataclasses.replace(base, verdict="no-count-meets-target")
     span, growing = interval(reading, template.fraction, allowed)
-    span = (min(span[0], chosen), max(span[1], chosen)) if span else (chosen, chosen)
-    return dataclasses.replace(base, verdict="peaks" if reading.shape == "peaks" else "levels-off",
-                               connections=chosen, counts_interval=span, settled=reading.shape != "unsettled",
-                               growing_share=growing)
+    return dataclasses.replace(base, verdict=reading.verdict, connections=chosen, counts_interval=widened(span, chosen),
+                               settled=reading.shape != "unsettled", growing_share=growing)
 
 
 def _reasons(pools: Sequence[int], at: Mapping[int, Group], clients: int) -> tuple[str, ...]:

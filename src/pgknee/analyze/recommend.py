@@ -35,7 +35,7 @@ import numpy as np
 
 from pgknee.analyze.answer import ANSWERED, Recommendation
 from pgknee.analyze.cpus import Machine, machine_of, server_reasons, server_row, server_unseen, system_reasons
-from pgknee.analyze.curve import Reading, between, interval, read
+from pgknee.analyze.curve import Reading, between, interval, read, widened
 from pgknee.analyze.holdcheck import run_hold_check
 from pgknee.analyze.network import network_reasons
 from pgknee.analyze.noise import Noise, parts
@@ -291,8 +291,8 @@ def _decide(start: Recommendation, groups: Sequence[Group], by_n: dict[int, list
                                                                 start.p99_target_ms),
                                    reasons=(*ev.evidence(), *_reasons(groups, cores)))
     span, growing = interval(reading, start.fraction, allowed)
-    span = (min(span[0], chosen), max(span[1], chosen)) if span else (chosen, chosen)
-    r = dataclasses.replace(base, verdict="peaks" if reading.shape == "peaks" else "levels-off", connections=chosen,
+    span = widened(span, chosen)
+    r = dataclasses.replace(base, verdict=reading.verdict, connections=chosen,
                             counts_interval=span, settled=reading.shape != "unsettled", growing_share=growing,
                             next_counts=_next(reading, chosen, span))
     return dataclasses.replace(r, reasons=(*ev.evidence(), *ev.opinions(r), *_reasons(groups, cores)))
@@ -346,10 +346,10 @@ def _unsampled(view: RunView, groups: Sequence[Group], m: Machine) -> str:
     waits = any(g.snapshots for g in groups) and m.server.n is not None
     if cpu or waits:
         return ""
-    missing = ["the CPU was not sampled (--os-interval 0)" if m.local or not cpu else ""]
+    missing = ["the CPU was not sampled (--os-interval 0)"]  # (cpu is False here)
     missing.append("no wait profile was taken (--sample-interval 0)" if not any(g.snapshots for g in groups)
                    else "the server's CPUs are unknown, so no wait class could be read against them")
-    return " and ".join(x for x in missing if x)
+    return " and ".join(missing)
 
 
 @dataclass(frozen=True)
@@ -393,7 +393,7 @@ class _Evidence:
             return ()
         counts = self.reading.counts
         lo, hi = r.counts_interval or (r.connections, r.connections)
-        i = counts.index(r.connections) if r.connections in counts else 0
+        i = counts.index(r.connections)  # the count read off this reading: one of its counts
         near = set(counts[max(i - 1, 0):i + 2]) | {c for c in counts if lo <= c <= hi}
 
         def agrees(c: float) -> str:
@@ -430,8 +430,7 @@ def _saturated(base: Recommendation, groups: Sequence[Group], ev: _Evidence, cor
                                    target_missed=_target_missed(groups, {c: [r.tps_at(c)] for c in r.counts},
                                                                 r.level, base.fraction, base.p99_target_ms),
                                    reasons=(*ev.evidence(), *_reasons(groups, cores)))
-    span, _ = interval(r, base.fraction, allowed, for_now=True)
-    span = (min(span[0], chosen), max(span[1], chosen)) if span else (chosen, chosen)
+    span = widened(interval(r, base.fraction, allowed, for_now=True)[0], chosen)
     inside = between(r.counts, span[0], r.counts[-1])
     # every count between measured, and the growth beyond the noise over several repetitions: one doubling
     # more shows where it ends (never the 4-doubling climb of a curve with nothing saturated)

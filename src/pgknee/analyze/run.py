@@ -48,6 +48,11 @@ def combined_name(label: str, view: RunView, variant: str) -> str:
     return label if len(planned_variants(view)) <= 1 else f"{label}:{variant}"
 
 
+def _shifted(t: float | None, shift: float) -> float | None:
+    """A step's time on the combined timeline; one not recorded (None, or 0) stays None."""
+    return t + shift if t else None
+
+
 def combined(views: Sequence[RunView], labels: Sequence[str]) -> RunView:
     """Several runs as one view whose 'variants' are LABEL or LABEL:variant. Steps keep
     their own records; the first run's environment stands for the machine."""
@@ -65,8 +70,7 @@ def combined(views: Sequence[RunView], labels: Sequence[str]) -> RunView:
             seq += 1
             steps.append(dataclasses.replace(
                 s, variant=combined_name(label, v, s.variant), seq=seq,
-                bench_start=s.bench_start + shift if s.bench_start else None,
-                bench_end=s.bench_end + shift if s.bench_end else None))
+                bench_start=_shifted(s.bench_start, shift), bench_end=_shifted(s.bench_end, shift)))
         ends = [s.bench_end + shift for s in own if s.bench_end]
         if ends:
             cursor = max(ends) + 10.0

@@ -18,6 +18,7 @@ import numpy as np
 
 from pgknee.analyze.cpus import Machine, server_row
 from pgknee.analyze.view import Group, RunView
+from pgknee.analyze.words import clause
 from pgknee.model.rules import cpu_saturated
 
 
@@ -53,7 +54,7 @@ def _cpu(view: RunView, g: Group, m: Machine) -> Saturation | None:
     if r is not None:
         if cpu_saturated(r.peak_cpu, r.mean_cpu):
             return Saturation("server CPU", g.clients, f"its own /proc: mean {r.mean_cpu:.0f}%, peak {r.peak_cpu:.0f}%"
-                              + (f" of {m.server.n} CPUs" if m.server.n is not None else ""))
+                              + clause(" of {} CPUs", m.server.n))
         return None
     s = g.system
     if not m.local or s.peak_cpu is None or s.mean_cpu is None:
@@ -61,7 +62,7 @@ def _cpu(view: RunView, g: Group, m: Machine) -> Saturation | None:
     if cpu_saturated(s.peak_cpu, s.mean_cpu):
         return Saturation("CPU", g.clients, f"this machine's, shared by the server and pgbench: mean "
                           f"{s.mean_cpu:.0f}%, peak {s.peak_cpu:.0f}%"
-                          + (f" of {m.client} CPUs" if m.client is not None else ""))
+                          + clause(" of {} CPUs", m.client))
     return None
 
 

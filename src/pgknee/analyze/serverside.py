@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from pgknee.analyze.checks import Check, CheckUnit
 from pgknee.analyze.view import Spread
+from pgknee.analyze.words import clause, plural
 from pgknee.model.keys import CheckId, CheckStatus
 from pgknee.model.results import RunData, StepRecord
 from pgknee.model.server import CheckpointStep, IoStep, ServerRecord, WalStep
@@ -42,59 +43,71 @@ def _window(step: StepRecord) -> float | None:
     return step.bench_end - step.bench_start
 
 
-@dataclass(frozen=True)
-class StepServer:
-    """One step's server side, per transaction and per second."""
+def _per(x: float, d: float | None) -> float | None:
+    """x per transaction or per second; None without a transaction or a measured window."""
+    return x / d if d else None
 
-    wal_bytes_per_txn: float | None
-    wal_records_per_txn: float | None
+
+@dataclass(frozen=True)
+class StepWal:
+    """One step's WAL (its pg_stat_wal record), per transaction and per second."""
+
+    bytes_per_txn: float | None
+    records_per_txn: float | None
     fpi_per_txn: float | None
     fpi_pct: float | None  # full-page images, % of WAL records
-    wal_mb_s: float | None
-    wal_buffers_full: int | None
+    mb_s: float | None
+    buffers_full: int
     commits_per_sync: float | None  # transactions per WAL sync: group commit when above 1
-    checkpoints: int | None  # ended in the bench phase
-    checkpoint_buffers: int | None
-    reads_per_s: float | None  # client backends, relations (pg_stat_io, 16+)
+
+
+def step_wal(step: StepRecord, wal: WalStep) -> StepWal:
+    txns, seconds = float(step.transactions or 0), _window(step)
+    return StepWal(bytes_per_txn=_per(wal.bytes, txns), records_per_txn=_per(float(wal.records), txns),
+                   fpi_per_txn=_per(float(wal.fpi), txns), fpi_pct=_per(100.0 * wal.fpi, wal.records),
+                   mb_s=_per(wal.bytes / 1e6, seconds), buffers_full=wal.buffers_full,
+                   commits_per_sync=_per(txns, wal.syncs))
+
+
+@dataclass(frozen=True)
+class StepIo:
+    """One step's pg_stat_io rows (16+), relations: the client backends' reads and who wrote."""
+
+    reads_per_s: float | None
     hit_pct: float | None
     backend_writes_per_s: float | None  # client backends writing out dirty buffers themselves
     checkpointer_writes_per_s: float | None
     bgwriter_writes_per_s: float | None
 
 
-def step_server(step: StepRecord, records: Sequence[ServerRecord]) -> StepServer | None:
-    wal, ckpt, io = wal_of(records), checkpoints_of(records), io_of(records)
+def step_io(step: StepRecord, io: Sequence[IoStep]) -> StepIo:
     seconds = _window(step)
-    if wal is None and ckpt is None and not io:
-        return None
-    txns = step.transactions or 0
-
-    def per_txn(x: float | None) -> float | None:
-        return x / txns if x is not None and txns else None
-
-    def per_s(x: float | None) -> float | None:
-        return x / seconds if x is not None and seconds else None
-
     rel = [r for r in io if r.object == "relation"]
     client = [r for r in rel if r.backend_type == CLIENT]
     reads, hits = sum(r.reads for r in client), sum(r.hits for r in client)
 
     def writes_by(kind: str) -> float | None:
-        return per_s(float(sum(r.writes for r in rel if r.backend_type == kind))) if io else None
+        return _per(float(sum(r.writes for r in rel if r.backend_type == kind)), seconds)
 
-    return StepServer(
-        wal_bytes_per_txn=per_txn(wal.bytes) if wal else None,
-        wal_records_per_txn=per_txn(float(wal.records)) if wal else None,
-        fpi_per_txn=per_txn(float(wal.fpi)) if wal else None,
-        fpi_pct=100.0 * wal.fpi / wal.records if wal and wal.records else None,
-        wal_mb_s=per_s(wal.bytes / 1e6) if wal else None,
-        wal_buffers_full=wal.buffers_full if wal else None,
-        commits_per_sync=txns / wal.syncs if wal and wal.syncs else None,
-        checkpoints=_ran(ckpt) if ckpt else None, checkpoint_buffers=ckpt.buffers_written if ckpt else None,
-        reads_per_s=per_s(float(reads)) if io else None,
-        hit_pct=100.0 * hits / (hits + reads) if io and hits + reads else None,
-        backend_writes_per_s=writes_by(CLIENT), checkpointer_writes_per_s=writes_by("checkpointer"),
-        bgwriter_writes_per_s=writes_by("background writer"))
+    return StepIo(reads_per_s=_per(float(reads), seconds), hit_pct=_per(100.0 * hits, hits + reads),
+                  backend_writes_per_s=writes_by(CLIENT), checkpointer_writes_per_s=writes_by("checkpointer"),
+                  bgwriter_writes_per_s=writes_by("background writer"))
+
+
+@dataclass(frozen=True)
+class StepServer:
+    """One step's server side: each part there when the step recorded it."""
+
+    wal: StepWal | None
+    checkpoint: CheckpointStep | None
+    io: StepIo | None
+
+
+def step_server(step: StepRecord, records: Sequence[ServerRecord]) -> StepServer | None:
+    wal, ckpt, io = wal_of(records), checkpoints_of(records), io_of(records)
+    if wal is None and ckpt is None and not io:
+        return None
+    return StepServer(step_wal(step, wal) if wal is not None else None, ckpt, step_io(step, io) if io else None)
 
 
 def _ran(c: CheckpointStep) -> int:
@@ -131,22 +144,26 @@ def server_side(data: RunData, done: Sequence[StepRecord]) -> ServerRow | None:
     if not per:
         return None
 
-    def fig(attr: str) -> Spread | None:
-        return Spread.of([float(v) for x in per if (v := getattr(x, attr)) is not None])
+    wals = [x.wal for x in per if x.wal is not None]
+    ios = [x.io for x in per if x.io is not None]
+    ckpts = [x.checkpoint for x in per if x.checkpoint is not None]
 
-    def total(attr: str) -> int | None:
-        vals = [int(v) for x in per if (v := getattr(x, attr)) is not None]
+    def fig(parts: Sequence[StepWal | StepIo], attr: str) -> Spread | None:
+        return Spread.of([float(v) for x in parts if (v := getattr(x, attr)) is not None])
+
+    def total(vals: list[int]) -> int | None:
         return sum(vals) if vals else None
 
     return ServerRow(tps=Spread.of([s.tps for s in done if s.tps is not None]),
-                     wal_bytes_per_txn=fig("wal_bytes_per_txn"), wal_records_per_txn=fig("wal_records_per_txn"),
-                     fpi_per_txn=fig("fpi_per_txn"), fpi_pct=fig("fpi_pct"), wal_mb_s=fig("wal_mb_s"),
-                     wal_buffers_full=fig("wal_buffers_full"), commits_per_sync=fig("commits_per_sync"),
-                     checkpoints=total("checkpoints"), checkpoint_buffers=total("checkpoint_buffers"),
-                     reads_per_s=fig("reads_per_s"), hit_pct=fig("hit_pct"),
-                     backend_writes_per_s=fig("backend_writes_per_s"),
-                     checkpointer_writes_per_s=fig("checkpointer_writes_per_s"),
-                     bgwriter_writes_per_s=fig("bgwriter_writes_per_s"))
+                     wal_bytes_per_txn=fig(wals, "bytes_per_txn"), wal_records_per_txn=fig(wals, "records_per_txn"),
+                     fpi_per_txn=fig(wals, "fpi_per_txn"), fpi_pct=fig(wals, "fpi_pct"), wal_mb_s=fig(wals, "mb_s"),
+                     wal_buffers_full=fig(wals, "buffers_full"), commits_per_sync=fig(wals, "commits_per_sync"),
+                     checkpoints=total([_ran(c) for c in ckpts]),
+                     checkpoint_buffers=total([c.buffers_written for c in ckpts]),
+                     reads_per_s=fig(ios, "reads_per_s"), hit_pct=fig(ios, "hit_pct"),
+                     backend_writes_per_s=fig(ios, "backend_writes_per_s"),
+                     checkpointer_writes_per_s=fig(ios, "checkpointer_writes_per_s"),
+                     bgwriter_writes_per_s=fig(ios, "bgwriter_writes_per_s"))
 
 
 def checkpoint_check(data: RunData, step: StepRecord) -> Check:
@@ -167,41 +184,40 @@ def checkpoint_check(data: RunData, step: StepRecord) -> Check:
         if ran:
             kinds = "requested" if ckpt.requested and not ckpt.timed else "timed" if not ckpt.requested else \
                 "timed and requested"
-            why.append(f"{ran} {kinds} checkpoint{'s' if ran > 1 else ''} ended during the step "
+            why.append(f"{ran} {kinds} {plural(ran, 'checkpoint')} ended during the step "
                        f"({ckpt.buffers_written:,} buffers written in {ckpt.write_ms / 1000:.1f} s, "
                        f"sync {ckpt.sync_ms / 1000:.1f} s)")
         running = [w for w, on in (("began", ckpt.running_at_start), ("ended", ckpt.running_at_end)) if on]
         if running:
             why.append(f"a checkpoint was running as the step {' and '.join(running)}")
-    burst, d = _fpi_burst(data, step, wal)
+    mine = step_wal(step, wal) if wal is not None else None
+    burst, d = _fpi_burst(data, step, mine)
     if burst:
         why.append(burst)
     if why:
         return Check(CheckId.CHECKPOINT, CheckStatus.WARN, "; ".join(why) + ": its figures are not the steady "
                      "state's", d, CheckUnit.DEVIATION_PCT)
-    fpi = step_server(step, records)
-    said = f"; {fpi.fpi_per_txn:.2f} full-page images per transaction" if fpi and fpi.fpi_per_txn is not None else ""
+    said = clause("; {:.2f} full-page images per transaction", mine.fpi_per_txn if mine is not None else None)
     return Check(CheckId.CHECKPOINT, CheckStatus.OK, f"no checkpoint during the step{said}", d,
                  CheckUnit.DEVIATION_PCT)
 
 
-def _fpi_burst(data: RunData, step: StepRecord, wal: WalStep | None) -> tuple[str | None, float | None]:
+def _fpi_burst(data: RunData, step: StepRecord, mine: StepWal | None) -> tuple[str | None, float | None]:
     """The step's full-page-image burst against its variant's other completed steps (medians)."""
-    mine = step_server(step, (wal,)) if wal is not None else None
-    if mine is None or mine.fpi_per_txn is None or mine.wal_bytes_per_txn is None:
+    if mine is None or mine.fpi_per_txn is None or mine.bytes_per_txn is None:
         return None, None
     others = [x for s in data.steps
               if s.variant == step.variant and s.step_id != step.step_id and s.status == "completed"
               and (w := wal_of(data.server(s.step_id))) is not None
-              and (x := step_server(s, (w,))) is not None and x.fpi_per_txn is not None
-              and x.wal_bytes_per_txn is not None]
+              and (x := step_wal(s, w)).fpi_per_txn is not None
+              and x.bytes_per_txn is not None]
     if len(others) < MIN_NEIGHBOURS:
         return None, None
     fpi = statistics.median(x.fpi_per_txn for x in others if x.fpi_per_txn is not None)
-    wal_txn = statistics.median(x.wal_bytes_per_txn for x in others if x.wal_bytes_per_txn is not None)
-    d = 100.0 * (mine.wal_bytes_per_txn - wal_txn) / wal_txn if wal_txn else 0.0
+    wal_txn = statistics.median(x.bytes_per_txn for x in others if x.bytes_per_txn is not None)
+    d = 100.0 * (mine.bytes_per_txn - wal_txn) / wal_txn if wal_txn else 0.0
     if mine.fpi_per_txn > FPI_BURST * fpi and d > WAL_INFLATED_PCT and mine.fpi_per_txn > 0:
         return (f"{mine.fpi_per_txn:.2f} full-page images per transaction against {fpi:.2f} in its variant's other "
-                f"steps, {mine.wal_bytes_per_txn:,.0f} bytes of WAL per transaction against {wal_txn:,.0f} "
+                f"steps, {mine.bytes_per_txn:,.0f} bytes of WAL per transaction against {wal_txn:,.0f} "
                 f"({d:+.0f}%): the burst after a checkpoint"), d
     return None, d

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pgknee.analyze.checks import Check
-from pgknee.analyze.waits import WaitProfile, profile_of, total_aas, wait_profile
+from pgknee.analyze.waits import WaitProfile, profile_of, sampled_aas, wait_profile
 from pgknee.model.keys import Env
 from pgknee.model.results import RunData, RunRecord, StepRecord, WaitRow
 from pgknee.model.rules import DEFAULT_NOISE_PCT, DEFAULT_SUMMARY, is_noisy, spread_pct
@@ -179,7 +179,7 @@ class Group:
     @property
     def server_aas(self) -> float | None:
         """Average active client sessions on the server over the bench phases, if sampled."""
-        return total_aas(self.waits) if self.snapshots else None
+        return sampled_aas(self.waits, self.snapshots)
 
     @property
     def wait_profile(self) -> WaitProfile:
@@ -225,6 +225,11 @@ class RunView:
     def step_waits(self, step: StepRecord) -> list[WaitRow]:
         """One step's wait profile (client backends, bench phase)."""
         return wait_profile(self.data.waits.get(step.step_id, []), self.step_snapshots(step))
+
+    def named(self, variant: str, sep: str = " ") -> str:
+        """The variant's name after a label or a title (' pooled'; ' — pooled' with sep ' — ')
+        when the run has several variants; nothing when it has one."""
+        return sep + variant if len(self.variants()) > 1 else ""
 
     def variants(self) -> list[str]:
         seen: list[str] = []

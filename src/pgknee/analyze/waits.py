@@ -67,6 +67,11 @@ def total_aas(rows: Sequence[WaitRow]) -> float:
     return sum(r.aas for r in rows)
 
 
+def sampled_aas(rows: Sequence[WaitRow], snapshots: int) -> float | None:
+    """The average active sessions of a wait profile, None when no snapshot was taken (not 0)."""
+    return total_aas(rows) if snapshots else None
+
+
 def relative_error(row: WaitRow) -> float:
     """One-sigma relative sampling error of an AAS figure: ~ 1/sqrt(occurrences)."""
     return 1.0 / math.sqrt(row.count) if row.count else math.inf

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pgknee.analyze.agents import agent_warnings
 from pgknee.analyze.holdcheck import hold_warnings, run_hold_check
 from pgknee.analyze.view import Group, PoolerRow, RunView
+from pgknee.analyze.words import plural
 from pgknee.model.facts import ActivityGaps, Faults, StepFacts
 from pgknee.model.keys import CheckStatus
 from pgknee.model.results import RunData
@@ -22,7 +23,7 @@ def run_warnings(view: RunView) -> list[str]:
         out.append("one repetition per step: run-to-run noise (about ±15% on small shared machines) is not "
                    "visible; use --reps 3 before drawing conclusions")
     for g in view.groups:
-        out += _group_warnings(g.label + ("" if len(view.variants()) == 1 else f" {g.variant}"), g)
+        out += _group_warnings(g.label + view.named(g.variant), g)
     if plan.get("duration_s", 60) < 60 and done:
         out.append("steps are shorter than a minute: the 1-minute load average lags behind them; "
                    "read runnable processes (procs running) instead")
@@ -76,7 +77,7 @@ def _gaps(data: RunData) -> list[str]:
         gaps = _facts(data, s.step_id).of(ActivityGaps)
         if gaps is not None and (lost := gaps.ticks_lost):
             out.append(f"step {s.seq} (c{s.clients} rep {s.rep} {s.variant}): pg_stat_activity sampling lost "
-                       f"{lost:.0f} tick{'s' if lost != 1 else ''} (its connection was gone); its wait profile "
+                       f"{lost:.0f} {plural(lost, 'tick')} (its connection was gone); its wait profile "
                        "covers the rest of the step")
     return out + _slowed(data)
 

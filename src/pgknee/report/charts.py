@@ -316,19 +316,19 @@ def pooler(view: RunView) -> Chart | None:
                   "connections point at the pooler itself.", fig)
     counts: list[int] = []
     for v in pooled:
-        groups = [g for g in groups_of(view, v) if g.pooler is not None and g.pooler.sv_active is not None]
-        if not groups:
+        pts = [(g.clients, p, active) for g in groups_of(view, v)
+               if (p := g.pooler) is not None and (active := p.sv_active) is not None]
+        if not pts:
             continue
         colour = colour_of(view, v)
-        xs = [g.clients for g in groups]
+        xs = [c for c, _, _ in pts]
         counts += xs
-        rows = [g.pooler for g in groups if g.pooler]
-        sv = [p.sv_active.value if p.sv_active else 0.0 for p in rows]
-        cw = [p.cl_waiting.value if p.cl_waiting else 0.0 for p in rows]
+        sv = [active.value for _, _, active in pts]
+        cw = [p.cl_waiting.value if p.cl_waiting else 0.0 for _, p, _ in pts]
         for ys, style, what in ((sv, "o-", "sv_active"), (cw, "s--", "cl_waiting")):
             chart.mark(ax.plot(xs, ys, style, color=colour, label=f"{v}: {what} (mean)")[0], len(ys),
                        f"{v} {what}: " + "; ".join(f"c{x} {y:.1f}" for x, y in zip(xs, ys, strict=True)))
-        size = groups[0].pooler.pool_size if groups[0].pooler else None
+        size = pts[0][1].pool_size
         if size:
             ax.axhline(size, color=colour, linestyle=":", linewidth=1.2, label=f"{v}: pool size {size}")
     if not chart.points:

@@ -25,6 +25,7 @@ from pgknee.report import tables as tb
 from pgknee.report import terminal as tm
 from pgknee.report import workload as wl
 from pgknee.report.agents import AGENTS_NOTE, agents_table
+from pgknee.report.cells import cell, columns
 from pgknee.report.network import NETWORK_NOTE, gain_lines, network_table
 from pgknee.report.server import server_table
 from pgknee.report.serverside import NOTE as SERVER_SIDE_NOTE
@@ -118,15 +119,14 @@ class Options:
 
 
 def _steps_table(steps: Sequence[StepRecord], missing: Sequence[tuple[str, int, int]]) -> Table:
-    t = Table(title="Steps (in the order they ran; failed and missing ones marked)", show_lines=False)
-    for h in ("#", "Variant", "Clients", "Rep", "Status", "TPS", "Avg latency (ms)", "p99 (ms)", "What happened"):
-        t.add_column(h, justify="right" if h in ("#", "Clients", "Rep", "TPS", "Avg latency (ms)", "p99 (ms)")
-                     else "left")
+    t = columns(Table(title="Steps (in the order they ran; failed and missing ones marked)", show_lines=False),
+                ("#", "Variant", "Clients", "Rep", "Status", "TPS", "Avg latency (ms)", "p99 (ms)", "What happened"),
+                ("Variant", "Status", "What happened"))
     for s in sorted(steps, key=lambda s: s.seq):
         t.add_row(str(s.seq), s.variant, str(s.clients), str(s.rep),
                   s.status if s.status == "completed" else s.status.upper(),
-                  f"{s.tps:,.1f}" if s.tps else "-", f"{s.lat_avg_ms:,.3f}" if s.lat_avg_ms else "-",
-                  f"{s.lat_p99_ms:,.3f}" if s.lat_p99_ms else "-", s.status_reason or "")
+                  cell(s.tps or None, ",.1f"), cell(s.lat_avg_ms or None, ",.3f"), cell(s.lat_p99_ms or None, ",.3f"),
+                  s.status_reason or "")  # a figure of 0 shows as missing
     for v, c, r in missing:
         t.add_row("-", v, str(c), str(r), "NOT RUN", "-", "-", "-", "planned, but the run ended before it")
     return t
@@ -325,19 +325,18 @@ def _server_side(view: RunView) -> list[Block]:
 
 
 def _waits(view: RunView, charts: dict[str, pl.Chart]) -> list[Block]:
-    several = len(view.variants()) > 1
     b: list[Block] = [Heading("Wait events"), Para(tb.WAIT_NOTE, "note")]
     sampled = False
     for v in view.variants():
         if (c := charts.get(pl.key_of("waits", view, v))) is not None:
             sampled = True
             b.append(ChartBlock(c))
-        tables: list[Block] = [TableBlock(tb.wait_table(g.label + (f" {v}" if several else ""), g.wait_profile))
+        tables: list[Block] = [TableBlock(tb.wait_table(g.label + view.named(v), g.wait_profile))
                                for g in view.groups if g.variant == v and g.done and g.snapshots]
         if tables:
-            b.append(Details("Wait profile per client count" + (f" — {v}" if several else ""), tuple(tables)))
+            b.append(Details("Wait profile per client count" + view.named(v, " — "), tuple(tables)))
         if sources := [x for t, line in run_sources(view, v) for x in (TableBlock(t), Para(line, "note"))]:
-            b.append(Details("Two wait sources: pg_stat_activity and pg_wait_sampling" + (f" — {v}" if several else ""),
+            b.append(Details("Two wait sources: pg_stat_activity and pg_wait_sampling" + view.named(v, " — "),
                              (*sources, Para(SOURCES_NOTE, "note"))))
     if not sampled:
         b.append(Para("pg_stat_activity sampling was off in this run (--sample-interval 0), so there is no wait "

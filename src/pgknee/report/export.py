@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgknee.analyze.view import RunView
-from pgknee.analyze.waits import total_aas
+from pgknee.analyze.waits import sampled_aas, total_aas
 from pgknee.model.results import StepRecord
 from pgknee.model.samples import OsSample
 
@@ -130,9 +130,9 @@ def steps_csv(view: RunView) -> str:
         n = view.step_snapshots(s)
         row: dict[str, Any] = {**step_labels(view, s), **{c: getattr(s, c, None) for c in STEP_COLUMNS[4:]}}
         row["snapshots"] = n
-        row["aas"] = total_aas(view.step_waits(s)) if n else None
+        row["aas"] = sampled_aas(view.step_waits(s), n)
         row["cpu_busy_pct"], row["client_cpu_pct"] = _cpu(view.data.client_os(s.step_id))
-        w.writerow(["" if row[c] is None else row[c] for c in STEP_COLUMNS])
+        w.writerow([row[c] for c in STEP_COLUMNS])  # csv writes None as an empty field
     return out.getvalue()
 
 
@@ -146,7 +146,7 @@ def samples_csv(view: RunView) -> str:
         labels = step_labels(view, s)
         for p in (*step_points(view, s), *sample_points(view, s)):
             w.writerow([*labels.values(), p.family.split("_")[0], p.family,
-                        ";".join(f"{k}={v}" for k, v in p.extra), "" if p.timestamp is None else p.timestamp,
+                        ";".join(f"{k}={v}" for k, v in p.extra), p.timestamp,
                         p.value])
     return out.getvalue()
 

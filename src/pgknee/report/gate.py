@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pgknee.analyze.gate import Gate, GateRow
-from pgknee.report.cells import fmt
+from pgknee.report.cells import cell, columns, fmt
 
 
 def _interval(row: GateRow) -> str:
@@ -24,17 +24,17 @@ def _interval(row: GateRow) -> str:
 def gate_items(gate: Gate) -> list[RenderableType]:
     what = (f"each variant against {gate.base}, paired repetitions" if gate.paired
             else f"NEW against {gate.base}, Welch's interval over the repetitions")
-    t = Table(title=f"Gate (--fail-if): {what}; a step fails when its change passes the threshold and its 95% "
-                    "interval excludes no change; Base and New are the geometric means of the repetitions, Change "
-                    "their ratio", box=box.SIMPLE_HEAVY, title_justify="left")
-    for i, h in enumerate(("Rule", "Clients", "Variant", "Base", "New", "Change", "95% interval", "Verdict")):
-        t.add_column(h, justify="right" if 1 <= i <= 6 and i != 2 else "left")
+    t = columns(Table(title=f"Gate (--fail-if): {what}; a step fails when its change passes the threshold and its "
+                            "95% interval excludes no change; Base and New are the geometric means of the "
+                            "repetitions, Change their ratio", box=box.SIMPLE_HEAVY, title_justify="left"),
+                ("Rule", "Clients", "Variant", "Base", "New", "Change", "95% interval", "Verdict"),
+                ("Rule", "Variant", "Verdict"))
     last = None
     for row in gate.rows:
         if last is not None and row.rule != last:
             t.add_section()
         digits = 0 if row.rule.metric == "tps" else 2
-        change = "-" if row.change_pct is None else f"{row.change_pct:+.1f}%"
+        change = cell(row.change_pct, "+.1f", "%")
         t.add_row(row.rule.text if row.rule != last else "", f"c{row.clients}", row.variant,
                   fmt(row.base, digits), fmt(row.new, digits), change, _interval(row),
                   Text(row.verdict, style="bold red" if row.failed else "green"))

@@ -34,11 +34,16 @@ def table_rows(t: Table) -> tuple[list[str], list[list[str]], list[bool]]:
     return header, rows, ends
 
 
+def _class(names: str) -> str:
+    """The class attribute of an element, none without a class name."""
+    return f' class="{names}"' if names else ""
+
+
 def _cell_class(text: str, right: bool) -> str:
     classes = ["r"] if right else []
     if text.startswith(("WARN", "FAILED", "INTERRUPTED", "RUNNING", "NOT RUN")):
         classes.append("warn" if text.startswith("WARN") else "failed")
-    return f' class="{" ".join(classes)}"' if classes else ""
+    return _class(" ".join(classes))
 
 
 def table(t: Table) -> str:
@@ -71,11 +76,9 @@ def block(b: doc.Block) -> str:
     if isinstance(b, doc.Heading):
         return f'<h{b.level} id="{b.anchor}">{html.escape(b.text)}</h{b.level}>'
     if isinstance(b, doc.Para):
-        cls = f' class="{b.kind}"' if b.kind else ""
-        return f"<p{cls}>{_multiline(b.text)}</p>"
+        return f"<p{_class(b.kind)}>{_multiline(b.text)}</p>"
     if isinstance(b, doc.Bullets):
-        cls = f' class="{b.kind}"' if b.kind else ""
-        return f"<ul{cls}>" + "".join(f"<li>{html.escape(x)}</li>" for x in b.items) + "</ul>"
+        return f"<ul{_class(b.kind)}>" + "".join(f"<li>{html.escape(x)}</li>" for x in b.items) + "</ul>"
     if isinstance(b, doc.TableBlock):
         return table(b.table)
     if isinstance(b, doc.ChartBlock):

@@ -13,26 +13,23 @@ from pgknee.analyze.cpus import kcache_cpu, server_row
 from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.resemblance import resemblance
 from pgknee.analyze.run import RunListing
-from pgknee.analyze.view import Group, MemoryRow, PoolerRow, RunView, Spread
+from pgknee.analyze.view import Group, MemoryRow, PoolerRow, RunView
 from pgknee.analyze.waits import WaitProfile
 from pgknee.model.results import RunData, StepRecord
 from pgknee.model.samples import WaitSampling
+from pgknee.report.jsonfields import fields_json, plain
 from pgknee.report.serverside import group_server_json, step_server_json
 
 FORMAT_VERSION = 2  # 2: the recommendation's interval is counts_interval alone, verdict 'peaks'
-
-
-def _spread(f: Spread | None) -> dict[str, float] | None:
-    return None if f is None else {"median": f.value, "min": f.lo, "max": f.hi, "n": f.n}
 
 
 def run_json(view: RunView) -> dict[str, Any]:
     d = view.data
     steps = [_step_json(view, s) for s in d.steps]
     groups = [{
-        "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": _spread(g.tps),
-        "latency_ms": {"avg": _spread(g.lat_avg), "stddev": _spread(g.lat_stddev), "p50": _spread(g.p50),
-                       "p95": _spread(g.p95), "p99": _spread(g.p99), "max": _spread(g.lat_max)},
+        "variant": g.variant, "clients": g.clients, "reps": len(g.done), "tps": plain(g.tps),
+        "latency_ms": {"avg": plain(g.lat_avg), "stddev": plain(g.lat_stddev), "p50": plain(g.p50),
+                       "p95": plain(g.p95), "p99": plain(g.p99), "max": plain(g.lat_max)},
         "noisy": g.noisy, "tps_spread_pct": g.tps_spread_pct, "noise_threshold_pct": g.noise_pct,
         "pooler": _row_json(g.pooler),
         "memory": _row_json(g.memory),
@@ -105,7 +102,7 @@ def _row_json(p: PoolerRow | MemoryRow | None) -> dict[str, Any] | None:
     """A group's pooler or memory row: its fields, Spreads as median/min/max/n."""
     if p is None:
         return None
-    return {f.name: _spread(v) if isinstance(v := getattr(p, f.name), Spread) else v for f in dataclasses.fields(p)}
+    return fields_json(p)
 
 
 def _ratio(r: Ratio | None) -> dict[str, Any] | None:
@@ -118,9 +115,9 @@ def comparison_json(view: RunView) -> list[dict[str, Any]]:
     """The side-by-side rows: each variant per client count with its ratios to the first."""
     return [{
         "clients": row.group.clients, "variant": row.group.variant, "reps": len(row.group.done),
-        "tps": _spread(row.group.tps),
-        "latency_ms": {"avg": _spread(row.group.lat_avg), "stddev": _spread(row.group.lat_stddev),
-                       "p99": _spread(row.group.p99)},
+        "tps": plain(row.group.tps),
+        "latency_ms": {"avg": plain(row.group.lat_avg), "stddev": plain(row.group.lat_stddev),
+                       "p99": plain(row.group.p99)},
         "noisy": row.group.noisy, "versus": row.base if row.tps_ratio is not None else None,
         "tps_ratio": _ratio(row.tps_ratio), "latency_ratio": _ratio(row.latency_ratio),
         "pooler": _row_json(row.group.pooler),

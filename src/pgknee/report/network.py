@@ -11,16 +11,13 @@ from rich.text import Text
 from pgknee.analyze.network import NetworkRow, gain_headline, network_rows, pipeline_gains
 from pgknee.analyze.view import RunView
 from pgknee.model.facts import Network
+from pgknee.report.cells import cell, columns
 
 NETWORK_NOTE = ("RTT: the median of 200 bare round trips (a Sync each, no transaction) on pgbench's path before "
                 "each step (through the relay for a simulated hop: the asked delay plus the relay's own cost, "
                 "~0.05 ms); round trips: per transaction, counted from the scripts (a statement each, a pipeline "
                 "one); network = round trips x RTT, the part of each transaction that pipeline mode or a nearer "
                 "client removes")
-
-
-def _ms(x: float | None, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
 
 
 def network_table(view: RunView) -> Table | None:
@@ -31,11 +28,10 @@ def network_table(view: RunView) -> Table | None:
     if not rows:
         return None
     simulated = any(r.asked_ms for r in rows)
-    t = Table(title="Network per transaction", box=box.SIMPLE_HEAVY, title_justify="left")
     heads = ("Clients", "Variant", *(("Asked RTT (ms)",) if simulated else ()), "RTT (ms)", "RTT p99 (ms)",
              "Round trips", "Network (ms)", "Avg Latency (ms)", "Network share")
-    for i, h in enumerate(heads):
-        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold" if i == 1 else "ellipsis")
+    t = columns(Table(title="Network per transaction", box=box.SIMPLE_HEAVY, title_justify="left"), heads,
+                ("Clients", "Variant"), fold=("Variant",))
     last = None
     for r in sorted(rows, key=lambda r: r.clients):
         if last is not None and r.clients != last:
@@ -46,10 +42,9 @@ def network_table(view: RunView) -> Table | None:
 
 
 def _cells(r: NetworkRow, simulated: bool) -> list[str]:
-    share = r.share_pct
-    return [*([f"{r.asked_ms:g}" if r.asked_ms else "-"] if simulated else []), _ms(r.rtt_ms), _ms(r.rtt_p99_ms),
-            _ms(r.round_trips, 2), _ms(r.network_ms), _ms(r.latency_ms),
-            "-" if share is None else f"{share:.0f}%"]
+    return [*([f"{r.asked_ms:g}" if r.asked_ms else "-"] if simulated else []), cell(r.rtt_ms, ".3f"),
+            cell(r.rtt_p99_ms, ".3f"), cell(r.round_trips, ".2f"), cell(r.network_ms, ".3f"),
+            cell(r.latency_ms, ".3f"), cell(r.share_pct, ".0f", "%")]
 
 
 def rtt_line(view: RunView) -> str | None:

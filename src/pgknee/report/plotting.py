@@ -161,7 +161,7 @@ def client_cpus_of(view: RunView) -> int | None:
 
 
 def title_suffix(view: RunView, variant: str) -> str:
-    return f" — {variant}" if len(view.variants()) > 1 else ""
+    return view.named(variant, " — ")
 
 
 def shade(hexcolour: str, i: int) -> str:

@@ -10,7 +10,7 @@ from rich.table import Table
 from pgknee.analyze.cpus import ServerRow, kcache_cpu, server_cpus, server_row
 from pgknee.analyze.view import RunView
 from pgknee.model.keys import Env
-from pgknee.report.cells import fmt, matrix
+from pgknee.report.cells import across, fmt, matrix
 
 _ROWS: tuple[tuple[str, Callable[[ServerRow], float | None], int], ...] = (
     ("Peak CPU total %", lambda r: r.peak_cpu, 1),
@@ -30,6 +30,10 @@ _ROWS: tuple[tuple[str, Callable[[ServerRow], float | None], int], ...] = (
 )
 
 
+def _written(get: Callable[[ServerRow], float | None], digits: int) -> Callable[[ServerRow], str]:
+    return lambda r: fmt(get(r), digits)
+
+
 def server_table(view: RunView, variant: str) -> Table | None:
     """The server's own figures per client count: its /proc's samples, and pg_stat_kcache's
     CPU of the database's queries; None when pgknee has neither."""
@@ -43,12 +47,11 @@ def server_table(view: RunView, variant: str) -> Table | None:
     cpus = server_cpus(env, view.data.run.target_kind)
     how = [f"its own /proc, {env.get(Env.SERVER_OS, '?')}"] if has_rows else []
     how += [f"pg_stat_kcache {env.get(Env.SERVER_KCACHE, '')}".strip()] if has_kc else []
-    out = [[label, *[fmt(get(r), digits) if r is not None else "-" for r in rows]]
-           for label, get, digits in _ROWS] if has_rows else []
+    out = [[label, *across(rows, _written(get, digits))] for label, get, digits in _ROWS] if has_rows else []
     if has_kc:
-        out.append(["Queries' CPU, cores busy (kcache)", *[fmt(k[0], 2) if k else "-" for k in kc]])
-        if cpus.n is not None:
-            out.append(["  % of the server's CPUs", *[fmt(100 * k[0] / cpus.n, 1) if k else "-" for k in kc]])
-        out.append(["  system % of it", *[fmt(k[1], 1) if k else "-" for k in kc]])
+        out.append(["Queries' CPU, cores busy (kcache)", *across(kc, lambda k: fmt(k[0], 2))])
+        if (n := cpus.n) is not None:
+            out.append(["  % of the server's CPUs", *across(kc, lambda k: fmt(100 * k[0] / n, 1))])
+        out.append(["  system % of it", *across(kc, lambda k: fmt(k[1], 1))])
     title = f"System — the server: {cpus.label()}; {'; '.join(how)}; CPU % of all its CPUs"
     return matrix(title, ["Metric", *[g.label for g in groups]], out)

@@ -3,7 +3,6 @@ beside them; and the same per step for the JSON. Formatting only."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +13,8 @@ from pgknee.analyze.view import RunView, Spread
 from pgknee.model.keys import collector
 from pgknee.model.results import RunData, StepRecord
 from pgknee.model.server import as_row
-from pgknee.report.cells import fmt, matrix, value
+from pgknee.report.cells import across, fmt, matrix, value
+from pgknee.report.jsonfields import fields_json
 
 _ROWS: tuple[tuple[str, Callable[[ServerRow], Spread | None], int], ...] = (
     ("TPS", lambda r: r.tps, 1),
@@ -40,19 +40,21 @@ NOTE = ("WAL per transaction beside the TPS: full-page images are the first chan
         "up (shared_buffers, bgwriter_lru_maxpages). The checkpoint check flags a step a checkpoint disturbed.")
 
 
+def _written(get: Callable[[ServerRow], Spread | None], digits: int) -> Callable[[ServerRow], str]:
+    return lambda r: value(get(r), digits)
+
+
 def server_side_table(view: RunView, variant: str) -> Table | None:
     """The server's side per client count (medians over repetitions); None when not recorded."""
     groups = [g for g in view.groups if g.variant == variant]
     rows = [server_side(view.data, g.done) for g in groups]
     if all(r is None for r in rows):
         return None
-    out = [[label, *[value(get(r), digits) if r is not None else "-" for r in rows]]
-           for label, get, digits in _ROWS]
-    out.append(["Checkpoints ended (all reps)", *[fmt(r.checkpoints, 0) if r is not None else "-" for r in rows]])
-    out.append(["  buffers they wrote", *[fmt(r.checkpoint_buffers, 0) if r is not None else "-" for r in rows]])
+    out = [[label, *across(rows, _written(get, digits))] for label, get, digits in _ROWS]
+    out.append(["Checkpoints ended (all reps)", *across(rows, lambda r: fmt(r.checkpoints, 0))])
+    out.append(["  buffers they wrote", *across(rows, lambda r: fmt(r.checkpoint_buffers, 0))])
     if any(r is not None and r.hit_pct is not None for r in rows):
-        out += [[label, *[value(get(r), digits) if r is not None else "-" for r in rows]]
-                for label, get, digits in _IO_ROWS]
+        out += [[label, *across(rows, _written(get, digits))] for label, get, digits in _IO_ROWS]
     env = view.data.env
     io = env.get(collector("pg_stat_io"), "")
     title = ("Server side — WAL, checkpoints" + (", I/O (pg_stat_io)" if io == "on" else "")
@@ -81,7 +83,4 @@ def group_server_json(data: RunData, done: tuple[StepRecord, ...]) -> dict[str, 
     row = server_side(data, done)
     if row is None:
         return None
-    def plain(v: object) -> object:  # a figure over repetitions as the JSON's other figures are
-        return {"median": v.value, "min": v.lo, "max": v.hi, "n": v.n} if isinstance(v, Spread) else v
-
-    return {f.name: plain(getattr(row, f.name)) for f in dataclasses.fields(row)}
+    return fields_json(row)

@@ -10,7 +10,7 @@ from rich.table import Table
 from pgknee.analyze.compare import comparison_rows
 from pgknee.analyze.view import Group, MemoryRow, RunView
 from pgknee.model.rules import BEST
-from pgknee.report.cells import ratio, value, with_range
+from pgknee.report.cells import cell, columns, ratio, value, with_range
 
 
 def variant_comparison(view: RunView) -> Table | None:
@@ -26,11 +26,10 @@ def variant_comparison(view: RunView) -> Table | None:
                     "paired repetitions, [95% interval])", box=box.SIMPLE_HEAVY, title_justify="left")
     pooled = any(g.pooler is not None for g in view.groups)
     failures = any(g.failed for g in view.groups)
-    for i, h in enumerate(("Clients", "Variant", "TPS", "Avg Latency (ms)", "StdDev (ms)", "p99 (ms)")
-                          + (("Failed",) if failures else ())
-                          + (f"TPS vs {first}", f"Latency vs {first}", "TPS difference")
-                          + (("Pooler: sv_active · waiting · wait ms",) if pooled else ())):
-        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold" if i == 1 else "ellipsis")
+    columns(t, ("Clients", "Variant", "TPS", "Avg Latency (ms)", "StdDev (ms)", "p99 (ms)")
+            + (("Failed",) if failures else ())
+            + (f"TPS vs {first}", f"Latency vs {first}", "TPS difference")
+            + (("Pooler: sv_active · waiting · wait ms",) if pooled else ()), ("Clients", "Variant"), fold=("Variant",))
     last = None
     for row in comparison_rows(view):
         g = row.group
@@ -100,7 +99,7 @@ def _first_of_count(g: Group, last: int | None) -> str:
 
 
 def _change(pct: float | None) -> str:
-    return "" if pct is None else f"{pct:+.1f}%"
+    return cell(pct, "+.1f", "%", none="")
 
 
 def _memory_cells(m: MemoryRow | None, restarts: bool) -> tuple[list[str], list[str]]:
@@ -109,7 +108,7 @@ def _memory_cells(m: MemoryRow | None, restarts: bool) -> tuple[list[str], list[
     if m is None:
         return ["0", *([""] if restarts else [])], ["-", "", "-", "", "-", "-"]
     idle = [f"{m.idle} {m.idle_kind}" if m.idle else "0",
-            *([f"{m.max_connections:.0f}" if m.max_connections else ""] if restarts else [])]
+            *([cell(m.max_connections or None, ".0f", none="")] if restarts else [])]  # none known: 0
     own = [value(m.available_drop_mb, 0), value(m.idle_backend_pss_mb, 2)] if m.idle else ["", ""]
     return idle, [value(m.available_mb, 0), own[0], value(m.server_pss_mb, 0), own[1], value(m.blks_read_per_s, 0),
                   value(m.hit_pct, 2)]

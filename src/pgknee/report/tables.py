@@ -15,7 +15,7 @@ from pgknee.analyze.view import Group, PoolerRow, RunView, Spread
 from pgknee.analyze.waits import WaitProfile
 from pgknee.model.facts import AutoDuration, Measured, Steadiness, StepFacts
 from pgknee.model.keys import CheckId, CheckStatus, Env
-from pgknee.report.cells import fmt, matrix, value, with_change
+from pgknee.report.cells import across, fmt, matrix, span, value, with_change
 
 MAX_WAIT_ROWS = 20
 
@@ -29,7 +29,7 @@ _METRIC_ROWS: dict[Metric, tuple[str, int]] = {
 def data_summary(view: RunView, variant: str) -> Table:
     sw = sweep(view, variant)
     groups = sw.groups
-    title = "Data Summary" + (f" — {variant}" if len(view.variants()) > 1 else "")
+    title = "Data Summary" + view.named(variant, " — ")
     header = ["Metric", *[g.label + ("*" if g.noisy else "") for g in groups], "Best"]
     rows: list[list[str]] = []
     for m in sw.metrics:
@@ -76,14 +76,14 @@ def _length(f: StepFacts) -> str:
 
 def _spreads(groups: tuple[Group, ...]) -> list[list[str]]:
     """How far the repetitions of each count are apart."""
-    rows = [["TPS min..max", *[f"{g.tps.lo:,.0f}..{g.tps.hi:,.0f}" if g.tps else "-" for g in groups], ""],
+    rows = [["TPS min..max", *[span(g.tps, 0) for g in groups], ""],
             ["TPS spread %", *[f"{g.tps_spread_pct:.1f}" + (" noisy" if g.noisy else "") if g.tps else "-"
                                for g in groups], f"> {groups[0].noise_pct:g}% = noisy"]]
     spread_rows: tuple[tuple[str, Callable[[Group], Spread | None]], ...] = (
         ("Avg Latency min..max", lambda g: g.lat_avg), ("p99 min..max", lambda g: g.p99))
     for label, get in spread_rows:
         figs = [get(g) for g in groups]
-        rows.append([label, *[f"{f.lo:,.3f}..{f.hi:,.3f}" if f else "-" for f in figs], ""])
+        rows.append([label, *[span(f, 3) for f in figs], ""])
     return rows
 
 
@@ -182,12 +182,12 @@ def _process_rows(pooled: list[PoolerRow]) -> list[list[str]]:
     out = []
     for n in sorted({x.process for p in pooled for x in p.processes}):
         mine = [next((x for x in p.processes if x.process == n), None) for p in pooled]
-        out += [[f"process {n}: CPU user / system %", *[f"{value(x.cpu_user, 0)} / {value(x.cpu_system, 0)}"
-                                                        if x else "-" for x in mine]],
-                [f"process {n}: waited for a CPU, % of the time", *[value(x.runq_wait, 0) if x else "-" for x in mine]],
-                [f"process {n}: share of transactions %", *[value(x.xact_share_pct, 0) if x else "-" for x in mine]],
+        out += [[f"process {n}: CPU user / system %",
+                 *across(mine, lambda x: f"{value(x.cpu_user, 0)} / {value(x.cpu_system, 0)}")],
+                [f"process {n}: waited for a CPU, % of the time", *across(mine, lambda x: value(x.runq_wait, 0))],
+                [f"process {n}: share of transactions %", *across(mine, lambda x: value(x.xact_share_pct, 0))],
                 [f"process {n}: clients active / server conns active",
-                 *[f"{value(x.cl_active, 1)} / {value(x.sv_active, 1)}" if x else "-" for x in mine]]]
+                 *across(mine, lambda x: f"{value(x.cl_active, 1)} / {value(x.sv_active, 1)}")]]
     return out
 
 
@@ -248,7 +248,7 @@ def _checks_table(view: RunView, title: str, columns: list[CheckId]) -> Table:
     for g in view.groups:
         for rep, cs in g.checks:
             by = {c.id: c for c in cs}
-            t.add_row(f"{g.label}{'' if len(view.variants()) == 1 else ' ' + g.variant} r{rep}",
+            t.add_row(f"{g.label}{view.named(g.variant)} r{rep}",
                       *[_check_cell(by.get(check)) for check in columns])
     return t
 

@@ -21,10 +21,12 @@ from pgknee.analyze.recommend import Recommendation
 from pgknee.analyze.run import RunListing
 from pgknee.analyze.sizing import Held, Reach, Sizing
 from pgknee.analyze.view import RunView
+from pgknee.analyze.words import clause
 from pgknee.model.keys import Env
 from pgknee.model.rules import BEST
 from pgknee.plan import variant_from_dict
 from pgknee.report.agents import AGENTS_NOTE, agents_table
+from pgknee.report.cells import columns
 from pgknee.report.network import network_items, rtt_line
 from pgknee.report.server import server_table
 from pgknee.report.serverside import NOTE as SERVER_SIDE_NOTE
@@ -129,8 +131,7 @@ def _variant_items(view: RunView, variant: str, waits: bool) -> list[RenderableT
         items += [side, Text(SERVER_SIDE_NOTE, style="dim")]
     if waits:
         items.append(Text(WAIT_NOTE, style="dim"))
-        several = len(view.variants()) > 1
-        items += [wait_table(f"Wait profile {g.label}" + (f" {variant}" if several else "")
+        items += [wait_table(f"Wait profile {g.label}" + view.named(variant)
                              + " (client backends, bench phase)", g.wait_profile)
                   for g in view.groups if g.variant == variant and g.done]
         items += sources_items(view, variant)  # pg_wait_sampling beside them, when recorded
@@ -178,9 +179,9 @@ def rule_of_thumb(r: Recommendation) -> str:
 
 
 def runs_table(runs: Sequence[RunListing]) -> Table:
-    t = Table(box=box.SIMPLE, title="Runs", title_justify="left")
-    for c in ("Run", "Created (UTC)", "Status", "Workload", "Target", "Steps", "Best TPS"):
-        t.add_column(c, justify="right" if c in ("Steps", "Best TPS") else "left")
+    t = columns(Table(box=box.SIMPLE, title="Runs", title_justify="left"),
+                ("Run", "Created (UTC)", "Status", "Workload", "Target", "Steps", "Best TPS"),
+                ("Run", "Created (UTC)", "Status", "Workload", "Target"))
     for x in runs:
         r, best = x.run, x.best
         t.add_row(r.run_id, r.created_at[:19], x.status, r.workload, f"{r.target_kind} {r.target_label}",
@@ -205,7 +206,7 @@ def sizing_text(s: Sizing, measured: Reach | None, cores_source: str = "", held:
              f"Little's law: {s.tps:g} transactions/s x {s.latency_s:g} s in the database = {s.busy:g} connections "
              f"busy on average (round up: {s.busy_whole})",
              f"rule of thumb (cores x 2) + spindles: ({s.cores} x 2) + {s.spindles} = {s.rule_of_thumb} connections "
-             "doing work at once" + (f" (cores: {cores_source})" if cores_source else "")]
+             "doing work at once" + clause(" (cores: {})", cores_source)]
     if measured is not None and measured.first is not None:
         lines.append(f"measured ({measured.variant}): {measured.tps:g} TPS first reached at {measured.first} clients")
     elif measured is not None and measured.best is not None:

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from pgknee.analyze.view import RunView
 from pgknee.analyze.waitsource import NOT_COMPARED_TYPES, SourceComparison, Z, group_sources
+from pgknee.analyze.words import clause
 
 MAX_ROWS = 15
 
@@ -37,10 +38,10 @@ def agreement_line(c: SourceComparison) -> str:
     pct = c.total_diff_pct
     verdict = (f"agree within the sampling error (±{Z:g}σ = {Z * c.total_err:.2f})" if c.agree
                else f"differ beyond the sampling error (±{Z:g}σ = {Z * c.total_err:.2f})")
-    flagged = f"; events beyond it (!): {', '.join(c.flagged)}" if c.flagged else ""
+    flagged = clause("; events beyond it (!): {}", ", ".join(c.flagged))
     return (f"Agreement: waits other than {' and '.join(sorted(NOT_COMPARED_TYPES))} total {c.sampled_total:.2f} "
             f"(pg_stat_activity) vs {c.profile_total:.2f} (pg_wait_sampling)"
-            + (f", {pct:+.1f}%" if pct is not None else "") + f": {verdict}{flagged}")
+            + clause(", {:+.1f}%", pct) + f": {verdict}{flagged}")
 
 
 SOURCES_NOTE = ("pg_wait_sampling samples only processes in a wait event and does not know a session's state: it "

@@ -10,6 +10,8 @@ from rich.table import Table
 
 from pgknee.analyze.holdcheck import HOLD_TOL, SHARE_TOL, STATEMENTS_TOL, TURN_SPREAD_MS, HoldCheck
 from pgknee.analyze.resemblance import Resemblance
+from pgknee.analyze.words import clause
+from pgknee.report.cells import cell, columns
 
 if TYPE_CHECKING:  # a report reads no server: the captured package's workload would load psycopg
     from pgknee.workloads.captured.manifest import Manifest
@@ -24,10 +26,10 @@ def _short(q: str) -> str:
 
 def captured_tables(m: Manifest) -> list[Table]:
     weights = {x: sc.weight for sc in m.scripts for x in sc.statements}
-    t = Table(title=f"Captured from {m.source} ({m.database}) at {m.captured_at}: top {m.top} by {m.order_by}",
-              box=box.SIMPLE_HEAD)
-    for col in ("id", "statement", "kind", "calls", "mean ms", "share of calls", "share of time", "weight"):
-        t.add_column(col, justify="left" if col in ("id", "statement", "kind") else "right")
+    t = columns(Table(title=f"Captured from {m.source} ({m.database}) at {m.captured_at}: top {m.top} by "
+                            f"{m.order_by}", box=box.SIMPLE_HEAD),
+                ("id", "statement", "kind", "calls", "mean ms", "share of calls", "share of time", "weight"),
+                ("id", "statement", "kind"))
     for s in m.statements:
         t.add_row(s.id, _short(s.query), s.kind, f"{s.calls:,}", f"{s.mean_ms:.3f}", f"{s.share_calls:.1%}",
                   f"{s.share_time:.1%}", str(weights.get(s.id, "-")))
@@ -42,9 +44,8 @@ def captured_tables(m: Manifest) -> list[Table]:
     # observed: how its transactions were found; else what a capture cannot know, and BEGIN's hint
     t.caption = m.grouping if m.observed is not None else "; ".join(x for x in (m.grouping, _grouping_note(m)) if x)
     if m.skipped:
-        k = Table(title="Not scripted", box=box.SIMPLE_HEAD)
-        for col in ("statement", "calls", "why"):
-            k.add_column(col, justify="right" if col == "calls" else "left")
+        k = columns(Table(title="Not scripted", box=box.SIMPLE_HEAD), ("statement", "calls", "why"),
+                    ("statement", "why"))
         for sk in m.skipped:
             k.add_row(_short(sk.query), f"{sk.calls:,}", sk.reason)
         out.append(k)
@@ -52,7 +53,7 @@ def captured_tables(m: Manifest) -> list[Table]:
 
 
 def _ms(x: float | None) -> str:
-    return f"{x:,.1f}" if x is not None else "-"
+    return cell(x, ",.1f")
 
 
 def observed_tables(m: Manifest) -> list[Table]:
@@ -62,8 +63,7 @@ def observed_tables(m: Manifest) -> list[Table]:
         return []
     t = Table(title=f"The application as observed ({o.window_s:.0f} s, {o.samples:,} samples of pg_stat_activity "
                     f"every {o.interval_s * 1000:.0f} ms)", box=box.SIMPLE_HEAD)
-    for col in ("", "mean", "p50", "p90", "p99", "max", "from"):
-        t.add_column(col, justify="left" if col in ("", "from") else "right")
+    columns(t, ("", "mean", "p50", "p90", "p99", "max", "from"), ("", "from"))
     t.add_row("transactions per second", f"{o.transactions_per_s:,.1f}", "", "", "", "",
               "pg_stat_database: commits + rollbacks")
     t.add_row("  of which BEGIN ... COMMIT", f"{o.explicit_per_s:,.1f}", "", "", "", "", "pg_stat_statements: BEGIN")
@@ -90,9 +90,9 @@ def observed_tables(m: Manifest) -> list[Table]:
     out = [t]
     grouped = [sc for sc in m.scripts if len(sc.idle_ms) == 12]  # (pauses.POINTS: an edited list is not read)
     if grouped:
-        g = Table(title="Transactions replayed as the application holds them", box=box.SIMPLE_HEAD)
-        for col in ("script", "statements", "weight", "idle inside, ms p50", "p90", "p99", "evidence"):
-            g.add_column(col, justify="right" if col in ("weight", "idle inside, ms p50", "p90", "p99") else "left")
+        g = columns(Table(title="Transactions replayed as the application holds them", box=box.SIMPLE_HEAD),
+                    ("script", "statements", "weight", "idle inside, ms p50", "p90", "p99", "evidence"),
+                    ("script", "statements", "evidence"))
         for sc in grouped:
             g.add_row(sc.name, ", ".join(sc.statements), str(sc.weight), _ms(sc.idle_ms[5]), _ms(sc.idle_ms[9]),
                       _ms(sc.idle_ms[10]), sc.evidence)
@@ -107,7 +107,7 @@ def _grouping_note(m: Manifest) -> str:
     if not begins:
         return "each statement runs as its own transaction (autocommit); no BEGIN among the top statements read"
     near = [s.id for s in m.statements if abs(s.calls - begins) <= 0.1 * begins]
-    hint = f"; statements with about as many calls: {', '.join(near)}" if near else ""
+    hint = clause("; statements with about as many calls: {}", ", ".join(near))
     return (f"BEGIN was called {begins:,} times{hint}: to replay them as one transaction, list them in one "
             "[[scripts]] entry of workload.toml and put BEGIN; ... COMMIT; in its file")
 
@@ -116,9 +116,8 @@ def resemblance_table(r: Resemblance) -> Table:
     t = Table(title=f"Replay against capture (tolerance: share of calls ±{r.calls_tol:.0%} points, "
                     f"of time ±{r.time_tol:.0%} points; shares among the replayed statements)",
               box=box.SIMPLE_HEAD)
-    for col in ("id", "statement", "calls: captured", "replayed", "diff", "time: captured", "replayed", "diff",
-                "within"):
-        t.add_column(col, justify="left" if col in ("id", "statement", "within") else "right")
+    columns(t, ("id", "statement", "calls: captured", "replayed", "diff", "time: captured", "replayed", "diff",
+                "within"), ("id", "statement", "within"))
     for row in r.rows:
         t.add_row(row.id, _short(row.query), f"{row.captured_calls:.1%}", f"{row.replayed_calls:.1%}",
                   f"{row.replayed_calls - row.captured_calls:+.1%}", f"{row.captured_time:.1%}",
@@ -134,15 +133,12 @@ def hold_table(h: HoldCheck) -> Table:
     t = Table(title=f"Transactions: replay against the application (tolerance: hold ±{HOLD_TOL:.0%} or "
                     f"{TURN_SPREAD_MS:g} ms per client turnaround, idle share ±{SHARE_TOL:.0%}, statements per "
                     f"transaction ±{STATEMENTS_TOL:.0%})", box=box.SIMPLE_HEAD)
-    for col in ("step", "hold ms", "application", "idle share", "application", "statements per tx", "application",
-                "within"):
-        t.add_column(col, justify="left" if col in ("step", "within") else "right")
+    columns(t, ("step", "hold ms", "application", "idle share", "application", "statements per tx", "application",
+                "within"), ("step", "within"))
     for r in h.rows:
         t.add_row(f"c{r.clients} rep {r.rep}", _ms(r.hold_ms), _ms(c.hold_ms),
-                  f"{r.idle_share:.0%}" if r.idle_share is not None else "-",
-                  f"{c.idle_share:.0%}" if c.idle_share is not None else "-",
-                  f"{r.statements_per_transaction:.2f}" if r.statements_per_transaction is not None else "-",
-                  f"{c.statements_per_transaction:.2f}" if c.statements_per_transaction is not None else "-",
+                  cell(r.idle_share, ".0%"), cell(c.idle_share, ".0%"), cell(r.statements_per_transaction, ".2f"),
+                  cell(c.statements_per_transaction, ".2f"),
                   "yes" if r.within else "NO: " + ", ".join(r.misses))
     t.caption = ("both from the server's counters: (active_time + idle_in_transaction_time) per transaction; a step "
                  "past the knee holds longer as its statements wait; a turnaround (one before each statement and "
