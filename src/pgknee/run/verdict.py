@@ -116,7 +116,10 @@ def _measurement_facts(plan: Plan, m: StepMeasurement | None, window: float,
         Measured(window, x.run.log_sampling_rate, m.latency.count if m is not None and m.latency is not None else None,
                  x.own_commits)]
     target = plan.steady_pct / 100 if plan.steady_pct is not None else None
-    judged = steadiness([p.tps for p in x.execution.progress], target=target) if x.execution.progress else None
+    # a step the watch stopped keeps the judgement that stopped it: judged again over the seconds pgbench
+    # still printed while it stopped (several under load), it was once 'not steady' with steady.stopped 1
+    judged = x.watch.last if x.watch is not None and x.execution.stopped_early else \
+        steadiness([p.tps for p in x.execution.progress], target=target) if x.execution.progress else None
     if judged is not None and judged.steady:
         out.append(Steadiness(float(judged.warmup_s), judged.mean_tps, judged.halfwidth * 100))
     if x.watch is not None:
