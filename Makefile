@@ -52,13 +52,12 @@ servers: system venv
 # leave a quarter of the two cores idle (waiting on servers, pgbench and sleeps), and mypy alone
 # took 18 s of a fresh clone's make test before them. They hold the suite's lock shared, as a
 # test does (tests/conftest.py): no `alone` test times its steps beside them.
+TEST_PYTEST = $(BIN)/python -m pytest -q -n 3 --dist loadgroup $(TIMES) -m "not faults and not slow"
 test: system-browsers venv servers
 	@dir=$$(mktemp -d); lock=$$dir/suite.lock; touch $$lock; \
 	( flock -s $$lock $(MAKE) --no-print-directory lint docs > $$dir/lint.log 2>&1; echo $$? > $$dir/lint.rc ) & \
 	echo "make lint docs (beside the tests; its output after them)"; \
-	echo '$(BIN)/python -m pytest -q -n 3 --dist loadgroup $(TIMES) -m "not faults and not slow"'; \
-	PGKNEE_TEST_SUITE_LOCK=$$lock $(BIN)/python -m pytest -q -n 3 --dist loadgroup $(TIMES) \
-		-m "not faults and not slow"; rc=$$?; \
+	echo '$(TEST_PYTEST)'; PGKNEE_TEST_SUITE_LOCK=$$lock $(TEST_PYTEST); rc=$$?; \
 	wait; cat $$dir/lint.log; lint=$$(cat $$dir/lint.rc); rm -rf $$dir; \
 	if [ "$$lint" != 0 ]; then echo "make test: make lint or make docs failed (above)"; exit 1; fi; exit $$rc
 
