@@ -20,7 +20,7 @@ from pgknee.base.errors import TargetError, UserError, first_line
 from pgknee.targets.base import Endpoint
 from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
-from pgknee.workloads.captured import grouping, observe, pauses, ranges, sqlmap, txscript
+from pgknee.workloads.captured import grouping, observe, pauses, picks, ranges, sqlmap, txscript
 from pgknee.workloads.captured import transactions as tx
 from pgknee.workloads.captured.manifest import Manifest, Param, ScriptEntry, Skipped, Statement
 from pgknee.workloads.captured.observe import StatementCounts as Counts
@@ -29,6 +29,7 @@ from pgknee.workloads.captured.source import (
     find_table,
     first_column,
     foreign_keys,
+    keys_of,
     param_types,
     placed,
     stats,
@@ -313,6 +314,7 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
     fresh = (upsert_rows if parsed.upsert else fresh_keys)(src, sid, parsed) if parsed.inserts else {}
     each = {n: fresh[n] if n in fresh else _typed(src, sid, query, n, use) if _untied(src, query, n, use)
             else _param(src, sid, n, use, rows / max(calls, 1)) for n, use in sorted(parsed.params.items())}
+    each = _picked(src, sid, parsed.picks, each, rows / max(calls, 1))
     after = ranges.drawn_together(src, sid, (query, parsed), each, e.blocks / max(calls, 1))
     params = [p for p, _ in each.values()]
     lines: list[str] = []
@@ -331,6 +333,20 @@ def _statement(src: Source, sid: str, e: Counts, totals: tuple[int, float]) -> t
             f"{rows / max(calls, 1):.1f} rows per call, {st.share_time:.1%} of the database's time"]
     head += [f"-- ${p.n}: {p.column or p.use} ({p.type or '-'}): {p.drawn}" for p in params]
     return st, "\n".join([*head, *lines, sql.rstrip().rstrip(";") + ";", ""])
+
+
+def _picked(src: Source, sid: str, ns: tuple[int, ...], each: dict[int, tuple[Param, gen.Drawn]], seen: float
+            ) -> dict[int, tuple[Param, gen.Drawn]]:
+    """The values that alone pick a call's rows (`col = $1`, `col IN ($1, ...)`) drawn as the rows
+    its calls returned say the application picks them (picks.py): by the column's rows or by keys."""
+    params = [each[n][0] for n in ns]
+    if not params or {(p.use, p.column) for p in params} != {("column", params[0].column)}:
+        return each  # drawn otherwise (a fresh key, a parent's statistics): the rows say nothing of them
+    table, column = params[0].column.rsplit(".", 1)
+    st = stats(src, table, column)
+    keys = keys_of(src, table, column, st) if st is not None else None
+    judged = picks.judge(st, keys.count if keys else 0.0, len(ns), seen) if st is not None else None
+    return each if judged is None else picks.redrawn(sid, each, ns, judged, keys)
 
 
 def _substituted(query: str, values: dict[int, str]) -> str:

@@ -40,6 +40,7 @@ class ColumnStats:
     mcv: tuple[str, ...] = ()
     mcf: tuple[float, ...] = ()
     histogram: tuple[str, ...] = ()
+    rows: float = 0.0  # the table's, as pg_class last counted them (0: never counted)
 
 
 @dataclass(frozen=True)

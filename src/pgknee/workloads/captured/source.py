@@ -14,7 +14,7 @@ from psycopg import sql
 
 from pgknee.workloads import queries
 from pgknee.workloads.captured import generators as gen
-from pgknee.workloads.captured import sqlmap
+from pgknee.workloads.captured import picks, sqlmap
 
 
 @dataclass
@@ -70,7 +70,7 @@ def stats(src: Source, table: str, column: str) -> gen.ColumnStats | None:
             "schema": schema, "table": name, "qualified": f'"{schema}"."{name}"', "column": column}).fetchone()
         src.stats[key] = None if row is None else gen.ColumnStats(
             str(row[0]), float(row[1] or 0), float(row[2] or 0), tuple(row[3] or ()), tuple(row[4] or ()),
-            tuple(row[5] or ()))
+            tuple(row[5] or ()), max(0.0, float(row[6])))
     return src.stats[key]
 
 
@@ -86,6 +86,18 @@ def foreign_keys(src: Source, tables: list[str]) -> list[tuple[str, str]]:
     column, and of the one it references), pair by pair."""
     rows = src.conn.execute(queries.text("captured_foreign_keys"), {"tables": tables}).fetchall()
     return [(str(a), str(b)) for a, b in rows]
+
+
+def keys_of(src: Source, table: str, column: str, st: gen.ColumnStats) -> picks.Keys | None:
+    """The keys an application picking a column's values by key draws from: those of the column
+    a foreign key says its values are among (their distinct values), else the span
+    of its whole numbers when they fill it (picks.whole_span); None when neither is known."""
+    for parent in [p for c, p in foreign_keys(src, [table]) if c == f"{table}.{column}"]:
+        theirs = stats(src, *parent.rsplit(".", 1))
+        if theirs is not None and theirs.rows > 0 and (theirs.mcv or len(theirs.histogram) >= 2):
+            return picks.Keys(dataclasses.replace(theirs, type=st.type), picks.distinct(theirs),
+                              f"the keys of {parent}, which a foreign key says its values are among")
+    return picks.whole_span(st)
 
 
 def param_types(src: Source, query: str) -> dict[int, str]:

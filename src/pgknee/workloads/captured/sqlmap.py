@@ -49,6 +49,10 @@ class Parsed:
     # a SELECT's plain columns, each (the name it returns under, the column, the tables it may be of):
     # a later statement of the transaction may use the value read (the order found, then delivered)
     returns: tuple[ParamUse, ...] = ()
+    # the $n of one column's equality (`col = $1`, `col IN ($1, ...)`) that alone pick the rows a plain SELECT of one
+    # table returns (no LIMIT, aggregate, grouping, DISTINCT, join or subquery): its rows per call say how the
+    # application picks those values (workloads.captured.picks)
+    picks: tuple[int, ...] = ()
 
 
 def statement_fingerprint(text: str) -> str:
@@ -93,7 +97,24 @@ def parse(text: str) -> Parsed:
     locks = isinstance(stmt, ast.SelectStmt) and bool(stmt.lockingClause)
     upsert = isinstance(stmt, ast.InsertStmt) and stmt.onConflictClause is not None
     return Parsed("write" if writes else "read", "", tuple(sorted(set(tables))), params, written, inserts, locks,
-                  upsert, _returns(stmt, tables, aliases))
+                  upsert, _returns(stmt, tables, aliases), _picks(stmt, nodes))
+
+
+def _picks(stmt: Any, nodes: list[tuple[Any, tuple[Any, ...]]]) -> tuple[int, ...]:
+    """The parameters of `col = $n` or `col IN ($n, ...)`, the one condition of a plain SELECT of
+    one table, whose every row it returns (nothing else chooses or folds them); () otherwise."""
+    if not isinstance(stmt, ast.SelectStmt) or getattr(stmt.op, "name", "") != "SETOP_NONE" \
+            or [type(f) for f in stmt.fromClause or ()] != [ast.RangeVar] \
+            or any(getattr(stmt, a) for a in ("groupClause", "havingClause", "distinctClause", "limitCount",
+                                              "limitOffset", "windowClause", "withClause", "lockingClause")) \
+            or any(isinstance(n, ast.FuncCall | ast.SubLink) for n, _ in nodes):
+        return ()
+    where: Any = stmt.whereClause
+    if not isinstance(where, ast.A_Expr) or not where.name or where.name[-1].sval != "=":
+        return ()
+    values = where.rexpr if isinstance(where.rexpr, tuple | list) else (where.rexpr,)
+    numbers = [v.number for v in values if isinstance(v, ast.ParamRef) and v.number is not None]
+    return tuple(numbers) if isinstance(where.lexpr, ast.ColumnRef) and len(numbers) == len(values) else ()
 
 
 def _returns(stmt: Any, tables: list[tuple[str, str]], aliases: dict[str, tuple[str, str]]) -> tuple[ParamUse, ...]:
