@@ -69,8 +69,8 @@ test: system-browsers venv servers
 # samplers, the server-side counters of each version's views, the wait sources, the sampler's pace,
 # the capture of each version's pg_stat_statements and pg_stats) against PostgreSQL 16, 17 and 18,
 # each in turn first on PATH (the tests' servers and pgknee's embedded cluster start from it;
-# pgbench is Debian's 15 for 16 and 17, 18's own for 18); make test ran them against 15, and its
-# test_majors a sweep, the collectors and a capture on each major. The whole integration suite:
+# pgbench is Debian's 15 for 16 and 17, 18's own for 18); make test ran them against 15, and make
+# slow's test_majors a sweep, the collectors and a capture on each major. The whole integration suite:
 # make matrix MATRIX_TESTS=tests/integration (about 13 minutes)
 MATRIX ?= 16 17 18
 MATRIX_TESTS ?= $(addprefix tests/integration/,test_sweep.py test_server_side.py test_wait_sources.py \
@@ -85,8 +85,9 @@ matrix: system-browsers venv servers
 	done; \
 	if [ -n "$$failed" ]; then echo "make matrix: failed on PostgreSQL$$failed"; exit 1; fi
 
-# the long end-to-end runs of pgknee's own embedded cluster (tens of seconds each): apart from make
-# test to keep it under five minutes; CI runs them
+# the long end-to-end runs of pgknee's own embedded cluster (tens of seconds each), the tests that
+# hold the machine alone to compare timings (marker `alone`), and a run on each major
+# (test_majors): apart from make test to keep it short; CI runs them
 slow: system venv
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup $(TIMES) -m "slow and not faults"
 

@@ -1,5 +1,6 @@
 """The supported PostgreSQL majors beside Debian's 15 (which the rest of the suite runs on), 16 to
-18, inside `make test` (the whole integration suite runs against each in `make matrix`): pgknee's
+18, in `make slow` (`make matrix` runs the integration tests that depend on the major against
+each, which covers these too; here they stay out of `make test`'s five minutes): pgknee's
 embedded cluster started on that major's binaries
 (--pg-bindir), and the same major as a user's server (--dsn) with pg_stat_statements, captured and
 replayed. Per major: the step completes with its checks, the wait events are sampled, the
@@ -21,6 +22,8 @@ import pytest
 from pgknee.targets.local import EmbeddedCluster, server_version
 
 from .conftest import QUICK, SCALE, own_cluster, pgknee, sql, superuser, workload_tps_db
+
+pytestmark = pytest.mark.slow  # three majors' clusters: 54 s of make test's workers, and make matrix covers them
 
 SERVERS = Path(__file__).resolve().parents[2] / "scripts" / "servers.py"
 MAJORS = (16, 17, 18)

@@ -43,6 +43,7 @@ def _added(server: EmbeddedCluster, asked: float) -> tuple[float, float, float, 
     return statistics.median(own), statistics.median(added), min(fastest), said["late_mean_ms"]
 
 
+@pytest.mark.slow  # alone: in make slow, where the machine is held for it, not in make test's three workers
 @pytest.mark.alone  # a timing measured in microseconds: nothing of the suite beside it
 def test_relay_adds_the_asked_round_trip_and_reports_its_lateness(server: EmbeddedCluster) -> None:
     """The relay's own cost measured with rtt 0; at 1 ms and 5 ms what it adds beyond that is the
@@ -81,6 +82,7 @@ def _asked_round_trip(server: EmbeddedCluster, asked: float) -> None:
     assert fastest >= asked - 0.2, f"the fastest round trip {fastest:.3f} ms at {asked} ms asked"
 
 
+@pytest.mark.slow  # alone: in make slow
 @pytest.mark.alone  # two relays' medians compared: another test's load beside one round skews it (0.66 ms once)
 def test_relay_through_a_unix_socket_and_jitter(server: EmbeddedCluster, tmp_path: Path) -> None:
     """A server's Unix socket (where it may trust its local peers) is relayed from a Unix socket of
@@ -117,6 +119,7 @@ def _relays_to(port: int) -> list[str]:
     return [ln for ln in out.splitlines() if "pgknee.netsim.relay" in ln and f"--upstream-port {port}" in ln]
 
 
+@pytest.mark.slow  # alone: in make slow
 @pytest.mark.alone  # normal against pipeline through the hop: another test's load skews one step
 def test_a_run_through_a_simulated_hop(server: EmbeddedCluster, tmp_path: Path) -> None:
     """--variant normal:rtt=2ms --variant pipeline:rtt=2ms: the round trip stored and achieved,
