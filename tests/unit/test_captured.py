@@ -600,3 +600,17 @@ def test_a_key_s_even_histogram_is_one_range_and_a_skewed_one_keeps_its_buckets(
     assert gen.draw("k", ids).lines == ("\\set k random(1, 3001)",)
     skew = gen.ColumnStats("integer", 0.0, -1, (), (), ("1", "2", "4", "8", "1000"))
     assert "case when :k_b <= 0" in " ".join(gen.draw("k", skew).lines)
+
+
+def test_statements_of_one_parse_tree_are_compared_with_the_capture_as_one() -> None:
+    # the vote's two INSERT arms: one parse tree (pgbench numbers both scripts' variables in order, so the
+    # target's pg_stat_statements holds one entry); a third statement, and one in a script of weight 0
+    arm = Statement("s01", "INSERT INTO v (a, b) VALUES ($1, $3, $2)", "write", 60, 1.0, 0.1, 60, 0.6, 0.5, ["v"], "fa")
+    other = dataclasses.replace(arm, id="s03", query="INSERT INTO v (a, b) VALUES ($1, $2, $3)", share_calls=0.1,
+                                share_time=0.2)
+    read = dataclasses.replace(arm, id="s02", query="SELECT 1 FROM v WHERE a = $1", kind="read", fingerprint="fb",
+                               share_calls=0.3, share_time=0.3)
+    unused = dataclasses.replace(read, id="s04", fingerprint="fa")
+    m = _manifest(statements=[arm, read, other, unused], scripts=[
+        ScriptEntry("t01", "t01.sql", 5, ["s02", "s01", "s03"]), ScriptEntry("s04", "s04.sql", 0, ["s04"])])
+    assert [[s.id for s in g] for g in m.by_parse_tree()] == [["s01", "s03"], ["s02"]]

@@ -144,10 +144,11 @@ class Captured:
         return None
 
     def captured_rows(self) -> list[CapturedStatement]:
-        """The replayed statements as captured, for the store (the resemblance check's reference)."""
-        ids = {x for sc in self.manifest.scripts if sc.weight > 0 for x in sc.statements}
-        return [CapturedStatement(s.id, s.query, s.kind, s.share_calls, s.share_time)
-                for s in self.manifest.statements if s.id in ids]
+        """The replayed statements as captured, for the store (the resemblance check's reference);
+        those of one parse tree as one row, `s01+s03`, their shares summed."""
+        return [CapturedStatement("+".join(s.id for s in g), g[0].query, g[0].kind, sum(s.share_calls for s in g),
+                                  sum(s.share_time for s in g)) for g in self.manifest.by_parse_tree()]
 
     def fingerprints(self) -> dict[str, str]:
-        return {s.fingerprint: s.id for s in self.manifest.statements if s.fingerprint}
+        """Each replayed parse tree's fingerprint and the row it counts under (captured_rows)."""
+        return {g[0].fingerprint: "+".join(s.id for s in g) for g in self.manifest.by_parse_tree() if g[0].fingerprint}

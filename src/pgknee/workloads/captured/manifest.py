@@ -143,6 +143,19 @@ class Manifest:
     def statement(self, sid: str) -> Statement:
         return next(s for s in self.statements if s.id == sid)
 
+    def by_parse_tree(self) -> list[list[Statement]]:
+        """The replayed statements (in a script of some weight), those of one parse tree together:
+        the target's pg_stat_statements holds them as one entry (pgbench numbers each script's
+        variables in order, so the two arms of a vote inserted one way or the other, `VALUES ($1,
+        $3, $2)` and `VALUES ($1, $2, $3)` as captured, are one statement there), so they are
+        compared with the capture as one."""
+        ids = {x for sc in self.scripts if sc.weight > 0 for x in sc.statements}
+        groups: dict[str, list[Statement]] = {}
+        for s in self.statements:
+            if s.id in ids:
+                groups.setdefault(s.fingerprint or s.id, []).append(s)
+        return list(groups.values())
+
     def writes(self) -> list[str]:
         """The scripts that hold a write."""
         kinds = {s.id: s.kind for s in self.statements}
