@@ -29,8 +29,8 @@ def test_the_readme_is_a_front_page() -> None:
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 250 and lines[3:5] == [
         "make demo    # installs what it needs, sweeps 2..32 clients on a throwaway local PostgreSQL, answers, reports",
-        "make test    # installs what it needs, then runs the test suite (unit + real servers + browsers), about 4.5 "
-        "min on 2 cores (3.5 of them pytest)"]
+        "make test    # installs what it needs, then runs the test suite (unit + real servers + browsers), about 4 min "
+        "on 2 cores, nearly all of it pytest"]
 
 
 def _run_lines() -> list[tuple[str, str]]:
