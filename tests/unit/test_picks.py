@@ -32,12 +32,11 @@ def test_a_value_picked_by_its_rows_or_by_its_keys_returns_what_each_predicts() 
     # by keys, each of the ten alike: 1000 / 10 = 100 rows
     assert picks.per_value(picks.classes(SKEWED), 10) == pytest.approx((829.0, 100.0))
     keyed = picks.judge(SKEWED, 10, 1, 110.0)
-    assert keyed is not None and keyed.keyed and keyed.distinct == 1
-    by_rows = picks.judge(SKEWED, 10, 1, 800.0)
-    assert by_rows is not None and not by_rows.keyed
+    assert keyed.keyed and keyed.distinct == 1
+    assert not picks.judge(SKEWED, 10, 1, 800.0).keyed
     # the nearer in ratio: 250 is 2.5 times 100 and 3.3 times below 829; 300 is 3.0 and 2.8
-    assert picks.judge(SKEWED, 10, 1, 250.0).keyed  # type: ignore[union-attr]
-    assert not picks.judge(SKEWED, 10, 1, 300.0).keyed  # type: ignore[union-attr]
+    assert picks.judge(SKEWED, 10, 1, 250.0).keyed
+    assert not picks.judge(SKEWED, 10, 1, 300.0).keyed
 
 
 def test_the_histogram_spreads_the_other_values_by_its_buckets_widths() -> None:
@@ -51,10 +50,12 @@ def test_the_histogram_spreads_the_other_values_by_its_buckets_widths() -> None:
 
 def test_a_unique_key_cannot_tell_the_ways_apart_but_its_rows_count_an_in_lists_values() -> None:
     judged = picks.judge(UNIQUE, 1000, 20, 10.2)  # 20 values a call, 10 rows: half the list repeats a value
-    assert judged is not None and not judged.keyed and judged.distinct == 10
-    assert picks.judge(UNIQUE, 1000, 20, 19.6).distinct == 20  # type: ignore[union-attr]
-    assert picks.judge(replace_rows(UNIQUE, 0), 1000, 1, 1.0) is None  # the table's rows never counted
-    assert picks.judge(UNIQUE, 1000, 1, 0.0) is None  # no call returned a row: nothing to tell
+    assert not judged.keyed and judged.distinct == 10
+    assert picks.judge(UNIQUE, 1000, 20, 19.6).distinct == 20
+    # nothing to tell: the table's rows never counted, or no call returned a row; nor with no keys known
+    for nothing in (picks.judge(replace_rows(UNIQUE, 0), 1000, 1, 1.0), picks.judge(UNIQUE, 1000, 1, 0.0)):
+        assert not nothing.apart and not nothing.keyed and nothing.distinct == 1
+    assert picks.judge(SKEWED, picks.NO_KEYS.count, 1, 110.0).by_keys == 0.0
 
 
 def replace_rows(st: gen.ColumnStats, rows: float) -> gen.ColumnStats:
@@ -66,8 +67,8 @@ def test_whole_numbers_filling_their_span_are_keys_of_their_own() -> None:
                                             50_000))
     assert keys is not None and keys.count == 5000 and keys.stats.histogram == ("1", "5000")
     # 10 values spread over a million: not keys to draw from; nor is text
-    assert picks.whole_span(gen.ColumnStats("integer", 0.0, 10, (), (), ("1", "1000000"), 100)) is None
-    assert picks.whole_span(gen.ColumnStats("text", 0.0, 2, ("a", "b"), (0.5, 0.5), (), 10)) is None
+    assert picks.whole_span(gen.ColumnStats("integer", 0.0, 10, (), (), ("1", "1000000"), 100)) is picks.NO_KEYS
+    assert picks.whole_span(gen.ColumnStats("text", 0.0, 2, ("a", "b"), (0.5, 0.5), (), 10)) is picks.NO_KEYS
 
 
 def test_an_in_list_picked_by_keys_draws_its_distinct_values_and_repeats_the_last() -> None:
@@ -86,5 +87,5 @@ def test_an_in_list_picked_by_keys_draws_its_distinct_values_and_repeats_the_las
 def test_a_lookup_the_rows_say_nothing_of_is_left_as_drawn_and_unsaid() -> None:
     each = {1: (Param(1, "column", "s.items.id", "integer", "by rows"), gen.draw("s09_p1", UNIQUE))}
     judged = picks.judge(UNIQUE, 1000, 1, 1.0)
-    assert judged is not None and not judged.apart
-    assert picks.redrawn("s09", each, (1,), judged, None) is each
+    assert not judged.apart
+    assert picks.redrawn("s09", each, (1,), judged, picks.NO_KEYS) is each

@@ -344,9 +344,9 @@ def _picked(src: Source, sid: str, ns: tuple[int, ...], each: dict[int, tuple[Pa
         return each  # drawn otherwise (a fresh key, a parent's statistics): the rows say nothing of them
     table, column = params[0].column.rsplit(".", 1)
     st = stats(src, table, column)
-    keys = keys_of(src, table, column, st) if st is not None else None
-    judged = picks.judge(st, keys.count if keys else 0.0, len(ns), seen) if st is not None else None
-    return each if judged is None else picks.redrawn(sid, each, ns, judged, keys)
+    assert st is not None  # _param drew these values from this column's statistics
+    keys = keys_of(src, table, column, st)
+    return picks.redrawn(sid, each, ns, picks.judge(st, keys.count, len(ns), seen), keys)
 
 
 def _substituted(query: str, values: dict[int, str]) -> str:

@@ -32,6 +32,10 @@ class Keys:
     said: str
 
 
+# no keys known to draw from: as many as a division by them leaves no rows (per_value's 0.0)
+NO_KEYS = Keys(gen.ColumnStats(""), math.inf, "no keys known")
+
+
 @dataclass(frozen=True)
 class Judged:
     """The rows a call would return picked each way (each of its values distinct), the rows the
@@ -96,47 +100,49 @@ def _widths(st: gen.ColumnStats) -> list[float]:
 
 
 def per_value(values: list[tuple[float, float]], keys: float) -> tuple[float, float]:
-    """A value's rows on average picked by its rows (sum c*c / N) and by keys (N / keys; 0.0 with no keys)."""
+    """A value's rows on average picked by its rows (sum c*c / N) and by keys (N / keys: 0.0 with
+    NO_KEYS' infinitely many)."""
     rows = sum(n * c for n, c in values)
     if rows <= 0:
         return 0.0, 0.0
-    return sum(n * c * c for n, c in values) / rows, rows / keys if keys > 0 else 0.0
+    return sum(n * c * c for n, c in values) / rows, rows / keys
 
 
-def judge(st: gen.ColumnStats, keys: float, k: int, seen: float) -> Judged | None:
+def judge(st: gen.ColumnStats, keys: float, k: int, seen: float) -> Judged:
     """The way the application picks the `k` values of a call from what its calls returned
-    (`seen` rows each on average) against each way's prediction; None when the statistics or the
-    calls say nothing (the table's rows never counted, no row returned)."""
+    (`seen` rows each on average) against each way's prediction; when the statistics or the calls
+    say nothing (the table's rows never counted, no row returned), a judgement that changes nothing
+    (not apart, every value distinct)."""
     rows, keyed = per_value(classes(st), keys)
-    if rows <= 0 or seen <= 0:
-        return None
     told = Judged(k * rows, k * keyed, seen, False, k)
+    if rows <= 0 or seen <= 0:
+        return told
     by_keys = told.apart and abs(math.log(seen / (k * keyed))) < abs(math.log(seen / (k * rows)))
     each = keyed if by_keys else rows
     return replace(told, keyed=by_keys, distinct=max(1, min(k, round(seen / each))))
 
 
-def whole_span(st: gen.ColumnStats) -> Keys | None:
+def whole_span(st: gen.ColumnStats) -> Keys:
     """A column of whole numbers whose values fill at least half their span: its keys, each
-    number from the least to the greatest pg_stats shows; None otherwise."""
+    number from the least to the greatest pg_stats shows; NO_KEYS otherwise."""
     if gen.base_type(st.type) not in gen.INTEGERS or st.rows <= 0:
-        return None
+        return NO_KEYS
     try:
         numbers = [int(float(v)) for v in (*st.mcv, *st.histogram)]
     except ValueError:
-        return None
+        return NO_KEYS
     if len(numbers) < 2:
-        return None
+        return NO_KEYS
     lo, hi = min(numbers), max(numbers)
     values = distinct(st)
     if hi - lo + 1 > 2 * values:
-        return None
+        return NO_KEYS
     return Keys(gen.ColumnStats(st.type, histogram=(str(lo), str(hi))), hi - lo + 1.0,
                 f"each whole number from {lo} to {hi} alike ({values:.0f} distinct values fill the span)")
 
 
 def redrawn(sid: str, each: dict[int, tuple[Param, gen.Drawn]], ns: tuple[int, ...], judged: Judged,
-            keys: Keys | None) -> dict[int, tuple[Param, gen.Drawn]]:
+            keys: Keys) -> dict[int, tuple[Param, gen.Drawn]]:
     """The picking parameters `ns` drawn as judged: by keys from `keys`, an IN list's values past
     the distinct ones the last distinct one's; each Param saying how. Unchanged, and nothing said,
     where the rows could not tell the ways apart and count every value (a unique key's lookup)."""
@@ -152,7 +158,7 @@ def redrawn(sid: str, each: dict[int, tuple[Param, gen.Drawn]], ns: tuple[int, .
                               mcf=[]), gen.Drawn((), out[last][1].placeholder))
             continue
         why = said if i == 0 else f"as ${ns[0]}"
-        if judged.keyed and keys is not None:
+        if judged.keyed:  # only with keys to draw from: NO_KEYS predicts no rows, never apart
             out[n] = (replace(param, drawn=f"{keys.said}: {why}", mcv=[], mcf=[]), gen.draw(f"{sid}_p{n}", keys.stats))
         else:
             out[n] = (replace(param, drawn=f"{param.drawn}; {why}"), drawn)

@@ -88,10 +88,10 @@ def foreign_keys(src: Source, tables: list[str]) -> list[tuple[str, str]]:
     return [(str(a), str(b)) for a, b in rows]
 
 
-def keys_of(src: Source, table: str, column: str, st: gen.ColumnStats) -> picks.Keys | None:
+def keys_of(src: Source, table: str, column: str, st: gen.ColumnStats) -> picks.Keys:
     """The keys an application picking a column's values by key draws from: those of the column
     a foreign key says its values are among (their distinct values), else the span
-    of its whole numbers when they fill it (picks.whole_span); None when neither is known."""
+    of its whole numbers when they fill it (picks.whole_span); picks.NO_KEYS when neither is known."""
     for parent in [p for c, p in foreign_keys(src, [table]) if c == f"{table}.{column}"]:
         theirs = stats(src, *parent.rsplit(".", 1))
         if theirs is not None and theirs.rows > 0 and (theirs.mcv or len(theirs.histogram) >= 2):
