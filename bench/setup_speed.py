@@ -14,12 +14,18 @@ shared machine weighs on both:
 Each round creates its venv with `python -m venv` (not timed) and times the install alone. Prints
 the median and the range of each side and the ratio of the medians.
 
-    .venv/bin/python bench/setup_speed.py [--rounds 3] [--uv .venv/bin/uv]
+    .venv/bin/python bench/setup_speed.py [--rounds 3] [--uv .venv/bin/uv] [--json PATH]
+
+With --json it writes its result file (every round's time, the medians, the commit, the machine,
+the date): docs/results/setup_speed.json is the one docs/performance.md quotes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -55,6 +61,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--uv", default=shutil.which("uv") or str(Path(sys.executable).parent / "uv"))
+    ap.add_argument("--json", metavar="PATH", help="also write the result file (figures, commit, machine, date)")
     args = ap.parse_args()
     if not Path(args.uv).is_file():
         print(f"uv not found at {args.uv}: run make venv first, or pass --uv PATH", file=sys.stderr)
@@ -75,6 +82,13 @@ def main() -> int:
         print(f"{side}: median {med[side]:.1f} s over {len(got)} rounds (range {min(got):.1f}-{max(got):.1f})")
     print(f"uv with an empty cache (every wheel downloaded): {cold:.1f} s")
     print(f"pip's median over uv's: {med['pip'] / med['uv']:.1f} times")
+    if args.json:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        Path(args.json).write_text(json.dumps({
+            "bench": "bench/setup_speed.py", "date": time.strftime("%Y-%m-%d %H:%M:%S%z"), "commit": commit,
+            "machine": {"cpus": os.cpu_count(), "system": platform.platform(), "python": platform.python_version()},
+            "rounds": args.rounds, "seconds": times, "median_s": med, "uv_empty_cache_s": cold,
+            "pip_over_uv": med["pip"] / med["uv"]}, indent=1) + "\n")
     return 0
 
 
